@@ -1,0 +1,119 @@
+//! The one error type of msgpass. Every variant says what went wrong and,
+//! where there is one, what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Errors returned by msgpass operations.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The endpoint namespace directory cannot be used safely.
+    #[error("namespace {path}: {reason}")]
+    Namespace {
+        /// The directory at fault.
+        path: PathBuf,
+        /// Why it was refused, with the fix where there is one.
+        reason: String,
+    },
+
+    /// An endpoint name is not a plain relative path like `adder/0`.
+    #[error("invalid endpoint name {name:?}: {reason}")]
+    BadName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// No server is listening at the endpoint.
+    #[error("no server at {}", path.display())]
+    NotFound {
+        /// Where the endpoint was looked for.
+        path: PathBuf,
+    },
+
+    /// Another live process already serves this endpoint.
+    #[error("{} is already served by {}", path.display(), match pid { Some(p) => format!("pid {p}"), None => "another process".to_string() })]
+    AlreadyServed {
+        /// The endpoint.
+        path: PathBuf,
+        /// The serving process, when known.
+        pid: Option<i32>,
+    },
+
+    /// The endpoint is served with a different transport than requested.
+    #[error("{} is served over transport {found}, not {expected}: use -t {found}", path.display())]
+    WrongTransport {
+        /// The endpoint.
+        path: PathBuf,
+        /// Transport family the client asked for.
+        expected: &'static str,
+        /// Transport family the server uses.
+        found: String,
+    },
+
+    /// The transport name is not one msgpass knows.
+    #[error("unknown transport {name:?} (known: {known})")]
+    UnknownTransport {
+        /// The name as given.
+        name: String,
+        /// Comma-separated list of valid names.
+        known: String,
+    },
+
+    /// A message exceeds what the channel carries.
+    #[error("message of {len} bytes exceeds the channel maximum of {max} bytes")]
+    TooLarge {
+        /// Size of the message.
+        len: usize,
+        /// The channel's maximum.
+        max: usize,
+    },
+
+    /// The reply does not fit the buffer the caller gave.
+    #[error("reply of {len} bytes does not fit the {cap}-byte reply buffer")]
+    ReplyTooLarge {
+        /// Size of the reply.
+        len: usize,
+        /// Capacity of the caller's buffer.
+        cap: usize,
+    },
+
+    /// The server answered the request with an error code (an errno value).
+    #[error("server replied with error {code} ({})", io::Error::from_raw_os_error(*code))]
+    Remote {
+        /// The errno-style code the server replied with.
+        code: i32,
+    },
+
+    /// The peer went away (server died or closed the channel; client died).
+    #[error("the peer closed the connection")]
+    Disconnected,
+
+    /// The peer broke the wire protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+
+    /// A system call failed.
+    #[error("{op}: {source}")]
+    Io {
+        /// What was being done.
+        op: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with a description of the operation.
+    pub(crate) fn io(op: impl Into<String>, source: io::Error) -> Error {
+        Error::Io {
+            op: op.into(),
+            source,
+        }
+    }
+}
+
+/// Result alias for msgpass operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

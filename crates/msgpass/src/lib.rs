@@ -1,0 +1,203 @@
+//! # msgpass: QNX-style synchronous message passing on Linux
+//!
+//! A server creates a named [`Channel`] and loops on [`Channel::receive`],
+//! answering each [`Request`] with [`Request::reply`] or
+//! [`Request::reply_error`]. A client opens a [`Connection`] by name and
+//! calls [`Connection::call`], which blocks until the reply (or error) comes
+//! back. Names live in a [`Namespace`] directory; the mechanism underneath is
+//! a [`Transport`] chosen by name (see [`transport::NAMES`]).
+//!
+//! ```no_run
+//! use msgpass::{Channel, Connection, Namespace, Options};
+//! # fn main() -> msgpass::Result<()> {
+//! let ns = Namespace::resolve(None)?;
+//! let t = msgpass::transport::by_name("shm")?;
+//! let mut server = Channel::create(&ns, "echo/0", &*t, &Options::default())?;
+//! std::thread::spawn(move || {
+//!     while let Ok(Some(req)) = server.receive() {
+//!         let data = req.data().to_vec();
+//!         let _ = req.reply(&data);
+//!     }
+//! });
+//! let mut conn = Connection::open(&ns, "echo/0", &*t, &Options::default())?;
+//! let mut reply = [0u8; 5];
+//! let n = conn.call(1, b"hello", &mut reply)?;
+//! assert_eq!(&reply[..n], b"hello");
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+mod names;
+mod sys;
+pub mod transport;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub use error::{Error, Result};
+pub use names::{Namespace, NS_ENV};
+pub use transport::{Options, Status, Transport};
+
+use names::EndpointClaim;
+use transport::{ClientConnection, Incoming, ServerChannel};
+
+/// The server side of a named endpoint. One thread receives on it; several
+/// channels can live in one process, one per thread.
+pub struct Channel {
+    // Field order matters: the transport closes before the claim removes
+    // the endpoint and releases the lock.
+    inner: Box<dyn ServerChannel>,
+    claim: EndpointClaim,
+    stop: Arc<AtomicBool>,
+    max_msg: usize,
+}
+
+impl Channel {
+    /// Creates endpoint `name` in `ns`, served over `transport`. Replaces a
+    /// stale endpoint left by a dead server; refuses a live one with
+    /// [`Error::AlreadyServed`].
+    pub fn create(
+        ns: &Namespace,
+        name: &str,
+        transport: &dyn Transport,
+        opts: &Options,
+    ) -> Result<Channel> {
+        let claim = EndpointClaim::new(ns, name)?;
+        let inner = transport.serve(claim.path(), opts)?;
+        Ok(Channel {
+            inner,
+            claim,
+            stop: Arc::new(AtomicBool::new(false)),
+            max_msg: opts.max_msg,
+        })
+    }
+
+    /// Makes [`receive`](Channel::receive) return `Ok(None)` once `flag` is
+    /// set (within one [`Options::tick`]). Share one flag between channels
+    /// and a signal handler to stop a whole server.
+    pub fn set_stop_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = flag;
+    }
+
+    /// A flag that, once set, makes `receive` return `Ok(None)`.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// True when creating the channel replaced a stale endpoint.
+    pub fn replaced_stale(&self) -> bool {
+        self.claim.replaced_stale
+    }
+
+    /// The endpoint's path.
+    pub fn path(&self) -> &std::path::Path {
+        self.claim.path()
+    }
+
+    /// Number of connected clients.
+    pub fn connections(&self) -> usize {
+        self.inner.connections()
+    }
+
+    /// Waits for the next request; `Ok(None)` once the stop flag is set.
+    pub fn receive(&mut self) -> Result<Option<Request<'_>>> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match self.inner.receive(&self.stop)? {
+            Some(head) => Ok(Some(Request {
+                chan: &mut *self.inner,
+                max_msg: self.max_msg,
+                head,
+                answered: false,
+            })),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A received request. Answer it with [`reply`](Request::reply) or
+/// [`reply_error`](Request::reply_error); dropping it unanswered replies
+/// `EIO`, so a client never waits for an answer that will not come.
+pub struct Request<'a> {
+    chan: &'a mut dyn ServerChannel,
+    max_msg: usize,
+    head: Incoming,
+    answered: bool,
+}
+
+impl Request<'_> {
+    /// The command code.
+    pub fn cmd(&self) -> u32 {
+        self.head.cmd
+    }
+
+    /// The request payload.
+    pub fn data(&self) -> &[u8] {
+        self.chan.data()
+    }
+
+    /// Replies with `data`. A reply larger than the channel allows is not
+    /// sent: the client gets `EMSGSIZE` and this returns [`Error::TooLarge`].
+    pub fn reply(mut self, data: &[u8]) -> Result<()> {
+        self.answered = true;
+        if data.len() > self.max_msg {
+            self.chan.reply(Status::Err(libc::EMSGSIZE), &[])?;
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.max_msg,
+            });
+        }
+        self.chan.reply(Status::Ok, data)
+    }
+
+    /// Replies with an errno-style error code (like a devctl failing with
+    /// `ENOTTY` for an unknown command).
+    pub fn reply_error(mut self, code: i32) -> Result<()> {
+        self.answered = true;
+        self.chan.reply(Status::Err(code), &[])
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let _ = self.chan.reply(Status::Err(libc::EIO), &[]);
+        }
+    }
+}
+
+/// The client side: a connection to a named endpoint.
+pub struct Connection {
+    inner: Box<dyn ClientConnection>,
+}
+
+impl Connection {
+    /// Connects to endpoint `name` in `ns` over `transport`, waiting up to
+    /// [`Options::wait`] for it to appear.
+    pub fn open(
+        ns: &Namespace,
+        name: &str,
+        transport: &dyn Transport,
+        opts: &Options,
+    ) -> Result<Connection> {
+        let path = ns.path_of(name)?;
+        Ok(Connection {
+            inner: transport.connect(&path, opts)?,
+        })
+    }
+
+    /// Sends command `cmd` with payload `req`, blocks until the reply, copies
+    /// it into `reply` and returns its length. An error reply is
+    /// [`Error::Remote`].
+    pub fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        self.inner.call(cmd, req, reply)
+    }
+
+    /// Largest payload the server accepts.
+    pub fn max_msg(&self) -> usize {
+        self.inner.max_msg()
+    }
+}

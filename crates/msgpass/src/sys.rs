@@ -1,0 +1,471 @@
+//! Thin, safe wrappers over the few system calls the transports share:
+//! Unix seqpacket sockets (with descriptor passing), poll, futex, memfd and
+//! mmap. Everything here returns `io::Error`; callers add context.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::{size_of, zeroed, MaybeUninit};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+/// Converts a `-1` return into the current `errno`.
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Same as [`check`] for calls returning `ssize_t`.
+fn check_size(ret: libc::ssize_t) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// Retries `f` while it fails with `EINTR`.
+fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Builds a `sockaddr_un` for `path`, failing if the path does not fit.
+fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: sockaddr_un is plain old data; all-zero is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "path is {} bytes, longer than a Unix socket address allows ({})",
+                bytes.len(),
+                addr.sun_path.len() - 1
+            ),
+        ));
+    }
+    for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = *src as libc::c_char;
+    }
+    let len = (size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    Ok((addr, len))
+}
+
+/// Creates a close-on-exec socket of the given family and type.
+pub(crate) fn socket(family: libc::c_int, ty: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: socket() has no memory-safety preconditions.
+    let fd = check(unsafe { libc::socket(family, ty | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd was just returned by socket() and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Binds a new Unix socket of type `ty` at `path` (mode 0600) and listens on it.
+pub(crate) fn unix_listen(path: &Path, ty: libc::c_int) -> io::Result<OwnedFd> {
+    let fd = socket(libc::AF_UNIX, ty)?;
+    let (addr, len) = sockaddr(path)?;
+    // SAFETY: addr is a valid sockaddr_un of length len.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            &addr as *const libc::sockaddr_un as *const libc::sockaddr,
+            len,
+        )
+    })?;
+    chmod(path, 0o600)?;
+    // SAFETY: fd is a bound socket.
+    check(unsafe { libc::listen(fd.as_raw_fd(), 128) })?;
+    Ok(fd)
+}
+
+/// Connects a new Unix socket of type `ty` to `path`.
+pub(crate) fn unix_connect(path: &Path, ty: libc::c_int) -> io::Result<OwnedFd> {
+    let fd = socket(libc::AF_UNIX, ty)?;
+    let (addr, len) = sockaddr(path)?;
+    retry(|| {
+        // SAFETY: addr is a valid sockaddr_un of length len.
+        check(unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                &addr as *const libc::sockaddr_un as *const libc::sockaddr,
+                len,
+            )
+        })
+    })?;
+    Ok(fd)
+}
+
+/// Accepts one connection (close-on-exec).
+pub(crate) fn accept(listener: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let fd = retry(|| {
+        // SAFETY: null address pointers are allowed by accept4.
+        check(unsafe {
+            libc::accept4(
+                listener.as_raw_fd(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        })
+    })?;
+    // SAFETY: fd was just returned by accept4 and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Changes the mode of `path`.
+pub(crate) fn chmod(path: &Path, mode: libc::mode_t) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // SAFETY: c is a valid NUL-terminated string.
+    check(unsafe { libc::chmod(c.as_ptr(), mode) })?;
+    Ok(())
+}
+
+/// Sends the concatenation of `parts` as one message (never raises SIGPIPE),
+/// optionally with descriptors attached.
+pub(crate) fn send_parts(
+    fd: BorrowedFd<'_>,
+    parts: &[&[u8]],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<usize> {
+    let mut iov: [libc::iovec; 4] = [libc::iovec {
+        iov_base: ptr::null_mut(),
+        iov_len: 0,
+    }; 4];
+    assert!(parts.len() <= iov.len(), "at most 4 parts");
+    for (v, p) in iov.iter_mut().zip(parts) {
+        v.iov_base = p.as_ptr() as *mut libc::c_void;
+        v.iov_len = p.len();
+    }
+    let mut cmsg_buf = [0u64; 8]; // room for up to 8 descriptors, 8-byte aligned
+                                  // SAFETY: msghdr is plain old data; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = parts.len();
+    if !fds.is_empty() {
+        assert!(fds.len() <= 8, "at most 8 descriptors");
+        let payload = (fds.len() * size_of::<RawFd>()) as u32;
+        // SAFETY: CMSG_SPACE is a pure computation.
+        let space = unsafe { libc::CMSG_SPACE(payload) } as usize;
+        msg.msg_control = cmsg_buf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space;
+        // SAFETY: msg_control points at a buffer of at least `space` bytes, so
+        // CMSG_FIRSTHDR returns a valid header inside it and CMSG_DATA has room
+        // for `payload` bytes.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(payload) as usize;
+            let data = libc::CMSG_DATA(c) as *mut RawFd;
+            for (i, f) in fds.iter().enumerate() {
+                data.add(i).write_unaligned(f.as_raw_fd());
+            }
+        }
+    }
+    retry(|| {
+        // SAFETY: msg points at live iovecs and control data for the whole call.
+        check_size(unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) })
+    })
+}
+
+/// What [`recv_parts`] received.
+pub(crate) struct Received {
+    /// Full length of the message (may exceed the buffers when `truncated`).
+    pub len: usize,
+    /// The message did not fit the buffers.
+    pub truncated: bool,
+    /// Descriptors that came with the message.
+    pub fds: Vec<OwnedFd>,
+}
+
+/// Receives one message into `head` then `body`. A zero `len` with no
+/// descriptors means the peer closed the connection.
+pub(crate) fn recv_parts(
+    fd: BorrowedFd<'_>,
+    head: &mut [u8],
+    body: &mut [u8],
+    flags: libc::c_int,
+) -> io::Result<Received> {
+    let mut iov = [
+        libc::iovec {
+            iov_base: head.as_mut_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: body.as_mut_ptr() as *mut libc::c_void,
+            iov_len: body.len(),
+        },
+    ];
+    let mut cmsg_buf = [0u64; 8];
+    // SAFETY: msghdr is plain old data; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = 2;
+    msg.msg_control = cmsg_buf.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = size_of::<[u64; 8]>();
+    let len = retry(|| {
+        // SAFETY: msg points at live buffers for the whole call.
+        check_size(unsafe {
+            libc::recvmsg(
+                fd.as_raw_fd(),
+                &mut msg,
+                flags | libc::MSG_TRUNC | libc::MSG_CMSG_CLOEXEC,
+            )
+        })
+    })?;
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled msg_control with well-formed cmsg headers;
+    // CMSG_FIRSTHDR/CMSG_NXTHDR walk them within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let n = ((*c).cmsg_len - libc::CMSG_LEN(0) as usize) / size_of::<RawFd>();
+                let data = libc::CMSG_DATA(c) as *const RawFd;
+                for i in 0..n {
+                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    let truncated = msg.msg_flags & libc::MSG_TRUNC != 0 || len > head.len() + body.len();
+    Ok(Received {
+        len,
+        truncated,
+        fds,
+    })
+}
+
+/// Sets (or with `None` clears) the receive timeout of a socket.
+pub(crate) fn set_recv_timeout(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<()> {
+    let tv = match timeout {
+        Some(d) => libc::timeval {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_usec: d.subsec_micros().max(if d.is_zero() { 0 } else { 1 }) as libc::suseconds_t,
+        },
+        None => libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        },
+    };
+    // SAFETY: tv is a valid timeval for the duration of the call.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const libc::timeval as *const libc::c_void,
+            size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// Polls `fds`, waiting at most `timeout` (`None` waits forever).
+/// Returns how many entries have events; `EINTR` counts as zero.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<usize> {
+    let ms = match timeout {
+        None => -1,
+        Some(d) => d.as_millis().min(i32::MAX as u128) as libc::c_int,
+    };
+    // SAFETY: fds is a valid slice of pollfd for the duration of the call.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(r as usize)
+}
+
+/// True when the peer of a connected socket has gone away (hang-up, error,
+/// or an orderly shutdown with nothing left to read).
+pub(crate) fn peer_gone(fd: BorrowedFd<'_>) -> bool {
+    let mut p = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    match poll(&mut p, Some(Duration::ZERO)) {
+        Ok(0) => false,
+        Ok(_) => {
+            if p[0].revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                return true;
+            }
+            // Readable: a seqpacket EOF reads as zero bytes.
+            let mut b = [0u8; 1];
+            // SAFETY: b is a valid 1-byte buffer.
+            let n = unsafe {
+                libc::recv(
+                    fd.as_raw_fd(),
+                    b.as_mut_ptr() as *mut libc::c_void,
+                    1,
+                    libc::MSG_PEEK | libc::MSG_DONTWAIT,
+                )
+            };
+            n == 0
+        }
+        Err(_) => true,
+    }
+}
+
+/// Blocks while `*word == expected`, at most `timeout`. Spurious and
+/// timed-out returns are normal: the caller re-checks its condition.
+/// `shared` selects a process-shared futex (required for memory shared
+/// between processes).
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>, shared: bool) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(ptr::null(), |t| t as *const libc::timespec);
+    let op = if shared {
+        libc::FUTEX_WAIT
+    } else {
+        libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG
+    };
+    // SAFETY: word is a valid, aligned u32 for the duration of the call; the
+    // kernel only reads it. The timeout pointer is null or valid.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            expected,
+            ts_ptr,
+            0usize,
+            0u32,
+        );
+    }
+}
+
+/// Wakes up to `n` waiters blocked on `word`.
+pub(crate) fn futex_wake(word: &AtomicU32, n: u32, shared: bool) {
+    let op = if shared {
+        libc::FUTEX_WAKE
+    } else {
+        libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG
+    };
+    // SAFETY: FUTEX_WAKE does not access memory through the pointer beyond
+    // using its address as a key.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), op, n, 0usize, 0usize, 0u32);
+    }
+}
+
+/// A shared, read-write memory mapping of a file descriptor, unmapped on drop.
+pub(crate) struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; all access through it goes via raw
+// pointers and atomics whose synchronisation the users provide.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; shared references only hand out raw pointers.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared and read-write.
+    pub(crate) fn new(fd: BorrowedFd<'_>, len: usize) -> io::Result<Mapping> {
+        // SAFETY: mapping a descriptor we hold with a null hint; the result is
+        // checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: p as *mut u8,
+            len,
+        })
+    }
+
+    /// Base address of the mapping.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping created by mmap and not yet unmapped.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// Creates an anonymous, sealed-size memory file of `len` bytes: the peer can
+/// neither shrink it (which would turn our accesses into SIGBUS) nor grow it.
+pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let c = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains NUL"))?;
+    // SAFETY: c is a valid NUL-terminated string.
+    let fd = check(unsafe {
+        libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+    })?;
+    // SAFETY: fd was just created and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ftruncate/fcntl on a descriptor we own.
+    unsafe {
+        check(libc::ftruncate(fd.as_raw_fd(), len as libc::off_t))?;
+        check(libc::fcntl(
+            fd.as_raw_fd(),
+            libc::F_ADD_SEALS,
+            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL,
+        ))?;
+    }
+    Ok(fd)
+}
+
+/// Size of the file behind `fd`.
+pub(crate) fn file_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut st = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: st is valid for writes of a stat structure.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so st is initialised.
+    Ok(unsafe { st.assume_init() }.st_size as usize)
+}
+
+/// Seals present on a memfd.
+pub(crate) fn seals(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
+    // SAFETY: fcntl F_GET_SEALS takes no pointer.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) })
+}
+
+/// Effective user id of this process.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

@@ -1,0 +1,141 @@
+//! The [`Transport`] trait and the registry of mechanisms.
+//!
+//! A transport turns an endpoint path into a server side ([`ServerChannel`])
+//! and a client side ([`ClientConnection`]). Every transport honours the same
+//! contract, which `tests/conformance.rs` checks for each of them:
+//!
+//! - requests and replies arrive whole and unmodified, from 0 bytes up to
+//!   [`Options::max_msg`]; a larger message is [`Error::TooLarge`], never
+//!   truncated;
+//! - an error reply reaches the caller as [`Error::Remote`];
+//! - if the server dies, a client blocked in `call` returns
+//!   [`Error::Disconnected`] within one [`Options::tick`] or so (well under 1 s);
+//! - if a client dies, the server drops that connection and keeps serving;
+//! - `receive` returns `Ok(None)` within one tick of the shutdown flag being set.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+pub(crate) mod rendezvous;
+pub mod shm;
+pub mod uds;
+
+/// Tuning shared by every transport. The defaults suit most uses.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Largest request or reply payload, in bytes (default 65536).
+    pub max_msg: usize,
+    /// How long a hybrid waiter spins before it sleeps (default 20 us).
+    pub spin: Duration,
+    /// Longest a blocked side sleeps before it re-checks that its peer is
+    /// alive and that it has not been asked to stop (default 100 ms).
+    pub tick: Duration,
+    /// How long a client waits for the endpoint to appear (`None`: fail at
+    /// once if nobody serves it), like QNX `waitfor`.
+    pub wait: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_msg: 65536,
+            spin: Duration::from_micros(20),
+            tick: Duration::from_millis(100),
+            wait: None,
+        }
+    }
+}
+
+/// The header of one incoming request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Incoming {
+    /// The command code the client sent.
+    pub cmd: u32,
+    /// Length of the request payload, available from [`ServerChannel::data`].
+    pub len: usize,
+}
+
+/// How a reply ends a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Success, with a payload.
+    Ok,
+    /// Failure with an errno-style code (positive), no payload.
+    Err(i32),
+}
+
+/// Server side of a channel: receives requests from any connected client and
+/// replies to each before receiving the next.
+pub trait ServerChannel: Send {
+    /// Waits for the next request. Returns `Ok(None)` once `stop` is set.
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>>;
+    /// Payload of the request last returned by `receive`.
+    fn data(&self) -> &[u8];
+    /// Replies to the request last returned by `receive`. A client that has
+    /// gone away meanwhile is not an error: its connection is dropped.
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
+    /// Number of connected clients.
+    fn connections(&self) -> usize;
+}
+
+/// Client side of a connection.
+pub trait ClientConnection: Send {
+    /// Sends `req` with command `cmd`, blocks for the reply, copies it into
+    /// `reply` and returns its length.
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize>;
+    /// Largest payload the server accepts.
+    fn max_msg(&self) -> usize;
+}
+
+/// A message-passing mechanism.
+pub trait Transport: Send + Sync + std::fmt::Debug {
+    /// The name it is selected by (`-t NAME`).
+    fn name(&self) -> &'static str;
+    /// Serves the endpoint at `path` (already claimed by the caller).
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>>;
+    /// Connects to the endpoint at `path`.
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>>;
+}
+
+/// Every transport name, in the order tables list them.
+pub const NAMES: &[&str] = &["shm", "shm-spin", "shm-block", "shm-hybrid", "uds"];
+
+/// One-line description of each transport, for `--help` texts.
+pub const DESCRIPTIONS: &[(&str, &str)] = &[
+    (
+        "shm",
+        "shared-memory slot, futex wake-ups, spin then sleep (same as shm-hybrid)",
+    ),
+    (
+        "shm-spin",
+        "shared-memory slot, both sides poll (lowest latency, burns a CPU each)",
+    ),
+    (
+        "shm-block",
+        "shared-memory slot, both sides sleep on a futex at once",
+    ),
+    (
+        "shm-hybrid",
+        "shared-memory slot, spin for --spin-us then sleep on a futex",
+    ),
+    ("uds", "Unix domain SOCK_SEQPACKET socket"),
+];
+
+/// Looks a transport up by name.
+pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
+    Ok(match name {
+        "uds" => Box::new(uds::Uds),
+        "shm" | "shm-hybrid" => Box::new(shm::Shm::new(shm::Wait::Hybrid)),
+        "shm-spin" => Box::new(shm::Shm::new(shm::Wait::Spin)),
+        "shm-block" => Box::new(shm::Shm::new(shm::Wait::Block)),
+        _ => {
+            return Err(Error::UnknownTransport {
+                name: name.to_string(),
+                known: NAMES.join(", "),
+            })
+        }
+    })
+}

@@ -1,0 +1,177 @@
+//! The meeting point shared by socket-rendezvous transports: the server
+//! listens on a Unix SOCK_SEQPACKET socket at the endpoint path; on each new
+//! connection it sends a hello (magic, version, transport family, maximum
+//! message size, server pid), optionally with descriptors attached (the
+//! shared-memory transport passes its memfds this way). The connection then
+//! stays open for the life of the session: its hang-up is how each side
+//! learns that the other has died.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::sys;
+use crate::transport::Options;
+
+const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
+const VERSION: u16 = 1;
+const HELLO_LEN: usize = 16;
+/// How long a client waits for the hello once connected.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Transport families that share the rendezvous. A client of one family
+/// refuses an endpoint of another with a clear message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub(crate) enum Family {
+    Uds = 1,
+    Shm = 2,
+}
+
+impl Family {
+    fn name(self) -> &'static str {
+        match self {
+            Family::Uds => "uds",
+            Family::Shm => "shm",
+        }
+    }
+
+    fn from_u16(v: u16) -> String {
+        match v {
+            1 => "uds".into(),
+            2 => "shm".into(),
+            other => format!("unknown family {other}"),
+        }
+    }
+}
+
+/// What the server says first.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hello {
+    pub max_msg: usize,
+    pub _pid: u32,
+}
+
+/// The listening side.
+#[derive(Debug)]
+pub(crate) struct Listener {
+    fd: OwnedFd,
+    family: Family,
+    max_msg: usize,
+}
+
+impl Listener {
+    /// Listens at `path`, which the caller has claimed and cleared.
+    pub(crate) fn bind(path: &Path, family: Family, max_msg: usize) -> Result<Listener> {
+        let fd = sys::unix_listen(path, libc::SOCK_SEQPACKET)
+            .map_err(|e| Error::io(format!("listen on {}", path.display()), e))?;
+        Ok(Listener {
+            fd,
+            family,
+            max_msg,
+        })
+    }
+
+    /// Accepts one client and greets it, passing `fds` along. A client that
+    /// vanished during the greeting is reported as an error the caller may
+    /// ignore.
+    pub(crate) fn accept(&self, fds: &[BorrowedFd<'_>]) -> Result<OwnedFd> {
+        let conn = sys::accept(self.fd.as_fd()).map_err(|e| Error::io("accept", e))?;
+        let mut hello = [0u8; HELLO_LEN];
+        hello[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        hello[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        hello[6..8].copy_from_slice(&(self.family as u16).to_le_bytes());
+        hello[8..12].copy_from_slice(&(self.max_msg as u32).to_le_bytes());
+        hello[12..16].copy_from_slice(&std::process::id().to_le_bytes());
+        sys::send_parts(conn.as_fd(), &[&hello], fds).map_err(|e| Error::io("send hello", e))?;
+        Ok(conn)
+    }
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Connects to `path`, waiting up to `opts.wait` for it to appear, and reads
+/// the hello. Returns the session socket, the hello and passed descriptors.
+pub(crate) fn connect(
+    path: &Path,
+    family: Family,
+    opts: &Options,
+) -> Result<(OwnedFd, Hello, Vec<OwnedFd>)> {
+    let deadline = opts.wait.map(|w| Instant::now() + w);
+    let sock = loop {
+        match sys::unix_connect(path, libc::SOCK_SEQPACKET) {
+            Ok(s) => break s,
+            Err(e) => {
+                let absent = matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
+                );
+                if !absent {
+                    return Err(Error::io(format!("connect to {}", path.display()), e));
+                }
+                match deadline {
+                    Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(10)),
+                    _ => return Err(not_found(path)),
+                }
+            }
+        }
+    };
+    sys::set_recv_timeout(sock.as_fd(), Some(HANDSHAKE_TIMEOUT))
+        .map_err(|e| Error::io("set receive timeout", e))?;
+    let mut hello = [0u8; HELLO_LEN];
+    let got = sys::recv_parts(sock.as_fd(), &mut hello, &mut [], 0).map_err(|e| {
+        if e.kind() == io::ErrorKind::WouldBlock {
+            Error::Protocol(format!(
+                "{} accepted the connection but sent no hello within {:?}",
+                path.display(),
+                HANDSHAKE_TIMEOUT
+            ))
+        } else {
+            Error::io("receive hello", e)
+        }
+    })?;
+    sys::set_recv_timeout(sock.as_fd(), None).map_err(|e| Error::io("clear receive timeout", e))?;
+    if got.len == 0 && got.fds.is_empty() {
+        return Err(Error::Disconnected);
+    }
+    let u32_at =
+        |i: usize| u32::from_le_bytes([hello[i], hello[i + 1], hello[i + 2], hello[i + 3]]);
+    if got.len != HELLO_LEN || u32_at(0) != MAGIC {
+        return Err(Error::Protocol(format!(
+            "{} is not a msgpass endpoint",
+            path.display()
+        )));
+    }
+    let version = u16::from_le_bytes([hello[4], hello[5]]);
+    if version != VERSION {
+        return Err(Error::Protocol(format!(
+            "{} speaks protocol version {version}, this build speaks {VERSION}",
+            path.display()
+        )));
+    }
+    let fam = u16::from_le_bytes([hello[6], hello[7]]);
+    if fam != family as u16 {
+        return Err(Error::WrongTransport {
+            path: path.to_path_buf(),
+            expected: family.name(),
+            found: Family::from_u16(fam),
+        });
+    }
+    let hello = Hello {
+        max_msg: u32_at(8) as usize,
+        _pid: u32_at(12),
+    };
+    Ok((sock, hello, got.fds))
+}
+
+fn not_found(path: &Path) -> Error {
+    Error::NotFound {
+        path: PathBuf::from(path),
+    }
+}

@@ -1,0 +1,522 @@
+//! `shm`, `shm-spin`, `shm-block`, `shm-hybrid`: a shared-memory slot per
+//! connection, with futex wake-ups.
+//!
+//! Rendezvous: the server listens on a Unix seqpacket socket at the
+//! endpoint path. For each client it creates two sealed memfds and passes
+//! them with SCM_RIGHTS: the channel's *doorbell* (shared by all clients of
+//! the channel) and the connection's *slot*. Nothing is named in /dev/shm,
+//! so a crash leaves nothing behind; the socket stays open to detect death.
+//!
+//! Slot layout (one per connection; the first cache line carries the state,
+//! the header and the first 48 payload bytes, so a small round trip moves a
+//! single line each way):
+//!
+//! ```text
+//! 0  state  u32  futex word: EMPTY, REQUEST, REPLY or CLOSED, | WAITER when the client sleeps
+//! 4  cmd    u32  request command
+//! 8  len    u32  payload length (request, then reply)
+//! 12 status i32  0 or an errno (reply)
+//! 16 data        payload, up to max_msg bytes
+//! ```
+//!
+//! Doorbell layout: `seq` (u32 futex word) and `sleeping` (u32). The server
+//! sets `sleeping`, re-scans its slots, then waits on `seq`; a client that
+//! posts a request and sees `sleeping` bumps `seq` and wakes it. Posting
+//! (SeqCst CAS on the state, then a SeqCst load of `sleeping`) and going to
+//! sleep (SeqCst store of `sleeping`, then SeqCst loads of the states) form
+//! a Dekker pair: at least one side sees the other, so no wake-up is lost.
+//!
+//! Every wait is bounded by [`Options::tick`]; after each tick the waiter
+//! checks its peer's socket for a hang-up, which is how a dead server or a
+//! dead client is noticed.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering::*};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::sys::{self, Mapping};
+use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+
+/// How a side waits for the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Poll the shared word only: lowest latency, burns the CPU.
+    Spin,
+    /// Sleep on the futex at once.
+    Block,
+    /// Spin for [`Options::spin`], then sleep on the futex.
+    Hybrid,
+}
+
+/// The shared-memory transport with a given wait strategy.
+#[derive(Debug, Clone, Copy)]
+pub struct Shm {
+    wait: Wait,
+}
+
+impl Shm {
+    /// The transport, waiting with `wait` on both sides.
+    pub fn new(wait: Wait) -> Shm {
+        Shm { wait }
+    }
+}
+
+const EMPTY: u32 = 0;
+const REQUEST: u32 = 1;
+const REPLY: u32 = 2;
+const CLOSED: u32 = 3;
+const WAITER: u32 = 0x100;
+const MASK: u32 = 0xff;
+const DATA: usize = 16;
+const PAGE: usize = 4096;
+/// Receives between two looks at the clock for housekeeping while busy.
+const HOUSEKEEP_EVERY: u32 = 1024;
+
+impl Transport for Shm {
+    fn name(&self) -> &'static str {
+        match self.wait {
+            Wait::Spin => "shm-spin",
+            Wait::Block => "shm-block",
+            Wait::Hybrid => "shm-hybrid",
+        }
+    }
+
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        let listener = Listener::bind(path, Family::Shm, opts.max_msg)?;
+        let bell_fd =
+            sys::memfd("msgpass-doorbell", PAGE).map_err(|e| Error::io("memfd_create", e))?;
+        let bell =
+            Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?;
+        Ok(Box::new(ShmServer {
+            listener,
+            bell_fd,
+            bell,
+            conns: Vec::new(),
+            wait: self.wait,
+            opts: opts.clone(),
+            buf: vec![0; opts.max_msg],
+            len: 0,
+            current: None,
+            next: 0,
+            calls: 0,
+            last_housekeeping: Instant::now(),
+        }))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        let (sock, hello, mut fds) = rendezvous::connect(path, Family::Shm, opts)?;
+        if fds.len() != 2 {
+            return Err(Error::Protocol(format!(
+                "expected 2 memfds, got {}",
+                fds.len()
+            )));
+        }
+        let slot_fd = fds.pop().expect("length checked");
+        let bell_fd = fds.pop().expect("length checked");
+        let slot_len = slot_size(hello.max_msg);
+        for (fd, need, what) in [(&bell_fd, PAGE, "doorbell"), (&slot_fd, slot_len, "slot")] {
+            let size = sys::file_size(fd.as_fd()).map_err(|e| Error::io("fstat memfd", e))?;
+            let seals = sys::seals(fd.as_fd()).map_err(|e| Error::io("get seals", e))?;
+            if size < need || seals & libc::F_SEAL_SHRINK == 0 {
+                return Err(Error::Protocol(format!(
+                    "{what} memfd is {size} bytes or unsealed"
+                )));
+            }
+        }
+        Ok(Box::new(ShmClient {
+            slot: Slot::map(&slot_fd, slot_len)?,
+            bell: Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?,
+            sock,
+            wait: self.wait,
+            max_msg: hello.max_msg,
+            spin: opts.spin,
+            tick: opts.tick,
+        }))
+    }
+}
+
+fn slot_size(max_msg: usize) -> usize {
+    (DATA + max_msg).div_ceil(PAGE) * PAGE
+}
+
+/// A mapped slot. All access goes through atomics and raw copies: the
+/// other side is another process we do not trust to follow the protocol.
+struct Slot {
+    map: Mapping,
+}
+
+impl Slot {
+    fn map(fd: &OwnedFd, len: usize) -> Result<Slot> {
+        Ok(Slot {
+            map: Mapping::new(fd.as_fd(), len).map_err(|e| Error::io("mmap slot", e))?,
+        })
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: offset is one of 0, 4, 8, 12: 4-byte aligned and inside the
+        // (page-aligned, at least one page long) mapping, which outlives the
+        // reference. AtomicU32 tolerates concurrent access from the peer.
+        unsafe { &*(self.map.ptr().add(offset) as *const AtomicU32) }
+    }
+
+    fn state(&self) -> &AtomicU32 {
+        self.word(0)
+    }
+    fn cmd(&self) -> &AtomicU32 {
+        self.word(4)
+    }
+    fn len(&self) -> &AtomicU32 {
+        self.word(8)
+    }
+    fn status(&self) -> &AtomicU32 {
+        self.word(12)
+    }
+
+    /// Copies `src` into the payload area. The caller checked the size.
+    fn write(&self, src: &[u8]) {
+        assert!(DATA + src.len() <= self.map.len());
+        // SAFETY: the destination range lies inside the mapping (asserted);
+        // the peer does not touch the payload while we own the slot, and if
+        // it misbehaves it only corrupts its own message.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.map.ptr().add(DATA), src.len()) }
+    }
+
+    /// Copies the first `dst.len()` payload bytes into `dst`.
+    fn read(&self, dst: &mut [u8]) {
+        assert!(DATA + dst.len() <= self.map.len());
+        // SAFETY: as in `write`; `dst` is our own memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.map.ptr().add(DATA), dst.as_mut_ptr(), dst.len())
+        }
+    }
+}
+
+/// The doorbell words.
+fn bell_seq(bell: &Mapping) -> &AtomicU32 {
+    // SAFETY: offset 0 of a page-sized, page-aligned mapping that outlives
+    // the reference; shared through atomics only.
+    unsafe { &*(bell.ptr() as *const AtomicU32) }
+}
+fn bell_sleeping(bell: &Mapping) -> &AtomicU32 {
+    // SAFETY: offset 4, as above.
+    unsafe { &*(bell.ptr().add(4) as *const AtomicU32) }
+}
+
+struct ShmConn {
+    sock: OwnedFd,
+    slot: Slot,
+}
+
+struct ShmServer {
+    listener: Listener,
+    bell_fd: OwnedFd,
+    bell: Mapping,
+    conns: Vec<ShmConn>,
+    wait: Wait,
+    opts: Options,
+    buf: Vec<u8>,
+    len: usize,
+    current: Option<usize>,
+    next: usize,
+    calls: u32,
+    last_housekeeping: Instant,
+}
+
+impl ShmServer {
+    /// Index of a connection with a posted request, round-robin.
+    fn scan(&mut self) -> Option<usize> {
+        let n = self.conns.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            if self.conns[i].slot.state().load(SeqCst) & MASK == REQUEST {
+                self.next = i + 1;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Accepts a new client: a fresh slot, both memfds passed along.
+    fn accept(&mut self) {
+        let slot_len = slot_size(self.opts.max_msg);
+        let Ok(slot_fd) = sys::memfd("msgpass-slot", slot_len) else {
+            return;
+        };
+        let Ok(slot) = Slot::map(&slot_fd, slot_len) else {
+            return;
+        };
+        slot.state().store(EMPTY, SeqCst);
+        if let Ok(sock) = self
+            .listener
+            .accept(&[self.bell_fd.as_fd(), slot_fd.as_fd()])
+        {
+            self.conns.push(ShmConn { sock, slot });
+        }
+    }
+
+    /// Accepts waiting clients and drops dead ones, waiting at most `timeout`.
+    fn housekeep(&mut self, timeout: Duration) {
+        self.last_housekeeping = Instant::now();
+        let mut p = [libc::pollfd {
+            fd: self.listener.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        if sys::poll(&mut p, Some(timeout)).unwrap_or(0) > 0 {
+            self.accept();
+        }
+        let before = self.conns.len();
+        self.conns.retain(|c| !sys::peer_gone(c.sock.as_fd()));
+        if self.conns.len() != before {
+            self.current = None;
+        }
+    }
+
+    /// Takes the request in connection `i` into our buffer. A request whose
+    /// length field lies is answered with EMSGSIZE and skipped.
+    fn take(&mut self, i: usize) -> Result<Option<Incoming>> {
+        let slot = &self.conns[i].slot;
+        let len = slot.len().load(Relaxed) as usize;
+        let cmd = slot.cmd().load(Relaxed);
+        self.current = Some(i);
+        if len > self.opts.max_msg {
+            self.reply(Status::Err(libc::EMSGSIZE), &[])?;
+            return Ok(None);
+        }
+        slot.read(&mut self.buf[..len]);
+        self.len = len;
+        Ok(Some(Incoming { cmd, len }))
+    }
+
+    /// Sleeps on the doorbell until a client rings it or `timeout` passes.
+    fn sleep(&mut self, stop: &AtomicBool, timeout: Duration) {
+        bell_sleeping(&self.bell).store(1, SeqCst);
+        let s = bell_seq(&self.bell).load(SeqCst);
+        if self.scan().is_none() && !stop.load(Relaxed) {
+            sys::futex_wait(bell_seq(&self.bell), s, Some(timeout), true);
+        }
+        bell_sleeping(&self.bell).store(0, Relaxed);
+    }
+}
+
+impl ServerChannel for ShmServer {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.current = None;
+        self.calls = self.calls.wrapping_add(1);
+        if self.calls % HOUSEKEEP_EVERY == 0 && self.last_housekeeping.elapsed() >= self.opts.tick {
+            self.housekeep(Duration::ZERO);
+        }
+        let mut spins: u32 = 0;
+        let mut spin_until: Option<Instant> = None;
+        loop {
+            if let Some(i) = self.scan() {
+                match self.take(i)? {
+                    Some(inc) => return Ok(Some(inc)),
+                    None => continue,
+                }
+            }
+            if stop.load(Relaxed) {
+                return Ok(None);
+            }
+            if self.conns.is_empty() {
+                // Nothing to poll or sleep on but the listening socket.
+                self.housekeep(self.opts.tick);
+                continue;
+            }
+            spins = spins.wrapping_add(1);
+            let spinning = match self.wait {
+                Wait::Spin => true,
+                Wait::Block => false,
+                Wait::Hybrid => {
+                    if spins % 64 == 1 {
+                        let now = Instant::now();
+                        let until = *spin_until.get_or_insert(now + self.opts.spin);
+                        now < until
+                    } else {
+                        true
+                    }
+                }
+            };
+            if spinning {
+                std::hint::spin_loop();
+                if spins % 4096 == 0 && self.last_housekeeping.elapsed() >= self.opts.tick {
+                    self.housekeep(Duration::ZERO);
+                }
+                continue;
+            }
+            let since = self.last_housekeeping.elapsed();
+            if since >= self.opts.tick {
+                self.housekeep(Duration::ZERO);
+                continue;
+            }
+            self.sleep(stop, self.opts.tick - since);
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let Some(i) = self.current.take() else {
+            return Err(Error::Protocol("reply without a request".into()));
+        };
+        let slot = &self.conns[i].slot;
+        let (code, data) = match status {
+            Status::Ok => (0i32, data),
+            Status::Err(c) => (c, &[][..]),
+        };
+        let (code, data) = if data.len() > self.opts.max_msg {
+            (libc::EMSGSIZE, &[][..])
+        } else {
+            (code, data)
+        };
+        slot.write(data);
+        slot.len().store(data.len() as u32, Relaxed);
+        slot.status().store(code as u32, Relaxed);
+        let old = slot.state().swap(REPLY, SeqCst);
+        if old & WAITER != 0 {
+            sys::futex_wake(slot.state(), 1, true);
+        }
+        Ok(())
+    }
+
+    fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+impl Drop for ShmServer {
+    fn drop(&mut self) {
+        // Tell every client at once, rather than after its next tick.
+        for c in &self.conns {
+            if c.slot.state().swap(CLOSED, SeqCst) & WAITER != 0 {
+                sys::futex_wake(c.slot.state(), 1, true);
+            }
+        }
+    }
+}
+
+struct ShmClient {
+    slot: Slot,
+    bell: Mapping,
+    sock: OwnedFd,
+    wait: Wait,
+    max_msg: usize,
+    spin: Duration,
+    tick: Duration,
+}
+
+impl ShmClient {
+    /// Waits until the server replies; `Disconnected` if it closes or dies.
+    fn wait_reply(&self) -> Result<()> {
+        let st = self.slot.state();
+        let mut last_check = None::<Instant>;
+        let mut alive = |now: Instant| -> bool {
+            let t = *last_check.get_or_insert(now);
+            if now.duration_since(t) < self.tick {
+                return true;
+            }
+            last_check = Some(now);
+            !sys::peer_gone(self.sock.as_fd())
+        };
+        let mut spins: u32 = 0;
+        // (spin at all, until when: None is for ever)
+        let (spin, until) = match self.wait {
+            Wait::Block => (false, None),
+            Wait::Hybrid => (true, Some(Instant::now() + self.spin)),
+            Wait::Spin => (true, None),
+        };
+        if spin {
+            loop {
+                let s = st.load(Acquire);
+                match s & MASK {
+                    REPLY => return Ok(()),
+                    CLOSED => return Err(Error::Disconnected),
+                    _ => {}
+                }
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                if spins % 256 == 0 {
+                    let now = Instant::now();
+                    if !alive(now) {
+                        return Err(Error::Disconnected);
+                    }
+                    if until.is_some_and(|u| now >= u) {
+                        break;
+                    }
+                }
+            }
+        }
+        loop {
+            let s = st.load(Acquire);
+            match s & MASK {
+                REPLY => return Ok(()),
+                CLOSED => return Err(Error::Disconnected),
+                _ => {}
+            }
+            if s & WAITER == 0 && st.compare_exchange(s, s | WAITER, SeqCst, Relaxed).is_err() {
+                continue;
+            }
+            sys::futex_wait(st, s | WAITER, Some(self.tick), true);
+            if st.load(Acquire) & MASK != REPLY && !alive(Instant::now()) {
+                return Err(Error::Disconnected);
+            }
+        }
+    }
+}
+
+impl ClientConnection for ShmClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if req.len() > self.max_msg {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.max_msg,
+            });
+        }
+        let st = self.slot.state();
+        let cur = st.load(Acquire);
+        if cur & MASK == CLOSED {
+            return Err(Error::Disconnected);
+        }
+        self.slot.cmd().store(cmd, Relaxed);
+        self.slot.len().store(req.len() as u32, Relaxed);
+        self.slot.write(req);
+        // Post with a CAS so that a close by the server is never overwritten.
+        if st.compare_exchange(cur, REQUEST, SeqCst, Acquire).is_err() {
+            return Err(Error::Disconnected);
+        }
+        fence(SeqCst);
+        if bell_sleeping(&self.bell).load(SeqCst) != 0 {
+            bell_seq(&self.bell).fetch_add(1, SeqCst);
+            sys::futex_wake(bell_seq(&self.bell), 1, true);
+        }
+        self.wait_reply()?;
+        let status = self.slot.status().load(Relaxed) as i32;
+        if status != 0 {
+            return Err(Error::Remote { code: status });
+        }
+        let len = self.slot.len().load(Relaxed) as usize;
+        if len > self.max_msg {
+            return Err(Error::Protocol(format!(
+                "reply length {len} exceeds {}",
+                self.max_msg
+            )));
+        }
+        if len > reply.len() {
+            return Err(Error::ReplyTooLarge {
+                len,
+                cap: reply.len(),
+            });
+        }
+        self.slot.read(&mut reply[..len]);
+        Ok(len)
+    }
+
+    fn max_msg(&self) -> usize {
+        self.max_msg
+    }
+}
