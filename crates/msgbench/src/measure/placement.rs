@@ -1,0 +1,246 @@
+//! Where threads run: CPU lists (`--cpus 0,2-3`), pinning that is verified
+//! with `sched_getcpu`, and the online CPU set.
+
+use std::fmt;
+
+/// Why a CPU list or a pin was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlacementError {
+    /// The list is not of the form `0,2-3`.
+    #[error("invalid CPU list {list:?}: {reason}")]
+    BadList {
+        /// The list as given.
+        list: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A CPU in the list is not online on this machine.
+    #[error("CPU {cpu} does not exist or is offline (online: {online})")]
+    NoSuchCpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The online CPUs, as a list.
+        online: String,
+    },
+    /// sched_setaffinity failed.
+    #[error("cannot pin to CPU {cpu}: {reason}")]
+    PinFailed {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The system's answer.
+        reason: String,
+    },
+    /// The thread was pinned but found itself running elsewhere.
+    #[error("pinned to CPU {cpu} but running on CPU {actual}")]
+    NotHonoured {
+        /// The CPU asked for.
+        cpu: usize,
+        /// Where sched_getcpu says it runs.
+        actual: usize,
+    },
+}
+
+/// An ordered list of CPUs, as given by the user (order matters: thread k
+/// goes to the k-th entry).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuList(pub Vec<usize>);
+
+impl CpuList {
+    /// Parses `0,2-3,5` (ranges inclusive, order kept, duplicates allowed)
+    /// and checks every CPU is online.
+    pub fn parse(list: &str) -> Result<CpuList, PlacementError> {
+        let cpus = parse_list(list)?;
+        let online = online_cpus();
+        for &c in &cpus {
+            if !online.contains(&c) {
+                return Err(PlacementError::NoSuchCpu {
+                    cpu: c,
+                    online: format_list(&online),
+                });
+            }
+        }
+        Ok(CpuList(cpus))
+    }
+
+    /// The CPU for thread `k`, cycling through the list; `None` if empty.
+    pub fn for_thread(&self, k: usize) -> Option<usize> {
+        (!self.0.is_empty()).then(|| self.0[k % self.0.len()])
+    }
+
+    /// True when no CPU was given (threads float).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s: Vec<String> = self.0.iter().map(|c| c.to_string()).collect();
+        f.write_str(&s.join(","))
+    }
+}
+
+/// clap value parser for `--cpus`.
+pub fn parse_cpus_arg(s: &str) -> Result<CpuList, String> {
+    CpuList::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_list(list: &str) -> Result<Vec<usize>, PlacementError> {
+    let bad = |reason: String| PlacementError::BadList {
+        list: list.to_string(),
+        reason,
+    };
+    let mut out = Vec::new();
+    if list.trim().is_empty() {
+        return Err(bad("empty".into()));
+    }
+    for part in list.split(',') {
+        let part = part.trim();
+        let num = |s: &str| {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| bad(format!("{s:?} is not a CPU number")))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(bad(format!("range {a}-{b} runs backwards")));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    Ok(out)
+}
+
+/// Formats CPUs as a compact list (`0-3,6`).
+pub fn format_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// The online CPUs (from /sys; falls back to 0..available_parallelism).
+pub fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_list(s.trim()).ok())
+        .unwrap_or_else(|| {
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+        })
+}
+
+/// Number of online CPUs.
+pub fn cpu_count() -> usize {
+    online_cpus().len()
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> usize {
+    // SAFETY: sched_getcpu has no preconditions.
+    let c = unsafe { libc::sched_getcpu() };
+    c.max(0) as usize
+}
+
+/// Pins the calling thread to `cpu` and verifies it now runs there.
+pub fn pin_current_thread(cpu: usize) -> Result<(), PlacementError> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(PlacementError::PinFailed {
+            cpu,
+            reason: "CPU number beyond CPU_SETSIZE".into(),
+        });
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it
+    // (cpu is below CPU_SETSIZE); sched_setaffinity reads it.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r != 0 {
+        return Err(PlacementError::PinFailed {
+            cpu,
+            reason: std::io::Error::last_os_error().to_string(),
+        });
+    }
+    // The migration happens at the latest on the next schedule: yield once.
+    std::thread::yield_now();
+    let actual = current_cpu();
+    if actual != cpu {
+        return Err(PlacementError::NotHonoured { cpu, actual });
+    }
+    Ok(())
+}
+
+/// Pins to `cpu` when given; returns the CPU actually in use.
+pub fn maybe_pin(cpu: Option<usize>) -> Result<Option<usize>, PlacementError> {
+    match cpu {
+        Some(c) => pin_current_thread(c).map(|_| Some(c)),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lists_and_ranges() {
+        assert_eq!(parse_list("0").unwrap(), vec![0]);
+        assert_eq!(parse_list("1,0").unwrap(), vec![1, 0]);
+        assert_eq!(parse_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_list("").is_err());
+        assert!(parse_list("a").is_err());
+        assert!(parse_list("3-1").is_err());
+        assert!(parse_list("0,,1").is_err());
+    }
+
+    #[test]
+    fn refuses_missing_cpu() {
+        let err = CpuList::parse("9999").unwrap_err();
+        assert!(
+            matches!(err, PlacementError::NoSuchCpu { cpu: 9999, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn formats_compactly() {
+        assert_eq!(format_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(format_list(&[1]), "1");
+    }
+
+    #[test]
+    fn pins_and_verifies() {
+        let cpu = *online_cpus().last().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(cpu).unwrap();
+            assert_eq!(current_cpu(), cpu);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn cycles_through_list() {
+        let l = CpuList(vec![1, 0]);
+        assert_eq!(l.for_thread(0), Some(1));
+        assert_eq!(l.for_thread(3), Some(0));
+        assert_eq!(CpuList::default().for_thread(0), None);
+    }
+}
