@@ -1,1 +1,66 @@
-fn main() {}
+//! `msgbench`: the suite. With no arguments it runs a short tour.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use msgbench::adder::server::{self, ServerArgs};
+use msgbench::cli;
+use msgbench::suite::adder::{self, AdderArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "msgbench",
+    version,
+    about = "Message-passing and IPC benchmarks for Linux",
+    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory and Unix sockets, with embedded servers."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The QNX devctl adder benchmark: threads vs processes, per transport.
+    Adder(AdderArgs),
+    /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
+    #[command(hide = true)]
+    ServeAdder(ServerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = cli::stop_on_signals().and_then(|stop| match cli.cmd {
+        None => tour(stop),
+        Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
+        Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
+    });
+    cli::finish("msgbench", result)
+}
+
+/// The tour: the adder table over shm and uds, JSON kept for later.
+fn tour(stop: Arc<AtomicBool>) -> Result<()> {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "");
+    let json = PathBuf::from("msgbench-results").join(format!("tour-{stamp}.json"));
+    println!("msgbench tour: the QNX devctl adder benchmark on this machine (msgbench --help for more)\n");
+    let args = AdderArgs {
+        transports: vec!["shm".into(), "uds".into()],
+        json: Some(json.clone()),
+        ..AdderArgs::default()
+    };
+    adder::run(&args, stop)?;
+    println!(
+        "\nAll figures, percentiles and the environment: {}",
+        json.display()
+    );
+    println!(
+        "Next: msgbench adder --help, or dev-adder / client-adder for the seed's two programs."
+    );
+    Ok(())
+}

@@ -86,26 +86,31 @@ pub fn parse_cpus_arg(s: &str) -> Result<CpuList, String> {
 }
 
 fn parse_list(list: &str) -> Result<Vec<usize>, PlacementError> {
-    let bad = |reason: String| PlacementError::BadList {
+    parse_ranges(list).map_err(|reason| PlacementError::BadList {
         list: list.to_string(),
         reason,
-    };
+    })
+}
+
+/// Parses a list of numbers and inclusive ranges, like `1,2,4-6`, keeping
+/// order and duplicates. The error says what is wrong with it.
+pub fn parse_ranges(list: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     if list.trim().is_empty() {
-        return Err(bad("empty".into()));
+        return Err("empty".into());
     }
     for part in list.split(',') {
         let part = part.trim();
         let num = |s: &str| {
             s.trim()
                 .parse::<usize>()
-                .map_err(|_| bad(format!("{s:?} is not a CPU number")))
+                .map_err(|_| format!("{s:?} is not a number"))
         };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (num(a)?, num(b)?);
                 if a > b {
-                    return Err(bad(format!("range {a}-{b} runs backwards")));
+                    return Err(format!("range {a}-{b} runs backwards"));
                 }
                 out.extend(a..=b);
             }

@@ -1,0 +1,325 @@
+//! `client-adder`: N threads, thread j talking only to instance K+j, each
+//! running `value = 0; while value < S { value = devctl(INCREMENT, value) }`
+//! and checking every reply.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use msgpass::{Connection, Namespace};
+use serde::Serialize;
+
+use super::options::Common;
+use super::{endpoint, ADDER_INCREMENT};
+use crate::measure::clock::Clock;
+use crate::measure::cpu::{self, CpuStat, CpuUsage};
+use crate::measure::hist::{LatencySummary, Recorder};
+use crate::measure::placement::{self, CpuList};
+
+/// Command line of `client-adder`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "client-adder",
+    version,
+    about = "The adder client of the QNX devctl benchmark: N threads, each doing S synchronous round trips",
+    long_about = "The adder client of the QNX devctl benchmark.\n\nStarts N threads; thread j connects to adder/<K+j>, waits on a start barrier, then runs value = 0; while value < S { value = devctl(INCREMENT, value) }, checking every reply. Prints the seed's results block plus per-thread latency percentiles.\n\nStart the server first, e.g.: dev-adder -n 2 & client-adder -n 2"
+)]
+pub struct ClientArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: Common,
+    /// Round trips per thread (at least 100).
+    #[arg(short = 'S', value_name = "SAMPLES", default_value_t = 2_000_000)]
+    pub samples: u64,
+    /// Before the run, sleep 5 s and measure how busy the machine is idle.
+    #[arg(short = 'I')]
+    pub idle: bool,
+    /// Wait up to SECS for the endpoints to appear (like QNX waitfor).
+    #[arg(long = "wait", value_name = "SECS")]
+    pub wait: Option<f64>,
+    /// Write all figures and the environment to FILE as JSON.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Time whole runs only (no per-request timestamps, no percentiles).
+    #[arg(long = "no-timestamps")]
+    pub no_timestamps: bool,
+}
+
+/// What one client run needs.
+pub struct RunConfig<'a> {
+    /// Namespace holding the endpoints.
+    pub ns: &'a Namespace,
+    /// Transport name.
+    pub transport: &'a str,
+    /// msgpass tuning (wait for endpoints, spin budget).
+    pub opts: msgpass::Options,
+    /// Number of client threads.
+    pub n: u32,
+    /// First instance.
+    pub first: u32,
+    /// Round trips per thread.
+    pub samples: u64,
+    /// Client thread placement.
+    pub cpus: &'a CpuList,
+    /// Take a timestamp per request (distributions) or not (mean only).
+    pub timestamps: bool,
+    /// The clock for timestamps.
+    pub clock: &'a Clock,
+    /// Set to abort the run (signal, or another thread failed).
+    pub abort: &'a AtomicBool,
+}
+
+/// One client thread's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadResult {
+    /// Thread index j.
+    pub thread: u32,
+    /// The instance it talked to (K + j).
+    pub instance: u32,
+    /// The CPU it was pinned to, if any.
+    pub cpu: Option<usize>,
+    /// Wall time from the start barrier to the last reply, ns.
+    pub duration_ns: u64,
+    /// Round trips per second.
+    pub rate: f64,
+    /// The adder's final value (must equal the sample count).
+    pub final_value: u32,
+    /// Per-request latency, when timestamps were taken.
+    pub latency: Option<LatencySummary>,
+}
+
+/// Figures of a whole client run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientRun {
+    /// Transport name.
+    pub transport: String,
+    /// Round trips per thread.
+    pub samples: u64,
+    /// Per-thread results.
+    pub threads: Vec<ThreadResult>,
+    /// Machine busy during the run (summed over CPUs).
+    pub busy: CpuUsage,
+    /// Mean of the thread durations, ns.
+    pub ave_duration_ns: f64,
+    /// samples / mean duration: the seed's per-thread rate.
+    pub rate_per_thread: f64,
+    /// Sum of the threads' rates.
+    pub aggregate_rate: f64,
+    /// All threads' latencies merged.
+    pub latency: Option<LatencySummary>,
+}
+
+/// Connects every thread, runs them from one barrier, and checks results.
+pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
+    let transport = msgpass::transport::by_name(cfg.transport)?;
+    let mut conns = Vec::with_capacity(cfg.n as usize);
+    for j in 0..cfg.n {
+        let k = cfg.first + j;
+        let c = Connection::open(cfg.ns, &endpoint(k), &*transport, &cfg.opts).map_err(|e| match e {
+            msgpass::Error::NotFound { path } => anyhow!(
+                "no server at {}: start one with `dev-adder -n {} -i {} -t {}{}`, or pass --wait SECS",
+                path.display(),
+                cfg.n,
+                cfg.first,
+                cfg.transport,
+                ns_flag(cfg.ns)
+            ),
+            e => anyhow!(e).context(format!("cannot connect to {}", endpoint(k))),
+        })?;
+        conns.push(c);
+    }
+    let barrier = Barrier::new(cfg.n as usize + 1);
+    let (results, busy) = std::thread::scope(|s| {
+        let handles: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(j, conn)| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let r = one_thread(cfg, j as u32, conn, barrier);
+                    if r.is_err() {
+                        cfg.abort.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        let before = CpuStat::read();
+        barrier.wait();
+        let results: Vec<Result<(ThreadResult, Recorder)>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a client thread panicked")))
+            })
+            .collect();
+        let after = CpuStat::read();
+        let busy = match (before, after) {
+            (Ok(b), Ok(a)) => cpu::usage(&b, &a, placement::cpu_count()),
+            _ => CpuUsage::default(),
+        };
+        (results, busy)
+    });
+    let mut threads = Vec::new();
+    let mut merged = Recorder::new();
+    for r in results {
+        let (t, rec) = r?;
+        merged.merge(&rec);
+        threads.push(t);
+    }
+    let ave = threads.iter().map(|t| t.duration_ns as f64).sum::<f64>() / threads.len() as f64;
+    Ok(ClientRun {
+        transport: cfg.transport.to_string(),
+        samples: cfg.samples,
+        ave_duration_ns: ave,
+        rate_per_thread: cfg.samples as f64 / (ave / 1e9),
+        aggregate_rate: threads.iter().map(|t| t.rate).sum(),
+        latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
+        threads,
+        busy,
+    })
+}
+
+/// The `--ns DIR` to repeat in a hint, when the namespace is not the default.
+fn ns_flag(ns: &Namespace) -> String {
+    let default = std::env::var_os(msgpass::NS_ENV)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(Namespace::default_root);
+    if default == ns.root() {
+        String::new()
+    } else {
+        format!(" --ns {}", ns.root().display())
+    }
+}
+
+/// One client thread: pin, wait for the start, run the adder loop.
+fn one_thread(
+    cfg: &RunConfig,
+    j: u32,
+    mut conn: Connection,
+    barrier: &Barrier,
+) -> Result<(ThreadResult, Recorder)> {
+    let cpu = cfg.cpus.for_thread(j as usize);
+    let pinned = placement::maybe_pin(cpu);
+    barrier.wait();
+    pinned.with_context(|| format!("thread {j}"))?;
+    let k = cfg.first + j;
+    let target = cfg.samples as u32;
+    let mut rec = Recorder::new();
+    let mut reply = [0u8; 4];
+    let mut value: u32 = 0;
+    let t0 = Instant::now();
+    let mut prev = cfg.clock.now();
+    while value < target {
+        let n = conn
+            .call(ADDER_INCREMENT, &value.to_le_bytes(), &mut reply)
+            .map_err(|e| match e {
+                msgpass::Error::Disconnected => anyhow!(
+                    "thread {j}: {} went away mid-run (server died or stopped)",
+                    endpoint(k)
+                ),
+                e => anyhow!(e).context(format!("thread {j}: call to {}", endpoint(k))),
+            })?;
+        if cfg.timestamps {
+            let now = cfg.clock.now();
+            rec.record(now.wrapping_sub(prev));
+            prev = now;
+        }
+        let got = u32::from_le_bytes(reply);
+        if n != 4 || got != value.wrapping_add(1) {
+            bail!(
+                "thread {j}: {} answered {got} ({n} bytes) to {value}: wrong reply",
+                endpoint(k)
+            );
+        }
+        value = got;
+        if value & 1023 == 0 && cfg.abort.load(Ordering::Relaxed) {
+            bail!("thread {j}: aborted");
+        }
+    }
+    let d = t0.elapsed();
+    if value as u64 != cfg.samples {
+        bail!("thread {j}: final value {value}, expected {}", cfg.samples);
+    }
+    let latency = cfg.timestamps.then(|| rec.summary(cfg.clock));
+    Ok((
+        ThreadResult {
+            thread: j,
+            instance: k,
+            cpu,
+            duration_ns: d.as_nanos() as u64,
+            rate: cfg.samples as f64 / d.as_secs_f64(),
+            final_value: value,
+            latency,
+        },
+        rec,
+    ))
+}
+
+/// The `-I` idle baseline: sleep and measure the machine's busy share.
+pub fn idle_baseline(secs: f64) -> Result<CpuUsage> {
+    cpu::idle_baseline(Duration::from_secs_f64(secs)).context("reading /proc/stat")
+}
+
+/// What `client-adder --json` writes.
+#[derive(Serialize)]
+struct ClientReport<'a> {
+    #[serde(flatten)]
+    header: crate::report::Header,
+    first_instance: u32,
+    idle: Option<CpuUsage>,
+    run: &'a ClientRun,
+}
+
+/// The `client-adder` program.
+pub fn main(args: &ClientArgs) -> Result<()> {
+    let cpus = args.common.validate()?;
+    super::options::check_samples(args.samples)?;
+    let wait = match args.wait {
+        Some(w) if !(w.is_finite() && w >= 0.0) => {
+            bail!("--wait {w}: must be a number of seconds, 0 or more")
+        }
+        w => w.map(Duration::from_secs_f64),
+    };
+    let ns = Namespace::resolve(args.common.ns.as_deref())?;
+    let clock = Clock::best();
+    let idle = if args.idle {
+        Some(idle_baseline(5.0)?)
+    } else {
+        None
+    };
+    let abort = AtomicBool::new(false);
+    let run = run(&RunConfig {
+        ns: &ns,
+        transport: &args.common.transport,
+        opts: msgpass::Options {
+            wait,
+            ..args.common.msgpass_options()
+        },
+        n: args.common.n,
+        first: args.common.i,
+        samples: args.samples,
+        cpus: &cpus,
+        timestamps: !args.no_timestamps,
+        clock: &clock,
+        abort: &abort,
+    })?;
+    print!(
+        "{}",
+        super::output::results_block(&run, idle.as_ref(), &clock)
+    );
+    if let Some(path) = &args.json {
+        let report = ClientReport {
+            header: crate::report::Header::capture(&clock),
+            first_instance: args.common.i,
+            idle,
+            run: &run,
+        };
+        crate::report::json::write(path, &report)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! `dev-adder`: one thread per instance, each with its own channel (not a
+//! pool behind one path, so that a global lock in the OS shows up as lost
+//! scaling).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use msgpass::{Channel, Namespace};
+
+use super::options::Common;
+use super::{endpoint, ADDER_INCREMENT};
+use crate::measure::placement;
+
+/// Command line of `dev-adder`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dev-adder",
+    version,
+    about = "The adder server of the QNX devctl benchmark: serves adder/<k> for k = K..K+N-1",
+    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints."
+)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: Common,
+    /// Exit when process PID (the parent) dies (used by msgbench).
+    #[arg(long = "die-with-parent", value_name = "PID", hide = true)]
+    pub die_with_parent: Option<i32>,
+    /// Print nothing but errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// Runs the server until SIGINT/SIGTERM (or `stop` is set).
+pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
+    let cpus = args.common.validate()?;
+    if let Some(ppid) = args.die_with_parent {
+        die_with_parent(ppid)?;
+    }
+    let ns = Namespace::resolve(args.common.ns.as_deref())?;
+    let transport = msgpass::transport::by_name(&args.common.transport)?;
+    let opts = args.common.msgpass_options();
+    let (first, n) = (args.common.i, args.common.n);
+    // Create every channel before serving any, so a failure is reported
+    // once and nothing is left half-started.
+    let mut channels = Vec::with_capacity(n as usize);
+    for k in first..=first + (n - 1) {
+        let mut ch = Channel::create(&ns, &endpoint(k), &*transport, &opts)
+            .with_context(|| format!("cannot serve {}", endpoint(k)))?;
+        if ch.replaced_stale() && !args.quiet {
+            eprintln!(
+                "dev-adder: replaced a stale endpoint at {}",
+                ch.path().display()
+            );
+        }
+        ch.set_stop_flag(Arc::clone(&stop));
+        channels.push(ch);
+    }
+    if !args.quiet {
+        let last = first + (n - 1);
+        let range = if n == 1 {
+            endpoint(first)
+        } else {
+            format!("{}..{}", endpoint(first), endpoint(last))
+        };
+        println!(
+            "dev-adder: serving {range} in {} over {} (pid {})",
+            ns.root().display(),
+            transport.name(),
+            std::process::id()
+        );
+    }
+    let failed = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        let handles: Vec<_> = channels
+            .into_iter()
+            .enumerate()
+            .map(|(j, ch)| {
+                let cpu = cpus.for_thread(j);
+                let (stop, failed) = (&stop, &failed);
+                s.spawn(move || {
+                    let r = serve(ch, cpu);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a server thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    result.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(())
+}
+
+/// Serves one channel until stopped.
+fn serve(mut ch: Channel, cpu: Option<usize>) -> Result<()> {
+    placement::maybe_pin(cpu)?;
+    let name = ch.path().display().to_string();
+    while let Some(req) = ch.receive().with_context(|| format!("receive on {name}"))? {
+        if req.cmd() != ADDER_INCREMENT {
+            req.reply_error(libc::ENOTTY)?;
+            continue;
+        }
+        match <[u8; 4]>::try_from(req.data()) {
+            Ok(b) => {
+                let v = u32::from_le_bytes(b).wrapping_add(1);
+                req.reply(&v.to_le_bytes())?;
+            }
+            Err(_) => req.reply_error(libc::EINVAL)?,
+        }
+    }
+    Ok(())
+}
+
+/// Asks the kernel to send SIGTERM when the parent dies, then checks the
+/// parent did not die before the request took effect.
+fn die_with_parent(ppid: i32) -> Result<()> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error()).context("prctl(PR_SET_PDEATHSIG)");
+    }
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != ppid {
+        anyhow::bail!("parent {ppid} is gone");
+    }
+    Ok(())
+}

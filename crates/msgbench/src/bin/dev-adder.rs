@@ -1,0 +1,15 @@
+//! `dev-adder`: the adder server of the QNX devctl benchmark.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use msgbench::adder::server::{self, ServerArgs};
+use msgbench::cli;
+
+fn main() -> ExitCode {
+    let args = ServerArgs::parse();
+    cli::finish(
+        "dev-adder",
+        cli::stop_on_signals().and_then(|stop| server::run(&args, stop)),
+    )
+}

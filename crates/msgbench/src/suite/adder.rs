@@ -1,0 +1,369 @@
+//! `msgbench adder`: the seed's whole experiment in one command. For each
+//! transport, each mode ("One process": one server process with X threads;
+//! "Multi-process": X server processes) and each X, run X client threads
+//! against embedded servers and print the seed's table, plus aggregate rate
+//! and scaling efficiency.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use msgpass::Namespace;
+use serde::Serialize;
+
+use crate::adder::client::{self, ClientRun, RunConfig};
+use crate::adder::options::{check_instances, check_samples};
+use crate::measure::clock::Clock;
+use crate::measure::cpu::CpuUsage;
+use crate::measure::hist::{fmt_ns, LatencySummary};
+use crate::measure::placement::{self, CpuList};
+use crate::report::{self, Header};
+
+mod servers;
+mod table;
+
+use servers::Servers;
+
+/// How the X server instances are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+pub enum Mode {
+    /// One dev-adder process with X server threads.
+    One,
+    /// X dev-adder processes with one instance each.
+    Multi,
+}
+
+impl Mode {
+    /// The seed's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::One => "One process",
+            Mode::Multi => "Multi-process",
+        }
+    }
+}
+
+/// Options of `msgbench adder`.
+#[derive(Debug, Clone, Args)]
+pub struct AdderArgs {
+    /// Thread counts X to run, e.g. 1,2,4 or 1-6 [default: 1 to CPUs+2].
+    #[arg(long = "threads", value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Transports, comma-separated; one table each.
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "shm"
+    )]
+    pub transports: Vec<String>,
+    /// Round trips per thread for every row [default: picked so a row takes about --row-secs].
+    #[arg(short = 'S', value_name = "SAMPLES")]
+    pub samples: Option<u64>,
+    /// Target duration of one row when -S is not given.
+    #[arg(long = "row-secs", value_name = "SECS", default_value_t = 1.0)]
+    pub row_secs: f64,
+    /// Length of the idle baseline measured once before the runs (0: skip).
+    #[arg(long = "idle-secs", value_name = "SECS", default_value_t = 2.0)]
+    pub idle_secs: f64,
+    /// Modes to run.
+    #[arg(
+        long = "modes",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "one,multi"
+    )]
+    pub modes: Vec<Mode>,
+    /// Pin client thread k to the k-th CPU of LIST.
+    #[arg(long = "client-cpus", value_name = "LIST")]
+    pub client_cpus: Option<String>,
+    /// Pin server instance k to the k-th CPU of LIST.
+    #[arg(long = "server-cpus", value_name = "LIST")]
+    pub server_cpus: Option<String>,
+    /// Namespace under which a private run directory is made.
+    #[arg(long = "ns", value_name = "DIR")]
+    pub ns: Option<PathBuf>,
+    /// Hybrid waiting: spin budget in microseconds.
+    #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
+    pub spin_us: u64,
+    /// Write every row, its percentiles and the environment to FILE.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Time whole runs only (no per-request timestamps).
+    #[arg(long = "no-timestamps")]
+    pub no_timestamps: bool,
+}
+
+impl Default for AdderArgs {
+    fn default() -> AdderArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: AdderArgs,
+        }
+        Wrap::parse_from(["msgbench"]).a
+    }
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Server layout.
+    pub mode: Mode,
+    /// X: client threads and server instances.
+    pub threads: u32,
+    /// Round trips per thread.
+    pub samples_per_thread: u64,
+    /// Busy during the idle baseline, % summed over CPUs.
+    pub idle_pct: Option<f64>,
+    /// Busy during the run, % summed over CPUs.
+    pub busy_pct: f64,
+    /// CPU stolen by the hypervisor during the run, %.
+    pub steal_pct: f64,
+    /// Mean thread duration, ms.
+    pub ave_duration_ms: f64,
+    /// Samples / mean duration (the seed's "Rate").
+    pub rate_per_thread: f64,
+    /// Sum of the threads' rates.
+    pub aggregate_rate: f64,
+    /// Aggregate rate at X over X times the rate at X = 1 (same mode).
+    pub efficiency: Option<f64>,
+    /// All threads' latencies merged.
+    pub latency: Option<LatencySummary>,
+    /// The full client run.
+    pub run: ClientRun,
+}
+
+/// One table: a transport.
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    /// Transport name.
+    pub transport: String,
+    /// Rows in run order.
+    pub rows: Vec<Row>,
+}
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    header: Header,
+    /// Idle baseline.
+    pub idle: Option<CpuUsage>,
+    /// One table per transport.
+    pub tables: Vec<Table>,
+}
+
+/// Checked settings.
+struct Plan {
+    threads: Vec<u32>,
+    client_cpus: CpuList,
+    server_cpus: CpuList,
+}
+
+fn plan(args: &AdderArgs) -> Result<Plan> {
+    let threads: Vec<u32> = match &args.threads {
+        Some(l) => placement::parse_ranges(l)
+            .map_err(|e| anyhow::anyhow!("--threads {l}: {e}"))?
+            .into_iter()
+            .map(|x| x as u32)
+            .collect(),
+        None => (1..=placement::cpu_count() as u32 + 2).collect(),
+    };
+    for &x in &threads {
+        check_instances(x, 0).with_context(|| format!("--threads {x}"))?;
+    }
+    if args.transports.is_empty() {
+        bail!("--transport: give at least one transport");
+    }
+    for t in &args.transports {
+        msgpass::transport::by_name(t).map_err(|e| anyhow::anyhow!("--transport {t}: {e}"))?;
+    }
+    if let Some(s) = args.samples {
+        check_samples(s)?;
+    }
+    if !(args.row_secs.is_finite() && args.row_secs > 0.0 && args.row_secs <= 3600.0) {
+        bail!(
+            "--row-secs {}: must be between 0 and 3600 seconds",
+            args.row_secs
+        );
+    }
+    if !(args.idle_secs.is_finite() && (0.0..=600.0).contains(&args.idle_secs)) {
+        bail!(
+            "--idle-secs {}: must be between 0 and 600 seconds",
+            args.idle_secs
+        );
+    }
+    if args.modes.is_empty() {
+        bail!("--modes: give at least one of one, multi");
+    }
+    let cpus = |flag: &str, l: &Option<String>| -> Result<CpuList> {
+        match l {
+            Some(l) => CpuList::parse(l).map_err(|e| anyhow::anyhow!("{flag} {l}: {e}")),
+            None => Ok(CpuList::default()),
+        }
+    };
+    Ok(Plan {
+        threads,
+        client_cpus: cpus("--client-cpus", &args.client_cpus)?,
+        server_cpus: cpus("--server-cpus", &args.server_cpus)?,
+    })
+}
+
+/// A private namespace directory for one run, removed on drop.
+struct RunDir(Namespace);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.root());
+    }
+}
+
+/// Runs the experiment, printing each table as it fills.
+pub fn run(args: &AdderArgs, stop: Arc<AtomicBool>) -> Result<Report> {
+    let plan = plan(args)?;
+    let base = Namespace::resolve(args.ns.as_deref())?;
+    let dir = RunDir(Namespace::open(
+        base.root()
+            .join(format!("adder-run-{}", std::process::id())),
+    )?);
+    let clock = Clock::best();
+    println!(
+        "msgbench adder: {} CPUs, clock {}, {}",
+        placement::cpu_count(),
+        clock.describe(),
+        match args.samples {
+            Some(s) => format!("{s} round trips per thread"),
+            None => format!("about {} s per row", args.row_secs),
+        }
+    );
+    let idle = if args.idle_secs > 0.0 {
+        Some(client::idle_baseline(args.idle_secs)?)
+    } else {
+        None
+    };
+    if let Some(i) = &idle {
+        println!(
+            "Idle baseline: {:.2}% busy over {} s",
+            i.busy_pct, args.idle_secs
+        );
+    }
+    let mut tables = Vec::new();
+    for transport in &args.transports {
+        println!("\nTransport {transport}:");
+        println!("{}", table::header());
+        let mut rows: Vec<Row> = Vec::new();
+        for &mode in &args.modes {
+            for &x in &plan.threads {
+                let r = run_row(args, &plan, &dir.0, transport, mode, x, &clock, &stop)
+                    .with_context(|| format!("{transport}, {}, {x} threads", mode.label()))?;
+                let base = rows
+                    .iter()
+                    .find(|b| b.mode == mode && b.threads == 1)
+                    .map(|b| b.rate_per_thread);
+                let row = make_row(mode, x, r, idle.as_ref(), base);
+                println!(
+                    "{}",
+                    table::line(&row, rows.last().is_none_or(|p| p.mode != mode))
+                );
+                rows.push(row);
+            }
+        }
+        tables.push(Table {
+            transport: transport.clone(),
+            rows,
+        });
+    }
+    println!("{}", table::legend(&clock));
+    let report = Report {
+        header: Header::capture(&clock),
+        idle,
+        tables,
+    };
+    if let Some(p) = &args.json {
+        report::json::write(p, &report)?;
+    }
+    Ok(report)
+}
+
+fn make_row(
+    mode: Mode,
+    x: u32,
+    run: ClientRun,
+    idle: Option<&CpuUsage>,
+    base_rate: Option<f64>,
+) -> Row {
+    let efficiency = match (x, base_rate) {
+        (1, _) => Some(1.0),
+        (_, Some(b)) if b > 0.0 => Some(run.aggregate_rate / (x as f64 * b)),
+        _ => None,
+    };
+    Row {
+        mode,
+        threads: x,
+        samples_per_thread: run.samples,
+        idle_pct: idle.map(|i| i.busy_pct),
+        busy_pct: run.busy.busy_pct,
+        steal_pct: run.busy.steal_pct,
+        ave_duration_ms: run.ave_duration_ns / 1e6,
+        rate_per_thread: run.rate_per_thread,
+        aggregate_rate: run.aggregate_rate,
+        efficiency,
+        latency: run.latency.clone(),
+        run,
+    }
+}
+
+/// Starts the servers of one row, sizes the run, runs it, stops them.
+#[allow(clippy::too_many_arguments)]
+fn run_row(
+    args: &AdderArgs,
+    plan: &Plan,
+    ns: &Namespace,
+    transport: &str,
+    mode: Mode,
+    x: u32,
+    clock: &Clock,
+    stop: &AtomicBool,
+) -> Result<ClientRun> {
+    let mut servers = Servers::start(mode, x, transport, ns, &plan.server_cpus, args.spin_us)?;
+    let cfg = |samples: u64, timestamps: bool| RunConfig {
+        ns,
+        transport,
+        opts: msgpass::Options {
+            wait: Some(Duration::from_secs(10)),
+            spin: Duration::from_micros(args.spin_us),
+            ..msgpass::Options::default()
+        },
+        n: x,
+        first: 0,
+        samples,
+        cpus: &plan.client_cpus,
+        timestamps,
+        clock,
+        abort: stop,
+    };
+    // A short run warms up (and waits for) the servers, and sizes the row.
+    let probe = client::run(&cfg(2000, false))?;
+    let samples = match args.samples {
+        Some(s) => s,
+        None => ((probe.rate_per_thread * args.row_secs) as u64)
+            .clamp(crate::adder::MIN_SAMPLES, u32::MAX as u64),
+    };
+    let run = client::run(&cfg(samples, !args.no_timestamps))?;
+    servers.stop()?;
+    Ok(run)
+}
+
+/// One-line summary of a row's latency, for the table.
+pub(crate) fn latency_cells(l: &Option<LatencySummary>) -> (String, String) {
+    match l {
+        Some(l) => (fmt_ns(l.p50_ns), fmt_ns(l.p99_ns)),
+        None => ("-".into(), "-".into()),
+    }
+}

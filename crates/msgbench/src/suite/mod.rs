@@ -1,0 +1,3 @@
+//! One module per suite.
+
+pub mod adder;
