@@ -1,4 +1,8 @@
 //! Measurement building blocks shared by every suite: clocks, histograms,
 //! CPU accounting, placement and environment capture.
 
+pub mod clock;
+pub mod cpu;
+pub mod env;
+pub mod hist;
 pub mod placement;
