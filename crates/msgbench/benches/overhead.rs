@@ -1,1 +1,377 @@
-fn main() {}
+//! Library overhead: msgpass round trips against the machine's floors, side
+//! by side in one run.
+//!
+//! | library   | floor                 | placements | target     |
+//! |-----------|-----------------------|------------|------------|
+//! | shm-spin  | `floor::cacheline`    | 0,1        | <= 1.50x   |
+//! | shm-block | `floor::futex`        | 0,0 + 0,1  | <= 1.15x   |
+//! | uds       | `floor::seqpacket`    | 0,0 + 0,1  | <= 1.10x   |
+//!
+//! For each row, bare and library runs alternate (bare, lib, bare, lib...)
+//! with the same number of round trips, and the medians are compared. The
+//! library run is a `Channel` served by one pinned thread (CPU `b`) and a
+//! `Connection` in another pinned thread (CPU `a`), 4-byte request and
+//! reply, every value checked; the floor's side A (requester) runs on `a`,
+//! side B (echo) on `b`.
+//!
+//! Over target is reported (`OVER`), not failed. A wrong value or a setup
+//! failure is an error: the row says so and the exit status is 1.
+//!
+//! Run: `cargo bench -p msgbench --bench overhead [-- --quick]`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use msgbench::floor::{self, PingPong};
+use msgbench::measure::placement::{online_cpus, pin_current_thread};
+use msgpass::{Channel, Connection, Namespace, Options};
+
+/// Spread (max-min over median, in percent) above which a row is flagged.
+const NOISY_PCT: f64 = 25.0;
+
+type Cpus = (Option<usize>, Option<usize>);
+type FloorFn = fn(Cpus, u64) -> anyhow::Result<PingPong>;
+
+/// One comparison.
+struct Row {
+    transport: &'static str,
+    floor_name: &'static str,
+    floor: FloorFn,
+    /// (requester, server) CPUs.
+    cpus: (usize, usize),
+    target: f64,
+}
+
+/// How long the run goes.
+struct Plan {
+    /// Wall time one bare run aims at.
+    per_run: Duration,
+    /// Bare/library pairs per row.
+    rounds: usize,
+    /// Print every run's figure.
+    verbose: bool,
+}
+
+/// A row's outcome.
+struct Outcome {
+    round_trips: u64,
+    bare: Vec<f64>,
+    lib: Vec<f64>,
+}
+
+fn main() {
+    let mut quick = false;
+    let mut verbose = false;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "-v" | "--verbose" => verbose = true,
+            // cargo bench passes --bench; filters and other flags do not apply.
+            "--bench" => {}
+            "-h" | "--help" => {
+                println!(
+                    "usage: overhead [--quick] [--verbose]\n  \
+                     cargo bench -p msgbench --bench overhead -- --quick\n  \
+                     --quick    fewer round trips and runs (a few seconds)\n  \
+                     --verbose  print every run's figure under its row"
+                );
+                return;
+            }
+            other => eprintln!("overhead: ignoring argument {other:?}"),
+        }
+    }
+    let plan = if quick {
+        Plan {
+            per_run: Duration::from_millis(40),
+            rounds: 3,
+            verbose,
+        }
+    } else {
+        Plan {
+            per_run: Duration::from_millis(300),
+            rounds: 5,
+            verbose,
+        }
+    };
+    match run(&plan) {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("overhead: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Runs every row; `Ok(false)` when some row failed (not merely over target).
+fn run(plan: &Plan) -> anyhow::Result<bool> {
+    let online = online_cpus();
+    let (c0, c1) = match online[..] {
+        [a, b, ..] => (a, Some(b)),
+        [a] => (a, None),
+        [] => bail!("no online CPU found"),
+    };
+    let dir = std::env::temp_dir().join(format!("msgbench-overhead-{}", std::process::id()));
+    let ns = Namespace::open(&dir).with_context(|| format!("namespace {}", dir.display()))?;
+    let mut rows = vec![];
+    let mut add = |transport, floor_name, floor: FloorFn, target, same: bool| {
+        let cpus = if same {
+            Some((c0, c0))
+        } else {
+            c1.map(|c1| (c0, c1))
+        };
+        if let Some(cpus) = cpus {
+            rows.push(Row {
+                transport,
+                floor_name,
+                floor,
+                cpus,
+                target,
+            });
+        }
+    };
+    add("shm-spin", "cacheline", floor::cacheline, 1.5, false);
+    add("shm-block", "futex", floor::futex, 1.15, true);
+    add("shm-block", "futex", floor::futex, 1.15, false);
+    add("uds", "seqpacket", floor::seqpacket, 1.10, true);
+    add("uds", "seqpacket", floor::seqpacket, 1.10, false);
+
+    let started = Instant::now();
+    println!(
+        "msgbench overhead: library vs bare floor, medians of {} alternating runs (~{} ms each); load average {}",
+        plan.rounds,
+        plan.per_run.as_millis(),
+        loadavg()
+    );
+    if c1.is_none() {
+        println!("only one CPU online: the different-CPU rows are skipped");
+    }
+    let header = format!(
+        "{:<22} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
+        "library / floor",
+        "cpus",
+        "rt/run",
+        "bare ns",
+        "+-%",
+        "lib ns",
+        "+-%",
+        "lib/bare",
+        "paired",
+        "target",
+        "verdict"
+    );
+    println!("{header}");
+    println!("{}", "-".repeat(header.len()));
+    let mut all_ok = true;
+    for (k, row) in rows.iter().enumerate() {
+        let label = format!("{} / {}", row.transport, row.floor_name);
+        let cpus = format!("{},{}", row.cpus.0, row.cpus.1);
+        match measure_row(&ns, k, row, plan) {
+            Ok(o) => {
+                let (b, l) = (median(&o.bare), median(&o.lib));
+                let ratio = l / b;
+                let pairs: Vec<f64> = o.lib.iter().zip(&o.bare).map(|(l, b)| l / b).collect();
+                let paired = median(&pairs);
+                let (sb, sl) = (spread_pct(&o.bare), spread_pct(&o.lib));
+                let verdict = if ratio <= row.target { "ok" } else { "OVER" };
+                let noisy = if sb.max(sl) > NOISY_PCT {
+                    " (noisy)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{:<22} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>6.2}x  {}{}",
+                    label,
+                    cpus,
+                    o.round_trips,
+                    b,
+                    sb,
+                    l,
+                    sl,
+                    ratio,
+                    paired,
+                    row.target,
+                    verdict,
+                    noisy
+                );
+                if plan.verbose {
+                    let list = |v: &[f64]| {
+                        v.iter()
+                            .map(|x| format!("{x:.0}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    };
+                    println!("    bare runs: {}", list(&o.bare));
+                    println!("    lib runs:  {}", list(&o.lib));
+                }
+            }
+            Err(e) => {
+                all_ok = false;
+                println!("{label:<22} {cpus:>5} FAILED: {e:#}");
+            }
+        }
+    }
+    println!(
+        "(ns = ns per round trip; +-% = (max-min)/median over the runs, \"noisy\" above {NOISY_PCT}%;\n \
+         lib/bare = ratio of the medians, which the verdict uses; paired = median of each round's lib/bare;\n \
+         took {:.1} s; load average now {})",
+        started.elapsed().as_secs_f64(),
+        loadavg()
+    );
+    drop(ns);
+    if let Err(e) = std::fs::remove_dir_all(&dir) {
+        eprintln!("overhead: cannot remove {}: {e}", dir.display());
+    }
+    Ok(all_ok)
+}
+
+/// Calibrates the round-trip count on the floor, then alternates runs.
+fn measure_row(ns: &Namespace, k: usize, row: &Row, plan: &Plan) -> anyhow::Result<Outcome> {
+    let cpus = (Some(row.cpus.0), Some(row.cpus.1));
+    let probe = (row.floor)(cpus, 2000).context("calibrating on the floor")?;
+    let n = (plan.per_run.as_nanos() as f64 / probe.ns_per_round_trip) as u64;
+    let n = n.clamp(1000, 20_000_000);
+    let mut o = Outcome {
+        round_trips: n,
+        bare: vec![],
+        lib: vec![],
+    };
+    for r in 0..plan.rounds {
+        let bare = (row.floor)(cpus, n).with_context(|| format!("{} run {r}", row.floor_name))?;
+        o.bare.push(bare.ns_per_round_trip);
+        let name = format!("overhead/{k}-{}-{r}", row.transport);
+        let lib = library(ns, &name, row.transport, row.cpus, n)
+            .with_context(|| format!("{} run {r}", row.transport))?;
+        o.lib.push(lib);
+    }
+    Ok(o)
+}
+
+/// One library run: ns per round trip over `n` timed calls (after the same
+/// warm-up the floors use), every request and reply checked.
+fn library(
+    ns: &Namespace,
+    name: &str,
+    transport: &str,
+    (client_cpu, server_cpu): (usize, usize),
+    n: u64,
+) -> anyhow::Result<f64> {
+    let t = msgpass::transport::by_name(transport)?;
+    let warmup = floor::warmup_for(n);
+    let total = warmup + n;
+    let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<Arc<AtomicBool>>>();
+    std::thread::scope(|s| {
+        let t = &*t;
+        let server = s.spawn(move || -> anyhow::Result<u64> {
+            let setup = || -> anyhow::Result<Channel> {
+                pin_current_thread(server_cpu).context("pinning the server")?;
+                Ok(Channel::create(ns, name, t, &Options::default())?)
+            };
+            let mut chan = match setup() {
+                Ok(c) => c,
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    let _ = ready_tx.send(Err(e));
+                    bail!("server setup: {msg}");
+                }
+            };
+            let _ = ready_tx.send(Ok(chan.stop_flag()));
+            let mut i: u64 = 0;
+            let mut first_error = None;
+            while let Some(req) = chan.receive()? {
+                let want = (2 * i + 1) as u32;
+                let got = <[u8; 4]>::try_from(req.data()).ok().map(u32::from_ne_bytes);
+                if got == Some(want) {
+                    req.reply(&(want + 1).to_ne_bytes())?;
+                } else {
+                    first_error.get_or_insert(anyhow!(
+                        "server: request {i}: expected {want}, got {:?}",
+                        req.data()
+                    ));
+                    req.reply_error(libc::EPROTO)?;
+                }
+                i += 1;
+            }
+            match first_error {
+                Some(e) => Err(e),
+                None => Ok(i),
+            }
+        });
+        let stop = match ready_rx.recv() {
+            Ok(Ok(stop)) => stop,
+            Ok(Err(_)) | Err(_) => {
+                return Err(joined(server.join())
+                    .err()
+                    .unwrap_or_else(|| anyhow!("server thread ended before serving")));
+            }
+        };
+        let client = s.spawn(move || -> anyhow::Result<Duration> {
+            pin_current_thread(client_cpu).context("pinning the client")?;
+            let opts = Options {
+                wait: Some(Duration::from_secs(5)),
+                ..Options::default()
+            };
+            let mut conn = Connection::open(ns, name, t, &opts)?;
+            let mut reply = [0u8; 4];
+            let mut step = |i: u64| -> anyhow::Result<()> {
+                let req = (2 * i + 1) as u32;
+                let len = conn
+                    .call(1, &req.to_ne_bytes(), &mut reply)
+                    .with_context(|| format!("call {i}"))?;
+                if len != 4 || u32::from_ne_bytes(reply) != req + 1 {
+                    bail!("call {i}: expected {}, got {:?}", req + 1, &reply[..len]);
+                }
+                Ok(())
+            };
+            for i in 0..warmup {
+                step(i)?;
+            }
+            let t0 = Instant::now();
+            for i in warmup..total {
+                step(i)?;
+            }
+            Ok(t0.elapsed())
+        });
+        let c = joined(client.join());
+        stop.store(true, Ordering::SeqCst);
+        let served = joined(server.join());
+        let elapsed = c?;
+        let served = served?;
+        if served != total {
+            bail!("server answered {served} requests, expected {total}");
+        }
+        Ok(elapsed.as_nanos() as f64 / n as f64)
+    })
+}
+
+fn joined<T>(r: std::thread::Result<anyhow::Result<T>>) -> anyhow::Result<T> {
+    r.unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked")))
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+fn spread_pct(v: &[f64]) -> f64 {
+    let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+        (lo.min(x), hi.max(x))
+    });
+    100.0 * (hi - lo) / median(v)
+}
+
+/// The 1-minute load average, as the kernel prints it.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -3,4 +3,9 @@
 
 #![warn(missing_docs)]
 
+pub mod adder;
+pub mod cli;
+pub mod floor;
 pub mod measure;
+pub mod report;
+pub mod suite;

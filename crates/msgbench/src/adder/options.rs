@@ -61,7 +61,7 @@ impl Common {
 
 /// Range checks for `-n` and `-i`.
 pub fn check_instances(n: u32, i: u32) -> Result<()> {
-    if n < 1 || n > super::MAX_INSTANCES {
+    if !(1..=super::MAX_INSTANCES).contains(&n) {
         bail!(
             "-n {n}: the number of instances must be between 1 and {}",
             super::MAX_INSTANCES

@@ -348,16 +348,43 @@ fn run_row(
         clock,
         abort: stop,
     };
-    // A short run warms up (and waits for) the servers, and sizes the row.
-    let probe = client::run(&cfg(2000, false))?;
+    // Short runs warm up (and wait for) the servers and size the row.
     let samples = match args.samples {
-        Some(s) => s,
-        None => ((probe.rate_per_thread * args.row_secs) as u64)
-            .clamp(crate::adder::MIN_SAMPLES, u32::MAX as u64),
+        Some(s) => {
+            client::run(&cfg(s.min(1000), false))?;
+            s
+        }
+        None => {
+            let rate = probe_rate(&|s| client::run(&cfg(s, false)), args.row_secs)?;
+            ((rate * args.row_secs) as u64).clamp(crate::adder::MIN_SAMPLES, u32::MAX as u64)
+        }
     };
     let run = client::run(&cfg(samples, !args.no_timestamps))?;
     servers.stop()?;
     Ok(run)
+}
+
+/// Per-thread rate from probe runs long enough to mean something: the
+/// sample count grows until a probe lasts a tenth of the row (at least
+/// 50 ms), because a very short probe can catch a fast or a slow phase of
+/// a bimodal workload (spinning threads outnumbering CPUs) and size the row
+/// a hundred times wrong.
+fn probe_rate(run: &dyn Fn(u64) -> Result<ClientRun>, row_secs: f64) -> Result<f64> {
+    let want = (row_secs / 10.0).max(0.05);
+    let mut samples: u64 = 1000;
+    loop {
+        let probe = run(samples)?;
+        let secs = probe.ave_duration_ns / 1e9;
+        if secs >= want || samples >= u32::MAX as u64 / 4 {
+            return Ok(probe.rate_per_thread);
+        }
+        let scale = if secs > 0.0 {
+            (want * 1.2 / secs).clamp(2.0, 100.0)
+        } else {
+            100.0
+        };
+        samples = ((samples as f64 * scale) as u64).min(u32::MAX as u64 / 4);
+    }
 }
 
 /// One-line summary of a row's latency, for the table.

@@ -1,0 +1,225 @@
+//! Futex ping-pong: the floor of a blocking shared-memory exchange.
+//!
+//! The word lives in a `MAP_SHARED` mapping of a memfd and is used with
+//! `FUTEX_WAIT`/`FUTEX_WAKE` *without* `FUTEX_PRIVATE_FLAG`, exactly like
+//! the `shm` transport's slots, so the kernel takes the same (shared-key)
+//! path. Both sides sleep at once, never spin: A stores `2i+1`, wakes B and
+//! sleeps while the word still holds `2i+1`; B, woken, checks the value,
+//! stores `2i+2` and wakes A. Each wait passes the value it expects to
+//! still be there, so the kernel refuses to sleep if the peer has already
+//! answered: no wake-up is lost.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::Context;
+
+use super::{counts, mismatch, reply_of, request_of, result, run_pair, timed, PingPong, POISON};
+
+/// Size of the shared mapping.
+const LEN: usize = 4096;
+
+/// A page of a memfd, mapped shared, unmapped on drop.
+struct Shared {
+    ptr: *mut u8,
+    // Kept open for the life of the mapping (not needed by the kernel, but
+    // it is what the library holds too).
+    _fd: OwnedFd,
+}
+
+impl Shared {
+    fn new() -> anyhow::Result<Shared> {
+        // SAFETY: the name is a valid NUL-terminated string.
+        let fd = unsafe { libc::memfd_create(c"msgbench-floor-futex".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error()).context("memfd_create");
+        }
+        // SAFETY: fd was just created and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: ftruncate on a descriptor we own.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), LEN as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("ftruncate memfd");
+        }
+        // SAFETY: mapping a descriptor we hold, with a null hint; the
+        // result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mmap memfd");
+        }
+        Ok(Shared {
+            ptr: p.cast(),
+            _fd: fd,
+        })
+    }
+
+    /// The futex word at offset 0.
+    fn word(&self) -> &AtomicU32 {
+        // SAFETY: offset 0 of a live, page-aligned, zero-filled mapping of
+        // LEN bytes: aligned and in bounds for a u32, and the mapping
+        // outlives the reference (it is unmapped only on drop of `self`).
+        unsafe { &*(self.ptr as *const AtomicU32) }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: ptr/LEN is the mapping made in `new`; no reference from
+        // `word` outlives `self`.
+        unsafe { libc::munmap(self.ptr.cast(), LEN) };
+    }
+}
+
+/// Sleeps while `word` holds `expected` (or returns at once if it does not).
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: word is a valid, aligned u32 for the duration of the call;
+    // the kernel only reads it. No timeout (null pointer).
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+            0usize,
+            0u32,
+        );
+    }
+}
+
+/// Wakes up to `n` waiters on `word`.
+fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: FUTEX_WAKE only uses the address as a key.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            n,
+            0usize,
+            0usize,
+            0u32,
+        );
+    }
+}
+
+/// Waits until `word` no longer holds `last`, and returns what it holds.
+/// The loop absorbs spurious wake-ups and signals.
+fn wait_change(word: &AtomicU32, last: u32) -> u32 {
+    loop {
+        let v = word.load(Ordering::Acquire);
+        if v != last {
+            return v;
+        }
+        futex_wait(word, last);
+    }
+}
+
+/// Stores `v` and wakes the peer.
+fn post(word: &AtomicU32, v: u32) {
+    word.store(v, Ordering::Release);
+    futex_wake(word, 1);
+}
+
+/// Poisons the word and wakes everyone when dropped armed, so a side that
+/// fails (error or panic) releases its peer.
+struct Guard<'a> {
+    word: &'a AtomicU32,
+    armed: bool,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.word.store(POISON, Ordering::Release);
+            futex_wake(self.word, i32::MAX);
+        }
+    }
+}
+
+/// Ping-pong through a process-shared futex word between threads on
+/// `cpus`, both sides sleeping at once.
+pub fn futex(cpus: (Option<usize>, Option<usize>), round_trips: u64) -> anyhow::Result<PingPong> {
+    run(cpus, round_trips, reply_of)
+}
+
+/// The ping-pong, with B answering `answer(i)` (tests inject faults here).
+fn run(
+    cpus: (Option<usize>, Option<usize>),
+    round_trips: u64,
+    answer: fn(u64) -> u32,
+) -> anyhow::Result<PingPong> {
+    let (warmup, total) = counts(round_trips)?;
+    let shared = Shared::new()?;
+    let word = shared.word();
+    let elapsed = run_pair(
+        cpus,
+        || {
+            let mut guard = Guard { word, armed: true };
+            let d = timed(warmup, round_trips, |i| {
+                let req = request_of(i);
+                post(word, req);
+                let got = wait_change(word, req);
+                if got != reply_of(i) {
+                    return Err(mismatch("A", i, reply_of(i), got));
+                }
+                Ok(())
+            })?;
+            guard.armed = false;
+            Ok(d)
+        },
+        || {
+            let mut guard = Guard { word, armed: true };
+            let mut last = 0;
+            for i in 0..total {
+                let got = wait_change(word, last);
+                if got != request_of(i) {
+                    return Err(mismatch("B", i, request_of(i), got));
+                }
+                last = answer(i);
+                post(word, last);
+            }
+            guard.armed = false;
+            Ok(())
+        },
+    )?;
+    Ok(result(round_trips, elapsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::floor::test_util::{placements, sane};
+
+    #[test]
+    fn every_placement_exchanges_correct_values() {
+        for cpus in placements() {
+            let p = futex(cpus, 1000).unwrap_or_else(|e| panic!("{cpus:?}: {e:#}"));
+            sane(&p, 1000);
+        }
+    }
+
+    #[test]
+    fn a_wrong_answer_fails_the_run_without_hanging() {
+        fn bad(i: u64) -> u32 {
+            reply_of(i) + if i == 500 { 2 } else { 0 }
+        }
+        for cpus in placements() {
+            let e = run(cpus, 1000, bad).expect_err("wrong value accepted");
+            assert!(e.to_string().contains("round trip 500"), "{e:#}");
+        }
+    }
+
+    #[test]
+    fn zero_round_trips_is_refused() {
+        assert!(futex((None, None), 0).is_err());
+    }
+}
