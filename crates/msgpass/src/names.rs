@@ -14,7 +14,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::sys;
@@ -157,7 +157,8 @@ fn ensure_private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Checks that `name` is a plain relative path of normal components.
+/// Checks that `name` is a plain relative path of normal components, spelt
+/// canonically (one name, one endpoint path).
 fn validate_name(name: &str) -> Result<()> {
     let bad = |reason| {
         Err(Error::BadName {
@@ -171,13 +172,15 @@ fn validate_name(name: &str) -> Result<()> {
     if name.contains('\0') {
         return bad("contains a NUL byte");
     }
-    if name.ends_with(".lock") {
-        return bad("names ending in .lock are reserved");
-    }
-    for c in Path::new(name).components() {
-        match c {
-            Component::Normal(_) => {}
-            _ => return bad("must be a relative path without '.' or '..' (like adder/0)"),
+    // Split by hand: Path::components() silently drops "." and empty
+    // segments, so "a/./b", "a//b" and "a/" would pass as other names.
+    for seg in name.split('/') {
+        if seg.is_empty() || seg == "." || seg == ".." {
+            return bad("must be a relative path without '.', '..' or empty parts (like adder/0)");
+        }
+        // A directory "x.lock" would block endpoint "x" from taking its lock.
+        if seg.ends_with(".lock") {
+            return bad("names ending in .lock are reserved");
         }
     }
     Ok(())
@@ -243,10 +246,12 @@ impl EndpointClaim {
         };
         let replaced_stale = match fs::symlink_metadata(&path) {
             Ok(md) if md.is_dir() => {
+                // Still holding the lock: leave no lock file behind.
+                let _ = fs::remove_file(&lock_path);
                 return Err(Error::Namespace {
                     path,
                     reason: "a directory stands where the endpoint should be".into(),
-                })
+                });
             }
             Ok(_) => {
                 fs::remove_file(&path)

@@ -74,6 +74,9 @@ const DATA: usize = 16;
 const PAGE: usize = 4096;
 /// Receives between two looks at the clock for housekeeping while busy.
 const HOUSEKEEP_EVERY: u32 = 1024;
+/// Most queued clients accepted in one round of housekeeping (the listen
+/// backlog).
+const ACCEPT_BURST: usize = 128;
 
 impl Transport for Shm {
     fn name(&self) -> &'static str {
@@ -267,6 +270,15 @@ impl ShmServer {
         }];
         if sys::poll(&mut p, Some(timeout)).unwrap_or(0) > 0 {
             self.accept();
+            // Take every client already queued, not one per tick: a burst of
+            // connects would otherwise outlast the clients' hello timeout.
+            for _ in 0..ACCEPT_BURST {
+                p[0].revents = 0;
+                if sys::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
+                    break;
+                }
+                self.accept();
+            }
         }
         let before = self.conns.len();
         self.conns.retain(|c| !sys::peer_gone(c.sock.as_fd()));

@@ -1,0 +1,553 @@
+//! Helpers shared by the msgpass integration tests: a private namespace per
+//! test, a watchdog that turns a hang into a failure, a small PRNG, the test
+//! server's command set, and child processes that are always reaped.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use msgpass::{Channel, Error, Namespace, Options};
+
+/// Longest any test may run before the watchdog fails it.
+pub const WATCHDOG: Duration = Duration::from_secs(30);
+
+/// The payload limit of `Options::default()`.
+pub const MAX: usize = 65536;
+
+// ---------------------------------------------------------------- watchdog
+
+/// Runs `body` on its own thread and fails the test if it has not finished
+/// within `limit`. A panic in `body` is re-raised as is.
+pub fn watchdog<F>(test: &str, limit: Duration, body: F)
+where
+    F: FnOnce() + Send + 'static,
+{
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let handle = thread::Builder::new()
+        .name(format!("body:{test}"))
+        .spawn(move || {
+            body();
+            let _ = done_tx.send(());
+        })
+        .expect("spawn test body thread");
+    match done_rx.recv_timeout(limit) {
+        // Finished, or panicked (the sender was dropped while unwinding).
+        Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+            if let Err(payload) = handle.join() {
+                std::panic::resume_unwind(payload);
+            }
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            panic!("watchdog: {test} did not finish within {limit:?} (hang?)")
+        }
+    }
+}
+
+// ---------------------------------------------------------------- namespace
+
+/// A private namespace directory, unique to one test. [`TestNs::finish`]
+/// checks that the test left nothing behind; dropping it unfinished (a
+/// failed test) just removes the directory.
+pub struct TestNs {
+    pub ns: Namespace,
+    dir: PathBuf,
+    shm_before: BTreeSet<OsString>,
+    finished: bool,
+}
+
+static NS_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh, not yet existing path under the temporary directory. Kept short:
+/// endpoint paths must fit a Unix socket address (108 bytes).
+pub fn fresh_path(tag: &str) -> PathBuf {
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() > 40 {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    };
+    loop {
+        let n = NS_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = base.join(format!("mpt-{tag}-{}-{n}", std::process::id()));
+        if fs::symlink_metadata(&p).is_err() {
+            return p;
+        }
+    }
+}
+
+impl TestNs {
+    pub fn new() -> TestNs {
+        let shm_before = shm_entries();
+        let dir = fresh_path("ns");
+        let ns = Namespace::open(&dir).expect("open a fresh namespace");
+        TestNs {
+            ns,
+            dir,
+            shm_before,
+            finished: false,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Asserts that the namespace is empty (no endpoint, no lock file, no
+    /// sub-directory) and that /dev/shm gained no entry, then removes it.
+    pub fn finish(mut self) {
+        self.finished = true;
+        let left = list_recursive(&self.dir);
+        let _ = fs::remove_dir_all(&self.dir);
+        assert!(
+            left.is_empty(),
+            "namespace {} not clean at the end of the test: {left:?}",
+            self.dir.display()
+        );
+        let new = new_shm_entries(&self.shm_before);
+        assert!(new.is_empty(), "/dev/shm gained entries: {new:?}");
+    }
+}
+
+impl Default for TestNs {
+    fn default() -> TestNs {
+        TestNs::new()
+    }
+}
+
+impl Drop for TestNs {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Every path under `dir`, relative to it.
+pub fn list_recursive(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                todo.push(p.clone());
+            }
+            out.push(p.strip_prefix(dir).unwrap_or(&p).to_path_buf());
+        }
+    }
+    out.sort();
+    out
+}
+
+fn shm_entries() -> BTreeSet<OsString> {
+    fs::read_dir("/dev/shm")
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default()
+}
+
+/// Entries of /dev/shm that were not there before and still are, after a
+/// short settle (so a short-lived file of some other process is not blamed).
+fn new_shm_entries(before: &BTreeSet<OsString>) -> Vec<OsString> {
+    let new = |now: BTreeSet<OsString>| -> BTreeSet<OsString> {
+        now.difference(before).cloned().collect()
+    };
+    let first = new(shm_entries());
+    if first.is_empty() {
+        return Vec::new();
+    }
+    thread::sleep(Duration::from_millis(200));
+    first.intersection(&new(shm_entries())).cloned().collect()
+}
+
+// ---------------------------------------------------------------- data
+
+/// xorshift64*: tiny, deterministic, good enough for test payloads.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    /// A seed from `MSGPASS_TEST_SEED`, or derived from `label`; printed
+    /// so that a failure can be replayed.
+    pub fn for_test(label: &str) -> Rng {
+        let seed = std::env::var("MSGPASS_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| fnv64(label.as_bytes()));
+        println!("{label}: seed {seed} (replay with MSGPASS_TEST_SEED={seed})");
+        Rng::new(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..=max` (bias is irrelevant here).
+    pub fn upto(&mut self, max: usize) -> usize {
+        (self.next_u64() % (max as u64 + 1)) as usize
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        self.fill(&mut v);
+        v
+    }
+}
+
+/// FNV-1a, 64 bits.
+pub fn fnv64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in data {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+// ---------------------------------------------------------------- server
+
+/// Commands `0..=ECHO_LAST`: reply with every byte transformed (see
+/// [`echo_reply`]).
+pub const ECHO_LAST: u32 = 255;
+/// Request `[len: u32][seed: u64]`: reply `len` bytes of [`Rng::new(seed)`].
+pub const CMD_GEN: u32 = 0x1000;
+/// Request `[code: i32]`: `reply_error(code)`.
+pub const CMD_ERR: u32 = 0x1001;
+/// The request is dropped unanswered (the library replies EIO).
+pub const CMD_DROP: u32 = 0x1002;
+/// Reply `max + 1` bytes; the server reports the outcome as an [`Event`].
+pub const CMD_OVERSIZE: u32 = 0x1003;
+/// Request `[ms: u32]`: announce [`Event::Busy`], sleep, reply empty.
+pub const CMD_SLEEP: u32 = 0x1004;
+/// Announce [`Event::Held`] and wait for the test to release the server.
+pub const CMD_HOLD: u32 = 0x1005;
+/// Reply the server's `connections()` as taken just before this receive.
+pub const CMD_CONNS: u32 = 0x1006;
+
+/// What the test server tells the test.
+#[derive(Debug)]
+pub enum Event {
+    /// A `CMD_SLEEP` started.
+    Busy,
+    /// A `CMD_HOLD` arrived; the server waits for a release.
+    Held,
+    /// Outcome of `Request::reply` with `max + 1` bytes.
+    Oversize(Result<(), Error>),
+}
+
+/// The reply the test server gives to echo command `cmd` with payload
+/// `req`: each byte plus `cmd` plus its index, then the FNV-1a of `req`
+/// when that still fits in `max`.
+pub fn echo_reply(cmd: u32, req: &[u8], max: usize) -> Vec<u8> {
+    let mut out: Vec<u8> = req
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| b.wrapping_add(cmd as u8).wrapping_add(i as u8))
+        .collect();
+    if req.len() + 8 <= max {
+        out.extend_from_slice(&fnv64(req).to_le_bytes());
+    }
+    out
+}
+
+/// How the test server reports events and is released from `CMD_HOLD`.
+pub struct Hooks {
+    pub events: Box<dyn FnMut(Event) + Send>,
+    pub release: Option<Receiver<()>>,
+}
+
+/// Serves `chan` until `receive` returns `Ok(None)`; returns the number of
+/// requests handled. Panics on a receive error.
+pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
+    let mut handled = 0u64;
+    loop {
+        let conns = chan.connections();
+        let req = match chan.receive() {
+            Ok(Some(r)) => r,
+            Ok(None) => return handled,
+            Err(e) => panic!("server receive failed: {e}"),
+        };
+        handled += 1;
+        let cmd = req.cmd();
+        let data = req.data();
+        let u32_at = |d: &[u8], i: usize| {
+            d.get(i..i + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        };
+        let res = match cmd {
+            0..=ECHO_LAST => {
+                let out = echo_reply(cmd, data, max);
+                req.reply(&out)
+            }
+            CMD_GEN => {
+                let len = u32_at(data, 0).expect("GEN request") as usize;
+                let seed = u64::from_le_bytes(data[4..12].try_into().expect("GEN seed"));
+                let out = Rng::new(seed).bytes(len);
+                req.reply(&out)
+            }
+            CMD_ERR => {
+                let code = u32_at(data, 0).expect("ERR request") as i32;
+                req.reply_error(code)
+            }
+            CMD_DROP => {
+                drop(req);
+                Ok(())
+            }
+            CMD_OVERSIZE => {
+                let r = req.reply(&vec![7u8; max + 1]);
+                (hooks.events)(Event::Oversize(r));
+                Ok(())
+            }
+            CMD_SLEEP => {
+                let ms = u32_at(data, 0).expect("SLEEP request");
+                (hooks.events)(Event::Busy);
+                thread::sleep(Duration::from_millis(ms as u64));
+                req.reply(&[])
+            }
+            CMD_HOLD => {
+                (hooks.events)(Event::Held);
+                match &hooks.release {
+                    Some(rx) => {
+                        let _ = rx.recv();
+                    }
+                    None => thread::sleep(Duration::from_secs(10)),
+                }
+                req.reply(b"released")
+            }
+            CMD_CONNS => req.reply(&(conns as u64).to_le_bytes()),
+            _ => req.reply_error(libc::ENOTTY),
+        };
+        // A client that vanished is not an error; anything else is.
+        if let Err(e) = res {
+            panic!("server reply to command {cmd:#x} failed: {e}");
+        }
+    }
+}
+
+/// A test server on its own thread in this process.
+pub struct Server {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<JoinHandle<u64>>,
+    release: Option<Sender<()>>,
+    pub events: Receiver<Event>,
+    pub path: PathBuf,
+}
+
+impl Server {
+    /// Creates the channel on the calling thread (so the endpoint exists
+    /// when this returns) and serves it on a new thread.
+    pub fn start(ns: &Namespace, name: &str, transport: &str) -> Server {
+        let t = msgpass::transport::by_name(transport).expect("known transport");
+        let chan = Channel::create(ns, name, &*t, &Options::default())
+            .unwrap_or_else(|e| panic!("create {name} over {transport}: {e}"));
+        Server::serve_channel(chan)
+    }
+
+    pub fn serve_channel(mut chan: Channel) -> Server {
+        let stop = chan.stop_flag();
+        let path = chan.path().to_path_buf();
+        let (ev_tx, events) = mpsc::channel();
+        let (release, rel_rx) = mpsc::channel();
+        let handle = thread::Builder::new()
+            .name("test-server".into())
+            .spawn(move || {
+                let mut hooks = Hooks {
+                    events: Box::new(move |e| {
+                        let _ = ev_tx.send(e);
+                    }),
+                    release: Some(rel_rx),
+                };
+                serve(&mut chan, MAX, &mut hooks)
+            })
+            .expect("spawn server thread");
+        Server {
+            stop,
+            handle: Some(handle),
+            release: Some(release),
+            events,
+            path,
+        }
+    }
+
+    /// Lets a `CMD_HOLD` in progress reply.
+    pub fn release(&self) {
+        if let Some(r) = &self.release {
+            let _ = r.send(());
+        }
+    }
+
+    /// The next event, failing the test if none comes within the watchdog.
+    pub fn event(&self) -> Event {
+        self.events
+            .recv_timeout(WATCHDOG)
+            .expect("server event (did the server thread die?)")
+    }
+
+    /// Stops the server, drops its channel, and returns the requests served.
+    pub fn stop(mut self) -> u64 {
+        self.shutdown().expect("server thread panicked")
+    }
+
+    fn shutdown(&mut self) -> thread::Result<u64> {
+        self.release.take();
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take() {
+            Some(h) => h.join(),
+            None => Ok(0),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let r = self.shutdown();
+        if r.is_err() && !thread::panicking() {
+            panic!("server thread panicked");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- children
+
+/// Environment variable that turns the child-entry test into a child role.
+pub const CHILD_ENV: &str = "MSGPASS_TEST_CHILD";
+/// Namespace directory, transport and endpoint name for a child.
+pub const CHILD_NS: &str = "MSGPASS_TEST_NS";
+pub const CHILD_TRANSPORT: &str = "MSGPASS_TEST_TRANSPORT";
+pub const CHILD_NAME: &str = "MSGPASS_TEST_NAME";
+/// How long a child lives at most, even if its parent forgets it.
+pub const CHILD_LIFETIME: Duration = Duration::from_secs(60);
+
+/// A child process running one role of this test binary. Killed with
+/// SIGKILL and reaped on drop, so a failing test never leaks it; it also
+/// dies with the thread that spawned it (PR_SET_PDEATHSIG) and after
+/// [`CHILD_LIFETIME`] on its own.
+pub struct ChildProc {
+    child: std::process::Child,
+    lines: Receiver<String>,
+    reaped: bool,
+}
+
+impl ChildProc {
+    /// Re-executes this test binary to run only `entry_test`, with
+    /// `CHILD_ENV=role` and `env`.
+    pub fn spawn(entry_test: &str, role: &str, env: &[(&str, &Path)]) -> ChildProc {
+        let exe = std::env::current_exe().expect("current_exe");
+        let mut cmd = Command::new(exe);
+        cmd.args(["--exact", entry_test, "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, role)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // SAFETY: prctl is async-signal-safe and touches no memory of the
+        // parent; nothing here allocates.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn child test process");
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        ChildProc {
+            child,
+            lines,
+            reaped: false,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for a stdout line containing `marker`; returns what follows it.
+    pub fn expect_line(&self, marker: &str) -> String {
+        let deadline = Instant::now() + WATCHDOG;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    // libtest may print "test child_entry ... " first.
+                    if let Some(at) = l.find(marker) {
+                        return l[at + marker.len()..].trim().to_string();
+                    }
+                }
+                Err(e) => panic!("child {} never printed {marker:?}: {e}", self.pid()),
+            }
+        }
+    }
+
+    /// Sends SIGKILL without waiting.
+    pub fn kill(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+        }
+    }
+
+    /// Sends SIGKILL and reaps the child: when this returns, the kernel has
+    /// closed all its descriptors and released its locks.
+    pub fn kill_and_reap(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.reaped = true;
+        }
+    }
+}
+
+impl Drop for ChildProc {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
+/// In a child: exits the process after [`CHILD_LIFETIME`] whatever happens.
+pub fn child_self_destruct() {
+    thread::spawn(|| {
+        thread::sleep(CHILD_LIFETIME);
+        eprintln!(
+            "test child {}: lifetime exceeded, exiting",
+            std::process::id()
+        );
+        std::process::exit(3);
+    });
+}

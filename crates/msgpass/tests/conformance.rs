@@ -1,0 +1,883 @@
+//! The transport conformance suite: one set of tests, written once and
+//! instantiated for every transport in `msgpass::transport::NAMES` by
+//! [`conformance_tests!`].
+//!
+//! Every test runs under a watchdog (a hang is a failure, not a stuck CI
+//! job) in its own private namespace directory, which must be empty at the
+//! end (no endpoint, lock file or sub-directory left), with no new entry in
+//! /dev/shm. Tests assert behaviour, never speed, with one exception the
+//! transport contract requires: a client blocked in `call` learns of its
+//! server's death within 1 s.
+//!
+//! Servers and clients that must die a violent death run in a child
+//! process: this test binary re-executed to run only [`child_entry`], with
+//! its role in `MSGPASS_TEST_CHILD`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use msgpass::{Channel, Connection, Error, Namespace, Options, Transport};
+
+/// Full test path of the child entry point (top level of this file).
+const CHILD_ENTRY: &str = "child_entry";
+
+/// The contract: a blocked client learns of its server's death within this.
+const DEATH_BOUND: Duration = Duration::from_secs(1);
+
+macro_rules! conformance_tests {
+    ($module:ident, $transport:literal) => {
+        mod $module {
+            const T: &str = $transport;
+
+            #[test]
+            fn round_trips_random_sizes() {
+                super::suite::round_trips_random_sizes(T)
+            }
+            #[test]
+            fn reply_sizes() {
+                super::suite::reply_sizes(T)
+            }
+            #[test]
+            fn error_replies() {
+                super::suite::error_replies(T)
+            }
+            #[test]
+            fn request_too_large_keeps_connection() {
+                super::suite::request_too_large_keeps_connection(T)
+            }
+            #[test]
+            fn reply_too_large_for_buffer() {
+                super::suite::reply_too_large_for_buffer(T)
+            }
+            #[test]
+            fn server_reply_over_max() {
+                super::suite::server_reply_over_max(T)
+            }
+            #[test]
+            fn server_death_mid_call() {
+                super::suite::server_death_mid_call(T)
+            }
+            #[test]
+            fn server_death_while_idle() {
+                super::suite::server_death_while_idle(T)
+            }
+            #[test]
+            fn channel_closed_by_server() {
+                super::suite::channel_closed_by_server(T)
+            }
+            #[test]
+            fn client_death() {
+                super::suite::client_death(T)
+            }
+            #[test]
+            fn many_concurrent_clients() {
+                super::suite::many_concurrent_clients(T)
+            }
+            #[test]
+            fn many_simultaneous_connects() {
+                super::suite::many_simultaneous_connects(T)
+            }
+            #[test]
+            fn stale_endpoint_replaced_live_one_kept() {
+                super::suite::stale_endpoint_replaced_live_one_kept(T)
+            }
+            #[test]
+            fn live_endpoint_in_process_not_stolen() {
+                super::suite::live_endpoint_in_process_not_stolen(T)
+            }
+            #[test]
+            fn wait_for_late_server() {
+                super::suite::wait_for_late_server(T)
+            }
+            #[test]
+            fn not_found_without_wait() {
+                super::suite::not_found_without_wait(T)
+            }
+            #[test]
+            fn wrong_transport() {
+                super::suite::wrong_transport(T)
+            }
+            #[test]
+            fn stop_flag_idle() {
+                super::suite::stop_flag_idle(T)
+            }
+            #[test]
+            fn stop_flag_with_client() {
+                super::suite::stop_flag_with_client(T)
+            }
+            #[test]
+            fn nested_names_pruned() {
+                super::suite::nested_names_pruned(T)
+            }
+        }
+    };
+}
+
+conformance_tests!(shm, "shm");
+conformance_tests!(shm_spin, "shm-spin");
+conformance_tests!(shm_block, "shm-block");
+conformance_tests!(shm_hybrid, "shm-hybrid");
+conformance_tests!(uds, "uds");
+
+/// The transports instantiated above; must match the registry.
+const INSTANTIATED: &[&str] = &["shm", "shm-spin", "shm-block", "shm-hybrid", "uds"];
+
+#[test]
+fn every_transport_is_instantiated() {
+    assert_eq!(
+        INSTANTIATED,
+        msgpass::transport::NAMES,
+        "add a conformance_tests!(..) line for each transport"
+    );
+    for name in msgpass::transport::NAMES {
+        let t = msgpass::transport::by_name(name).expect("registered transport");
+        // shm is an alias of shm-hybrid.
+        if *name != "shm" {
+            assert_eq!(t.name(), *name);
+        }
+    }
+}
+
+#[test]
+fn unknown_transport_is_refused() {
+    match msgpass::transport::by_name("carrier-pigeon") {
+        Err(Error::UnknownTransport { name, known }) => {
+            assert_eq!(name, "carrier-pigeon");
+            for n in msgpass::transport::NAMES {
+                assert!(known.contains(n), "{known} lacks {n}");
+            }
+        }
+        other => panic!("expected UnknownTransport, got {other:?}"),
+    }
+}
+
+/// Entry point of child processes; does nothing in a normal test run.
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    child_self_destruct();
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("child needs {k}"));
+    let ns = Namespace::open(var(CHILD_NS)).expect("child: open namespace");
+    let name = var(CHILD_NAME);
+    let t = msgpass::transport::by_name(&var(CHILD_TRANSPORT)).expect("child: transport");
+    match role.as_str() {
+        "server" => {
+            let mut chan = Channel::create(&ns, &name, &*t, &Options::default())
+                .expect("child: create channel");
+            println!("MSGPASS_READY {}", std::process::id());
+            let mut hooks = Hooks {
+                events: Box::new(|e| {
+                    if let Event::Busy = e {
+                        println!("MSGPASS_BUSY");
+                    }
+                }),
+                release: None,
+            };
+            serve(&mut chan, MAX, &mut hooks);
+        }
+        "client-hold" => {
+            let mut c =
+                Connection::open(&ns, &name, &*t, &Options::default()).expect("child: connect");
+            println!("MSGPASS_CONNECTED");
+            let _ = c.call(CMD_HOLD, &[], &mut [0u8; 64]);
+            thread::sleep(CHILD_LIFETIME);
+        }
+        "client-idle" => {
+            let mut c =
+                Connection::open(&ns, &name, &*t, &Options::default()).expect("child: connect");
+            suite::echo(&mut c, 9, b"idle child", &mut [0u8; 64]);
+            println!("MSGPASS_CONNECTED");
+            thread::sleep(CHILD_LIFETIME);
+        }
+        other => panic!("unknown child role {other}"),
+    }
+}
+
+mod suite {
+    use super::*;
+
+    /// What a test body gets: its transport and private namespace.
+    pub struct Cx {
+        pub t: &'static str,
+        pub transport: Box<dyn Transport>,
+        pub ns: Namespace,
+        pub label: String,
+        dir: PathBuf,
+    }
+
+    impl Cx {
+        pub fn rng(&self) -> Rng {
+            Rng::for_test(&self.label)
+        }
+
+        pub fn open(&self, name: &str) -> Connection {
+            Connection::open(&self.ns, name, &*self.transport, &Options::default())
+                .unwrap_or_else(|e| panic!("{}: open {name}: {e}", self.t))
+        }
+
+        pub fn server(&self, name: &str) -> Server {
+            Server::start(&self.ns, name, self.t)
+        }
+
+        pub fn create(&self, name: &str) -> msgpass::Result<Channel> {
+            Channel::create(&self.ns, name, &*self.transport, &Options::default())
+        }
+
+        /// A server child process serving `name`, ready when this returns.
+        pub fn server_child(&self, name: &str) -> ChildProc {
+            let c = self.child("server", name);
+            let pid = c.expect_line("MSGPASS_READY");
+            assert_eq!(pid, c.pid().to_string());
+            c
+        }
+
+        pub fn child(&self, role: &str, name: &str) -> ChildProc {
+            ChildProc::spawn(
+                CHILD_ENTRY,
+                role,
+                &[
+                    (CHILD_NS, self.dir.as_path()),
+                    (CHILD_TRANSPORT, self.t.as_ref()),
+                    (CHILD_NAME, name.as_ref()),
+                ],
+            )
+        }
+
+        /// Clears the endpoint a killed server left behind by serving it
+        /// again (which must report the stale endpoint it replaced).
+        pub fn replace_stale(&self, name: &str) {
+            let chan = self.create(name).expect("create over a stale endpoint");
+            assert!(chan.replaced_stale(), "{name}: stale endpoint not reported");
+            drop(chan);
+        }
+    }
+
+    /// Runs `body` under the watchdog in a fresh namespace, then checks the
+    /// namespace is clean.
+    fn run<F>(t: &'static str, test: &'static str, body: F)
+    where
+        F: FnOnce(&Cx) + Send + 'static,
+    {
+        let label = format!("{t}::{test}");
+        // Owned out here, so that even a hung body's directory is removed.
+        let tns = TestNs::new();
+        let ns = tns.ns.clone();
+        let dir = tns.dir().to_path_buf();
+        watchdog(&label.clone(), WATCHDOG, move || {
+            let cx = Cx {
+                t,
+                transport: msgpass::transport::by_name(t).expect("known transport"),
+                ns,
+                label,
+                dir,
+            };
+            body(&cx);
+        });
+        tns.finish();
+    }
+
+    /// Calls echo command `cmd` with `req` and checks every byte of the reply.
+    pub fn echo(conn: &mut Connection, cmd: u32, req: &[u8], buf: &mut [u8]) {
+        let want = echo_reply(cmd, req, MAX);
+        let n = conn
+            .call(cmd, req, buf)
+            .unwrap_or_else(|e| panic!("echo of {} bytes (cmd {cmd}): {e}", req.len()));
+        assert_eq!(n, want.len(), "reply length for a {}-byte echo", req.len());
+        if let Some(i) = (0..n).find(|&i| buf[i] != want[i]) {
+            panic!(
+                "echo of {} bytes (cmd {cmd}): byte {i} is {:#04x}, want {:#04x}",
+                req.len(),
+                buf[i],
+                want[i]
+            );
+        }
+    }
+
+    fn gen_request(len: usize, seed: u64) -> [u8; 12] {
+        let mut r = [0u8; 12];
+        r[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        r[4..].copy_from_slice(&seed.to_le_bytes());
+        r
+    }
+
+    fn call_conns(conn: &mut Connection) -> u64 {
+        let mut b = [0u8; 8];
+        let n = conn.call(CMD_CONNS, &[], &mut b).expect("CONNS call");
+        assert_eq!(n, 8);
+        u64::from_le_bytes(b)
+    }
+
+    const EDGE_SIZES: &[usize] = &[
+        0,
+        1,
+        2,
+        7,
+        8,
+        15,
+        16,
+        47,
+        48,
+        49,
+        63,
+        64,
+        65,
+        4079,
+        4080,
+        4081,
+        4095,
+        4096,
+        4097,
+        MAX - 9,
+        MAX - 8,
+        MAX - 7,
+        MAX - 1,
+        MAX,
+    ];
+
+    pub fn round_trips_random_sizes(t: &'static str) {
+        run(t, "round_trips_random_sizes", |cx| {
+            let mut rng = cx.rng();
+            let s = cx.server("echo/0");
+            let mut c = cx.open("echo/0");
+            assert_eq!(c.max_msg(), MAX);
+            let mut buf = vec![0u8; MAX];
+            let mut sizes: Vec<usize> = EDGE_SIZES.to_vec();
+            // Then random sizes: half small, half anywhere up to the maximum.
+            for i in 0..400 {
+                sizes.push(if i % 2 == 0 {
+                    rng.upto(256)
+                } else {
+                    rng.upto(MAX)
+                });
+            }
+            // Edge sizes once more, shuffled among the rest, so a short
+            // message after a long one is covered (stale tail bytes).
+            sizes.extend_from_slice(EDGE_SIZES);
+            for i in (1..sizes.len()).rev() {
+                sizes.swap(i, rng.upto(i));
+            }
+            for len in sizes {
+                let req = rng.bytes(len);
+                let cmd = rng.upto(ECHO_LAST as usize) as u32;
+                // Poison the buffer so a reply that is not written is caught.
+                buf.fill(0xA5);
+                echo(&mut c, cmd, &req, &mut buf);
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn reply_sizes(t: &'static str) {
+        run(t, "reply_sizes", |cx| {
+            let mut rng = cx.rng();
+            let s = cx.server("gen/0");
+            let mut c = cx.open("gen/0");
+            let mut buf = vec![0u8; MAX];
+            let mut sizes = EDGE_SIZES.to_vec();
+            sizes.extend((0..100).map(|_| rng.upto(MAX)));
+            for len in sizes {
+                let seed = rng.next_u64();
+                buf.fill(0x5A);
+                let n = c
+                    .call(CMD_GEN, &gen_request(len, seed), &mut buf)
+                    .unwrap_or_else(|e| panic!("GEN {len}: {e}"));
+                assert_eq!(n, len);
+                assert!(
+                    buf[..n] == Rng::new(seed).bytes(len)[..],
+                    "GEN {len}: bad data"
+                );
+            }
+            // An empty reply fits an empty buffer.
+            assert_eq!(c.call(CMD_GEN, &gen_request(0, 1), &mut []).unwrap(), 0);
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn error_replies(t: &'static str) {
+        run(t, "error_replies", |cx| {
+            let s = cx.server("err/0");
+            let mut c = cx.open("err/0");
+            let mut buf = [0u8; 64];
+            for code in [libc::ENOTTY, libc::EPERM, libc::EINVAL, libc::EAGAIN, 4095] {
+                match c.call(CMD_ERR, &code.to_le_bytes(), &mut buf) {
+                    Err(Error::Remote { code: got }) => assert_eq!(got, code),
+                    other => panic!("reply_error({code}): got {other:?}"),
+                }
+                echo(&mut c, 3, b"still fine", &mut buf);
+            }
+            // A command the server does not know: ENOTTY, like a devctl.
+            match c.call(0xdead_beef, b"?", &mut buf) {
+                Err(Error::Remote { code }) => assert_eq!(code, libc::ENOTTY),
+                other => panic!("unknown command: got {other:?}"),
+            }
+            // A request dropped unanswered: EIO, and the connection lives on.
+            for _ in 0..3 {
+                match c.call(CMD_DROP, b"drop me", &mut buf) {
+                    Err(Error::Remote { code }) => assert_eq!(code, libc::EIO),
+                    other => panic!("dropped request: got {other:?}"),
+                }
+                echo(&mut c, 4, b"after drop", &mut buf);
+            }
+            // The error reply's Display names the errno.
+            let e = Error::Remote { code: libc::ENOTTY };
+            assert!(e.to_string().contains(&libc::ENOTTY.to_string()), "{e}");
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn request_too_large_keeps_connection(t: &'static str) {
+        run(t, "request_too_large_keeps_connection", |cx| {
+            let s = cx.server("big/0");
+            let mut c = cx.open("big/0");
+            let mut buf = vec![0u8; MAX];
+            for len in [MAX + 1, MAX + 4096, 4 * MAX] {
+                match c.call(1, &vec![1u8; len], &mut buf) {
+                    Err(Error::TooLarge { len: l, max }) => {
+                        assert_eq!((l, max), (len, MAX));
+                    }
+                    other => panic!("request of {len} bytes: got {other:?}"),
+                }
+                // The connection is intact.
+                echo(&mut c, 2, &vec![9u8; MAX], &mut buf);
+                echo(&mut c, 2, b"", &mut buf);
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn reply_too_large_for_buffer(t: &'static str) {
+        run(t, "reply_too_large_for_buffer", |cx| {
+            let s = cx.server("small/0");
+            let mut c = cx.open("small/0");
+            for (len, cap) in [(100, 99), (1, 0), (MAX, MAX - 1), (4097, 4096), (49, 48)] {
+                let mut buf = vec![0u8; cap];
+                match c.call(CMD_GEN, &gen_request(len, 5), &mut buf) {
+                    Err(Error::ReplyTooLarge { len: l, cap: k }) => {
+                        assert_eq!((l, k), (len, cap));
+                    }
+                    other => panic!("{len}-byte reply into {cap} bytes: got {other:?}"),
+                }
+                // The oversized reply was consumed: the next call is in step.
+                let mut big = vec![0u8; MAX];
+                echo(&mut c, 8, b"in step", &mut big);
+                let n = c
+                    .call(CMD_GEN, &gen_request(len, 6), &mut big)
+                    .expect("same reply into a buffer that fits");
+                assert_eq!(big[..n], Rng::new(6).bytes(len)[..]);
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn server_reply_over_max(t: &'static str) {
+        run(t, "server_reply_over_max", |cx| {
+            let s = cx.server("over/0");
+            let mut c = cx.open("over/0");
+            let mut buf = vec![0u8; 2 * MAX];
+            for _ in 0..2 {
+                match c.call(CMD_OVERSIZE, &[], &mut buf) {
+                    Err(Error::Remote { code }) => assert_eq!(code, libc::EMSGSIZE),
+                    other => panic!("over-long reply: client got {other:?}"),
+                }
+                match s.event() {
+                    Event::Oversize(Err(Error::TooLarge { len, max })) => {
+                        assert_eq!((len, max), (MAX + 1, MAX))
+                    }
+                    other => panic!("over-long reply: server got {other:?}"),
+                }
+                echo(&mut c, 1, b"after oversize", &mut buf);
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn server_death_mid_call(t: &'static str) {
+        run(t, "server_death_mid_call", |cx| {
+            let mut child = cx.server_child("srv/0");
+            let mut c = cx.open("srv/0");
+            echo(&mut c, 1, b"alive", &mut [0u8; 64]);
+            let (tx, rx) = mpsc::channel();
+            let caller = thread::spawn(move || {
+                let r = c.call(CMD_SLEEP, &10_000u32.to_le_bytes(), &mut [0u8; 64]);
+                let _ = tx.send((r, Instant::now()));
+            });
+            child.expect_line("MSGPASS_BUSY");
+            let killed = Instant::now();
+            child.kill();
+            let (r, returned) = rx.recv_timeout(WATCHDOG).expect("call never returned");
+            caller.join().expect("caller thread");
+            assert!(
+                matches!(r, Err(Error::Disconnected)),
+                "server killed mid-call: got {r:?}"
+            );
+            let took = returned.saturating_duration_since(killed);
+            println!("{}: call returned {took:?} after SIGKILL", cx.t);
+            assert!(
+                took < DEATH_BOUND,
+                "call returned {took:?} after the server was killed (contract: < {DEATH_BOUND:?})"
+            );
+            child.kill_and_reap();
+            cx.replace_stale("srv/0");
+        });
+    }
+
+    pub fn server_death_while_idle(t: &'static str) {
+        run(t, "server_death_while_idle", |cx| {
+            let mut child = cx.server_child("idle/0");
+            let mut c = cx.open("idle/0");
+            let mut buf = [0u8; 64];
+            echo(&mut c, 1, b"alive", &mut buf);
+            child.kill_and_reap();
+            for _ in 0..2 {
+                match c.call(1, b"anyone?", &mut buf) {
+                    Err(Error::Disconnected) => {}
+                    other => panic!("call to a dead server: got {other:?}"),
+                }
+            }
+            // The dead server's socket is still there: a fresh client is
+            // told nobody serves it, at once (no wait requested).
+            match Connection::open(&cx.ns, "idle/0", &*cx.transport, &Options::default()) {
+                Err(Error::NotFound { path }) => assert_eq!(path, cx.ns.root().join("idle/0")),
+                Err(e) => panic!("open of a dead endpoint: got {e:?}"),
+                Ok(_) => panic!("open of a dead endpoint succeeded"),
+            }
+            cx.replace_stale("idle/0");
+        });
+    }
+
+    pub fn channel_closed_by_server(t: &'static str) {
+        run(t, "channel_closed_by_server", |cx| {
+            let s = cx.server("close/0");
+            let mut c = cx.open("close/0");
+            let mut buf = [0u8; 64];
+            echo(&mut c, 1, b"alive", &mut buf);
+            s.stop();
+            for _ in 0..2 {
+                match c.call(1, b"anyone?", &mut buf) {
+                    Err(Error::Disconnected) => {}
+                    other => panic!("call to a closed channel: got {other:?}"),
+                }
+            }
+            match Connection::open(&cx.ns, "close/0", &*cx.transport, &Options::default()) {
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => panic!("open of a closed endpoint: got {e:?}"),
+                Ok(_) => panic!("open of a closed endpoint succeeded"),
+            }
+        });
+    }
+
+    pub fn client_death(t: &'static str) {
+        run(t, "client_death", |cx| {
+            let s = cx.server("cd/0");
+            // An idle client, and one killed while the server handles its call.
+            let mut idle = cx.child("client-idle", "cd/0");
+            idle.expect_line("MSGPASS_CONNECTED");
+            let mut busy = cx.child("client-hold", "cd/0");
+            busy.expect_line("MSGPASS_CONNECTED");
+            match s.event() {
+                Event::Held => {}
+                other => panic!("expected the held call, got {other:?}"),
+            }
+            busy.kill_and_reap();
+            idle.kill_and_reap();
+            // The server replies to a dead client, then keeps serving.
+            s.release();
+            let mut rng = cx.rng();
+            let mut c = cx.open("cd/0");
+            let mut buf = vec![0u8; MAX];
+            for _ in 0..50 {
+                let len = rng.upto(2048);
+                echo(&mut c, 6, &rng.bytes(len), &mut buf);
+            }
+            // Both dead connections are dropped eventually (the watchdog
+            // bounds "eventually").
+            loop {
+                let n = call_conns(&mut c);
+                assert!(n >= 1, "the asking client is connected");
+                if n == 1 {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn many_concurrent_clients(t: &'static str) {
+        const CLIENTS: usize = 16;
+        const CALLS: usize = 500;
+        run(t, "many_concurrent_clients", |cx| {
+            let s = cx.server("many/0");
+            let base = cx.rng().next_u64();
+            let start = Arc::new(Barrier::new(CLIENTS));
+            let handles: Vec<_> = (0..CLIENTS)
+                .map(|k| {
+                    let mut c = cx.open("many/0");
+                    let start = Arc::clone(&start);
+                    thread::spawn(move || {
+                        let mut rng = Rng::new(base ^ (k as u64 + 1).wrapping_mul(0x9e37_79b9));
+                        let mut buf = vec![0u8; MAX];
+                        start.wait();
+                        for i in 0..CALLS {
+                            let len = if i % 50 == 49 {
+                                rng.upto(MAX)
+                            } else {
+                                rng.upto(300)
+                            };
+                            let req = rng.bytes(len);
+                            let cmd = (k * 7 + i) as u32 % (ECHO_LAST + 1);
+                            echo(&mut c, cmd, &req, &mut buf);
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().expect("client thread");
+            }
+            assert_eq!(s.stop(), (CLIENTS * CALLS) as u64);
+        });
+    }
+
+    pub fn many_simultaneous_connects(t: &'static str) {
+        const CLIENTS: usize = 64;
+        run(t, "many_simultaneous_connects", |cx| {
+            let s = cx.server("conn/0");
+            let start = Arc::new(Barrier::new(CLIENTS));
+            let handles: Vec<_> = (0..CLIENTS)
+                .map(|k| {
+                    let ns = cx.ns.clone();
+                    let t = cx.t;
+                    let start = Arc::clone(&start);
+                    thread::spawn(move || {
+                        let tr = msgpass::transport::by_name(t).expect("transport");
+                        start.wait();
+                        let mut c = Connection::open(&ns, "conn/0", &*tr, &Options::default())
+                            .unwrap_or_else(|e| panic!("client {k} of {CLIENTS}: open: {e}"));
+                        echo(&mut c, k as u32, &[k as u8; 100], &mut [0u8; 256]);
+                        // Stay connected until every client got through.
+                        c
+                    })
+                })
+                .collect();
+            let conns: Vec<Connection> = handles
+                .into_iter()
+                .map(|h| h.join().expect("client thread"))
+                .collect();
+            drop(conns);
+            assert_eq!(s.stop(), CLIENTS as u64);
+        });
+    }
+
+    pub fn stale_endpoint_replaced_live_one_kept(t: &'static str) {
+        run(t, "stale_endpoint_replaced_live_one_kept", |cx| {
+            let mut child = cx.server_child("stale/0");
+            // Live in another process: never stolen, and the owner is named.
+            match cx.create("stale/0") {
+                Err(Error::AlreadyServed { path, pid }) => {
+                    assert_eq!(path, cx.ns.root().join("stale/0"));
+                    assert_eq!(pid, Some(child.pid() as i32));
+                }
+                Err(e) => panic!("create over a live endpoint: got {e:?}"),
+                Ok(_) => panic!("create stole a live endpoint"),
+            }
+            // ... and the failed attempt did not hurt the live server.
+            let mut c = cx.open("stale/0");
+            echo(&mut c, 1, b"still served", &mut [0u8; 64]);
+            drop(c);
+            child.kill_and_reap();
+            // Dead: the endpoint is replaced, and the new server works.
+            let chan = cx.create("stale/0").expect("create over a stale endpoint");
+            assert!(chan.replaced_stale());
+            let s = Server::serve_channel(chan);
+            let mut c = cx.open("stale/0");
+            echo(&mut c, 2, b"new server", &mut [0u8; 64]);
+            drop(c);
+            s.stop();
+            // A clean create replaces nothing.
+            let chan = cx.create("stale/0").expect("create afresh");
+            assert!(!chan.replaced_stale());
+        });
+    }
+
+    pub fn live_endpoint_in_process_not_stolen(t: &'static str) {
+        run(t, "live_endpoint_in_process_not_stolen", |cx| {
+            let s = cx.server("live/0");
+            for tname in msgpass::transport::NAMES {
+                let other = msgpass::transport::by_name(tname).expect("transport");
+                match Channel::create(&cx.ns, "live/0", &*other, &Options::default()) {
+                    Err(Error::AlreadyServed { path, pid }) => {
+                        assert_eq!(path, s.path);
+                        assert_eq!(pid, Some(std::process::id() as i32));
+                    }
+                    Err(e) => panic!("second create ({tname}): got {e:?}"),
+                    Ok(_) => panic!("second create ({tname}) stole a live endpoint"),
+                }
+            }
+            let mut c = cx.open("live/0");
+            echo(&mut c, 1, b"still mine", &mut [0u8; 64]);
+            drop(c);
+            s.stop();
+        });
+    }
+
+    pub fn wait_for_late_server(t: &'static str) {
+        run(t, "wait_for_late_server", move |cx| {
+            let ns = cx.ns.clone();
+            let late = thread::spawn(move || {
+                thread::sleep(Duration::from_millis(300));
+                Server::start(&ns, "late/0", t)
+            });
+            let opts = Options {
+                wait: Some(Duration::from_secs(5)),
+                ..Options::default()
+            };
+            let mut c = Connection::open(&cx.ns, "late/0", &*cx.transport, &opts)
+                .expect("open waiting for a late server");
+            echo(&mut c, 1, b"worth the wait", &mut [0u8; 64]);
+            let s = late.join().expect("late server thread");
+            drop(c);
+            s.stop();
+            // Waiting for a server that never comes ends with NotFound.
+            let opts = Options {
+                wait: Some(Duration::from_millis(200)),
+                ..Options::default()
+            };
+            match Connection::open(&cx.ns, "never/0", &*cx.transport, &opts) {
+                Err(Error::NotFound { path }) => assert_eq!(path, cx.ns.root().join("never/0")),
+                Err(e) => panic!("wait for a missing server: got {e:?}"),
+                Ok(_) => panic!("connected to nobody"),
+            }
+        });
+    }
+
+    pub fn not_found_without_wait(t: &'static str) {
+        run(t, "not_found_without_wait", |cx| {
+            match Connection::open(&cx.ns, "nobody/0", &*cx.transport, &Options::default()) {
+                Err(e @ Error::NotFound { .. }) => {
+                    let want = cx.ns.root().join("nobody/0");
+                    assert!(matches!(&e, Error::NotFound { path } if *path == want));
+                    assert!(e.to_string().contains(&*want.to_string_lossy()), "{e}");
+                }
+                Err(e) => panic!("open with nobody serving: got {e:?}"),
+                Ok(_) => panic!("connected to nobody"),
+            }
+        });
+    }
+
+    fn family(t: &str) -> &'static str {
+        if t == "uds" {
+            "uds"
+        } else {
+            "shm"
+        }
+    }
+
+    pub fn wrong_transport(t: &'static str) {
+        run(t, "wrong_transport", move |cx| {
+            let s = cx.server("wt/0");
+            let other = if family(t) == "uds" { "shm" } else { "uds" };
+            let wrong = msgpass::transport::by_name(other).expect("transport");
+            for _ in 0..2 {
+                match Connection::open(&cx.ns, "wt/0", &*wrong, &Options::default()) {
+                    Err(Error::WrongTransport {
+                        path,
+                        expected,
+                        found,
+                    }) => {
+                        assert_eq!(path, s.path);
+                        assert_eq!(expected, other);
+                        assert_eq!(found, family(t));
+                    }
+                    Err(e) => panic!("{other} client on a {t} server: got {e:?}"),
+                    Ok(_) => panic!("{other} client on a {t} server connected"),
+                }
+            }
+            // The server shrugs off the wrong clients.
+            let mut c = cx.open("wt/0");
+            echo(&mut c, 1, b"right transport", &mut [0u8; 64]);
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// Blocks in `receive` on another thread; returns its outcome.
+    fn receive_on_thread(mut chan: Channel) -> thread::JoinHandle<Result<bool, String>> {
+        thread::spawn(move || match chan.receive() {
+            Ok(None) => Ok(true),
+            Ok(Some(r)) => Err(format!("unexpected request {}", r.cmd())),
+            Err(e) => Err(e.to_string()),
+        })
+    }
+
+    pub fn stop_flag_idle(t: &'static str) {
+        run(t, "stop_flag_idle", |cx| {
+            let chan = cx.create("stop/0").expect("create");
+            let flag = chan.stop_flag();
+            let h = receive_on_thread(chan);
+            thread::sleep(Duration::from_millis(150));
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(h.join().expect("receiver"), Ok(true));
+            // One flag shared by two channels stops both.
+            let shared = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let hs: Vec<_> = ["stop/a", "stop/b"]
+                .iter()
+                .map(|n| {
+                    let mut chan = cx.create(n).expect("create");
+                    chan.set_stop_flag(Arc::clone(&shared));
+                    receive_on_thread(chan)
+                })
+                .collect();
+            thread::sleep(Duration::from_millis(150));
+            shared.store(true, std::sync::atomic::Ordering::Relaxed);
+            for h in hs {
+                assert_eq!(h.join().expect("receiver"), Ok(true));
+            }
+        });
+    }
+
+    pub fn stop_flag_with_client(t: &'static str) {
+        run(t, "stop_flag_with_client", |cx| {
+            let chan = cx.create("stopc/0").expect("create");
+            let flag = chan.stop_flag();
+            let h = receive_on_thread(chan);
+            // A connected, idle client: the server waits on it, not on accept.
+            let c = cx.open("stopc/0");
+            thread::sleep(Duration::from_millis(150));
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(h.join().expect("receiver"), Ok(true));
+            drop(c);
+        });
+    }
+
+    pub fn nested_names_pruned(t: &'static str) {
+        run(t, "nested_names_pruned", |cx| {
+            let a = cx.server("a/b/c");
+            let b = cx.server("a/d");
+            for name in ["a/b/c", "a/d"] {
+                let mut c = cx.open(name);
+                echo(&mut c, 1, name.as_bytes(), &mut [0u8; 64]);
+            }
+            a.stop();
+            let root = cx.ns.root();
+            assert!(!root.join("a/b").exists(), "empty a/b not removed");
+            assert!(root.join("a/d").exists(), "a/d removed with a/b/c");
+            b.stop();
+            assert!(!root.join("a").exists(), "empty a not removed");
+        });
+    }
+}
