@@ -191,12 +191,15 @@ pub(crate) struct Received {
 }
 
 /// Receives one message into `head` then `body`. A zero `len` with no
-/// descriptors means the peer closed the connection.
+/// descriptors means the peer closed the connection. Descriptors are only
+/// accepted when `want_fds` (data messages skip the control buffer, which
+/// costs the kernel work on every message).
 pub(crate) fn recv_parts(
     fd: BorrowedFd<'_>,
     head: &mut [u8],
     body: &mut [u8],
     flags: libc::c_int,
+    want_fds: bool,
 ) -> io::Result<Received> {
     let mut iov = [
         libc::iovec {
@@ -213,8 +216,10 @@ pub(crate) fn recv_parts(
     let mut msg: libc::msghdr = unsafe { zeroed() };
     msg.msg_iov = iov.as_mut_ptr();
     msg.msg_iovlen = 2;
-    msg.msg_control = cmsg_buf.as_mut_ptr() as *mut libc::c_void;
-    msg.msg_controllen = size_of::<[u64; 8]>();
+    if want_fds {
+        msg.msg_control = cmsg_buf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = size_of::<[u64; 8]>();
+    }
     let len = retry(|| {
         // SAFETY: msg points at live buffers for the whole call.
         check_size(unsafe {
@@ -468,4 +473,39 @@ pub(crate) fn seals(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
+}
+
+/// Sends one message from a contiguous buffer (never raises SIGPIPE).
+pub(crate) fn send_bytes(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: buf is valid for reads of buf.len() bytes.
+        check_size(unsafe {
+            libc::send(
+                fd.as_raw_fd(),
+                buf.as_ptr() as *const libc::c_void,
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        })
+    })
+}
+
+/// Receives one message into a contiguous buffer. Returns the message's
+/// full length, which exceeds `buf.len()` when it was truncated.
+pub(crate) fn recv_bytes(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: buf is valid for writes of buf.len() bytes.
+        check_size(unsafe {
+            libc::recv(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                flags | libc::MSG_TRUNC,
+            )
+        })
+    })
 }

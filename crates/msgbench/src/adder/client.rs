@@ -38,7 +38,7 @@ pub struct ClientArgs {
     #[arg(short = 'I')]
     pub idle: bool,
     /// Wait up to SECS for the endpoints to appear (like QNX waitfor).
-    #[arg(long = "wait", value_name = "SECS")]
+    #[arg(long = "wait", value_name = "SECS", allow_negative_numbers = true)]
     pub wait: Option<f64>,
     /// Write all figures and the environment to FILE as JSON.
     #[arg(long = "json", value_name = "FILE")]

@@ -65,10 +65,20 @@ pub struct AdderArgs {
     #[arg(short = 'S', value_name = "SAMPLES")]
     pub samples: Option<u64>,
     /// Target duration of one row when -S is not given.
-    #[arg(long = "row-secs", value_name = "SECS", default_value_t = 1.0)]
+    #[arg(
+        long = "row-secs",
+        value_name = "SECS",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub row_secs: f64,
     /// Length of the idle baseline measured once before the runs (0: skip).
-    #[arg(long = "idle-secs", value_name = "SECS", default_value_t = 2.0)]
+    #[arg(
+        long = "idle-secs",
+        value_name = "SECS",
+        default_value_t = 2.0,
+        allow_negative_numbers = true
+    )]
     pub idle_secs: f64,
     /// Modes to run.
     #[arg(
@@ -189,7 +199,7 @@ fn plan(args: &AdderArgs) -> Result<Plan> {
     }
     if !(args.row_secs.is_finite() && args.row_secs > 0.0 && args.row_secs <= 3600.0) {
         bail!(
-            "--row-secs {}: must be between 0 and 3600 seconds",
+            "--row-secs {}: must be more than 0 and at most 3600 seconds",
             args.row_secs
         );
     }

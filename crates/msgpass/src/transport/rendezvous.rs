@@ -125,7 +125,7 @@ pub(crate) fn connect(
     sys::set_recv_timeout(sock.as_fd(), Some(HANDSHAKE_TIMEOUT))
         .map_err(|e| Error::io("set receive timeout", e))?;
     let mut hello = [0u8; HELLO_LEN];
-    let got = sys::recv_parts(sock.as_fd(), &mut hello, &mut [], 0).map_err(|e| {
+    let got = sys::recv_parts(sock.as_fd(), &mut hello, &mut [], 0, true).map_err(|e| {
         if e.kind() == io::ErrorKind::WouldBlock {
             Error::Protocol(format!(
                 "{} accepted the connection but sent no hello within {:?}",
