@@ -106,7 +106,7 @@ pub struct ClientRun {
     pub ave_duration_ns: f64,
     /// samples / mean duration: the seed's per-thread rate.
     pub rate_per_thread: f64,
-    /// Sum of the threads' rates.
+    /// All round trips / wall time of the whole run (see [`aggregate_rate`]).
     pub aggregate_rate: f64,
     /// All threads' latencies merged.
     pub latency: Option<LatencySummary>,
@@ -165,6 +165,17 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
     });
     let mut threads = Vec::new();
     let mut merged = Recorder::new();
+    // Report the failure that caused an abort, not the threads it stopped.
+    if let Some(i) = results
+        .iter()
+        .position(|r| r.as_ref().is_err_and(|e| !e.is::<Aborted>()))
+    {
+        return Err(results
+            .into_iter()
+            .nth(i)
+            .and_then(|r| r.err())
+            .unwrap_or_else(|| anyhow!(Aborted)));
+    }
     for r in results {
         let (t, rec) = r?;
         merged.merge(&rec);
@@ -176,11 +187,29 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
         samples: cfg.samples,
         ave_duration_ns: ave,
         rate_per_thread: cfg.samples as f64 / (ave / 1e9),
-        aggregate_rate: threads.iter().map(|t| t.rate).sum(),
+        aggregate_rate: aggregate_rate(cfg.samples, &threads),
         latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
         threads,
         busy,
     })
+}
+
+/// A thread stopped because the run was aborted (a signal, or another
+/// thread failed).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+struct Aborted;
+
+/// All round trips over the wall time of the whole run (start barrier to
+/// the last thread's end). Not the sum of the threads' rates: when one
+/// thread finishes early, the others run alone and faster, and the sum
+/// would count both speeds as if they were simultaneous.
+fn aggregate_rate(samples: u64, threads: &[ThreadResult]) -> f64 {
+    let longest = threads.iter().map(|t| t.duration_ns).max().unwrap_or(0);
+    if longest == 0 {
+        return 0.0;
+    }
+    (samples * threads.len() as u64) as f64 / (longest as f64 / 1e9)
 }
 
 /// The `--ns DIR` to repeat in a hint, when the namespace is not the default.
@@ -238,7 +267,7 @@ fn one_thread(
         }
         value = got;
         if value & 1023 == 0 && cfg.abort.load(Ordering::Relaxed) {
-            bail!("thread {j}: aborted");
+            return Err(Aborted.into());
         }
     }
     let d = t0.elapsed();
@@ -322,4 +351,30 @@ pub fn main(args: &ClientArgs) -> Result<()> {
         crate::report::json::write(path, &report)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(duration_ms: u64) -> ThreadResult {
+        ThreadResult {
+            thread: 0,
+            instance: 0,
+            cpu: None,
+            duration_ns: duration_ms * 1_000_000,
+            rate: 1000.0 / (duration_ms as f64 / 1e3),
+            final_value: 1000,
+            latency: None,
+        }
+    }
+
+    #[test]
+    fn aggregate_is_work_over_wall_time() {
+        // Two threads of 1000 round trips; one took 1 s, the other 0.1 s:
+        // 2000 round trips in 1 s, not 1000 + 10000 per second.
+        let r = aggregate_rate(1000, &[thread(1000), thread(100)]);
+        assert!((r - 2000.0).abs() < 1e-6, "{r}");
+        assert_eq!(aggregate_rate(1000, &[]), 0.0);
+    }
 }

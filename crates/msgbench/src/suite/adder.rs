@@ -15,7 +15,7 @@ use msgpass::Namespace;
 use serde::Serialize;
 
 use crate::adder::client::{self, ClientRun, RunConfig};
-use crate::adder::options::{check_instances, check_samples};
+use crate::adder::options::check_samples;
 use crate::measure::clock::Clock;
 use crate::measure::cpu::CpuUsage;
 use crate::measure::hist::{fmt_ns, LatencySummary};
@@ -139,7 +139,7 @@ pub struct Row {
     pub ave_duration_ms: f64,
     /// Samples / mean duration (the seed's "Rate").
     pub rate_per_thread: f64,
-    /// Sum of the threads' rates.
+    /// All round trips / wall time of the whole run.
     pub aggregate_rate: f64,
     /// Aggregate rate at X over X times the rate at X = 1 (same mode).
     pub efficiency: Option<f64>,
@@ -186,7 +186,12 @@ fn plan(args: &AdderArgs) -> Result<Plan> {
         None => (1..=placement::cpu_count() as u32 + 2).collect(),
     };
     for &x in &threads {
-        check_instances(x, 0).with_context(|| format!("--threads {x}"))?;
+        if !(1..=crate::adder::MAX_INSTANCES).contains(&x) {
+            bail!(
+                "--threads {x}: thread counts must be between 1 and {}",
+                crate::adder::MAX_INSTANCES
+            );
+        }
     }
     if args.transports.is_empty() {
         bail!("--transport: give at least one transport");

@@ -57,7 +57,7 @@ pub(super) fn line(r: &Row, first_of_mode: bool) -> String {
 pub(super) fn legend(clock: &Clock) -> String {
     format!(
         "\nIdle and CPU Busy are summed over CPUs ({}% = all busy). Rate/thread = samples / Ave Duration (msgs/s);\n\
-         Aggregate = sum of thread rates; Scaling = Aggregate / (Threads x Rate/thread at 1 thread).\n\
+         Aggregate = all round trips / wall time of the row; Scaling = Aggregate / (Threads x Rate/thread at 1 thread).\n\
          Latency p50/p99 per round trip from per-request timestamps ({}).",
         crate::measure::placement::cpu_count() * 100,
         clock.describe()
