@@ -102,6 +102,7 @@ impl Channel {
     }
 
     /// Waits for the next request; `Ok(None)` once the stop flag is set.
+    #[inline]
     pub fn receive(&mut self) -> Result<Option<Request<'_>>> {
         if self.stop.load(Ordering::Relaxed) {
             return Ok(None);
@@ -130,17 +131,20 @@ pub struct Request<'a> {
 
 impl Request<'_> {
     /// The command code.
+    #[inline]
     pub fn cmd(&self) -> u32 {
         self.head.cmd
     }
 
     /// The request payload.
+    #[inline]
     pub fn data(&self) -> &[u8] {
         self.chan.data()
     }
 
     /// Replies with `data`. A reply larger than the channel allows is not
     /// sent: the client gets `EMSGSIZE` and this returns [`Error::TooLarge`].
+    #[inline]
     pub fn reply(mut self, data: &[u8]) -> Result<()> {
         self.answered = true;
         if data.len() > self.max_msg {
@@ -155,6 +159,7 @@ impl Request<'_> {
 
     /// Replies with an errno-style error code (like a devctl failing with
     /// `ENOTTY` for an unknown command).
+    #[inline]
     pub fn reply_error(mut self, code: i32) -> Result<()> {
         self.answered = true;
         self.chan.reply(Status::Err(code), &[])
@@ -162,6 +167,7 @@ impl Request<'_> {
 }
 
 impl Drop for Request<'_> {
+    #[inline]
     fn drop(&mut self) {
         if !self.answered {
             let _ = self.chan.reply(Status::Err(libc::EIO), &[]);
@@ -192,6 +198,7 @@ impl Connection {
     /// Sends command `cmd` with payload `req`, blocks until the reply, copies
     /// it into `reply` and returns its length. An error reply is
     /// [`Error::Remote`].
+    #[inline]
     pub fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
         self.inner.call(cmd, req, reply)
     }
