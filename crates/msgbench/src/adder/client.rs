@@ -16,7 +16,7 @@ use super::options::Common;
 use super::{endpoint, ADDER_INCREMENT};
 use crate::measure::clock::Clock;
 use crate::measure::cpu::{self, CpuStat, CpuUsage};
-use crate::measure::hist::{LatencySummary, Recorder};
+use crate::measure::hist::{LatencySummary, Recorder, SampleBuffer};
 use crate::measure::placement::{self, CpuList};
 
 /// Command line of `client-adder`.
@@ -238,7 +238,7 @@ fn one_thread(
     pinned.with_context(|| format!("thread {j}"))?;
     let k = cfg.first + j;
     let target = cfg.samples as u32;
-    let mut rec = Recorder::new();
+    let mut rec = SampleBuffer::new();
     let mut reply = [0u8; 4];
     let mut value: u32 = 0;
     let t0 = Instant::now();
@@ -255,7 +255,7 @@ fn one_thread(
             })?;
         if cfg.timestamps {
             let now = cfg.clock.now();
-            rec.record(now.wrapping_sub(prev));
+            rec.push(now.wrapping_sub(prev));
             prev = now;
         }
         let got = u32::from_le_bytes(reply);
@@ -274,6 +274,7 @@ fn one_thread(
     if value as u64 != cfg.samples {
         bail!("thread {j}: final value {value}, expected {}", cfg.samples);
     }
+    let rec = rec.finish();
     let latency = cfg.timestamps.then(|| rec.summary(cfg.clock));
     Ok((
         ThreadResult {

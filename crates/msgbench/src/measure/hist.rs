@@ -97,6 +97,70 @@ pub struct LatencySummary {
     pub max_ns: f64,
 }
 
+/// Per-request capture for hot loops. Recording straight into the HDR
+/// histogram costs about 3.5 ns per sample in a tight loop but about 35 ns
+/// inside a request/reply loop, where its chain of dependent operations
+/// sits on the critical path between one reply and the next request. Here
+/// a sample is one store into a fixed buffer (1 MiB), folded into the
+/// histogram in a tight loop when the buffer fills and at the end.
+pub struct SampleBuffer {
+    raw: Vec<u32>,
+    /// Samples too large for a u32 (over about 1.6 s of TSC ticks).
+    big: Vec<u64>,
+    hist: Recorder,
+}
+
+impl SampleBuffer {
+    /// Samples held before folding into the histogram.
+    pub const CAPACITY: usize = 1 << 18;
+
+    /// An empty buffer (allocates [`SampleBuffer::CAPACITY`] samples).
+    pub fn new() -> SampleBuffer {
+        SampleBuffer {
+            raw: Vec::with_capacity(Self::CAPACITY),
+            big: Vec::new(),
+            hist: Recorder::new(),
+        }
+    }
+
+    /// Records one latency, in ticks.
+    #[inline(always)]
+    pub fn push(&mut self, ticks: u64) {
+        if self.raw.len() == Self::CAPACITY {
+            self.fold();
+        }
+        match u32::try_from(ticks) {
+            Ok(t) => self.raw.push(t),
+            Err(_) => self.big.push(ticks),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fold(&mut self) {
+        for &t in &self.raw {
+            self.hist.record(t as u64);
+        }
+        for &t in &self.big {
+            self.hist.record(t);
+        }
+        self.raw.clear();
+        self.big.clear();
+    }
+
+    /// Folds what is left and returns the histogram.
+    pub fn finish(mut self) -> Recorder {
+        self.fold();
+        self.hist
+    }
+}
+
+impl Default for SampleBuffer {
+    fn default() -> SampleBuffer {
+        SampleBuffer::new()
+    }
+}
+
 /// Human-readable duration with 3 significant digits and a unit: "812ns",
 /// "5.12us", "12.3us", "1.20ms", "2.00s". Non-finite values print as "n/a".
 pub fn fmt_ns(ns: f64) -> String {
@@ -169,5 +233,22 @@ mod tests {
         assert!((499.0..=502.0).contains(&s.p50_ns), "{s:?}");
         assert!(s.max_ns > 1e18);
         assert_eq!(Recorder::new().summary(&clock), LatencySummary::default());
+    }
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::*;
+
+    #[test]
+    fn buffer_keeps_every_sample_across_folds() {
+        let mut b = SampleBuffer::new();
+        let n = SampleBuffer::CAPACITY as u64 * 2 + 7;
+        for i in 0..n {
+            b.push(100 + i % 10);
+        }
+        b.push(u32::MAX as u64 + 5);
+        let r = b.finish();
+        assert_eq!(r.count(), n + 1);
     }
 }
