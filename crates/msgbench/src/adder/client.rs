@@ -70,6 +70,9 @@ pub struct RunConfig<'a> {
     pub clock: &'a Clock,
     /// Set to abort the run (signal, or another thread failed).
     pub abort: &'a AtomicBool,
+    /// Stop each thread after this long even if it has not done `samples`
+    /// round trips (`None`: always finish, as the seed does).
+    pub time_limit: Option<Duration>,
 }
 
 /// One client thread's figures.
@@ -85,8 +88,11 @@ pub struct ThreadResult {
     pub duration_ns: u64,
     /// Round trips per second.
     pub rate: f64,
-    /// The adder's final value (must equal the sample count).
+    /// The adder's final value: the number of round trips done, which is
+    /// the sample count unless the time limit stopped the thread.
     pub final_value: u32,
+    /// The time limit stopped this thread before the sample count.
+    pub cut: bool,
     /// Per-request latency, when timestamps were taken.
     pub latency: Option<LatencySummary>,
 }
@@ -186,8 +192,8 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
         transport: cfg.transport.to_string(),
         samples: cfg.samples,
         ave_duration_ns: ave,
-        rate_per_thread: cfg.samples as f64 / (ave / 1e9),
-        aggregate_rate: aggregate_rate(cfg.samples, &threads),
+        rate_per_thread: rate_per_thread(&threads),
+        aggregate_rate: aggregate_rate(&threads),
         latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
         threads,
         busy,
@@ -204,12 +210,26 @@ struct Aborted;
 /// the last thread's end). Not the sum of the threads' rates: when one
 /// thread finishes early, the others run alone and faster, and the sum
 /// would count both speeds as if they were simultaneous.
-fn aggregate_rate(samples: u64, threads: &[ThreadResult]) -> f64 {
+fn aggregate_rate(threads: &[ThreadResult]) -> f64 {
     let longest = threads.iter().map(|t| t.duration_ns).max().unwrap_or(0);
     if longest == 0 {
         return 0.0;
     }
-    (samples * threads.len() as u64) as f64 / (longest as f64 / 1e9)
+    let done: u64 = threads.iter().map(|t| t.final_value as u64).sum();
+    done as f64 / (longest as f64 / 1e9)
+}
+
+/// The seed's per-thread rate: round trips per thread over the mean thread
+/// duration (S / Ave Duration when every thread did S).
+fn rate_per_thread(threads: &[ThreadResult]) -> f64 {
+    let n = threads.len().max(1) as f64;
+    let done = threads.iter().map(|t| t.final_value as f64).sum::<f64>() / n;
+    let ave = threads.iter().map(|t| t.duration_ns as f64).sum::<f64>() / n;
+    if ave > 0.0 {
+        done / (ave / 1e9)
+    } else {
+        0.0
+    }
 }
 
 /// The `--ns DIR` to repeat in a hint, when the namespace is not the default.
@@ -266,12 +286,18 @@ fn one_thread(
             );
         }
         value = got;
-        if value & 1023 == 0 && cfg.abort.load(Ordering::Relaxed) {
-            return Err(Aborted.into());
+        if value & 1023 == 0 {
+            if cfg.abort.load(Ordering::Relaxed) {
+                return Err(Aborted.into());
+            }
+            if cfg.time_limit.is_some_and(|l| t0.elapsed() >= l) {
+                break;
+            }
         }
     }
     let d = t0.elapsed();
-    if value as u64 != cfg.samples {
+    let cut = (value as u64) < cfg.samples;
+    if value as u64 != cfg.samples && !cut {
         bail!("thread {j}: final value {value}, expected {}", cfg.samples);
     }
     let rec = rec.finish();
@@ -282,8 +308,9 @@ fn one_thread(
             instance: k,
             cpu,
             duration_ns: d.as_nanos() as u64,
-            rate: cfg.samples as f64 / d.as_secs_f64(),
+            rate: value as f64 / d.as_secs_f64(),
             final_value: value,
+            cut,
             latency,
         },
         rec,
@@ -337,6 +364,7 @@ pub fn main(args: &ClientArgs) -> Result<()> {
         timestamps: !args.no_timestamps,
         clock: &clock,
         abort: &abort,
+        time_limit: None,
     })?;
     print!(
         "{}",
@@ -366,6 +394,7 @@ mod tests {
             duration_ns: duration_ms * 1_000_000,
             rate: 1000.0 / (duration_ms as f64 / 1e3),
             final_value: 1000,
+            cut: false,
             latency: None,
         }
     }
@@ -374,8 +403,11 @@ mod tests {
     fn aggregate_is_work_over_wall_time() {
         // Two threads of 1000 round trips; one took 1 s, the other 0.1 s:
         // 2000 round trips in 1 s, not 1000 + 10000 per second.
-        let r = aggregate_rate(1000, &[thread(1000), thread(100)]);
+        let r = aggregate_rate(&[thread(1000), thread(100)]);
         assert!((r - 2000.0).abs() < 1e-6, "{r}");
-        assert_eq!(aggregate_rate(1000, &[]), 0.0);
+        assert_eq!(aggregate_rate(&[]), 0.0);
+        // Per thread: 1000 round trips over a mean of 0.55 s.
+        let p = rate_per_thread(&[thread(1000), thread(100)]);
+        assert!((p - 1000.0 / 0.55).abs() < 1e-6, "{p}");
     }
 }

@@ -145,6 +145,8 @@ pub struct Row {
     pub efficiency: Option<f64>,
     /// All threads' latencies merged.
     pub latency: Option<LatencySummary>,
+    /// The time limit stopped a thread before its sample count.
+    pub cut: bool,
     /// The full client run.
     pub run: ClientRun,
 }
@@ -295,6 +297,25 @@ pub fn run(args: &AdderArgs, stop: Arc<AtomicBool>) -> Result<Report> {
         });
     }
     println!("{}", table::legend(&clock));
+    if tables.iter().flat_map(|t| &t.rows).any(|r| r.cut) {
+        println!(
+            "* The row hit its time limit before its sample count: the rate changed by 10x or more\n\
+             during the run (threads outnumbering CPUs can flip between fast and slow phases).\n\
+             Its figures are over the round trips done; every reply was still checked."
+        );
+    }
+    if tables
+        .iter()
+        .flat_map(|t| &t.rows)
+        .any(|r| r.efficiency.is_some_and(|e| e > 1.2))
+    {
+        println!(
+            "Note: Scaling above 100% means the 1-thread row ran in a slower placement. Unpinned, a lone\n\
+             client and server are often woken across CPUs, which on a virtual machine costs tens of\n\
+             microseconds; with more threads the scheduler packs pairs onto one CPU. Pin with\n\
+             --client-cpus/--server-cpus to compare placements."
+        );
+    }
     let report = Report {
         header: Header::capture(&clock),
         idle,
@@ -330,6 +351,7 @@ fn make_row(
         aggregate_rate: run.aggregate_rate,
         efficiency,
         latency: run.latency.clone(),
+        cut: run.threads.iter().any(|t| t.cut),
         run,
     }
 }
@@ -362,6 +384,13 @@ fn run_row(
         timestamps,
         clock,
         abort: stop,
+        // Rows the suite sizes itself get a hard limit: a workload whose
+        // rate flips between phases can make any chosen count last 100x
+        // too long. With -S the user's count is honoured exactly.
+        time_limit: args
+            .samples
+            .is_none()
+            .then(|| Duration::from_secs_f64((args.row_secs * 10.0).max(5.0))),
     };
     // Short runs warm up (and wait for) the servers and size the row.
     let samples = match args.samples {
@@ -374,7 +403,21 @@ fn run_row(
             ((rate * args.row_secs) as u64).clamp(crate::adder::MIN_SAMPLES, u32::MAX as u64)
         }
     };
-    let run = client::run(&cfg(samples, !args.no_timestamps))?;
+    let mut run = client::run(&cfg(samples, !args.no_timestamps))?;
+    // A bimodal workload can still fool the probe: a row far shorter than
+    // asked (too short for /proc/stat's 10 ms ticks to mean anything) is
+    // run again, sized from its own rate.
+    let mut retries = 0;
+    while args.samples.is_none() && retries < 3 && run.ave_duration_ns / 1e9 < args.row_secs / 3.0 {
+        let s = ((run.rate_per_thread * args.row_secs) as u64)
+            .max(run.samples * 2)
+            .min(u32::MAX as u64);
+        if s == run.samples {
+            break;
+        }
+        run = client::run(&cfg(s, !args.no_timestamps))?;
+        retries += 1;
+    }
     servers.stop()?;
     Ok(run)
 }

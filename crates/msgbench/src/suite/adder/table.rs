@@ -43,7 +43,11 @@ pub(super) fn line(r: &Row, first_of_mode: bool) -> String {
         &r.threads.to_string(),
         &r.idle_pct.map_or("-".into(), |i| format!("{i:.2}%")),
         &format!("{:.2}%", r.busy_pct),
-        &format!("{:.0} ms", r.ave_duration_ms),
+        &format!(
+            "{:.0} ms{}",
+            r.ave_duration_ms,
+            if r.cut { "*" } else { "" }
+        ),
         &thousands(r.rate_per_thread),
         &thousands(r.aggregate_rate),
         &r.efficiency
