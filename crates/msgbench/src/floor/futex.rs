@@ -197,29 +197,5 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::floor::test_util::{placements, sane};
-
-    #[test]
-    fn every_placement_exchanges_correct_values() {
-        for cpus in placements() {
-            let p = futex(cpus, 1000).unwrap_or_else(|e| panic!("{cpus:?}: {e:#}"));
-            sane(&p, 1000);
-        }
-    }
-
-    #[test]
-    fn a_wrong_answer_fails_the_run_without_hanging() {
-        fn bad(i: u64) -> u32 {
-            reply_of(i) + if i == 500 { 2 } else { 0 }
-        }
-        for cpus in placements() {
-            let e = run(cpus, 1000, bad).expect_err("wrong value accepted");
-            assert!(e.to_string().contains("round trip 500"), "{e:#}");
-        }
-    }
-
-    #[test]
-    fn zero_round_trips_is_refused() {
-        assert!(futex((None, None), 0).is_err());
-    }
+    crate::floor::test_util::floor_tests!(futex, run);
 }

@@ -175,6 +175,37 @@ pub(crate) fn mismatch(side: &str, i: u64, want: u32, got: u32) -> anyhow::Error
 pub(crate) mod test_util {
     use super::PingPong;
 
+    /// The tests every floor shares: `$measure` is the public ping-pong,
+    /// `$run` the same with a chosen answer function (to inject a fault).
+    macro_rules! floor_tests {
+        ($measure:path, $run:path) => {
+            #[test]
+            fn every_placement_exchanges_correct_values() {
+                for cpus in $crate::floor::test_util::placements() {
+                    let p = $measure(cpus, 1000).unwrap_or_else(|e| panic!("{cpus:?}: {e:#}"));
+                    $crate::floor::test_util::sane(&p, 1000);
+                }
+            }
+
+            #[test]
+            fn a_wrong_answer_fails_the_run_without_hanging() {
+                fn bad(i: u64) -> u32 {
+                    $crate::floor::reply_of(i) + if i == 500 { 2 } else { 0 }
+                }
+                for cpus in $crate::floor::test_util::placements() {
+                    let e = $run(cpus, 1000, bad).expect_err("wrong value accepted");
+                    assert!(e.to_string().contains("round trip 500"), "{e:#}");
+                }
+            }
+
+            #[test]
+            fn zero_round_trips_is_refused() {
+                assert!($measure((None, None), 0).is_err());
+            }
+        };
+    }
+    pub(crate) use floor_tests;
+
     /// Checks a figure is usable (never its speed).
     pub(crate) fn sane(p: &PingPong, n: u64) {
         assert_eq!(p.round_trips, n);
