@@ -521,3 +521,99 @@ pub(crate) fn current_cpu() -> u32 {
         c as u32 + 1
     }
 }
+
+/// Writes all of `parts`, in order, retrying short writes (one `writev`
+/// when the descriptor takes everything at once).
+pub(crate) fn write_all(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    while !parts.is_empty() {
+        let iov: Vec<libc::iovec> = parts
+            .iter()
+            .map(|p| libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            })
+            .collect();
+        let mut n = retry(|| {
+            // SAFETY: iov points at live slices for the duration of the call.
+            check_size(unsafe {
+                libc::writev(fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int)
+            })
+        })?;
+        while n > 0 {
+            if n >= parts[0].len() {
+                n -= parts[0].len();
+                parts.remove(0);
+            } else {
+                parts[0] = &parts[0][n..];
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fills `buf` from a stream. Returns `false` on EOF before the first byte;
+/// EOF in the middle is `UnexpectedEof`.
+pub(crate) fn read_exact(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = retry(|| {
+            // SAFETY: the range got..len of buf is valid for writes.
+            check_size(unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    buf[got..].as_mut_ptr() as *mut libc::c_void,
+                    buf.len() - got,
+                )
+            })
+        })?;
+        if n == 0 {
+            return if got == 0 {
+                Ok(false)
+            } else {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            };
+        }
+        got += n;
+    }
+    Ok(true)
+}
+
+/// A pipe: (read end, write end), close-on-exec.
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is valid for writes of two ints.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A connected pair of Unix sockets of type `ty`, close-on-exec.
+pub(crate) fn socketpair(ty: libc::c_int) -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is valid for writes of two ints.
+    check(unsafe {
+        libc::socketpair(libc::AF_UNIX, ty | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+    })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Sets a socket's send and receive buffer sizes to at least `bytes`.
+pub(crate) fn set_buffer_sizes(fd: &OwnedFd, bytes: usize) -> io::Result<()> {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
+        // SAFETY: v is a valid c_int for the duration of the call.
+        check(unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &v as *const libc::c_int as *const libc::c_void,
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })?;
+    }
+    Ok(())
+}

@@ -124,15 +124,32 @@ conformance_tests!(shm_spin, "shm-spin");
 conformance_tests!(shm_block, "shm-block");
 conformance_tests!(shm_hybrid, "shm-hybrid");
 conformance_tests!(uds, "uds");
+conformance_tests!(uds_stream, "uds-stream");
+conformance_tests!(uds_dgram, "uds-dgram");
+conformance_tests!(pipe, "pipe");
 
 /// The transports instantiated above; must match the registry.
-const INSTANTIATED: &[&str] = &["shm", "shm-spin", "shm-block", "shm-hybrid", "uds"];
+const INSTANTIATED: &[&str] = &[
+    "shm",
+    "shm-spin",
+    "shm-block",
+    "shm-hybrid",
+    "uds",
+    "uds-stream",
+    "uds-dgram",
+    "pipe",
+];
 
 #[test]
 fn every_transport_is_instantiated() {
+    let sorted = |l: &[&'static str]| {
+        let mut v = l.to_vec();
+        v.sort_unstable();
+        v
+    };
     assert_eq!(
-        INSTANTIATED,
-        msgpass::transport::NAMES,
+        sorted(INSTANTIATED),
+        sorted(msgpass::transport::NAMES),
         "add a conformance_tests!(..) line for each transport"
     );
     for name in msgpass::transport::NAMES {
@@ -779,11 +796,12 @@ mod suite {
         });
     }
 
-    fn family(t: &str) -> &'static str {
-        if t == "uds" {
-            "uds"
-        } else {
+    fn family(t: &'static str) -> &'static str {
+        // The shm variants share one family; every other transport is its own.
+        if t.starts_with("shm") {
             "shm"
+        } else {
+            t
         }
     }
 

@@ -19,9 +19,12 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+pub mod pipe;
 pub(crate) mod rendezvous;
 pub mod shm;
 pub mod uds;
+pub mod uds_pair;
+pub(crate) mod wire;
 
 /// Tuning shared by every transport. The defaults suit most uses.
 #[derive(Debug, Clone)]
@@ -101,7 +104,16 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
 }
 
 /// Every transport name, in the order tables list them.
-pub const NAMES: &[&str] = &["shm", "shm-spin", "shm-block", "shm-hybrid", "uds"];
+pub const NAMES: &[&str] = &[
+    "shm",
+    "shm-spin",
+    "shm-block",
+    "shm-hybrid",
+    "uds",
+    "uds-stream",
+    "uds-dgram",
+    "pipe",
+];
 
 /// One-line description of each transport, for `--help` texts.
 pub const DESCRIPTIONS: &[(&str, &str)] = &[
@@ -122,12 +134,36 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "shared-memory slot, spin for --spin-us then sleep on a futex",
     ),
     ("uds", "Unix domain SOCK_SEQPACKET socket"),
+    (
+        "uds-stream",
+        "Unix domain SOCK_STREAM socket pair, framed messages",
+    ),
+    (
+        "uds-dgram",
+        "Unix domain SOCK_DGRAM socket pair, one datagram per message",
+    ),
+    (
+        "pipe",
+        "two anonymous pipes per connection, framed messages",
+    ),
 ];
 
 /// Looks a transport up by name.
 pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
     Ok(match name {
         "uds" => Box::new(uds::Uds),
+        "uds-stream" => Box::new(wire::WireTransport {
+            mech: uds_pair::UdsStream,
+            name: "uds-stream",
+        }),
+        "uds-dgram" => Box::new(wire::WireTransport {
+            mech: uds_pair::UdsDgram,
+            name: "uds-dgram",
+        }),
+        "pipe" => Box::new(wire::WireTransport {
+            mech: pipe::Pipe,
+            name: "pipe",
+        }),
         "shm" | "shm-hybrid" => Box::new(shm::Shm::new(shm::Wait::Hybrid)),
         "shm-spin" => Box::new(shm::Shm::new(shm::Wait::Spin)),
         "shm-block" => Box::new(shm::Shm::new(shm::Wait::Block)),

@@ -18,6 +18,8 @@ use crate::transport::Options;
 const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
 const VERSION: u16 = 1;
 const HELLO_LEN: usize = 16;
+/// Largest transport-specific addition to the hello (queue names, ports).
+pub(crate) const EXTRA_MAX: usize = 1024;
 /// How long a client waits for the hello once connected.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -28,30 +30,57 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) enum Family {
     Uds = 1,
     Shm = 2,
+    Pipe = 3,
+    UdsStream = 4,
+    UdsDgram = 5,
+    Eventfd = 6,
+    PosixMq = 7,
+    SysvMsg = 8,
+    Udp = 9,
+    Tcp = 10,
+    Signal = 11,
+    IoUring = 12,
 }
 
+/// Every family with the name a user selects it by.
+const FAMILIES: &[(Family, &str)] = &[
+    (Family::Uds, "uds"),
+    (Family::Shm, "shm"),
+    (Family::Pipe, "pipe"),
+    (Family::UdsStream, "uds-stream"),
+    (Family::UdsDgram, "uds-dgram"),
+    (Family::Eventfd, "eventfd"),
+    (Family::PosixMq, "posix-mq"),
+    (Family::SysvMsg, "sysv-msg"),
+    (Family::Udp, "udp"),
+    (Family::Tcp, "tcp"),
+    (Family::Signal, "signal"),
+    (Family::IoUring, "io-uring"),
+];
+
 impl Family {
-    fn name(self) -> &'static str {
-        match self {
-            Family::Uds => "uds",
-            Family::Shm => "shm",
-        }
+    pub(crate) fn name(self) -> &'static str {
+        FAMILIES
+            .iter()
+            .find(|(f, _)| *f == self)
+            .map_or("?", |(_, n)| n)
     }
 
     fn from_u16(v: u16) -> String {
-        match v {
-            1 => "uds".into(),
-            2 => "shm".into(),
-            other => format!("unknown family {other}"),
-        }
+        FAMILIES
+            .iter()
+            .find(|(f, _)| *f as u16 == v)
+            .map_or_else(|| format!("unknown family {v}"), |(_, n)| n.to_string())
     }
 }
 
 /// What the server says first.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Hello {
     pub max_msg: usize,
     pub _pid: u32,
+    /// Transport-specific bytes (queue names, ports), possibly empty.
+    pub extra: Vec<u8>,
 }
 
 /// The listening side.
@@ -78,6 +107,13 @@ impl Listener {
     /// vanished during the greeting is reported as an error the caller may
     /// ignore.
     pub(crate) fn accept(&self, fds: &[BorrowedFd<'_>]) -> Result<OwnedFd> {
+        self.accept_with(fds, &[])
+    }
+
+    /// Like [`accept`](Listener::accept), with `extra` bytes after the hello
+    /// (at most [`EXTRA_MAX`]).
+    pub(crate) fn accept_with(&self, fds: &[BorrowedFd<'_>], extra: &[u8]) -> Result<OwnedFd> {
+        assert!(extra.len() <= EXTRA_MAX, "hello extra too long");
         let conn = sys::accept(self.fd.as_fd()).map_err(|e| Error::io("accept", e))?;
         let mut hello = [0u8; HELLO_LEN];
         hello[0..4].copy_from_slice(&MAGIC.to_le_bytes());
@@ -85,7 +121,8 @@ impl Listener {
         hello[6..8].copy_from_slice(&(self.family as u16).to_le_bytes());
         hello[8..12].copy_from_slice(&(self.max_msg as u32).to_le_bytes());
         hello[12..16].copy_from_slice(&std::process::id().to_le_bytes());
-        sys::send_parts(conn.as_fd(), &[&hello], fds).map_err(|e| Error::io("send hello", e))?;
+        sys::send_parts(conn.as_fd(), &[&hello, extra], fds)
+            .map_err(|e| Error::io("send hello", e))?;
         Ok(conn)
     }
 }
@@ -125,7 +162,8 @@ pub(crate) fn connect(
     sys::set_recv_timeout(sock.as_fd(), Some(HANDSHAKE_TIMEOUT))
         .map_err(|e| Error::io("set receive timeout", e))?;
     let mut hello = [0u8; HELLO_LEN];
-    let got = sys::recv_parts(sock.as_fd(), &mut hello, &mut [], 0, true).map_err(|e| {
+    let mut extra = vec![0u8; EXTRA_MAX];
+    let got = sys::recv_parts(sock.as_fd(), &mut hello, &mut extra, 0, true).map_err(|e| {
         if e.kind() == io::ErrorKind::WouldBlock {
             Error::Protocol(format!(
                 "{} accepted the connection but sent no hello within {:?}",
@@ -142,7 +180,7 @@ pub(crate) fn connect(
     }
     let u32_at =
         |i: usize| u32::from_le_bytes([hello[i], hello[i + 1], hello[i + 2], hello[i + 3]]);
-    if got.len != HELLO_LEN || u32_at(0) != MAGIC {
+    if got.len < HELLO_LEN || got.truncated || u32_at(0) != MAGIC {
         return Err(Error::Protocol(format!(
             "{} is not a msgpass endpoint",
             path.display()
@@ -163,9 +201,11 @@ pub(crate) fn connect(
             found: Family::from_u16(fam),
         });
     }
+    extra.truncate(got.len - HELLO_LEN);
     let hello = Hello {
         max_msg: u32_at(8) as usize,
         _pid: u32_at(12),
+        extra,
     };
     Ok((sock, hello, got.fds))
 }

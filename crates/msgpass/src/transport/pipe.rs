@@ -1,0 +1,46 @@
+//! `pipe`: two anonymous pipes per connection (one each way), made by the
+//! server and passed to the client through the rendezvous. Messages are
+//! framed on the byte stream; a dead peer reads as EOF.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use crate::sys;
+use crate::transport::rendezvous::Family;
+use crate::transport::wire::{Mechanism, StreamWire};
+use crate::transport::Options;
+
+/// Anonymous pipes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pipe;
+
+impl Mechanism for Pipe {
+    type W = StreamWire;
+    const FAMILY: Family = Family::Pipe;
+    const EOF_ON_DEATH: bool = true;
+
+    fn server_side(&self, _opts: &Options) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
+        let (c2s_r, c2s_w) = sys::pipe()?;
+        let (s2c_r, s2c_w) = sys::pipe()?;
+        let wire = StreamWire {
+            rx: c2s_r,
+            tx: Some(s2c_w),
+        };
+        Ok((wire, vec![c2s_w, s2c_r], Vec::new()))
+    }
+
+    fn client_side(
+        &self,
+        fds: Vec<OwnedFd>,
+        _extra: &[u8],
+        _opts: &Options,
+    ) -> io::Result<StreamWire> {
+        let [c2s_w, s2c_r]: [OwnedFd; 2] = fds
+            .try_into()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 2 pipe ends"))?;
+        Ok(StreamWire {
+            rx: s2c_r,
+            tx: Some(c2s_w),
+        })
+    }
+}

@@ -1,0 +1,76 @@
+//! `uds-stream` and `uds-dgram`: a Unix socket pair per connection, made by
+//! the server and one end passed to the client through the rendezvous.
+//! A stream pair frames messages on the byte stream (a dead peer reads as
+//! EOF); a datagram pair carries one message per datagram, and since a
+//! datagram socket is not told that its peer closed, the session socket
+//! watches for a dead peer.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use crate::sys;
+use crate::transport::rendezvous::Family;
+use crate::transport::wire::{DatagramWire, Mechanism, StreamWire};
+use crate::transport::Options;
+
+fn one_fd(fds: Vec<OwnedFd>) -> io::Result<OwnedFd> {
+    let [fd]: [OwnedFd; 1] = fds
+        .try_into()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 1 socket"))?;
+    Ok(fd)
+}
+
+/// A Unix SOCK_STREAM socket pair.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UdsStream;
+
+impl Mechanism for UdsStream {
+    type W = StreamWire;
+    const FAMILY: Family = Family::UdsStream;
+    const EOF_ON_DEATH: bool = true;
+
+    fn server_side(&self, _opts: &Options) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
+        let (mine, theirs) = sys::socketpair(libc::SOCK_STREAM)?;
+        Ok((StreamWire { rx: mine, tx: None }, vec![theirs], Vec::new()))
+    }
+
+    fn client_side(
+        &self,
+        fds: Vec<OwnedFd>,
+        _extra: &[u8],
+        _opts: &Options,
+    ) -> io::Result<StreamWire> {
+        Ok(StreamWire {
+            rx: one_fd(fds)?,
+            tx: None,
+        })
+    }
+}
+
+/// A Unix SOCK_DGRAM socket pair.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UdsDgram;
+
+impl Mechanism for UdsDgram {
+    type W = DatagramWire;
+    const FAMILY: Family = Family::UdsDgram;
+    const EOF_ON_DEATH: bool = false;
+
+    fn server_side(&self, opts: &Options) -> io::Result<(DatagramWire, Vec<OwnedFd>, Vec<u8>)> {
+        let (mine, theirs) = sys::socketpair(libc::SOCK_DGRAM)?;
+        // A datagram must fit the send buffer whole.
+        for fd in [&mine, &theirs] {
+            sys::set_buffer_sizes(fd, 2 * (opts.max_msg + 64))?;
+        }
+        Ok((DatagramWire { fd: mine }, vec![theirs], Vec::new()))
+    }
+
+    fn client_side(
+        &self,
+        fds: Vec<OwnedFd>,
+        _extra: &[u8],
+        _opts: &Options,
+    ) -> io::Result<DatagramWire> {
+        Ok(DatagramWire { fd: one_fd(fds)? })
+    }
+}
