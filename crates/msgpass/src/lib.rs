@@ -6,6 +6,8 @@
 //! calls [`Connection::call`], which blocks until the reply (or error) comes
 //! back. Names live in a [`Namespace`] directory; the mechanism underneath is
 //! a [`Transport`] chosen by name (see [`transport::NAMES`]).
+//! Across hosts, [`Channel::listen_tcp`] and [`Connection::connect_tcp`]
+//! do the same over TCP without a namespace.
 //!
 //! ```no_run
 //! use msgpass::{Channel, Connection, Namespace, Options};
@@ -33,6 +35,8 @@ mod names;
 mod sys;
 pub mod transport;
 
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -49,9 +53,22 @@ pub struct Channel {
     // Field order matters: the transport closes before the claim removes
     // the endpoint and releases the lock.
     inner: Box<dyn ServerChannel>,
-    claim: EndpointClaim,
+    place: Place,
     stop: Arc<AtomicBool>,
     max_msg: usize,
+}
+
+/// Where a channel is served.
+enum Place {
+    /// An endpoint in a namespace, claimed for the channel's lifetime.
+    Endpoint(EndpointClaim),
+    /// A TCP address, with no namespace ([`Channel::listen_tcp`]).
+    Tcp {
+        /// `tcp://ADDR:PORT`, what [`Channel::path`] shows.
+        name: PathBuf,
+        /// The address listened on.
+        addr: SocketAddr,
+    },
 }
 
 impl Channel {
@@ -68,7 +85,31 @@ impl Channel {
         let inner = transport.serve(claim.path(), opts)?;
         Ok(Channel {
             inner,
-            claim,
+            place: Place::Endpoint(claim),
+            stop: Arc::new(AtomicBool::new(false)),
+            max_msg: transport.max_msg(opts.max_msg),
+        })
+    }
+
+    /// Serves a channel on TCP address `addr` (like `10.0.0.1:5000`, or
+    /// port 0 for any free port), for clients on other hosts: QNX-style
+    /// network-transparent message passing. No namespace is involved: the
+    /// TCP connection is the session, and the server's first bytes on it
+    /// are the same versioned hello the local rendezvous sends, so a
+    /// client of another version or transport gets a clear error. Clients
+    /// connect with [`Connection::connect_tcp`].
+    ///
+    /// Liveness across hosts: a peer process that dies is noticed at once
+    /// (its kernel closes the connection); a peer host that vanishes is
+    /// noticed by TCP keep-alive within about 5 s.
+    pub fn listen_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Channel> {
+        let (inner, addr) = transport::tcp::listen(addr, opts)?;
+        Ok(Channel {
+            inner,
+            place: Place::Tcp {
+                name: transport::tcp::remote_name(&addr),
+                addr,
+            },
             stop: Arc::new(AtomicBool::new(false)),
             max_msg: opts.max_msg,
         })
@@ -88,12 +129,35 @@ impl Channel {
 
     /// True when creating the channel replaced a stale endpoint.
     pub fn replaced_stale(&self) -> bool {
-        self.claim.replaced_stale
+        match &self.place {
+            Place::Endpoint(claim) => claim.replaced_stale,
+            Place::Tcp { .. } => false,
+        }
     }
 
-    /// The endpoint's path.
-    pub fn path(&self) -> &std::path::Path {
-        self.claim.path()
+    /// The endpoint's path; `tcp://ADDR:PORT` for a channel made by
+    /// [`listen_tcp`](Channel::listen_tcp) (there is no file).
+    pub fn path(&self) -> &Path {
+        match &self.place {
+            Place::Endpoint(claim) => claim.path(),
+            Place::Tcp { name, .. } => name,
+        }
+    }
+
+    /// The address a channel made by [`listen_tcp`](Channel::listen_tcp)
+    /// listens on (with the actual port when port 0 was asked for).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match &self.place {
+            Place::Endpoint(_) => None,
+            Place::Tcp { addr, .. } => Some(*addr),
+        }
+    }
+
+    /// Largest request or reply payload this channel carries: the
+    /// requested [`Options::max_msg`], lowered by transports that cannot
+    /// carry that much (udp).
+    pub fn max_msg(&self) -> usize {
+        self.max_msg
     }
 
     /// Number of connected clients.
@@ -192,6 +256,17 @@ impl Connection {
         let path = ns.path_of(name)?;
         Ok(Connection {
             inner: transport.connect(&path, opts)?,
+        })
+    }
+
+    /// Connects over TCP to a channel served by [`Channel::listen_tcp`] at
+    /// `addr` (like `10.0.0.1:5000`), on this host or another, waiting up
+    /// to [`Options::wait`] for the server to appear. Nobody listening is
+    /// [`Error::NotFound`] (its path is `tcp://ADDR:PORT`); something
+    /// other than a msgpass server is [`Error::Protocol`].
+    pub fn connect_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Connection> {
+        Ok(Connection {
+            inner: transport::tcp::connect(addr, opts)?,
         })
     }
 

@@ -617,3 +617,355 @@ pub(crate) fn set_buffer_sizes(fd: &OwnedFd, bytes: usize) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Sets an integer socket option (`setsockopt(fd, level, name, &value)`).
+pub(crate) fn set_int_opt(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: value is a valid c_int for the duration of the call, and the
+    // length passed is its size.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            &value as *const libc::c_int as *const libc::c_void,
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// Fills `buf` with random bytes from the kernel (getrandom).
+pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = retry(|| {
+            // SAFETY: the range got..len of buf is valid for writes.
+            check_size(unsafe {
+                libc::getrandom(
+                    buf[got..].as_mut_ptr() as *mut libc::c_void,
+                    buf.len() - got,
+                    0,
+                )
+            })
+        })?;
+        got += n;
+    }
+    Ok(())
+}
+
+/// Makes a named pipe (FIFO) at `path` with mode `mode` (then chmod'ed to
+/// exactly `mode`, whatever the umask). Fails with `EEXIST` if the path is
+/// taken.
+pub(crate) fn mkfifo(path: &Path, mode: libc::mode_t) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // SAFETY: c is a valid NUL-terminated string.
+    check(unsafe { libc::mkfifo(c.as_ptr(), mode) })?;
+    chmod(path, mode)
+}
+
+/// Sets or clears `O_NONBLOCK` on `fd`.
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    let new = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if new != flags {
+        // SAFETY: F_SETFL takes an int, no pointer.
+        check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, new) })?;
+    }
+    Ok(())
+}
+
+/// A new blocking, close-on-exec eventfd with counter semantics (a read
+/// returns the whole count and resets it to zero), starting at zero.
+pub(crate) fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd has no memory-safety preconditions.
+    let fd = check(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) })?;
+    // SAFETY: fd was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Reads an eventfd's counter (blocking while it is zero, unless the
+/// descriptor is non-blocking) and resets it.
+pub(crate) fn eventfd_read(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut v = 0u64;
+    let n = retry(|| {
+        // SAFETY: v is valid for writes of 8 bytes, the size eventfd reads.
+        check_size(unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                &mut v as *mut u64 as *mut libc::c_void,
+                size_of::<u64>(),
+            )
+        })
+    })?;
+    if n != size_of::<u64>() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "short read from an eventfd",
+        ));
+    }
+    Ok(v)
+}
+
+/// Adds `v` to an eventfd's counter, waking its reader.
+pub(crate) fn eventfd_write(fd: BorrowedFd<'_>, v: u64) -> io::Result<()> {
+    let n = retry(|| {
+        // SAFETY: v is valid for reads of 8 bytes, the size eventfd takes.
+        check_size(unsafe {
+            libc::write(
+                fd.as_raw_fd(),
+                &v as *const u64 as *const libc::c_void,
+                size_of::<u64>(),
+            )
+        })
+    })?;
+    if n != size_of::<u64>() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "short write to an eventfd",
+        ));
+    }
+    Ok(())
+}
+
+/// Opens POSIX message queue `name` (like `/msgbench.1.2.c2s`) with
+/// `oflag` (`O_RDONLY`/`O_WRONLY`, `O_NONBLOCK`; close-on-exec is added).
+/// With `create`, as `(max messages, message size)`, the queue is created
+/// exclusively with mode 0600 (`EEXIST` if the name is taken). On Linux the
+/// queue descriptor is an ordinary pollable file descriptor.
+pub(crate) fn mq_open(
+    name: &std::ffi::CStr,
+    oflag: libc::c_int,
+    create: Option<(usize, usize)>,
+) -> io::Result<OwnedFd> {
+    let oflag = oflag | libc::O_CLOEXEC;
+    let fd = match create {
+        Some((maxmsg, msgsize)) => {
+            // SAFETY: mq_attr is plain old data; all-zero is a valid value.
+            let mut attr: libc::mq_attr = unsafe { zeroed() };
+            attr.mq_maxmsg = maxmsg as libc::c_long;
+            attr.mq_msgsize = msgsize as libc::c_long;
+            let mode: libc::mode_t = 0o600;
+            // SAFETY: name is NUL-terminated; with O_CREAT mq_open reads a
+            // mode_t and a pointer to an mq_attr that lives for the call.
+            check(unsafe {
+                libc::mq_open(
+                    name.as_ptr(),
+                    oflag | libc::O_CREAT | libc::O_EXCL,
+                    mode,
+                    &attr as *const libc::mq_attr,
+                )
+            })?
+        }
+        // SAFETY: name is NUL-terminated; without O_CREAT no more arguments
+        // are read.
+        None => check(unsafe { libc::mq_open(name.as_ptr(), oflag) })?,
+    };
+    // SAFETY: fd was just returned by mq_open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Removes POSIX message queue `name`; the queue itself lives on until its
+/// last descriptor is closed.
+pub(crate) fn mq_unlink(name: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    check(unsafe { libc::mq_unlink(name.as_ptr()) })?;
+    Ok(())
+}
+
+/// Sends `msg` as one message of priority 0 on queue descriptor `fd`.
+pub(crate) fn mq_send(fd: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
+    retry(|| {
+        // SAFETY: msg is valid for reads of msg.len() bytes.
+        check(unsafe {
+            libc::mq_send(
+                fd.as_raw_fd(),
+                msg.as_ptr() as *const libc::c_char,
+                msg.len(),
+                0,
+            )
+        })
+    })?;
+    Ok(())
+}
+
+/// Receives the oldest message of queue descriptor `fd` into `buf` (which
+/// must hold the queue's message size) and returns its length.
+pub(crate) fn mq_receive(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: buf is valid for writes of buf.len() bytes; a null
+        // priority pointer is allowed.
+        check_size(unsafe {
+            libc::mq_receive(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_char,
+                buf.len(),
+                ptr::null_mut(),
+            )
+        })
+    })
+}
+
+/// The message size of the queue behind descriptor `fd`.
+pub(crate) fn mq_msgsize(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    // SAFETY: mq_attr is plain old data; all-zero is a valid value.
+    let mut attr: libc::mq_attr = unsafe { zeroed() };
+    // SAFETY: attr is valid for writes for the duration of the call.
+    check(unsafe { libc::mq_getattr(fd.as_raw_fd(), &mut attr) })?;
+    Ok(attr.mq_msgsize.max(0) as usize)
+}
+
+/// The soft limit of resource `res` (`None`: unlimited).
+pub(crate) fn soft_rlimit(res: libc::__rlimit_resource_t) -> io::Result<Option<u64>> {
+    // SAFETY: rlimit is plain old data; all-zero is a valid value.
+    let mut r: libc::rlimit = unsafe { zeroed() };
+    // SAFETY: r is valid for writes for the duration of the call.
+    check(unsafe { libc::getrlimit(res, &mut r) })?;
+    Ok((r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur))
+}
+
+/// A System V message buffer: the `long` message type, then up to
+/// `capacity` bytes of text, laid out as `msgsnd`/`msgrcv` expect.
+pub(crate) struct MsgBuf {
+    /// Word 0 is the type; the text starts at word 1.
+    words: Vec<libc::c_long>,
+    capacity: usize,
+}
+
+impl MsgBuf {
+    /// A zeroed buffer for texts of up to `capacity` bytes.
+    pub(crate) fn new(capacity: usize) -> MsgBuf {
+        let w = size_of::<libc::c_long>();
+        MsgBuf {
+            words: vec![0; 1 + capacity.div_ceil(w)],
+            capacity,
+        }
+    }
+
+    /// The message type.
+    pub(crate) fn mtype(&self) -> libc::c_long {
+        self.words[0]
+    }
+
+    /// Sets the message type (must be positive to be sent).
+    pub(crate) fn set_mtype(&mut self, t: libc::c_long) {
+        self.words[0] = t;
+    }
+
+    /// The text area (`capacity` bytes).
+    pub(crate) fn text(&self) -> &[u8] {
+        // SAFETY: words[1..] holds at least `capacity` bytes, any bit
+        // pattern is a valid u8, and the borrow of self keeps them alive
+        // and unaliased by writers.
+        unsafe { std::slice::from_raw_parts(self.words[1..].as_ptr() as *const u8, self.capacity) }
+    }
+
+    /// The text area (`capacity` bytes), writable.
+    pub(crate) fn text_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `text`, with the unique borrow of self.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.words[1..].as_mut_ptr() as *mut u8, self.capacity)
+        }
+    }
+}
+
+/// Creates a new private System V message queue (`IPC_PRIVATE`) with
+/// mode 0600 and returns its id.
+pub(crate) fn msgget_private() -> io::Result<libc::c_int> {
+    // SAFETY: msgget takes no pointers.
+    check(unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) })
+}
+
+/// Sends the first `len` text bytes of `buf`, with its type, on queue
+/// `id`. `flags` may hold `IPC_NOWAIT` (a full queue is then `EAGAIN`).
+pub(crate) fn msgsnd(
+    id: libc::c_int,
+    buf: &MsgBuf,
+    len: usize,
+    flags: libc::c_int,
+) -> io::Result<()> {
+    assert!(len <= buf.capacity, "message text exceeds its buffer");
+    retry(|| {
+        // SAFETY: buf.words holds the type word followed by at least len
+        // text bytes, as msgsnd reads them.
+        check(unsafe { libc::msgsnd(id, buf.words.as_ptr() as *const libc::c_void, len, flags) })
+    })?;
+    Ok(())
+}
+
+/// Receives a message of type `msgtyp` (0: any; see msgrcv(2)) from queue
+/// `id` into `buf`; returns its text length. A message longer than the
+/// buffer fails with `E2BIG` and stays queued. `flags` may hold
+/// `IPC_NOWAIT` (no message is then `ENOMSG`). Not retried on `EINTR`, so
+/// that a caller can re-check its conditions.
+pub(crate) fn msgrcv(
+    id: libc::c_int,
+    buf: &mut MsgBuf,
+    msgtyp: libc::c_long,
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    let cap = buf.capacity;
+    // SAFETY: buf.words holds the type word followed by at least `cap`
+    // text bytes, as msgrcv writes them.
+    check_size(unsafe {
+        libc::msgrcv(
+            id,
+            buf.words.as_mut_ptr() as *mut libc::c_void,
+            cap,
+            msgtyp,
+            flags,
+        )
+    })
+}
+
+/// Removes System V message queue `id` at once (blocked senders and
+/// receivers fail with `EIDRM`).
+pub(crate) fn msg_remove(id: libc::c_int) -> io::Result<()> {
+    // SAFETY: IPC_RMID ignores the buffer pointer, which may be null.
+    check(unsafe { libc::msgctl(id, libc::IPC_RMID, ptr::null_mut()) })?;
+    Ok(())
+}
+
+/// What identifies a System V message queue beyond its (reusable) id:
+/// its creator's uid, its mode bits and its creation time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MsgQueueStamp {
+    /// Uid of the creating process.
+    pub cuid: u32,
+    /// Permission bits (`0o600` for msgpass queues).
+    pub mode: u32,
+    /// Creation (last change) time, in seconds since the epoch.
+    pub ctime: i64,
+}
+
+/// The [`MsgQueueStamp`] of queue `id` (`EINVAL`/`EIDRM` once removed).
+pub(crate) fn msg_stamp(id: libc::c_int) -> io::Result<MsgQueueStamp> {
+    // SAFETY: msqid_ds is plain old data; all-zero is a valid value.
+    let mut ds: libc::msqid_ds = unsafe { zeroed() };
+    // SAFETY: ds is valid for writes for the duration of the call.
+    check(unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) })?;
+    Ok(MsgQueueStamp {
+        cuid: ds.msg_perm.cuid,
+        mode: ds.msg_perm.mode as u32 & 0o777,
+        ctime: ds.msg_ctime as i64,
+    })
+}
+
+/// Number of messages waiting in System V message queue `id`.
+pub(crate) fn msg_count(id: libc::c_int) -> io::Result<u64> {
+    // SAFETY: msqid_ds is plain old data; all-zero is a valid value.
+    let mut ds: libc::msqid_ds = unsafe { zeroed() };
+    // SAFETY: ds is valid for writes for the duration of the call.
+    check(unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) })?;
+    Ok(ds.msg_qnum as u64)
+}

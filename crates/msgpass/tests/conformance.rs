@@ -5,7 +5,8 @@
 //! Every test runs under a watchdog (a hang is a failure, not a stuck CI
 //! job) in its own private namespace directory, which must be empty at the
 //! end (no endpoint, lock file or sub-directory left), with no new entry in
-//! /dev/shm. Tests assert behaviour, never speed, with one exception the
+//! /dev/shm and no `msgbench.*` POSIX message queue left (when the mqueue
+//! filesystem can be listed: root). Tests assert behaviour, never speed, with one exception the
 //! transport contract requires: a client blocked in `call` learns of its
 //! server's death within 1 s.
 //!
@@ -72,6 +73,10 @@ macro_rules! conformance_tests {
                 super::suite::channel_closed_by_server(T)
             }
             #[test]
+            fn reply_then_close() {
+                super::suite::reply_then_close(T)
+            }
+            #[test]
             fn client_death() {
                 super::suite::client_death(T)
             }
@@ -127,6 +132,12 @@ conformance_tests!(uds, "uds");
 conformance_tests!(uds_stream, "uds-stream");
 conformance_tests!(uds_dgram, "uds-dgram");
 conformance_tests!(pipe, "pipe");
+conformance_tests!(posix_mq, "posix-mq");
+conformance_tests!(sysv_msg, "sysv-msg");
+conformance_tests!(fifo, "fifo");
+conformance_tests!(eventfd, "eventfd");
+conformance_tests!(tcp, "tcp");
+conformance_tests!(udp, "udp");
 
 /// The transports instantiated above; must match the registry.
 const INSTANTIATED: &[&str] = &[
@@ -138,6 +149,12 @@ const INSTANTIATED: &[&str] = &[
     "uds-stream",
     "uds-dgram",
     "pipe",
+    "posix-mq",
+    "sysv-msg",
+    "fifo",
+    "eventfd",
+    "tcp",
+    "udp",
 ];
 
 #[test]
@@ -159,6 +176,12 @@ fn every_transport_is_instantiated() {
             assert_eq!(t.name(), *name);
         }
     }
+}
+
+/// sysv-msg queues outlive processes: check that none is ever left behind.
+#[test]
+fn sysv_msg_queues_never_leak() {
+    suite::sysv_msg_queues_never_leak()
 }
 
 #[test]
@@ -198,7 +221,8 @@ fn child_entry() {
                 }),
                 release: None,
             };
-            serve(&mut chan, MAX, &mut hooks);
+            let max = chan.max_msg();
+            serve(&mut chan, max, &mut hooks);
         }
         "client-hold" => {
             let mut c =
@@ -227,6 +251,9 @@ mod suite {
         pub transport: Box<dyn Transport>,
         pub ns: Namespace,
         pub label: String,
+        /// The transport's payload limit: [`MAX`], or lower for the few
+        /// transports that cannot carry that much (udp).
+        pub max: usize,
         dir: PathBuf,
     }
 
@@ -289,9 +316,11 @@ mod suite {
         let ns = tns.ns.clone();
         let dir = tns.dir().to_path_buf();
         watchdog(&label.clone(), WATCHDOG, move || {
+            let transport = msgpass::transport::by_name(t).expect("known transport");
             let cx = Cx {
                 t,
-                transport: msgpass::transport::by_name(t).expect("known transport"),
+                max: transport.max_msg(MAX),
+                transport,
                 ns,
                 label,
                 dir,
@@ -303,7 +332,7 @@ mod suite {
 
     /// Calls echo command `cmd` with `req` and checks every byte of the reply.
     pub fn echo(conn: &mut Connection, cmd: u32, req: &[u8], buf: &mut [u8]) {
-        let want = echo_reply(cmd, req, MAX);
+        let want = echo_reply(cmd, req, conn.max_msg());
         let n = conn
             .call(cmd, req, buf)
             .unwrap_or_else(|e| panic!("echo of {} bytes (cmd {cmd}): {e}", req.len()));
@@ -332,52 +361,58 @@ mod suite {
         u64::from_le_bytes(b)
     }
 
-    const EDGE_SIZES: &[usize] = &[
-        0,
-        1,
-        2,
-        7,
-        8,
-        15,
-        16,
-        47,
-        48,
-        49,
-        63,
-        64,
-        65,
-        4079,
-        4080,
-        4081,
-        4095,
-        4096,
-        4097,
-        MAX - 9,
-        MAX - 8,
-        MAX - 7,
-        MAX - 1,
-        MAX,
-    ];
+    /// Sizes around every boundary a transport might have, up to `max`
+    /// (the 4 KiB ones only when `max` reaches them).
+    fn edge_sizes(max: usize) -> Vec<usize> {
+        let sizes = vec![
+            0,
+            1,
+            2,
+            7,
+            8,
+            15,
+            16,
+            47,
+            48,
+            49,
+            63,
+            64,
+            65,
+            4079,
+            4080,
+            4081,
+            4095,
+            4096,
+            4097,
+            max - 9,
+            max - 8,
+            max - 7,
+            max - 1,
+            max,
+        ];
+        sizes.into_iter().filter(|&s| s <= max).collect()
+    }
 
     pub fn round_trips_random_sizes(t: &'static str) {
         run(t, "round_trips_random_sizes", |cx| {
             let mut rng = cx.rng();
             let s = cx.server("echo/0");
             let mut c = cx.open("echo/0");
-            assert_eq!(c.max_msg(), MAX);
-            let mut buf = vec![0u8; MAX];
-            let mut sizes: Vec<usize> = EDGE_SIZES.to_vec();
+            let max = cx.max;
+            assert_eq!(c.max_msg(), max);
+            let mut buf = vec![0u8; max];
+            let mut sizes: Vec<usize> = edge_sizes(max);
             // Then random sizes: half small, half anywhere up to the maximum.
             for i in 0..400 {
                 sizes.push(if i % 2 == 0 {
                     rng.upto(256)
                 } else {
-                    rng.upto(MAX)
+                    rng.upto(max)
                 });
             }
             // Edge sizes once more, shuffled among the rest, so a short
             // message after a long one is covered (stale tail bytes).
-            sizes.extend_from_slice(EDGE_SIZES);
+            sizes.extend(edge_sizes(max));
             for i in (1..sizes.len()).rev() {
                 sizes.swap(i, rng.upto(i));
             }
@@ -398,9 +433,9 @@ mod suite {
             let mut rng = cx.rng();
             let s = cx.server("gen/0");
             let mut c = cx.open("gen/0");
-            let mut buf = vec![0u8; MAX];
-            let mut sizes = EDGE_SIZES.to_vec();
-            sizes.extend((0..100).map(|_| rng.upto(MAX)));
+            let mut buf = vec![0u8; cx.max];
+            let mut sizes = edge_sizes(cx.max);
+            sizes.extend((0..100).map(|_| rng.upto(cx.max)));
             for len in sizes {
                 let seed = rng.next_u64();
                 buf.fill(0x5A);
@@ -457,16 +492,16 @@ mod suite {
         run(t, "request_too_large_keeps_connection", |cx| {
             let s = cx.server("big/0");
             let mut c = cx.open("big/0");
-            let mut buf = vec![0u8; MAX];
-            for len in [MAX + 1, MAX + 4096, 4 * MAX] {
+            let mut buf = vec![0u8; cx.max];
+            for len in [cx.max + 1, cx.max + 4096, 4 * cx.max] {
                 match c.call(1, &vec![1u8; len], &mut buf) {
                     Err(Error::TooLarge { len: l, max }) => {
-                        assert_eq!((l, max), (len, MAX));
+                        assert_eq!((l, max), (len, cx.max));
                     }
                     other => panic!("request of {len} bytes: got {other:?}"),
                 }
                 // The connection is intact.
-                echo(&mut c, 2, &vec![9u8; MAX], &mut buf);
+                echo(&mut c, 2, &vec![9u8; cx.max], &mut buf);
                 echo(&mut c, 2, b"", &mut buf);
             }
             drop(c);
@@ -478,7 +513,11 @@ mod suite {
         run(t, "reply_too_large_for_buffer", |cx| {
             let s = cx.server("small/0");
             let mut c = cx.open("small/0");
-            for (len, cap) in [(100, 99), (1, 0), (MAX, MAX - 1), (4097, 4096), (49, 48)] {
+            let max = cx.max;
+            for (len, cap) in [(100, 99), (1, 0), (max, max - 1), (4097, 4096), (49, 48)] {
+                if len > max {
+                    continue;
+                }
                 let mut buf = vec![0u8; cap];
                 match c.call(CMD_GEN, &gen_request(len, 5), &mut buf) {
                     Err(Error::ReplyTooLarge { len: l, cap: k }) => {
@@ -511,7 +550,7 @@ mod suite {
                 }
                 match s.event() {
                     Event::Oversize(Err(Error::TooLarge { len, max })) => {
-                        assert_eq!((len, max), (MAX + 1, MAX))
+                        assert_eq!((len, max), (cx.max + 1, cx.max))
                     }
                     other => panic!("over-long reply: server got {other:?}"),
                 }
@@ -597,6 +636,37 @@ mod suite {
         });
     }
 
+    /// A reply sent just before the channel closes still reaches the
+    /// client; only its next call learns of the close.
+    pub fn reply_then_close(t: &'static str) {
+        run(t, "reply_then_close", |cx| {
+            for round in 0..20 {
+                let name = format!("rtc/{round}");
+                let mut chan = Channel::create(&cx.ns, &name, &*cx.transport, &Options::default())
+                    .expect("create channel");
+                let server = std::thread::spawn(move || {
+                    if let Ok(Some(req)) = chan.receive() {
+                        let d = req.data().to_vec();
+                        req.reply(&d).expect("reply");
+                    }
+                    drop(chan); // close at once, before the client can read
+                });
+                let mut c = Connection::open(&cx.ns, &name, &*cx.transport, &Options::default())
+                    .expect("open");
+                let mut buf = [0u8; 64];
+                match c.call(1, b"last words", &mut buf) {
+                    Ok(n) => assert_eq!(&buf[..n], b"last words"),
+                    Err(e) => panic!("round {round}: reply sent before the close was lost: {e:?}"),
+                }
+                server.join().expect("server thread");
+                match c.call(1, b"anyone?", &mut buf) {
+                    Err(Error::Disconnected) => {}
+                    other => panic!("call after the close: got {other:?}"),
+                }
+            }
+        });
+    }
+
     pub fn client_death(t: &'static str) {
         run(t, "client_death", |cx| {
             let s = cx.server("cd/0");
@@ -641,6 +711,7 @@ mod suite {
         run(t, "many_concurrent_clients", |cx| {
             let s = cx.server("many/0");
             let base = cx.rng().next_u64();
+            let max = cx.max;
             let start = Arc::new(Barrier::new(CLIENTS));
             let handles: Vec<_> = (0..CLIENTS)
                 .map(|k| {
@@ -652,7 +723,7 @@ mod suite {
                         start.wait();
                         for i in 0..CALLS {
                             let len = if i % 50 == 49 {
-                                rng.upto(MAX)
+                                rng.upto(max)
                             } else {
                                 rng.upto(300)
                             };
@@ -896,6 +967,99 @@ mod suite {
             assert!(root.join("a/d").exists(), "a/d removed with a/b/c");
             b.stop();
             assert!(!root.join("a").exists(), "empty a not removed");
+        });
+    }
+
+    /// Ids of the System V message queues that exist, from
+    /// /proc/sysvipc/msg (what `ipcs -q` shows).
+    fn sysv_queues() -> std::collections::BTreeSet<i32> {
+        std::fs::read_to_string("/proc/sysvipc/msg")
+            .expect("read /proc/sysvipc/msg")
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .collect()
+    }
+
+    /// The queues a sysv-msg server serving `endpoint` recorded (its
+    /// request queue, then one reply queue per connection), from the
+    /// record it keeps beside the endpoint.
+    fn recorded_queues(endpoint: &std::path::Path) -> Vec<i32> {
+        let mut p = endpoint.as_os_str().to_owned();
+        p.push(".msq.lock.lock");
+        std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("read {}: {e}", p.to_string_lossy()))
+            .lines()
+            .skip(1)
+            .map(|l| {
+                l.split_whitespace()
+                    .next()
+                    .and_then(|w| w.parse().ok())
+                    .unwrap_or_else(|| panic!("bad record line {l:?}"))
+            })
+            .collect()
+    }
+
+    /// Every queue of a sysv-msg channel is removed: with the clients that
+    /// leave or die and the server that stops; and when the server is
+    /// killed, by the surviving client (its reply queue) and by the next
+    /// server claiming the stale endpoint (the rest).
+    pub fn sysv_msg_queues_never_leak() {
+        run("sysv-msg", "queues_never_leak", |cx| {
+            let gone = |ids: &[i32], what: &str| {
+                let live = sysv_queues();
+                let left: Vec<_> = ids.iter().filter(|i| live.contains(i)).collect();
+                assert!(left.is_empty(), "{what}: queues {left:?} left behind");
+            };
+            // A live server: a client that leaves, one that is killed.
+            let s = cx.server("leak/0");
+            let mut c = cx.open("leak/0");
+            echo(&mut c, 1, b"hello", &mut [0u8; 64]);
+            let mut idle = cx.child("client-idle", "leak/0");
+            idle.expect_line("MSGPASS_CONNECTED");
+            let ids = recorded_queues(&s.path);
+            assert_eq!(ids.len(), 3, "request queue + 2 reply queues: {ids:?}");
+            let live = sysv_queues();
+            assert!(ids.iter().all(|i| live.contains(i)), "{ids:?} not all live");
+            drop(c);
+            gone(&ids[1..2], "client dropped");
+            idle.kill_and_reap();
+            // The server drops the dead client within a tick or so.
+            let mut c = cx.open("leak/0");
+            while call_conns(&mut c) != 1 {
+                thread::sleep(Duration::from_millis(20));
+            }
+            gone(&ids[2..3], "client killed");
+            let ids = recorded_queues(&s.path);
+            drop(c);
+            s.stop();
+            gone(&ids, "server stopped");
+
+            // A killed server, with one client surviving and one killed.
+            let mut srv = cx.server_child("leak/1");
+            let mut c = cx.open("leak/1");
+            echo(&mut c, 1, b"hello", &mut [0u8; 64]);
+            let mut idle = cx.child("client-idle", "leak/1");
+            idle.expect_line("MSGPASS_CONNECTED");
+            let ids = recorded_queues(&cx.ns.root().join("leak/1"));
+            assert_eq!(ids.len(), 3, "request queue + 2 reply queues: {ids:?}");
+            srv.kill_and_reap();
+            idle.kill_and_reap();
+            match c.call(1, b"anyone?", &mut [0u8; 64]) {
+                Err(Error::Disconnected) => {}
+                other => panic!("call to a killed server: got {other:?}"),
+            }
+            drop(c);
+            gone(&ids[1..2], "surviving client of a killed server");
+            // Only the next server can remove the request queue (the killed
+            // client's may be gone or not: its watchdog may have seen the
+            // server die first).
+            assert!(
+                sysv_queues().contains(&ids[0]),
+                "who removed the killed server's request queue?"
+            );
+            cx.replace_stale("leak/1");
+            gone(&ids, "stale endpoint replaced");
         });
     }
 }

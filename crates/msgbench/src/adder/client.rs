@@ -12,7 +12,7 @@ use clap::Parser;
 use msgpass::{Connection, Namespace};
 use serde::Serialize;
 
-use super::options::Common;
+use super::options::{self, Common};
 use super::{endpoint, ADDER_INCREMENT};
 use crate::measure::clock::Clock;
 use crate::measure::cpu::{self, CpuStat, CpuUsage};
@@ -25,7 +25,7 @@ use crate::measure::placement::{self, CpuList};
     name = "client-adder",
     version,
     about = "The adder client of the QNX devctl benchmark: N threads, each doing S synchronous round trips",
-    long_about = "The adder client of the QNX devctl benchmark.\n\nStarts N threads; thread j connects to adder/<K+j>, waits on a start barrier, then runs value = 0; while value < S { value = devctl(INCREMENT, value) }, checking every reply. Prints the seed's results block plus per-thread latency percentiles.\n\nStart the server first, e.g.: dev-adder -n 2 & client-adder -n 2"
+    long_about = "The adder client of the QNX devctl benchmark.\n\nStarts N threads; thread j connects to adder/<K+j>, waits on a start barrier, then runs value = 0; while value < S { value = devctl(INCREMENT, value) }, checking every reply. Prints the seed's results block plus per-thread latency percentiles.\n\nStart the server first, e.g.: dev-adder -n 2 & client-adder -n 2\n\nAcross hosts: dev-adder -t tcp --listen ADDR:PORT on one, client-adder -t tcp --connect ADDR:PORT on the other (instance k on port PORT+k)."
 )]
 pub struct ClientArgs {
     #[command(flatten)]
@@ -46,6 +46,11 @@ pub struct ClientArgs {
     /// Time whole runs only (no per-request timestamps, no percentiles).
     #[arg(long = "no-timestamps")]
     pub no_timestamps: bool,
+    /// Connect thread j over TCP to instance K+j at ADDR:PORT+K+j (a
+    /// `dev-adder -t tcp --listen ADDR:PORT`, maybe on another host)
+    /// instead of through the namespace (needs -t tcp).
+    #[arg(long = "connect", value_name = "ADDR:PORT")]
+    pub connect: Option<String>,
 }
 
 /// What one client run needs.
@@ -120,10 +125,20 @@ pub struct ClientRun {
 
 /// Connects every thread, runs them from one barrier, and checks results.
 pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
+    run_to(cfg, None)
+}
+
+/// Like [`run`]; with `tcp = Some(base)` thread j connects over TCP to
+/// instance K+j at `base`'s port + K+j (no namespace involved).
+pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<ClientRun> {
     let transport = msgpass::transport::by_name(cfg.transport)?;
     let mut conns = Vec::with_capacity(cfg.n as usize);
     for j in 0..cfg.n {
         let k = cfg.first + j;
+        if let Some(base) = tcp {
+            conns.push(connect_tcp(cfg, base, k)?);
+            continue;
+        }
         let c = Connection::open(cfg.ns, &endpoint(k), &*transport, &cfg.opts).map_err(|e| match e {
             msgpass::Error::NotFound { path } => anyhow!(
                 "no server at {}: start one with `dev-adder -n {} -i {} -t {}{}`, or pass --wait SECS",
@@ -197,6 +212,20 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
         latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
         threads,
         busy,
+    })
+}
+
+/// Connects to instance `k` over TCP, instance 0 being at `base`.
+fn connect_tcp(cfg: &RunConfig, base: std::net::SocketAddr, k: u32) -> Result<Connection> {
+    let addr = options::instance_addr(base, k)?;
+    Connection::connect_tcp(addr, &cfg.opts).map_err(|e| match e {
+        msgpass::Error::NotFound { path } => anyhow!(
+            "no server at {}: start one there with `dev-adder -t tcp --listen {base} -n {} -i {}`, or pass --wait SECS",
+            path.display(),
+            cfg.n,
+            cfg.first
+        ),
+        e => anyhow!(e).context(format!("cannot connect to {} at tcp {addr}", endpoint(k))),
     })
 }
 
@@ -336,6 +365,10 @@ struct ClientReport<'a> {
 pub fn main(args: &ClientArgs) -> Result<()> {
     let cpus = args.common.validate()?;
     super::options::check_samples(args.samples)?;
+    let tcp = match &args.connect {
+        Some(v) => Some(options::tcp_base("--connect", v, &args.common)?),
+        None => None,
+    };
     let wait = match args.wait {
         Some(w) if !(w.is_finite() && w >= 0.0) => {
             bail!("--wait {w}: must be a number of seconds, 0 or more")
@@ -350,22 +383,25 @@ pub fn main(args: &ClientArgs) -> Result<()> {
         None
     };
     let abort = AtomicBool::new(false);
-    let run = run(&RunConfig {
-        ns: &ns,
-        transport: &args.common.transport,
-        opts: msgpass::Options {
-            wait,
-            ..args.common.msgpass_options()
+    let run = run_to(
+        &RunConfig {
+            ns: &ns,
+            transport: &args.common.transport,
+            opts: msgpass::Options {
+                wait,
+                ..args.common.msgpass_options()
+            },
+            n: args.common.n,
+            first: args.common.i,
+            samples: args.samples,
+            cpus: &cpus,
+            timestamps: !args.no_timestamps,
+            clock: &clock,
+            abort: &abort,
+            time_limit: None,
         },
-        n: args.common.n,
-        first: args.common.i,
-        samples: args.samples,
-        cpus: &cpus,
-        timestamps: !args.no_timestamps,
-        clock: &clock,
-        abort: &abort,
-        time_limit: None,
-    })?;
+        tcp,
+    )?;
     print!(
         "{}",
         super::output::results_block(&run, idle.as_ref(), &clock)

@@ -1,9 +1,10 @@
 //! Options shared by `dev-adder`, `client-adder` and `msgbench adder`, and
 //! their range checks (which exit 1 with a one-line error naming the option).
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 
 use crate::measure::placement::CpuList;
@@ -17,7 +18,8 @@ pub struct Common {
     /// Number of the first instance: `-n1 -i3` is adder/3.
     #[arg(short = 'i', value_name = "K", default_value_t = 0)]
     pub i: u32,
-    /// Transport: shm (= shm-hybrid), shm-spin, shm-block, shm-hybrid, uds.
+    /// Transport: shm (= shm-hybrid), shm-spin, shm-block, shm-hybrid, uds,
+    /// uds-stream, uds-dgram, pipe, fifo, eventfd, posix-mq, sysv-msg, tcp, udp.
     #[arg(
         short = 't',
         long = "transport",
@@ -73,6 +75,43 @@ pub fn check_instances(n: u32, i: u32) -> Result<()> {
     Ok(())
 }
 
+/// Parses the `ADDR:PORT` of `--listen` / `--connect` (named `flag` in
+/// errors): only with `-t tcp`, and the port of the last instance,
+/// PORT + its number, must fit.
+pub fn tcp_base(flag: &str, value: &str, common: &Common) -> Result<SocketAddr> {
+    if common.transport != "tcp" {
+        bail!(
+            "{flag} {value}: only works with -t tcp (the transport is {})",
+            common.transport
+        );
+    }
+    let addr = value
+        .to_socket_addrs()
+        .map_err(|e| anyhow!("{flag} {value}: expected ADDR:PORT, like 10.0.0.1:5000 ({e})"))?
+        .next()
+        .ok_or_else(|| anyhow!("{flag} {value}: the name has no address"))?;
+    if addr.port() == 0 {
+        bail!("{flag} {value}: the port must be between 1 and 65535");
+    }
+    let last = common.i.saturating_add(common.n - 1);
+    instance_addr(addr, last).map_err(|e| anyhow!("{flag} {value}: {e}"))?;
+    Ok(addr)
+}
+
+/// The TCP address of adder instance `k` when instance 0 is at `base`:
+/// the same host, port + k.
+pub fn instance_addr(base: SocketAddr, k: u32) -> Result<SocketAddr> {
+    let port = u16::try_from(base.port() as u64 + k as u64).map_err(|_| {
+        anyhow!(
+            "instance {k} would need port {}, above 65535 (use a lower port or -i)",
+            base.port() as u64 + k as u64
+        )
+    })?;
+    let mut a = base;
+    a.set_port(port);
+    Ok(a)
+}
+
 /// Range check for `-S`.
 pub fn check_samples(s: u64) -> Result<()> {
     if s < super::MIN_SAMPLES {
@@ -111,6 +150,33 @@ mod tests {
     }
 
     #[test]
+    fn tcp_addresses() {
+        let common = |t: &str, n, i| Common {
+            n,
+            i,
+            transport: t.to_string(),
+            ns: None,
+            cpus: None,
+            spin_us: 20,
+        };
+        let base = tcp_base("--listen", "10.0.0.1:5000", &common("tcp", 2, 3)).unwrap();
+        assert_eq!(
+            instance_addr(base, 4).unwrap(),
+            "10.0.0.1:5004".parse().unwrap()
+        );
+        let e = tcp_base("--listen", "10.0.0.1:5000", &common("shm", 1, 0)).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--listen 10.0.0.1:5000: only works with -t tcp"));
+        assert!(tcp_base("--connect", "10.0.0.1", &common("tcp", 1, 0)).is_err());
+        assert!(tcp_base("--connect", "10.0.0.1:0", &common("tcp", 1, 0)).is_err());
+        assert!(tcp_base("--connect", "10.0.0.1:65535", &common("tcp", 1, 0)).is_ok());
+        let e = tcp_base("--connect", "10.0.0.1:65535", &common("tcp", 2, 0)).unwrap_err();
+        assert!(e.to_string().contains("above 65535"), "{e}");
+        assert!(tcp_base("--connect", "[::1]:7000", &common("tcp", 1, 0)).is_ok());
+    }
+
+    #[test]
     fn sample_ranges() {
         assert!(check_samples(100).is_ok());
         assert!(check_samples(99)
@@ -118,5 +184,24 @@ mod tests {
             .to_string()
             .starts_with("-S 99"));
         assert!(check_samples(u32::MAX as u64 + 1).is_err());
+    }
+
+    #[test]
+    fn transport_help_names_every_transport() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            c: Common,
+        }
+        let cmd = Wrap::command();
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "transport")
+            .expect("--transport");
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        for name in msgpass::transport::NAMES {
+            assert!(help.contains(name), "--transport help lacks {name}: {help}");
+        }
     }
 }

@@ -9,7 +9,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use msgpass::{Channel, Namespace};
 
-use super::options::Common;
+use super::options::{self, Common};
 use super::{endpoint, ADDER_INCREMENT};
 use crate::measure::placement;
 
@@ -19,7 +19,7 @@ use crate::measure::placement;
     name = "dev-adder",
     version,
     about = "The adder server of the QNX devctl benchmark: serves adder/<k> for k = K..K+N-1",
-    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints."
+    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints.\n\nWith -t tcp --listen ADDR:PORT, instance k is served on ADDR:PORT+k instead, for clients on other hosts (client-adder -t tcp --connect ADDR:PORT)."
 )]
 pub struct ServerArgs {
     #[command(flatten)]
@@ -31,15 +31,34 @@ pub struct ServerArgs {
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Serve instance k over TCP on ADDR:PORT+k, reachable from other
+    /// hosts, instead of in the namespace (needs -t tcp).
+    #[arg(long = "listen", value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+}
+
+/// Where the instances are served.
+enum Place {
+    /// In the endpoint namespace.
+    Ns(Namespace),
+    /// Over TCP, instance k on this address's port + k.
+    Tcp(std::net::SocketAddr),
 }
 
 /// Runs the server until SIGINT/SIGTERM (or `stop` is set).
 pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let cpus = args.common.validate()?;
+    let listen = match &args.listen {
+        Some(v) => Some(options::tcp_base("--listen", v, &args.common)?),
+        None => None,
+    };
     if let Some(ppid) = args.die_with_parent {
         die_with_parent(ppid)?;
     }
-    let ns = Namespace::resolve(args.common.ns.as_deref())?;
+    let place = match listen {
+        Some(base) => Place::Tcp(base),
+        None => Place::Ns(Namespace::resolve(args.common.ns.as_deref())?),
+    };
     let transport = msgpass::transport::by_name(&args.common.transport)?;
     let opts = args.common.msgpass_options();
     let (first, n) = (args.common.i, args.common.n);
@@ -47,8 +66,15 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     // once and nothing is left half-started.
     let mut channels = Vec::with_capacity(n as usize);
     for k in first..=first + (n - 1) {
-        let mut ch = Channel::create(&ns, &endpoint(k), &*transport, &opts)
-            .with_context(|| format!("cannot serve {}", endpoint(k)))?;
+        let mut ch = match &place {
+            Place::Ns(ns) => Channel::create(ns, &endpoint(k), &*transport, &opts)
+                .with_context(|| format!("cannot serve {}", endpoint(k)))?,
+            Place::Tcp(base) => {
+                let addr = options::instance_addr(*base, k)?;
+                Channel::listen_tcp(addr, &opts)
+                    .with_context(|| format!("cannot serve {} on tcp {addr}", endpoint(k)))?
+            }
+        };
         if ch.replaced_stale() && !args.quiet {
             eprintln!(
                 "dev-adder: replaced a stale endpoint at {}",
@@ -65,9 +91,17 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
         } else {
             format!("{}..{}", endpoint(first), endpoint(last))
         };
+        let place = match &place {
+            Place::Ns(ns) => format!("in {}", ns.root().display()),
+            Place::Tcp(base) if n == 1 => format!("on {}", options::instance_addr(*base, first)?),
+            Place::Tcp(base) => format!(
+                "on {}..{}",
+                options::instance_addr(*base, first)?,
+                options::instance_addr(*base, last)?.port()
+            ),
+        };
         println!(
-            "dev-adder: serving {range} in {} over {} (pid {})",
-            ns.root().display(),
+            "dev-adder: serving {range} {place} over {} (pid {})",
             transport.name(),
             std::process::id()
         );

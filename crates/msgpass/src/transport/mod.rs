@@ -5,8 +5,9 @@
 //! contract, which `tests/conformance.rs` checks for each of them:
 //!
 //! - requests and replies arrive whole and unmodified, from 0 bytes up to
-//!   [`Options::max_msg`]; a larger message is [`Error::TooLarge`], never
-//!   truncated;
+//!   [`Options::max_msg`] (lowered by a transport that cannot carry that
+//!   much, see [`Transport::max_msg`]); a larger message is
+//!   [`Error::TooLarge`], never truncated;
 //! - an error reply reaches the caller as [`Error::Remote`];
 //! - if the server dies, a client blocked in `call` returns
 //!   [`Error::Disconnected`] within one [`Options::tick`] or so (well under 1 s);
@@ -19,9 +20,15 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+pub mod eventfd;
+pub mod fifo;
 pub mod pipe;
+pub mod posix_mq;
 pub(crate) mod rendezvous;
 pub mod shm;
+pub mod sysv_msg;
+pub mod tcp;
+pub mod udp;
 pub mod uds;
 pub mod uds_pair;
 pub(crate) mod wire;
@@ -101,6 +108,12 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>>;
     /// Connects to the endpoint at `path`.
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>>;
+    /// The largest payload this transport carries when `requested` is
+    /// asked for ([`Options::max_msg`]): most carry any size, a few (udp)
+    /// lower it. Servers enforce it; clients learn it on connecting.
+    fn max_msg(&self, requested: usize) -> usize {
+        requested
+    }
 }
 
 /// Every transport name, in the order tables list them.
@@ -113,6 +126,12 @@ pub const NAMES: &[&str] = &[
     "uds-stream",
     "uds-dgram",
     "pipe",
+    "fifo",
+    "posix-mq",
+    "sysv-msg",
+    "eventfd",
+    "tcp",
+    "udp",
 ];
 
 /// One-line description of each transport, for `--help` texts.
@@ -146,6 +165,30 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "pipe",
         "two anonymous pipes per connection, framed messages",
     ),
+    (
+        "posix-mq",
+        "two POSIX message queues per connection (payloads up to 2 KiB with default limits)",
+    ),
+    (
+        "sysv-msg",
+        "System V message queues: one per channel for requests, one per client for replies",
+    ),
+    (
+        "fifo",
+        "two named pipes (FIFOs) per connection, opened by name, framed messages",
+    ),
+    (
+        "eventfd",
+        "shared-memory message areas, eventfd wake-ups (blocking)",
+    ),
+    (
+        "tcp",
+        "TCP on loopback per connection, TCP_NODELAY, framed messages",
+    ),
+    (
+        "udp",
+        "connected UDP socket pair on loopback, one datagram per message",
+    ),
 ];
 
 /// Looks a transport up by name.
@@ -163,6 +206,24 @@ pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
         "pipe" => Box::new(wire::WireTransport {
             mech: pipe::Pipe,
             name: "pipe",
+        }),
+        "posix-mq" => Box::new(wire::WireTransport {
+            mech: posix_mq::PosixMq,
+            name: "posix-mq",
+        }),
+        "sysv-msg" => Box::new(sysv_msg::SysvMsg),
+        "fifo" => Box::new(wire::WireTransport {
+            mech: fifo::Fifo,
+            name: "fifo",
+        }),
+        "eventfd" => Box::new(wire::WireTransport {
+            mech: eventfd::EventFd,
+            name: "eventfd",
+        }),
+        "tcp" => Box::new(tcp::Tcp),
+        "udp" => Box::new(wire::WireTransport {
+            mech: udp::Udp,
+            name: "udp",
         }),
         "shm" | "shm-hybrid" => Box::new(shm::Shm::new(shm::Wait::Hybrid)),
         "shm-spin" => Box::new(shm::Shm::new(shm::Wait::Spin)),

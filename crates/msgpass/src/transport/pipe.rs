@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 
 use crate::sys;
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{Mechanism, StreamWire};
+use crate::transport::wire::{ConnCtx, Mechanism, StreamWire};
 use crate::transport::Options;
 
 /// Anonymous pipes.
@@ -19,7 +19,11 @@ impl Mechanism for Pipe {
     const FAMILY: Family = Family::Pipe;
     const EOF_ON_DEATH: bool = true;
 
-    fn server_side(&self, _opts: &Options) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
+    fn server_side(
+        &self,
+        _ctx: ConnCtx<'_>,
+        _opts: &Options,
+    ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
         let (c2s_r, c2s_w) = sys::pipe()?;
         let (s2c_r, s2c_w) = sys::pipe()?;
         let wire = StreamWire {

@@ -17,7 +17,8 @@ use crate::transport::Options;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
 const VERSION: u16 = 1;
-const HELLO_LEN: usize = 16;
+/// Length of the hello, before any extra bytes.
+pub(crate) const HELLO_LEN: usize = 16;
 /// Largest transport-specific addition to the hello (queue names, ports).
 pub(crate) const EXTRA_MAX: usize = 1024;
 /// How long a client waits for the hello once connected.
@@ -40,6 +41,7 @@ pub(crate) enum Family {
     Tcp = 10,
     Signal = 11,
     IoUring = 12,
+    Fifo = 13,
 }
 
 /// Every family with the name a user selects it by.
@@ -56,6 +58,7 @@ const FAMILIES: &[(Family, &str)] = &[
     (Family::Tcp, "tcp"),
     (Family::Signal, "signal"),
     (Family::IoUring, "io-uring"),
+    (Family::Fifo, "fifo"),
 ];
 
 impl Family {
@@ -115,12 +118,7 @@ impl Listener {
     pub(crate) fn accept_with(&self, fds: &[BorrowedFd<'_>], extra: &[u8]) -> Result<OwnedFd> {
         assert!(extra.len() <= EXTRA_MAX, "hello extra too long");
         let conn = sys::accept(self.fd.as_fd()).map_err(|e| Error::io("accept", e))?;
-        let mut hello = [0u8; HELLO_LEN];
-        hello[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-        hello[4..6].copy_from_slice(&VERSION.to_le_bytes());
-        hello[6..8].copy_from_slice(&(self.family as u16).to_le_bytes());
-        hello[8..12].copy_from_slice(&(self.max_msg as u32).to_le_bytes());
-        hello[12..16].copy_from_slice(&std::process::id().to_le_bytes());
+        let hello = hello_bytes(self.family, self.max_msg);
         sys::send_parts(conn.as_fd(), &[&hello, extra], fds)
             .map_err(|e| Error::io("send hello", e))?;
         Ok(conn)
@@ -178,36 +176,65 @@ pub(crate) fn connect(
     if got.len == 0 && got.fds.is_empty() {
         return Err(Error::Disconnected);
     }
-    let u32_at =
-        |i: usize| u32::from_le_bytes([hello[i], hello[i + 1], hello[i + 2], hello[i + 3]]);
-    if got.len < HELLO_LEN || got.truncated || u32_at(0) != MAGIC {
+    if got.len < HELLO_LEN || got.truncated {
         return Err(Error::Protocol(format!(
             "{} is not a msgpass endpoint",
             path.display()
+        )));
+    }
+    let (max_msg, pid) = check_hello(&hello, path, family)?;
+    extra.truncate(got.len - HELLO_LEN);
+    let hello = Hello {
+        max_msg,
+        _pid: pid,
+        extra,
+    };
+    Ok((sock, hello, got.fds))
+}
+
+/// The hello a server of `family` sends first: magic, protocol version,
+/// family, maximum message size, pid (all little-endian).
+pub(crate) fn hello_bytes(family: Family, max_msg: usize) -> [u8; HELLO_LEN] {
+    let mut hello = [0u8; HELLO_LEN];
+    hello[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    hello[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    hello[6..8].copy_from_slice(&(family as u16).to_le_bytes());
+    hello[8..12].copy_from_slice(&(max_msg as u32).to_le_bytes());
+    hello[12..16].copy_from_slice(&std::process::id().to_le_bytes());
+    hello
+}
+
+/// Checks the hello a client of `family` received from `peer` (named in
+/// errors): magic, version and family. Returns (max message size, pid).
+pub(crate) fn check_hello(
+    hello: &[u8; HELLO_LEN],
+    peer: &Path,
+    family: Family,
+) -> Result<(usize, u32)> {
+    let u32_at =
+        |i: usize| u32::from_le_bytes([hello[i], hello[i + 1], hello[i + 2], hello[i + 3]]);
+    if u32_at(0) != MAGIC {
+        return Err(Error::Protocol(format!(
+            "{} is not a msgpass endpoint",
+            peer.display()
         )));
     }
     let version = u16::from_le_bytes([hello[4], hello[5]]);
     if version != VERSION {
         return Err(Error::Protocol(format!(
             "{} speaks protocol version {version}, this build speaks {VERSION}",
-            path.display()
+            peer.display()
         )));
     }
     let fam = u16::from_le_bytes([hello[6], hello[7]]);
     if fam != family as u16 {
         return Err(Error::WrongTransport {
-            path: path.to_path_buf(),
+            path: peer.to_path_buf(),
             expected: family.name(),
             found: Family::from_u16(fam),
         });
     }
-    extra.truncate(got.len - HELLO_LEN);
-    let hello = Hello {
-        max_msg: u32_at(8) as usize,
-        _pid: u32_at(12),
-        extra,
-    };
-    Ok((sock, hello, got.fds))
+    Ok((u32_at(8) as usize, u32_at(12)))
 }
 
 fn not_found(path: &Path) -> Error {

@@ -460,10 +460,22 @@ impl ServerChannel for ShmServer {
 
 impl Drop for ShmServer {
     fn drop(&mut self) {
-        // Tell every client at once, rather than after its next tick.
+        // Tell every client at once, rather than after its next tick; but
+        // never over a reply it has not read yet (it learns of the close on
+        // its next call, from the hang-up, within a tick).
         for c in &self.conns {
-            if c.slot.state().swap(CLOSED, SeqCst) & WAITER != 0 {
-                sys::futex_wake(c.slot.state(), 1, true);
+            let st = c.slot.state();
+            let mut s = st.load(SeqCst);
+            while s & MASK != REPLY {
+                match st.compare_exchange(s, CLOSED, SeqCst, SeqCst) {
+                    Ok(_) => {
+                        if s & WAITER != 0 {
+                            sys::futex_wake(st, 1, true);
+                        }
+                        break;
+                    }
+                    Err(now) => s = now,
+                }
             }
         }
     }

@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 
 use crate::sys;
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{DatagramWire, Mechanism, StreamWire};
+use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, StreamWire};
 use crate::transport::Options;
 
 fn one_fd(fds: Vec<OwnedFd>) -> io::Result<OwnedFd> {
@@ -29,7 +29,11 @@ impl Mechanism for UdsStream {
     const FAMILY: Family = Family::UdsStream;
     const EOF_ON_DEATH: bool = true;
 
-    fn server_side(&self, _opts: &Options) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
+    fn server_side(
+        &self,
+        _ctx: ConnCtx<'_>,
+        _opts: &Options,
+    ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
         let (mine, theirs) = sys::socketpair(libc::SOCK_STREAM)?;
         Ok((StreamWire { rx: mine, tx: None }, vec![theirs], Vec::new()))
     }
@@ -56,7 +60,11 @@ impl Mechanism for UdsDgram {
     const FAMILY: Family = Family::UdsDgram;
     const EOF_ON_DEATH: bool = false;
 
-    fn server_side(&self, opts: &Options) -> io::Result<(DatagramWire, Vec<OwnedFd>, Vec<u8>)> {
+    fn server_side(
+        &self,
+        _ctx: ConnCtx<'_>,
+        opts: &Options,
+    ) -> io::Result<(DatagramWire, Vec<OwnedFd>, Vec<u8>)> {
         let (mine, theirs) = sys::socketpair(libc::SOCK_DGRAM)?;
         // A datagram must fit the send buffer whole.
         for fd in [&mine, &theirs] {

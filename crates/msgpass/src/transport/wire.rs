@@ -50,9 +50,22 @@ pub(crate) trait Wire: Send {
     /// `buf` (which holds the channel's maximum). Returns the payload
     /// length, or `None` when the peer closed. A payload longer than `buf`
     /// is an `InvalidData` error. Blocks until a message arrives.
+    ///
+    /// On the server side, a `WouldBlock` error means the wire consumed a
+    /// message of the mechanism's own (a handshake step): there is no
+    /// request, and the connection stays.
     fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>>;
     /// A descriptor that polls readable when a message is waiting.
     fn poll_fd(&self) -> BorrowedFd<'_>;
+}
+
+/// What a mechanism knows about the connection it is making.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnCtx<'a> {
+    /// The endpoint's path (for mechanisms that name things beside it).
+    pub(crate) endpoint: &'a Path,
+    /// A number unique among this server's connections.
+    pub(crate) conn: u64,
 }
 
 /// A mechanism: how to make a connection's two wires.
@@ -63,9 +76,23 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// True when [`Wire::recv`] returns `None` once the peer has died.
     const EOF_ON_DEATH: bool;
+    /// The largest payload this mechanism carries when `requested` is asked
+    /// for (a mechanism with a lower limit lowers it; clients learn it from
+    /// the hello).
+    fn max_msg(&self, requested: usize) -> usize {
+        requested
+    }
+    /// Called once when a server starts on a freshly claimed endpoint,
+    /// before it listens: removes what a dead server of this mechanism may
+    /// have left beside the endpoint.
+    fn clean_stale(&self, _endpoint: &Path) {}
     /// Makes a new connection's objects: the server's wire, the descriptors
     /// and extra hello bytes that let the client make its own.
-    fn server_side(&self, opts: &Options) -> io::Result<(Self::W, Vec<OwnedFd>, Vec<u8>)>;
+    fn server_side(
+        &self,
+        ctx: ConnCtx<'_>,
+        opts: &Options,
+    ) -> io::Result<(Self::W, Vec<OwnedFd>, Vec<u8>)>;
     /// Makes the client's wire from what the server passed.
     fn client_side(&self, fds: Vec<OwnedFd>, extra: &[u8], opts: &Options) -> io::Result<Self::W>;
 }
@@ -82,10 +109,19 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         self.name
     }
 
+    fn max_msg(&self, requested: usize) -> usize {
+        self.mech.max_msg(requested)
+    }
+
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        let mut opts = opts.clone();
+        opts.max_msg = self.mech.max_msg(opts.max_msg);
+        self.mech.clean_stale(path);
         let listener = Listener::bind(path, M::FAMILY, opts.max_msg)?;
         Ok(Box::new(WireServer {
             mech: self.mech.clone(),
+            endpoint: path.to_path_buf(),
+            next_conn: 0,
             pollfds: Vec::new(),
             listener,
             conns: Vec::new(),
@@ -93,7 +129,7 @@ impl<M: Mechanism> Transport for WireTransport<M> {
             len: 0,
             current: None,
             next: 0,
-            opts: opts.clone(),
+            opts,
         }))
     }
 
@@ -121,6 +157,8 @@ struct Conn<W> {
 
 struct WireServer<M: Mechanism> {
     mech: M,
+    endpoint: std::path::PathBuf,
+    next_conn: u64,
     listener: Listener,
     conns: Vec<Conn<M::W>>,
     /// `[listener, (wire, session) for each connection]`, rebuilt when the
@@ -150,7 +188,12 @@ impl<M: Mechanism> WireServer<M> {
 
     /// Makes a connection's objects, then greets the client with them.
     fn accept(&mut self) {
-        let Ok((wire, fds, extra)) = self.mech.server_side(&self.opts) else {
+        self.next_conn += 1;
+        let ctx = ConnCtx {
+            endpoint: &self.endpoint,
+            conn: self.next_conn,
+        };
+        let Ok((wire, fds, extra)) = self.mech.server_side(ctx, &self.opts) else {
             // Cannot make the objects: take the client and hang up on it,
             // so it hears at once instead of timing out.
             drop(self.listener.accept(&[]));
@@ -175,7 +218,8 @@ impl<M: Mechanism> WireServer<M> {
     }
 
     /// Reads the request waiting on connection `i`; `None` when the
-    /// connection turned out dead or broken (and was dropped).
+    /// connection turned out dead or broken (and was dropped), or when what
+    /// was waiting was a handshake step of the mechanism (kept).
     fn read_request(&mut self, i: usize) -> Option<Incoming> {
         let mut h = [0u8; HEAD];
         match self.conns[i].wire.recv(&mut h, &mut self.buf) {
@@ -189,6 +233,8 @@ impl<M: Mechanism> WireServer<M> {
                 self.len = len;
                 Some(Incoming { cmd, len })
             }
+            // A handshake step of the mechanism: no request yet.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
             Ok(None) | Err(_) => {
                 self.drop_conn(i);
                 None

@@ -63,6 +63,7 @@ pub struct TestNs {
     pub ns: Namespace,
     dir: PathBuf,
     shm_before: BTreeSet<OsString>,
+    mq_before: Option<BTreeSet<OsString>>,
     finished: bool,
 }
 
@@ -89,12 +90,14 @@ pub fn fresh_path(tag: &str) -> PathBuf {
 impl TestNs {
     pub fn new() -> TestNs {
         let shm_before = shm_entries();
+        let mq_before = mqueue_entries();
         let dir = fresh_path("ns");
         let ns = Namespace::open(&dir).expect("open a fresh namespace");
         TestNs {
             ns,
             dir,
             shm_before,
+            mq_before,
             finished: false,
         }
     }
@@ -116,6 +119,10 @@ impl TestNs {
         );
         let new = new_shm_entries(&self.shm_before);
         assert!(new.is_empty(), "/dev/shm gained entries: {new:?}");
+        if let Some(before) = &self.mq_before {
+            let new = new_mqueue_entries(before);
+            assert!(new.is_empty(), "POSIX message queues left behind: {new:?}");
+        }
     }
 }
 
@@ -155,6 +162,97 @@ fn shm_entries() -> BTreeSet<OsString> {
     fs::read_dir("/dev/shm")
         .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default()
+}
+
+/// The `msgbench.*` names in the POSIX message queue filesystem, or `None`
+/// when it cannot be listed. Uses /dev/mqueue when it is mounted; else
+/// `ls` runs in a private mount namespace with an mqueue filesystem mounted
+/// over a scratch directory (which needs CAP_SYS_ADMIN; nothing changes
+/// outside that namespace, and it shows this IPC namespace's queues).
+pub fn mqueue_entries() -> Option<BTreeSet<OsString>> {
+    let keep = |names: BTreeSet<OsString>| -> BTreeSet<OsString> {
+        names
+            .into_iter()
+            .filter(|n| n.to_string_lossy().starts_with("msgbench."))
+            .collect()
+    };
+    let mounted = fs::read_to_string("/proc/self/mounts")
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split(' ').nth(1) == Some("/dev/mqueue"))
+        })
+        .unwrap_or(false);
+    if mounted {
+        let rd = fs::read_dir("/dev/mqueue").ok()?;
+        return Some(keep(rd.flatten().map(|e| e.file_name()).collect()));
+    }
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = fresh_path("mq");
+    fs::create_dir(&dir).ok()?;
+    let target = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut cmd = Command::new("ls");
+    cmd.arg("-1A")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: between fork and exec the closure only makes system calls
+    // (unshare, mount) on memory prepared before the fork; it allocates
+    // nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let none = c"none".as_ptr();
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    none,
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0
+                || libc::mount(
+                    none,
+                    target.as_ptr(),
+                    c"mqueue".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output();
+    let _ = fs::remove_dir(&dir);
+    let out = out.ok().filter(|o| o.status.success())?;
+    Some(keep(
+        out.stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| std::ffi::OsStr::from_bytes(l).to_os_string())
+            .collect(),
+    ))
+}
+
+/// `msgbench.*` message queues not there before and still there after a
+/// short settle (names live a few microseconds while a connection is made).
+fn new_mqueue_entries(before: &BTreeSet<OsString>) -> Vec<OsString> {
+    let new = |now: Option<BTreeSet<OsString>>| -> BTreeSet<OsString> {
+        now.unwrap_or_default()
+            .difference(before)
+            .cloned()
+            .collect()
+    };
+    let first = new(mqueue_entries());
+    if first.is_empty() {
+        return Vec::new();
+    }
+    thread::sleep(Duration::from_millis(200));
+    first
+        .intersection(&new(mqueue_entries()))
+        .cloned()
+        .collect()
 }
 
 /// Entries of /dev/shm that were not there before and still are, after a
@@ -384,7 +482,8 @@ impl Server {
                     }),
                     release: Some(rel_rx),
                 };
-                serve(&mut chan, MAX, &mut hooks)
+                let max = chan.max_msg();
+                serve(&mut chan, max, &mut hooks)
             })
             .expect("spawn server thread");
         Server {

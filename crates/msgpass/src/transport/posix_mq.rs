@@ -1,0 +1,207 @@
+//! `posix-mq`: two POSIX message queues per connection, one each way,
+//! one message per request or reply (8-byte wire header, then payload).
+//!
+//! **Names.** The server creates each queue under a unique name
+//! (`/msgbench.<pid>.<seq>.c2s` / `.s2c`), opens both of its ends at once
+//! (its own, and the client's), unlinks the name, and passes the client's
+//! ends through the rendezvous with SCM_RIGHTS (on Linux a queue descriptor
+//! is an ordinary file descriptor). A name therefore lives for a few
+//! microseconds inside `server_side`, never across a blocking call: nothing
+//! is left in the mqueue filesystem by a crash, except in the unlikely case
+//! of a SIGKILL landing inside that window.
+//!
+//! **Sizes.** Each queue holds one message (`mq_maxmsg = 1`: the protocol
+//! is synchronous, so one message per direction is ever in flight) of
+//! `header + max payload` bytes. Two limits lower the payload below the
+//! requested [`Options::max_msg`]:
+//! - `/proc/sys/fs/mqueue/msgsize_max` (8192 by default), honoured even
+//!   by a process with CAP_SYS_RESOURCE, which could exceed it;
+//! - the per-user `RLIMIT_MSGQUEUE` (819200 bytes by default), which every
+//!   queue of the user is charged against, root included, for its whole
+//!   capacity. The payload is the largest power of two that lets the user
+//!   hold [`CONNECTIONS_BUDGET`] connections within it: 2048 bytes with the
+//!   defaults. (With 8184-byte payloads a user could hold only 49
+//!   connections at once, across all its processes.)
+//!
+//! Independently, `/proc/sys/fs/mqueue/queues_max` (256 by default) caps
+//! the queues of all users together, so at most 128 connections exist at
+//! once (without CAP_SYS_RESOURCE). A server that cannot make a
+//! connection's queues hangs up on that client, which is told so.
+//!
+//! Clients learn the maximum from the hello. A queue is pollable, so the
+//! wire framework multiplexes clients with poll; a queue does not report
+//! a dead peer, so the rendezvous session socket does.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sys;
+use crate::transport::rendezvous::Family;
+use crate::transport::wire::{ConnCtx, Mechanism, Wire, HEAD};
+use crate::transport::Options;
+
+/// How many connections (two queues each) one user must be able to hold at
+/// once within its `RLIMIT_MSGQUEUE`; the payload maximum shrinks to fit.
+pub const CONNECTIONS_BUDGET: u64 = 128;
+
+/// What the kernel charges a one-message queue beyond the message itself
+/// (a message pointer and a priority-tree node: 56 bytes on 64-bit), with
+/// some slack.
+const QUEUE_OVERHEAD: u64 = 64;
+
+/// The payload maximum never drops below this, whatever the budget says
+/// (fewer connections then fit).
+const MIN_PAYLOAD: usize = 1024;
+
+/// `/proc/sys/fs/mqueue/msgsize_max`, or the kernel's default if unreadable.
+fn kernel_msgsize_max() -> usize {
+    std::fs::read_to_string("/proc/sys/fs/mqueue/msgsize_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(8192)
+}
+
+/// Largest payload a queue may carry here (see the module documentation).
+fn payload_limit() -> usize {
+    let mut limit = kernel_msgsize_max().saturating_sub(HEAD);
+    if let Ok(Some(bytes)) = sys::soft_rlimit(libc::RLIMIT_MSGQUEUE) {
+        let per_queue = (bytes / (2 * CONNECTIONS_BUDGET)).saturating_sub(QUEUE_OVERHEAD);
+        let fits = (per_queue as usize).saturating_sub(HEAD);
+        let pow2 = if fits == 0 {
+            0
+        } else {
+            1usize << (usize::BITS - 1 - fits.leading_zeros())
+        };
+        limit = limit.min(pow2.max(MIN_PAYLOAD));
+    }
+    limit
+}
+
+/// Makes names unique within this process.
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Creates a one-message queue of `msgsize` bytes and returns (read end,
+/// write end); the write end is non-blocking. The name is unlinked before
+/// this returns, whatever happens.
+fn make_queue(dir: &str, msgsize: usize) -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut tries = 0;
+    let (name, rx) = loop {
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let name = CString::new(format!("/msgbench.{}.{seq}.{dir}", std::process::id()))
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "queue name has a NUL"))?;
+        match sys::mq_open(&name, libc::O_RDONLY, Some((1, msgsize))) {
+            Ok(rx) => break (name, rx),
+            // Left by a dead process that had our pid: not ours to remove
+            // (another IPC-sharing pid namespace could be using it); skip.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let tx = sys::mq_open(&name, libc::O_WRONLY | libc::O_NONBLOCK, None);
+    let unlinked = sys::mq_unlink(&name);
+    let tx = tx?;
+    unlinked?;
+    Ok((rx, tx))
+}
+
+/// POSIX message queues.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PosixMq;
+
+/// One end of a connection: the queue it reads and the queue it writes.
+pub(crate) struct MqWire {
+    rx: OwnedFd,
+    /// Non-blocking: a full queue means the peer stopped reading.
+    tx: OwnedFd,
+    /// One whole message (header + payload), the queues' message size.
+    scratch: Vec<u8>,
+}
+
+impl Wire for MqWire {
+    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        let n = HEAD + data.len();
+        if n > self.scratch.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "message longer than the queue's message size",
+            ));
+        }
+        self.scratch[..HEAD].copy_from_slice(head);
+        self.scratch[HEAD..n].copy_from_slice(data);
+        match sys::mq_send(self.tx.as_fd(), &self.scratch[..n]) {
+            // The protocol is synchronous: the queue's one slot is free
+            // unless the peer stopped reading, which means it is gone.
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                Err(io::Error::from_raw_os_error(libc::EPIPE))
+            }
+            r => r,
+        }
+    }
+
+    fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let n = sys::mq_receive(self.rx.as_fd(), &mut self.scratch)?;
+        if n < HEAD {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "short message"));
+        }
+        let len = n - HEAD;
+        if len > buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "message longer than the channel maximum",
+            ));
+        }
+        head.copy_from_slice(&self.scratch[..HEAD]);
+        buf[..len].copy_from_slice(&self.scratch[HEAD..n]);
+        Ok(Some(len))
+    }
+
+    fn poll_fd(&self) -> BorrowedFd<'_> {
+        self.rx.as_fd()
+    }
+}
+
+impl Mechanism for PosixMq {
+    type W = MqWire;
+    const FAMILY: Family = Family::PosixMq;
+    const EOF_ON_DEATH: bool = false;
+
+    fn max_msg(&self, requested: usize) -> usize {
+        requested.min(payload_limit())
+    }
+
+    fn server_side(
+        &self,
+        _ctx: ConnCtx<'_>,
+        opts: &Options,
+    ) -> io::Result<(MqWire, Vec<OwnedFd>, Vec<u8>)> {
+        let msgsize = HEAD + opts.max_msg;
+        let (c2s_r, c2s_w) = make_queue("c2s", msgsize)?;
+        let (s2c_r, s2c_w) = make_queue("s2c", msgsize)?;
+        let wire = MqWire {
+            rx: c2s_r,
+            tx: s2c_w,
+            scratch: vec![0; msgsize],
+        };
+        Ok((wire, vec![c2s_w, s2c_r], Vec::new()))
+    }
+
+    fn client_side(&self, fds: Vec<OwnedFd>, _extra: &[u8], _opts: &Options) -> io::Result<MqWire> {
+        if fds.is_empty() {
+            return Err(io::Error::other(
+                "the server could not create this connection's queues \
+                 (RLIMIT_MSGQUEUE or fs.mqueue.queues_max exhausted?)",
+            ));
+        }
+        let [c2s_w, s2c_r]: [OwnedFd; 2] = fds
+            .try_into()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 2 queues"))?;
+        let msgsize = sys::mq_msgsize(s2c_r.as_fd())?;
+        Ok(MqWire {
+            rx: s2c_r,
+            tx: c2s_w,
+            scratch: vec![0; msgsize],
+        })
+    }
+}

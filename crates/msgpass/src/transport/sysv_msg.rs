@@ -1,0 +1,698 @@
+//! `sysv-msg`: System V message queues.
+//!
+//! **Queues.** One request queue per channel, one reply queue per
+//! connection, all `IPC_PRIVATE`, mode 0600. A client sends its request
+//! (8-byte wire header, then payload) to the request queue with its
+//! connection's number as the message type; the server blocks in one
+//! `msgrcv` for any type, so requests from all clients are served in
+//! arrival order without polling, and it replies on that connection's
+//! reply queue, where the client blocks in `msgrcv`. A round trip is two
+//! `msgsnd` and two `msgrcv`, as in a hand-written System V server. The
+//! queue ids and the connection's type reach the client in the hello's
+//! extra bytes.
+//!
+//! **Sizes.** A message's text is at most `kernel.msgmax` (8192 bytes by
+//! default), and must fit a queue (`kernel.msgmnb`, 16384): the payload
+//! maximum is the smaller of the two, less the header (8184 by default).
+//! (`msgmax` binds everybody; only `msgmnb` could be exceeded, with
+//! CAP_SYS_RESOURCE, and is honoured anyway.)
+//! Clients learn the maximum from the hello. A request queue holds
+//! `msgmnb` bytes for all clients together: when it is full a client
+//! retries its send with a short sleep (50 us, doubling up to 1 ms), which
+//! only happens when several large requests are queued at once.
+//!
+//! **No descriptor to poll.** A queue cannot be polled, so each side has a
+//! helper thread:
+//! - the server's *ticker* polls the listening socket (new clients) with a
+//!   timeout of one [`Options::tick`], and wakes the server blocked in
+//!   `msgrcv` with an empty message of type 1 in the request queue; the
+//!   server then accepts, checks its clients' session sockets (a hang-up
+//!   drops the connection and removes its queue) and its stop flag. Cost:
+//!   one thread per channel, woken at most once per tick while idle, plus
+//!   one wake-up per burst of new connections; nothing per request.
+//! - each client's *watchdog* blocks in poll on the rendezvous session
+//!   socket; on hang-up (the server died or dropped the connection) it
+//!   marks the connection dead and removes its reply queue, which makes a
+//!   `msgrcv` blocked on it return `EIDRM` at once. Cost: one mostly
+//!   sleeping thread per connection, nothing per call.
+//!
+//! **No leaks.** The server removes a connection's queue when it drops the
+//! connection, and every queue when the channel is dropped; a client
+//! removes its reply queue when it is dropped or sees the server die. The
+//! server keeps a record of its live queues (id and creation time) beside
+//! its endpoint, in `<endpoint>.msq.lock.lock` (a name no endpoint, lock
+//! file or directory can take, since names ending in `.lock` are
+//! reserved); a server claiming the endpoint after a crash removes the
+//! recorded queues that still exist with the same creator and creation
+//! time, then the record. Only a crash between `msgget` and the record's
+//! update (microseconds) could leak a queue.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::sys::{self, MsgBuf, MsgQueueStamp};
+use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::wire::{head, parse_head, HEAD};
+use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+
+/// Type of the ticker's wake-up messages in a request queue (connections
+/// use 2 and up).
+const MTYPE_WAKE: libc::c_long = 1;
+/// Type of replies in a reply queue.
+const MTYPE_REPLY: libc::c_long = 1;
+/// Length of the hello's extra bytes: request queue id (i32), reply queue
+/// id (i32), the connection's message type (a `long`), little-endian.
+const EXTRA_LEN: usize = 16;
+// The hello carries a message type in 8 bytes.
+const _: () = assert!(std::mem::size_of::<libc::c_long>() == 8);
+/// First line of a queue record.
+const RECORD_HEADER: &str = "msgpass sysv-msg queues: id ctime";
+
+/// Reads an integer from a `/proc/sys` file.
+fn proc_usize(path: &str) -> Option<usize> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Largest message text a queue takes here: `min(msgmax, msgmnb)`.
+fn text_limit() -> usize {
+    let msgmax = proc_usize("/proc/sys/kernel/msgmax").unwrap_or(8192);
+    let msgmnb = proc_usize("/proc/sys/kernel/msgmnb").unwrap_or(16384);
+    msgmax.min(msgmnb)
+}
+
+/// System V message queues.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SysvMsg;
+
+impl Transport for SysvMsg {
+    fn name(&self) -> &'static str {
+        "sysv-msg"
+    }
+
+    fn max_msg(&self, requested: usize) -> usize {
+        requested.min(text_limit().saturating_sub(HEAD))
+    }
+
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        clean_stale(path);
+        let max_msg = self.max_msg(opts.max_msg);
+        let (req_q, req_stamp) =
+            new_queue().map_err(|e| Error::io("sysv-msg: create the request queue", e))?;
+        let record = match Record::create(path).and_then(|r| {
+            r.write(&[(req_q, req_stamp)])?;
+            Ok(r)
+        }) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = sys::msg_remove(req_q);
+                return Err(Error::io("sysv-msg: write the queue record", e));
+            }
+        };
+        let listener = match Listener::bind(path, Family::SysvMsg, max_msg) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = sys::msg_remove(req_q);
+                return Err(e);
+            }
+        };
+        let mut server = SysvServer {
+            listener,
+            req_q,
+            req_stamp,
+            record,
+            conns: Vec::new(),
+            next_mtype: MTYPE_WAKE + 1,
+            buf: MsgBuf::new(HEAD + max_msg),
+            len: 0,
+            current: None,
+            max_msg,
+            shared: Arc::new(Shared::default()),
+            kick: None,
+            ticker: None,
+        };
+        // From here on, dropping `server` removes the queues.
+        let kick = Arc::new(sys::eventfd().map_err(|e| Error::io("sysv-msg: eventfd", e))?);
+        let listen = server
+            .listener
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io("sysv-msg: dup the listener", e))?;
+        let ticker = Ticker {
+            listener: listen,
+            kick: Arc::clone(&kick),
+            shared: Arc::clone(&server.shared),
+            req_q,
+            tick: opts.tick,
+        };
+        server.ticker = Some(
+            std::thread::Builder::new()
+                .name("msgpass-sysv-tick".into())
+                .spawn(move || ticker.run())
+                .map_err(|e| Error::io("sysv-msg: start the ticker thread", e))?,
+        );
+        server.kick = Some(kick);
+        Ok(Box::new(server))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        let (sock, hello, _fds) = rendezvous::connect(path, Family::SysvMsg, opts)?;
+        let extra: [u8; EXTRA_LEN] = hello.extra.as_slice().try_into().map_err(|_| {
+            Error::Protocol(format!(
+                "{}: the server could not create this connection's queue",
+                path.display()
+            ))
+        })?;
+        let i32_at =
+            |i: usize| i32::from_le_bytes([extra[i], extra[i + 1], extra[i + 2], extra[i + 3]]);
+        let req_q = i32_at(0);
+        let reply_q = i32_at(4);
+        let mtype = libc::c_long::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
+        let dead = Arc::new(AtomicBool::new(false));
+        let (stop_r, stop_w) = sys::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
+        let watchdog = Watchdog {
+            sock,
+            stop: stop_r,
+            dead: Arc::clone(&dead),
+            reply_q,
+        };
+        let handle = match std::thread::Builder::new()
+            .name("msgpass-sysv-watch".into())
+            .spawn(move || watchdog.run())
+        {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = sys::msg_remove(reply_q);
+                return Err(Error::io("sysv-msg: start the watchdog thread", e));
+            }
+        };
+        Ok(Box::new(SysvClient {
+            req_q,
+            reply_q,
+            mtype,
+            buf: MsgBuf::new(HEAD + hello.max_msg),
+            max_msg: hello.max_msg,
+            dead,
+            stop: Some(stop_w),
+            watchdog: Some(handle),
+        }))
+    }
+}
+
+/// Creates a private queue and reads its stamp.
+fn new_queue() -> io::Result<(libc::c_int, MsgQueueStamp)> {
+    let id = sys::msgget_private()?;
+    match sys::msg_stamp(id) {
+        Ok(st) => Ok((id, st)),
+        Err(e) => {
+            let _ = sys::msg_remove(id);
+            Err(e)
+        }
+    }
+}
+
+/// The record of a server's live queues, beside its endpoint; removed on
+/// drop.
+struct Record {
+    file: File,
+    path: PathBuf,
+}
+
+fn record_path(endpoint: &Path) -> PathBuf {
+    let mut p = endpoint.as_os_str().to_owned();
+    p.push(".msq.lock.lock");
+    PathBuf::from(p)
+}
+
+impl Record {
+    fn create(endpoint: &Path) -> io::Result<Record> {
+        let path = record_path(endpoint);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)?;
+        Ok(Record { file, path })
+    }
+
+    /// Replaces the record's content with `queues`.
+    fn write(&self, queues: &[(libc::c_int, MsgQueueStamp)]) -> io::Result<()> {
+        let mut s = format!("{RECORD_HEADER}\n");
+        for (id, st) in queues {
+            s.push_str(&format!("{id} {}\n", st.ctime));
+        }
+        // Overwrite, then cut: a crash in between leaves old lines after
+        // the new ones, which the cleanup validates like any other.
+        self.file.write_all_at(s.as_bytes(), 0)?;
+        self.file.set_len(s.len() as u64)
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Removes the queues that a dead server of `endpoint` recorded and that
+/// still exist with the recorded creation time, created by us with mode
+/// 0600; then the record. The caller holds the endpoint's claim, so no
+/// live server owns the record.
+pub(crate) fn clean_stale(endpoint: &Path) {
+    let path = record_path(endpoint);
+    let Ok(mut f) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+    else {
+        return;
+    };
+    let mut text = String::new();
+    if f.read_to_string(&mut text).is_ok() && text.starts_with(RECORD_HEADER) {
+        let me = sys::euid();
+        for line in text.lines().skip(1) {
+            let mut w = line.split_whitespace();
+            let (Some(Ok(id)), Some(Ok(ctime))) = (
+                w.next().map(str::parse::<libc::c_int>),
+                w.next().map(str::parse::<i64>),
+            ) else {
+                continue;
+            };
+            match sys::msg_stamp(id) {
+                Ok(st) if st.cuid == me && st.mode == 0o600 && st.ctime == ctime => {
+                    let _ = sys::msg_remove(id);
+                }
+                _ => {}
+            }
+        }
+    }
+    let _ = fs::remove_file(&path);
+}
+
+/// Flags the ticker and the server share.
+#[derive(Default)]
+struct Shared {
+    /// The ticker asks the server to accept and check its clients.
+    attention: AtomicBool,
+    /// A wake-up message is in the request queue.
+    wake_sent: AtomicBool,
+    /// The channel is being dropped.
+    shutdown: AtomicBool,
+}
+
+fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// The server's helper thread (see the module documentation).
+struct Ticker {
+    /// A duplicate of the listening socket.
+    listener: OwnedFd,
+    /// Written by the server after it handled a wake-up, and on drop.
+    kick: Arc<OwnedFd>,
+    shared: Arc<Shared>,
+    req_q: libc::c_int,
+    tick: Duration,
+}
+
+impl Ticker {
+    fn run(self) {
+        let mut wake = MsgBuf::new(0);
+        wake.set_mtype(MTYPE_WAKE);
+        loop {
+            // While a request for attention is pending, the listener stays
+            // readable: watch only for the server's answer, or a tick.
+            let watch_listener = !self.shared.attention.load(Ordering::Acquire);
+            let mut p = [pollfd(self.kick.as_fd()), pollfd(self.listener.as_fd())];
+            let n = if watch_listener { 2 } else { 1 };
+            let ready = match sys::poll(&mut p[..n], Some(self.tick)) {
+                Ok(r) => r,
+                Err(_) => {
+                    std::thread::sleep(self.tick);
+                    0
+                }
+            };
+            if p[0].revents != 0 {
+                let _ = sys::eventfd_read(self.kick.as_fd());
+            }
+            if self.shared.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            let newcomer = watch_listener && p[1].revents != 0;
+            if newcomer || ready == 0 {
+                self.shared.attention.store(true, Ordering::Release);
+                if !self.shared.wake_sent.swap(true, Ordering::AcqRel)
+                    && sys::msgsnd(self.req_q, &wake, 0, libc::IPC_NOWAIT).is_err()
+                {
+                    // Full: the server has requests to read and sees the
+                    // attention flag on its next receive anyway.
+                    self.shared.wake_sent.store(false, Ordering::Release);
+                }
+            }
+        }
+    }
+}
+
+struct Conn {
+    /// The message type of this connection's requests.
+    mtype: libc::c_long,
+    reply_q: libc::c_int,
+    stamp: MsgQueueStamp,
+    /// The rendezvous session: its hang-up means the client is gone.
+    sock: OwnedFd,
+}
+
+struct SysvServer {
+    listener: Listener,
+    req_q: libc::c_int,
+    req_stamp: MsgQueueStamp,
+    record: Record,
+    conns: Vec<Conn>,
+    next_mtype: libc::c_long,
+    /// The request last received (and the reply being sent).
+    buf: MsgBuf,
+    len: usize,
+    current: Option<usize>,
+    max_msg: usize,
+    shared: Arc<Shared>,
+    kick: Option<Arc<OwnedFd>>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl SysvServer {
+    /// Rewrites the queue record; a failure only weakens crash cleanup.
+    fn save_record(&self, extra: Option<(libc::c_int, MsgQueueStamp)>) {
+        let mut q = vec![(self.req_q, self.req_stamp)];
+        q.extend(self.conns.iter().map(|c| (c.reply_q, c.stamp)));
+        q.extend(extra);
+        let _ = self.record.write(&q);
+    }
+
+    fn drop_conn(&mut self, i: usize) {
+        let c = self.conns.swap_remove(i);
+        let _ = sys::msg_remove(c.reply_q);
+        self.current = None;
+        self.save_record(None);
+    }
+
+    /// Accepts one client: makes its reply queue and greets it.
+    fn accept(&mut self) {
+        let Ok((reply_q, stamp)) = new_queue() else {
+            // Take the client and hang up: it hears at once.
+            drop(self.listener.accept(&[]));
+            return;
+        };
+        self.save_record(Some((reply_q, stamp)));
+        let mtype = self.next_mtype;
+        self.next_mtype += 1;
+        let mut extra = [0u8; EXTRA_LEN];
+        extra[0..4].copy_from_slice(&self.req_q.to_le_bytes());
+        extra[4..8].copy_from_slice(&reply_q.to_le_bytes());
+        extra[8..16].copy_from_slice(&mtype.to_le_bytes());
+        match self.listener.accept_with(&[], &extra) {
+            Ok(sock) => self.conns.push(Conn {
+                mtype,
+                reply_q,
+                stamp,
+                sock,
+            }),
+            Err(_) => {
+                let _ = sys::msg_remove(reply_q);
+                self.save_record(None);
+            }
+        }
+    }
+
+    /// Accepts every waiting client and drops those whose session hung up.
+    fn housekeeping(&mut self) {
+        loop {
+            let mut p = [pollfd(self.listener.as_fd())];
+            match sys::poll(&mut p, Some(Duration::ZERO)) {
+                Ok(1) => self.accept(),
+                _ => break,
+            }
+        }
+        let mut p: Vec<libc::pollfd> = self.conns.iter().map(|c| pollfd(c.sock.as_fd())).collect();
+        if matches!(sys::poll(&mut p, Some(Duration::ZERO)), Ok(n) if n > 0) {
+            // Highest index first, so swap_remove keeps lower indices valid.
+            for i in (0..p.len()).rev() {
+                if p[i].revents != 0 {
+                    self.drop_conn(i);
+                }
+            }
+        }
+    }
+}
+
+impl ServerChannel for SysvServer {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.current = None;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            if self.shared.attention.swap(false, Ordering::AcqRel) {
+                self.housekeeping();
+                if let Some(k) = &self.kick {
+                    let _ = sys::eventfd_write(k.as_fd(), 1);
+                }
+            }
+            let n = match sys::msgrcv(self.req_q, &mut self.buf, 0, libc::MSG_NOERROR) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io("sysv-msg: receive a request", e)),
+            };
+            let t = self.buf.mtype();
+            if t == MTYPE_WAKE {
+                self.shared.wake_sent.store(false, Ordering::Release);
+                continue;
+            }
+            // A request from a connection already dropped is discarded.
+            let Some(i) = self.conns.iter().position(|c| c.mtype == t) else {
+                continue;
+            };
+            if n < HEAD {
+                self.drop_conn(i);
+                continue;
+            }
+            let h: [u8; HEAD] = self.buf.text()[..HEAD].try_into().expect("header");
+            let (cmd, len) = parse_head(&h);
+            if len != n - HEAD {
+                // Malformed, or truncated by MSG_NOERROR: over the maximum.
+                self.drop_conn(i);
+                continue;
+            }
+            self.current = Some(i);
+            self.len = len;
+            return Ok(Some(Incoming { cmd, len }));
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf.text()[HEAD..HEAD + self.len]
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let Some(i) = self.current.take() else {
+            return Err(Error::Protocol("reply without a request".into()));
+        };
+        let (code, data) = match status {
+            Status::Ok => (0u32, data),
+            Status::Err(c) => (c as u32, &[][..]),
+        };
+        if data.len() > self.max_msg {
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.max_msg,
+            });
+        }
+        self.buf.set_mtype(MTYPE_REPLY);
+        let text = self.buf.text_mut();
+        text[..HEAD].copy_from_slice(&head(code, data.len()));
+        text[HEAD..HEAD + data.len()].copy_from_slice(data);
+        // The reply queue is empty (the client sent its request after
+        // taking its last reply): a failure means the client is gone.
+        if sys::msgsnd(
+            self.conns[i].reply_q,
+            &self.buf,
+            HEAD + data.len(),
+            libc::IPC_NOWAIT,
+        )
+        .is_err()
+        {
+            self.drop_conn(i);
+        }
+        Ok(())
+    }
+
+    fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+impl Drop for SysvServer {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        if let Some(k) = &self.kick {
+            let _ = sys::eventfd_write(k.as_fd(), 1);
+        }
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+        // Live clients' reply queues are theirs to remove: one may still
+        // hold the reply to its last call. (Their watchdogs remove them at
+        // once when nothing is waiting.)
+        let _ = sys::msg_remove(self.req_q);
+        // The record file goes with `self.record`.
+    }
+}
+
+/// A client's helper thread (see the module documentation).
+struct Watchdog {
+    /// The rendezvous session; closed when the watchdog ends.
+    sock: OwnedFd,
+    /// Hangs up when the client is dropped.
+    stop: OwnedFd,
+    dead: Arc<AtomicBool>,
+    reply_q: libc::c_int,
+}
+
+impl Watchdog {
+    fn run(self) {
+        loop {
+            let mut p = [pollfd(self.sock.as_fd()), pollfd(self.stop.as_fd())];
+            if sys::poll(&mut p, None).is_err() {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            if p[1].revents != 0 {
+                return;
+            }
+            if p[0].revents != 0 {
+                // Mark first: a call that sees the queue gone finds the flag.
+                self.dead.store(true, Ordering::Release);
+                // A server sends its last reply before it hangs up: if that
+                // reply is waiting, leave it for the client to read (its
+                // next call sees the flag); otherwise remove the queue,
+                // which ends a blocked receive at once.
+                if !sys::msg_count(self.reply_q).is_ok_and(|n| n > 0) {
+                    let _ = sys::msg_remove(self.reply_q);
+                }
+                return;
+            }
+        }
+    }
+}
+
+struct SysvClient {
+    req_q: libc::c_int,
+    reply_q: libc::c_int,
+    mtype: libc::c_long,
+    buf: MsgBuf,
+    max_msg: usize,
+    dead: Arc<AtomicBool>,
+    /// Dropping it stops the watchdog.
+    stop: Option<OwnedFd>,
+    watchdog: Option<JoinHandle<()>>,
+}
+
+/// True for the errors a removed queue gives.
+fn queue_gone(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EIDRM | libc::EINVAL))
+}
+
+impl ClientConnection for SysvClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if self.dead.load(Ordering::Acquire) {
+            return Err(Error::Disconnected);
+        }
+        if req.len() > self.max_msg {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.max_msg,
+            });
+        }
+        self.buf.set_mtype(self.mtype);
+        let text = self.buf.text_mut();
+        text[..HEAD].copy_from_slice(&head(cmd, req.len()));
+        text[HEAD..HEAD + req.len()].copy_from_slice(req);
+        let mut backoff = Duration::from_micros(50);
+        loop {
+            match sys::msgsnd(self.req_q, &self.buf, HEAD + req.len(), libc::IPC_NOWAIT) {
+                Ok(()) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if self.dead.load(Ordering::Acquire) {
+                        return Err(Error::Disconnected);
+                    }
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(1));
+                }
+                Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
+                Err(e) => return Err(Error::io("sysv-msg: send request", e)),
+            }
+        }
+        let n = loop {
+            match sys::msgrcv(self.reply_q, &mut self.buf, 0, libc::MSG_NOERROR) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    if self.dead.load(Ordering::Acquire) {
+                        return Err(Error::Disconnected);
+                    }
+                }
+                Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
+                Err(e) => return Err(Error::io("sysv-msg: receive reply", e)),
+            }
+        };
+        if n < HEAD {
+            return Err(Error::Protocol(format!("reply of {n} bytes, no header")));
+        }
+        let h: [u8; HEAD] = self.buf.text()[..HEAD].try_into().expect("header");
+        let (status, len) = parse_head(&h);
+        if len != n - HEAD {
+            return Err(Error::Protocol(format!(
+                "reply header says {len} bytes, got {}",
+                n - HEAD
+            )));
+        }
+        if status != 0 {
+            return Err(Error::Remote {
+                code: status as i32,
+            });
+        }
+        if len > reply.len() {
+            return Err(Error::ReplyTooLarge {
+                len,
+                cap: reply.len(),
+            });
+        }
+        reply[..len].copy_from_slice(&self.buf.text()[HEAD..n]);
+        Ok(len)
+    }
+
+    fn max_msg(&self) -> usize {
+        self.max_msg
+    }
+}
+
+impl Drop for SysvClient {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+        let _ = sys::msg_remove(self.reply_q);
+    }
+}

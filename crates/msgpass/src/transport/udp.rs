@@ -1,0 +1,82 @@
+//! `udp`: per connection, a connected pair of UDP sockets on 127.0.0.1
+//! (each bound to an ephemeral port and connected to the other), made by
+//! the server, one of them passed to the client through the rendezvous.
+//! One message per datagram.
+//!
+//! UDP on loopback does not drop or reorder in practice when the socket
+//! buffers hold a whole message, which they are sized to; but a datagram
+//! cannot exceed 65507 bytes, so the channel maximum is lowered to fit
+//! payload plus header. A datagram socket is not told that its peer
+//! closed, so the rendezvous session socket watches for a dead peer.
+
+use std::io;
+use std::net::{Ipv4Addr, UdpSocket};
+use std::os::fd::OwnedFd;
+
+use crate::sys;
+use crate::transport::rendezvous::Family;
+use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, HEAD};
+use crate::transport::Options;
+
+/// Largest UDP payload over IPv4: 65535 - 20 (IP header) - 8 (UDP header).
+const DATAGRAM_MAX: usize = 65507;
+
+/// A connected pair of UDP sockets on loopback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Udp;
+
+/// Discards datagrams queued on `s` before it was connected (a stray
+/// sender could have reached its port between bind and connect).
+fn drain(s: &UdpSocket) -> io::Result<()> {
+    s.set_nonblocking(true)?;
+    let mut scratch = [0u8; 1];
+    while s.recv(&mut scratch).is_ok() {}
+    s.set_nonblocking(false)
+}
+
+impl Mechanism for Udp {
+    type W = DatagramWire;
+    const FAMILY: Family = Family::Udp;
+    const EOF_ON_DEATH: bool = false;
+
+    fn max_msg(&self, requested: usize) -> usize {
+        requested.min(DATAGRAM_MAX - HEAD)
+    }
+
+    fn server_side(
+        &self,
+        _ctx: ConnCtx<'_>,
+        opts: &Options,
+    ) -> io::Result<(DatagramWire, Vec<OwnedFd>, Vec<u8>)> {
+        let mine = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let theirs = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+        mine.connect(theirs.local_addr()?)?;
+        theirs.connect(mine.local_addr()?)?;
+        drain(&mine)?;
+        drain(&theirs)?;
+        let (mine, theirs) = (OwnedFd::from(mine), OwnedFd::from(theirs));
+        // A datagram must fit the send buffer whole, and the receive
+        // buffer must hold it (with the kernel's per-packet overhead).
+        for fd in [&mine, &theirs] {
+            sys::set_buffer_sizes(fd, 2 * (opts.max_msg + HEAD + 1024))?;
+        }
+        Ok((DatagramWire { fd: mine }, vec![theirs], Vec::new()))
+    }
+
+    fn client_side(
+        &self,
+        fds: Vec<OwnedFd>,
+        _extra: &[u8],
+        _opts: &Options,
+    ) -> io::Result<DatagramWire> {
+        let [fd]: [OwnedFd; 1] = fds
+            .try_into()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 1 socket"))?;
+        // Check it is what the server said: a connected UDP socket.
+        let s = UdpSocket::from(fd);
+        s.peer_addr()?;
+        Ok(DatagramWire {
+            fd: OwnedFd::from(s),
+        })
+    }
+}
