@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use msgbench::adder::server::{self, ServerArgs};
 use msgbench::cli;
 use msgbench::suite::adder::{self, AdderArgs};
+use msgbench::suite::ipc::{self, IpcArgs};
 
 #[derive(Parser)]
 #[command(
@@ -27,6 +28,8 @@ struct Cli {
 enum Cmd {
     /// The QNX devctl adder benchmark: threads vs processes, per transport.
     Adder(AdderArgs),
+    /// Every transport side by side: latency, throughput and CPU per message, by size and placement.
+    Ipc(IpcArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let result = cli::stop_on_signals().and_then(|stop| match cli.cmd {
         None => tour(stop),
         Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
+        Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
     });
     cli::finish("msgbench", result)

@@ -1,3 +1,4 @@
 //! One module per suite.
 
 pub mod adder;
+pub mod ipc;

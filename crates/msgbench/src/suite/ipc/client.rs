@@ -1,0 +1,364 @@
+//! The client of one row: warm-up (which sizes the runs), the latency run
+//! (echo of `size` bytes, one timestamp before and after each call), the
+//! throughput run (`size` bytes one way, a checksum back), each reply
+//! verified, and both threads' CPU time.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use msgpass::{Connection, Namespace, Options};
+
+use super::protocol::{
+    body, echo_mismatch, stamp, SumBase, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM, ECHO_MASK,
+    SUM_SEQ_BYTES,
+};
+use super::results::{CpuCost, LatencyRun, ThroughputRun};
+use super::stats::{exact, histogram};
+use crate::measure::clock::Clock;
+use crate::measure::cpu::thread_cpu_ns;
+use crate::measure::placement::pin_current_thread;
+
+/// Fewest messages in a measured run (unless the time cap comes first).
+const MIN_MESSAGES: u64 = 100;
+/// Most messages in a measured run (bounds the sample memory: 16 MiB).
+const MAX_MESSAGES: u64 = 2_000_000;
+/// Fewest warm-up round trips (unless a whole row's time runs out).
+const MIN_WARMUP: u64 = 50;
+/// A measured run stops at this many times its target length.
+const CAP_FACTOR: f64 = 2.0;
+
+/// What one client thread needs (owned: the thread may outlive a hung row).
+pub struct ClientConfig {
+    /// The row's private namespace.
+    pub ns: Namespace,
+    /// Endpoint name of the row's server.
+    pub endpoint: String,
+    /// Transport name.
+    pub transport: String,
+    /// msgpass tuning.
+    pub opts: Options,
+    /// Message size, bytes.
+    pub size: usize,
+    /// CPU to pin the client thread to.
+    pub cpu: usize,
+    /// Target seconds of each measured run.
+    pub row_secs: f64,
+    /// Timestamp source.
+    pub clock: Clock,
+    /// Set by SIGINT/SIGTERM.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Both runs of a row that went well.
+pub struct Measured {
+    /// Largest message the connection takes.
+    pub max_msg: usize,
+    /// Round-trip latency.
+    pub latency: LatencyRun,
+    /// One-way throughput.
+    pub throughput: ThroughputRun,
+}
+
+/// Why a row ended without figures.
+#[derive(Debug)]
+pub enum Stop {
+    /// The transport cannot carry the size: its maximum.
+    NotApplicable(usize),
+    /// The client could not be set up (pin or connect): one-line reason.
+    Skipped(String),
+    /// A call failed or a reply was wrong.
+    Failed(String),
+    /// SIGINT/SIGTERM.
+    Interrupted,
+}
+
+/// Runs the client side of a row.
+pub fn run(cfg: &ClientConfig) -> Result<Measured, Stop> {
+    pin_current_thread(cfg.cpu).map_err(|e| Stop::Skipped(format!("client thread: {e}")))?;
+    let t =
+        msgpass::transport::by_name(&cfg.transport).map_err(|e| Stop::Skipped(e.to_string()))?;
+    let mut conn = Connection::open(&cfg.ns, &cfg.endpoint, &*t, &cfg.opts)
+        .map_err(|e| Stop::Skipped(format!("cannot connect: {e}")))?;
+    let max_msg = conn.max_msg();
+    if max_msg < cfg.size {
+        return Err(Stop::NotApplicable(max_msg));
+    }
+    let mut echo = Echo::new(cfg.size);
+    let rate = warm_up(cfg, &mut conn, &mut echo)?;
+    let latency = latency(cfg, &mut conn, &mut echo, target(rate, cfg.row_secs))?;
+    let rate = latency.samples as f64 / (latency.duration_ns / 1e9).max(1e-9);
+    let throughput = throughput(cfg, &mut conn, rate)?;
+    // The server returns right after this reply and closes its channel. A
+    // transport may lose a reply that is followed at once by the close
+    // (shm did: its close overwrote the unread reply); that ends nothing
+    // here but the teardown, and anything else that went wrong in the
+    // server is reported by the server thread itself.
+    match conn.call(CMD_STOP, &[], &mut [0u8; 8]) {
+        Ok(_) | Err(msgpass::Error::Disconnected) => {}
+        Err(e) => return Err(Stop::Failed(format!("stopping the server: {e}"))),
+    }
+    Ok(Measured {
+        max_msg,
+        latency,
+        throughput,
+    })
+}
+
+/// Messages for a run of `secs` at `rate`.
+fn target(rate: f64, secs: f64) -> u64 {
+    ((rate * secs) as u64).clamp(MIN_MESSAGES, MAX_MESSAGES)
+}
+
+/// Clock ticks in `secs`.
+fn ticks(clock: &Clock, secs: f64) -> u64 {
+    (secs * 1e6 * clock.ticks_per_us()) as u64
+}
+
+/// Maps a failed call: too large is n/a, anything else fails the row.
+fn call_error(e: msgpass::Error, what: &str, seq: u64) -> Stop {
+    match e {
+        msgpass::Error::TooLarge { max, .. } => Stop::NotApplicable(max),
+        e => Stop::Failed(format!("{what} #{seq}: {e}")),
+    }
+}
+
+/// Request and reply buffers of the echo exchange and its sequence number.
+struct Echo {
+    req: Vec<u8>,
+    reply: Vec<u8>,
+    seq: u64,
+}
+
+impl Echo {
+    fn new(size: usize) -> Echo {
+        Echo {
+            req: body(size),
+            // Room for a reply that is too long, so it shows as such.
+            reply: vec![0u8; size + 64],
+            seq: 0,
+        }
+    }
+
+    /// One verified round trip; returns the timestamps around the call.
+    #[inline(always)]
+    fn round(&mut self, conn: &mut Connection, clock: &Clock) -> Result<(u64, u64), Stop> {
+        let seq = self.seq;
+        stamp(&mut self.req, seq, 8);
+        let t0 = clock.now();
+        let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
+        let t1 = clock.now();
+        let n = r.map_err(|e| call_error(e, "round trip", seq))?;
+        if n != self.req.len() {
+            return Err(Stop::Failed(format!(
+                "round trip #{seq}: reply of {n} bytes, expected {}",
+                self.req.len()
+            )));
+        }
+        if let Some(i) = echo_mismatch(&self.req, &self.reply[..n]) {
+            return Err(Stop::Failed(echo_error(
+                &self.req,
+                &self.reply[..n],
+                seq,
+                i,
+            )));
+        }
+        self.seq += 1;
+        Ok((t0, t1))
+    }
+}
+
+/// Describes a wrong echo reply whose first bad byte is `i`: a right
+/// payload under another sequence number is a lost, stale or reordered
+/// reply; anything else is corruption.
+#[cold]
+fn echo_error(req: &[u8], reply: &[u8], seq: u64, i: usize) -> String {
+    let w = req.len().min(8);
+    if i < w && echo_mismatch(&req[w..], &reply[w..]).is_none() {
+        let mut b = [0u8; 8];
+        for (d, r) in b.iter_mut().zip(&reply[..w]) {
+            *d = r ^ ECHO_MASK;
+        }
+        let got = u64::from_le_bytes(b);
+        let low = if w < 8 {
+            format!(" (low {w} byte(s) of {seq})")
+        } else {
+            String::new()
+        };
+        return format!(
+            "round trip #{seq}: the reply carries sequence number {got}{low}: \
+             a lost, stale or reordered reply{}",
+            if w < 8 { ", or a corrupted one" } else { "" }
+        );
+    }
+    format!(
+        "round trip #{seq}: reply byte {i} is {:#04x}, expected {:#04x} (corrupted payload)",
+        reply[i],
+        req[i] ^ ECHO_MASK
+    )
+}
+
+fn check_stop(cfg: &ClientConfig) -> Result<(), Stop> {
+    if cfg.stop.load(Ordering::Relaxed) {
+        return Err(Stop::Interrupted);
+    }
+    Ok(())
+}
+
+/// Round trips for at least a fifth of a row and [`MIN_WARMUP`] of them
+/// (at most a whole row's time); returns their rate.
+fn warm_up(cfg: &ClientConfig, conn: &mut Connection, echo: &mut Echo) -> Result<f64, Stop> {
+    let clock = &cfg.clock;
+    let (enough, limit) = (ticks(clock, cfg.row_secs / 5.0), ticks(clock, cfg.row_secs));
+    let start = clock.now();
+    let mut n: u64 = 0;
+    loop {
+        let (_, t1) = echo.round(conn, clock)?;
+        n += 1;
+        let spent = t1.wrapping_sub(start);
+        if (spent >= enough && n >= MIN_WARMUP) || spent >= limit {
+            return Ok(n as f64 / (clock.ticks_to_ns(spent.max(1)) / 1e9));
+        }
+        check_stop(cfg)?;
+    }
+}
+
+/// Asks the server for its thread's CPU time.
+fn server_cpu_ns(conn: &mut Connection) -> Result<u64, Stop> {
+    let mut r = [0u8; 16];
+    let n = conn
+        .call(CMD_CPU, &[], &mut r)
+        .map_err(|e| Stop::Failed(format!("asking the server for its CPU time: {e}")))?;
+    if n != 8 {
+        return Err(Stop::Failed(format!(
+            "the server's CPU time came as {n} bytes, expected 8"
+        )));
+    }
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&r[..8]);
+    Ok(u64::from_le_bytes(b))
+}
+
+fn latency(
+    cfg: &ClientConfig,
+    conn: &mut Connection,
+    echo: &mut Echo,
+    target: u64,
+) -> Result<LatencyRun, Stop> {
+    let clock = &cfg.clock;
+    let mut samples: Vec<u64> = Vec::with_capacity(target as usize);
+    let s0 = server_cpu_ns(conn)?;
+    let c0 = thread_cpu_ns();
+    let start = clock.now();
+    let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
+    while (samples.len() as u64) < target {
+        let (t0, t1) = echo.round(conn, clock)?;
+        samples.push(t1.wrapping_sub(t0));
+        if t1 >= deadline {
+            break;
+        }
+        check_stop(cfg)?;
+    }
+    let end = clock.now();
+    let c1 = thread_cpu_ns();
+    let s1 = server_cpu_ns(conn)?;
+    let n = samples.len() as u64;
+    let (summary, histogram) = histogram(&samples, clock);
+    Ok(LatencyRun {
+        target,
+        samples: n,
+        time_capped: n < target,
+        duration_ns: clock.ticks_to_ns(end.wrapping_sub(start)),
+        summary,
+        exact: exact(&samples, clock),
+        histogram,
+        cpu: CpuCost::per_message(c1.saturating_sub(c0), s1.saturating_sub(s0), n),
+    })
+}
+
+/// Request and reply buffers of the checksum exchange.
+struct Sum {
+    req: Vec<u8>,
+    reply: [u8; 64],
+    base: SumBase,
+    seq: u64,
+}
+
+impl Sum {
+    fn new(size: usize) -> Sum {
+        let req = body(size);
+        Sum {
+            base: SumBase::new(&req),
+            req,
+            reply: [0u8; 64],
+            seq: 0,
+        }
+    }
+
+    /// One message and its verified checksum.
+    #[inline(always)]
+    fn round(&mut self, conn: &mut Connection) -> Result<(), Stop> {
+        let seq = self.seq;
+        stamp(&mut self.req, seq, SUM_SEQ_BYTES);
+        let n = conn
+            .call(CMD_SUM, &self.req, &mut self.reply)
+            .map_err(|e| call_error(e, "message", seq))?;
+        let r = &self.reply;
+        let got = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+        if n != 4 || got != self.base.expected(seq) {
+            return Err(Stop::Failed(format!(
+                "message #{seq}: checksum reply {got:#010x} in {n} bytes, expected {:#010x} in 4 \
+                 (corrupted, lost or stale message)",
+                self.base.expected(seq)
+            )));
+        }
+        self.seq += 1;
+        Ok(())
+    }
+}
+
+/// `size` bytes one way, the checksum back; sized from the latency run's
+/// rate, the clock read about once per millisecond.
+fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<ThroughputRun, Stop> {
+    let clock = &cfg.clock;
+    let mut sum = Sum::new(cfg.size);
+    let target = target(rate, cfg.row_secs);
+    let mask = ((rate / 1000.0) as u64).clamp(1, 1024).next_power_of_two() - 1;
+    // Warm the checksum path: a few messages, at most a fiftieth of a row.
+    let warm_until = clock.now().wrapping_add(ticks(clock, cfg.row_secs / 50.0));
+    for _ in 0..10 {
+        sum.round(conn)?;
+        if clock.now() >= warm_until {
+            break;
+        }
+    }
+    let s0 = server_cpu_ns(conn)?;
+    let c0 = thread_cpu_ns();
+    let start = clock.now();
+    let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
+    let mut done: u64 = 0;
+    while done < target {
+        sum.round(conn)?;
+        done += 1;
+        if done & mask == 0 {
+            if clock.now() >= deadline {
+                break;
+            }
+            check_stop(cfg)?;
+        }
+    }
+    let end = clock.now();
+    let c1 = thread_cpu_ns();
+    let s1 = server_cpu_ns(conn)?;
+    let secs = clock.ticks_to_ns(end.wrapping_sub(start)) / 1e9;
+    let msgs_per_s = done as f64 / secs.max(1e-9);
+    Ok(ThroughputRun {
+        window: 1,
+        target,
+        messages: done,
+        time_capped: done < target,
+        duration_ns: secs * 1e9,
+        msgs_per_s,
+        mb_per_s: msgs_per_s * cfg.size as f64 / 1e6,
+        cpu: CpuCost::per_message(c1.saturating_sub(c0), s1.saturating_sub(s0), done),
+    })
+}

@@ -1,0 +1,293 @@
+//! The options of `msgbench ipc`, checked into a [`Plan`]. Every value is
+//! parsed here (not by clap), so that every mistake is one line naming the
+//! option, exit status 1.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+
+use super::results::Placement;
+use super::server::Fault;
+use crate::measure::placement;
+
+/// Default message sizes, bytes.
+const SIZES: &[usize] = &[1, 64, 1024, 4096, 65536];
+/// Message sizes of `--quick`.
+const QUICK_SIZES: &[usize] = &[1, 4096];
+/// Target length of each measured run.
+const ROW_SECS: f64 = 0.3;
+/// Target length of each measured run with `--quick`.
+const QUICK_ROW_SECS: f64 = 0.05;
+/// Time budget of a whole run without `--row-secs` (default, `--quick`):
+/// with many transports the row length shrinks to fit. A row takes about
+/// 2.5 row lengths (warm-up, latency run, throughput run).
+const BUDGET_SECS: f64 = 150.0;
+const QUICK_BUDGET_SECS: f64 = 20.0;
+/// Shortest row length the budget may impose.
+const MIN_ROW_SECS: f64 = 0.02;
+
+/// Options of `msgbench ipc`.
+#[derive(Debug, Clone, Args)]
+pub struct IpcArgs {
+    /// Transports, comma-separated [default: every transport msgpass has].
+    #[arg(short = 't', long = "transport", value_name = "LIST")]
+    pub transports: Option<String>,
+    /// Message sizes in bytes, comma-separated (0 is allowed)
+    /// [default: 1,64,1024,4096,65536; with --quick: 1,4096].
+    #[arg(long = "sizes", value_name = "LIST", allow_hyphen_values = true)]
+    pub sizes: Option<String>,
+    /// Placements, comma-separated: same (client and server pinned to one
+    /// CPU), cross (pinned to two CPUs).
+    #[arg(long = "placement", value_name = "LIST", default_value = "same,cross")]
+    pub placement: String,
+    /// A short run: sizes 1,4096 and about 0.05 s per measured run.
+    #[arg(long = "quick")]
+    pub quick: bool,
+    /// Target length of each measured run, seconds [default: 0.3, or less so that a run
+    /// with many transports stays within about 150 s; with --quick: 0.05, within 20 s].
+    #[arg(long = "row-secs", value_name = "SECS", allow_hyphen_values = true)]
+    pub row_secs: Option<String>,
+    /// Hybrid waiting: spin budget in microseconds.
+    #[arg(
+        long = "spin-us",
+        value_name = "US",
+        default_value = "20",
+        allow_hyphen_values = true
+    )]
+    pub spin_us: String,
+    /// Output: table (sorted by median latency) or ipc-bench (the old
+    /// study's results block per transport, size and placement).
+    #[arg(long = "format", value_name = "FORMAT", default_value = "table")]
+    pub format: String,
+    /// Namespace under which a private run directory is made.
+    #[arg(long = "ns", value_name = "DIR")]
+    pub ns: Option<PathBuf>,
+    /// Write every row, its histogram, the summary and the environment to FILE.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Test hook: every row's server breaks one reply (corrupt, stale, checksum).
+    #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
+    pub inject_fault: Option<String>,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One table per (size, placement), sorted by median latency.
+    Table,
+    /// The ipc-bench results block per row.
+    IpcBench,
+}
+
+/// Checked settings.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Transport names, in the order given.
+    pub transports: Vec<String>,
+    /// Message sizes, in the order given, without repeats.
+    pub sizes: Vec<usize>,
+    /// Placements, in the order given, without repeats.
+    pub placements: Vec<Placement>,
+    /// Target seconds per measured run.
+    pub row_secs: f64,
+    /// Hybrid spin budget.
+    pub spin: Duration,
+    /// Output format.
+    pub format: Format,
+    /// CPUs this process may run on (online and in its affinity mask).
+    pub cpus: Vec<usize>,
+    /// Test hook: the reply every server breaks.
+    pub fault: Option<Fault>,
+}
+
+impl Plan {
+    /// (client CPU, server CPU) of a placement, or why it cannot be had.
+    pub fn cpus_for(&self, p: Placement) -> Result<(usize, usize), String> {
+        let first = *self
+            .cpus
+            .first()
+            .ok_or("no CPU is available to this process")?;
+        match p {
+            Placement::Same => Ok((first, first)),
+            Placement::Cross => match self.cpus.get(1) {
+                Some(&second) => Ok((first, second)),
+                None => Err(format!(
+                    "needs two CPUs; only CPU {first} is available to this process"
+                )),
+            },
+        }
+    }
+}
+
+/// Checks the options.
+pub fn plan(args: &IpcArgs) -> Result<Plan> {
+    let transports = match &args.transports {
+        Some(l) => parse_transports(l)?,
+        None => msgpass::transport::NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let sizes = match &args.sizes {
+        Some(l) => parse_sizes(l).map_err(|e| anyhow!("--sizes {l}: {e}"))?,
+        None if args.quick => QUICK_SIZES.to_vec(),
+        None => SIZES.to_vec(),
+    };
+    let placements = parse_placements(&args.placement)
+        .map_err(|e| anyhow!("--placement {}: {e}", args.placement))?;
+    let rows = (transports.len() * sizes.len() * placements.len()).max(1) as f64;
+    let fit = |secs: f64, budget: f64| {
+        let s = secs.min(budget / (rows * 2.5)).max(MIN_ROW_SECS);
+        (s * 1000.0).floor() / 1000.0
+    };
+    let row_secs = match &args.row_secs {
+        Some(s) => match s.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 && v <= 60.0 => v,
+            _ => bail!("--row-secs {s}: must be a number of seconds, more than 0 and at most 60"),
+        },
+        None if args.quick => fit(QUICK_ROW_SECS, QUICK_BUDGET_SECS),
+        None => fit(ROW_SECS, BUDGET_SECS),
+    };
+    let spin = match args.spin_us.trim().parse::<u64>() {
+        Ok(us) if us <= 1_000_000 => Duration::from_micros(us),
+        _ => bail!(
+            "--spin-us {}: must be a whole number of microseconds, 0 to 1000000",
+            args.spin_us
+        ),
+    };
+    let format = match args.format.as_str() {
+        "table" => Format::Table,
+        "ipc-bench" => Format::IpcBench,
+        f => bail!("--format {f}: unknown format (known: table, ipc-bench)"),
+    };
+    let fault = match args.inject_fault.as_deref() {
+        None => None,
+        Some("corrupt") => Some(Fault::Corrupt),
+        Some("stale") => Some(Fault::Stale),
+        Some("checksum") => Some(Fault::Checksum),
+        Some(f) => bail!("--inject-fault {f}: unknown fault (known: corrupt, stale, checksum)"),
+    };
+    Ok(Plan {
+        transports,
+        sizes,
+        placements,
+        row_secs,
+        spin,
+        format,
+        cpus: usable_cpus(),
+        fault,
+    })
+}
+
+fn parse_transports(list: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for t in list.split(',').map(str::trim) {
+        if t.is_empty() {
+            bail!(
+                "--transport {list}: empty name (known: {})",
+                msgpass::transport::NAMES.join(", ")
+            );
+        }
+        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `1,64,4096` (bytes, 0 allowed), keeping order, dropping repeats.
+fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim) {
+        let v = s
+            .parse::<usize>()
+            .map_err(|_| format!("{s:?} is not a size in bytes (a whole number, 0 or more)"))?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_placements(list: &str) -> Result<Vec<Placement>, String> {
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim) {
+        let p = match s {
+            "same" => Placement::Same,
+            "cross" => Placement::Cross,
+            _ => return Err(format!("unknown placement {s:?} (known: same, cross)")),
+        };
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Online CPUs that this process's affinity mask allows, in order.
+fn usable_cpus() -> Vec<usize> {
+    let online = placement::online_cpus();
+    // SAFETY: cpu_set_t is plain data, zero is a valid (empty) set;
+    // sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into it.
+    let mask = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    };
+    match mask {
+        Some(set) => online
+            .into_iter()
+            .filter(|&c| {
+                // SAFETY: CPU_ISSET only reads the set; c is checked
+                // against CPU_SETSIZE first.
+                c < libc::CPU_SETSIZE as usize && unsafe { libc::CPU_ISSET(c, &set) }
+            })
+            .collect(),
+        None => online,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_allow_zero_and_refuse_negatives_and_words() {
+        assert_eq!(parse_sizes("1,0,1,65536").unwrap(), vec![1, 0, 65536]);
+        assert!(parse_sizes("-1").is_err());
+        assert!(parse_sizes("4k").is_err());
+        assert!(parse_sizes("").is_err());
+        assert!(parse_sizes("1,,2").is_err());
+    }
+
+    #[test]
+    fn placements_are_same_or_cross() {
+        assert_eq!(
+            parse_placements("cross,same,cross").unwrap(),
+            vec![Placement::Cross, Placement::Same]
+        );
+        assert!(parse_placements("numa").is_err());
+    }
+
+    #[test]
+    fn cross_needs_two_cpus() {
+        let mut p = Plan {
+            transports: vec![],
+            sizes: vec![],
+            placements: vec![],
+            row_secs: 0.1,
+            spin: Duration::ZERO,
+            format: Format::Table,
+            cpus: vec![3],
+            fault: None,
+        };
+        assert_eq!(p.cpus_for(Placement::Same), Ok((3, 3)));
+        assert!(p.cpus_for(Placement::Cross).is_err());
+        p.cpus = vec![0, 1];
+        assert_eq!(p.cpus_for(Placement::Cross), Ok((0, 1)));
+        assert!(!usable_cpus().is_empty());
+    }
+}

@@ -1,0 +1,224 @@
+//! The wire protocol between the `msgbench ipc` client and its server, and
+//! the payload checks: every byte of every reply is verified.
+//!
+//! - [`CMD_ECHO`]: the reply is the request with every byte XORed with
+//!   [`ECHO_MASK`] (a reply that merely repeats the request fails).
+//! - [`CMD_SUM`]: the reply is the 4-byte [`checksum`] of the request.
+//! - [`CMD_CPU`]: the reply is the server thread's CPU time (8 bytes, ns).
+//! - [`CMD_STOP`]: empty reply, then the server returns.
+//!
+//! A request is a fixed position-dependent pattern ([`body`]) whose first
+//! bytes carry the sequence number ([`stamp`]), so a stale, reordered or
+//! lost reply shows as a wrong sequence number. The checksum is linear in
+//! the first word, so the client derives each expected checksum from the
+//! body's in O(1) ([`SumBase`]) instead of summing every request twice.
+
+/// Reply with the request, every byte XORed with [`ECHO_MASK`].
+pub const CMD_ECHO: u32 = 1;
+/// Reply with the 4-byte [`checksum`] of the request.
+pub const CMD_SUM: u32 = 2;
+/// Reply with the server thread's CPU time in ns (u64, little-endian).
+pub const CMD_CPU: u32 = 3;
+/// Reply empty, then stop serving.
+pub const CMD_STOP: u32 = 4;
+
+/// What the server XORs every echoed byte with.
+pub const ECHO_MASK: u8 = 0xA5;
+
+/// Independent accumulator lanes of the checksum (32 bytes per step).
+const LANES: usize = 8;
+const STEP: usize = 4 * LANES;
+
+/// The request pattern of `size` bytes: byte i is the top byte of
+/// i x 0x9E3779B1 (no short period, so a shifted payload is caught).
+pub fn body(size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| ((i as u32).wrapping_mul(0x9E37_79B1) >> 24) as u8)
+        .collect()
+}
+
+/// Writes `seq` (little-endian) into the first `width` bytes of `buf`, or
+/// as many as it has.
+#[inline(always)]
+pub fn stamp(buf: &mut [u8], seq: u64, width: usize) {
+    let n = buf.len().min(width);
+    buf[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
+}
+
+/// The server's echo: `dst[i] = src[i] ^ ECHO_MASK`.
+#[inline]
+pub fn echo_transform(src: &[u8], dst: &mut [u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = s ^ ECHO_MASK;
+    }
+}
+
+/// The first byte of `reply` that is not the echo of `req` (same length
+/// assumed), or `None` when every byte is right.
+#[inline]
+pub fn echo_mismatch(req: &[u8], reply: &[u8]) -> Option<usize> {
+    // A branch-free pass (vectorised); the slow search only on failure.
+    let bad = req
+        .iter()
+        .zip(reply)
+        .fold(0u8, |acc, (q, r)| acc | (q ^ r ^ ECHO_MASK));
+    if bad == 0 {
+        return None;
+    }
+    req.iter().zip(reply).position(|(q, r)| q ^ ECHO_MASK != *r)
+}
+
+/// Per-lane Fletcher sums over little-endian u32 words (the tail padded
+/// with zeros): lane l takes words l, l + 8, ...; `s1 += w; s2 += s1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sums {
+    s1: [u32; LANES],
+    s2: [u32; LANES],
+}
+
+impl Sums {
+    fn of(data: &[u8]) -> Sums {
+        let mut s = Sums {
+            s1: [0; LANES],
+            s2: [0; LANES],
+        };
+        let mut chunks = data.chunks_exact(STEP);
+        for c in &mut chunks {
+            s.add(c);
+        }
+        let rem = chunks.remainder();
+        if !rem.is_empty() {
+            let mut pad = [0u8; STEP];
+            pad[..rem.len()].copy_from_slice(rem);
+            s.add(&pad);
+        }
+        s
+    }
+
+    #[inline(always)]
+    fn add(&mut self, chunk: &[u8]) {
+        for l in 0..LANES {
+            let w = u32::from_le_bytes([
+                chunk[4 * l],
+                chunk[4 * l + 1],
+                chunk[4 * l + 2],
+                chunk[4 * l + 3],
+            ]);
+            self.s1[l] = self.s1[l].wrapping_add(w);
+            self.s2[l] = self.s2[l].wrapping_add(self.s1[l]);
+        }
+    }
+
+    fn fold(&self) -> u32 {
+        let mut h: u32 = 0x811C_9DC5;
+        for l in 0..LANES {
+            h = h.rotate_left(5) ^ self.s1[l];
+            h = h.wrapping_mul(0x0100_0193);
+            h = h.rotate_left(5) ^ self.s2[l];
+            h = h.wrapping_mul(0x0100_0193);
+        }
+        h
+    }
+}
+
+/// The 4-byte checksum the server returns for [`CMD_SUM`].
+pub fn checksum(data: &[u8]) -> u32 {
+    Sums::of(data).fold()
+}
+
+/// Bytes of the sequence number in a [`CMD_SUM`] request.
+pub const SUM_SEQ_BYTES: usize = 4;
+
+/// The checksum of a [`CMD_SUM`] request of a given body, for any sequence
+/// number: the first word enters lane 0 once in `s1` and once per 32-byte
+/// step in `s2`, so its contribution is added to the body's sums.
+#[derive(Debug, Clone)]
+pub struct SumBase {
+    base: Sums,
+    size: usize,
+    steps: u32,
+}
+
+impl SumBase {
+    /// Prepares for requests made of `body` with [`stamp`]ed sequence
+    /// numbers ([`SUM_SEQ_BYTES`] wide).
+    pub fn new(body: &[u8]) -> SumBase {
+        let mut zeroed = body.to_vec();
+        stamp(&mut zeroed, 0, SUM_SEQ_BYTES);
+        SumBase {
+            base: Sums::of(&zeroed),
+            size: body.len(),
+            steps: body.len().div_ceil(STEP) as u32,
+        }
+    }
+
+    /// The checksum of the request carrying `seq`.
+    #[inline]
+    pub fn expected(&self, seq: u64) -> u32 {
+        let mut w = [0u8; 4];
+        stamp(&mut w[..self.size.min(SUM_SEQ_BYTES)], seq, SUM_SEQ_BYTES);
+        let w = u32::from_le_bytes(w);
+        let mut s = self.base;
+        s.s1[0] = s.s1[0].wrapping_add(w);
+        s.s2[0] = s.s2[0].wrapping_add(w.wrapping_mul(self.steps));
+        s.fold()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_checksum_matches_a_full_pass() {
+        for size in [0, 1, 2, 3, 4, 5, 31, 32, 33, 64, 100, 4096, 65536] {
+            let base = SumBase::new(&body(size));
+            for seq in [0u64, 1, 2, 255, 256, 65_537, u32::MAX as u64, 1 << 40] {
+                let mut req = body(size);
+                stamp(&mut req, seq, SUM_SEQ_BYTES);
+                assert_eq!(base.expected(seq), checksum(&req), "size {size}, seq {seq}");
+            }
+        }
+    }
+
+    #[test]
+    fn checksum_sees_changed_and_moved_bytes() {
+        let a = body(4096);
+        let mut flipped = a.clone();
+        flipped[1234] ^= 1;
+        assert_ne!(checksum(&a), checksum(&flipped));
+        let mut swapped = a.clone();
+        swapped.swap(0, 32); // same lane, different step
+        assert_ne!(checksum(&a), checksum(&swapped));
+        let mut lanes = a.clone();
+        lanes.swap(0, 4); // different lanes, same step
+        assert_ne!(checksum(&a), checksum(&lanes));
+        assert_ne!(checksum(&a[..4095]), checksum(&a));
+    }
+
+    #[test]
+    fn echo_round_trip_and_mismatch() {
+        let mut req = body(100);
+        stamp(&mut req, 7, 8);
+        assert_eq!(&req[..8], &7u64.to_le_bytes());
+        let mut reply = vec![0u8; 100];
+        echo_transform(&req, &mut reply);
+        assert_eq!(echo_mismatch(&req, &reply), None);
+        assert_eq!(echo_mismatch(&req, &req), Some(0), "a plain copy fails");
+        reply[42] ^= 0x10;
+        assert_eq!(echo_mismatch(&req, &reply), Some(42));
+        // Short messages carry the low bytes of the sequence number.
+        let mut one = body(1);
+        stamp(&mut one, 0x1234, 8);
+        assert_eq!(one, vec![0x34]);
+        assert_eq!(echo_mismatch(&[], &[]), None);
+    }
+
+    #[test]
+    fn body_has_no_short_period() {
+        let b = body(65536);
+        for p in [1, 2, 4, 8, 16, 32, 64, 256, 4096] {
+            assert!(b.iter().zip(&b[p..]).any(|(x, y)| x != y), "period {p}");
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! What `msgbench ipc` measures, as kept in memory and in `--json`.
+
+use serde::Serialize;
+
+use crate::measure::hist::LatencySummary;
+
+/// Where the client and server threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Both threads pinned to one CPU.
+    Same,
+    /// Client and server pinned to two different CPUs.
+    Cross,
+}
+
+impl Placement {
+    /// The option value (`same`, `cross`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Same => "same",
+            Placement::Cross => "cross",
+        }
+    }
+}
+
+/// How a transport waits for its peer, from its canonical name: "spin"
+/// polls, "hybrid" polls then blocks, anything else blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitClass {
+    /// Both sides poll shared memory (burn a CPU each while waiting).
+    Polling,
+    /// Spin for a bounded time, then block (polling + blocking).
+    Hybrid,
+    /// Sleep in the kernel until woken.
+    Blocking,
+}
+
+impl WaitClass {
+    /// Classifies a transport by its canonical name.
+    pub fn of(mechanism: &str) -> WaitClass {
+        if mechanism.contains("spin") {
+            WaitClass::Polling
+        } else if mechanism.contains("hybrid") {
+            WaitClass::Hybrid
+        } else {
+            WaitClass::Blocking
+        }
+    }
+
+    /// Short label for the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            WaitClass::Polling => "poll",
+            WaitClass::Hybrid => "hybrid",
+            WaitClass::Blocking => "block",
+        }
+    }
+}
+
+/// How a row ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Measured; every reply checked.
+    Ok,
+    /// A call failed or a reply was wrong (corrupted, lost, mismatched).
+    Failed,
+    /// The transport cannot carry this message size.
+    NotApplicable,
+    /// The transport (or the placement) could not be set up here.
+    Skipped,
+    /// Stopped by SIGINT/SIGTERM.
+    Interrupted,
+}
+
+/// CPU time per message from the threads' CPU clocks, ns.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CpuCost {
+    /// The client thread (it reads its own clock around the run).
+    pub client_ns: f64,
+    /// The server thread (it reads its own clock when asked, before and
+    /// after the run, and replies with it).
+    pub server_ns: f64,
+    /// Both.
+    pub total_ns: f64,
+}
+
+impl CpuCost {
+    /// From the two threads' CPU time over `messages`.
+    pub fn per_message(client_ns: u64, server_ns: u64, messages: u64) -> CpuCost {
+        let m = messages.max(1) as f64;
+        CpuCost {
+            client_ns: client_ns as f64 / m,
+            server_ns: server_ns as f64 / m,
+            total_ns: (client_ns + server_ns) as f64 / m,
+        }
+    }
+}
+
+/// Exact figures over the raw samples (the old study's statistics).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ExactStats {
+    /// Smallest round trip.
+    pub min_ns: f64,
+    /// Largest round trip.
+    pub max_ns: f64,
+    /// Mean round trip.
+    pub mean_ns: f64,
+    /// Population standard deviation.
+    pub stddev_ns: f64,
+}
+
+/// The latency run: round trips of `size` bytes each way, one timestamp
+/// before and one after each call.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyRun {
+    /// Round trips asked for (sized from the warm-up's rate).
+    pub target: u64,
+    /// Round trips done (fewer when time-capped).
+    pub samples: u64,
+    /// The time cap stopped the run before `target`.
+    pub time_capped: bool,
+    /// Wall time of the run, ns.
+    pub duration_ns: f64,
+    /// Percentiles from the HDR histogram (3 significant digits).
+    pub summary: LatencySummary,
+    /// Exact min, max, mean and standard deviation.
+    pub exact: ExactStats,
+    /// The HDR histogram: (bucket value in ns, count) for each non-empty
+    /// bucket, in increasing order.
+    pub histogram: Vec<(f64, u64)>,
+    /// CPU per round trip.
+    pub cpu: CpuCost,
+}
+
+/// The throughput run: `size` bytes one way, a 4-byte checksum back.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputRun {
+    /// Messages in flight: 1 (the msgpass call is synchronous).
+    pub window: u32,
+    /// Messages asked for.
+    pub target: u64,
+    /// Messages done, every checksum verified.
+    pub messages: u64,
+    /// The time cap stopped the run before `target`.
+    pub time_capped: bool,
+    /// Wall time, ns.
+    pub duration_ns: f64,
+    /// Messages per second.
+    pub msgs_per_s: f64,
+    /// Payload megabytes (10^6 bytes) per second, one way.
+    pub mb_per_s: f64,
+    /// CPU per message.
+    pub cpu: CpuCost,
+}
+
+/// One transport at one size and placement.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The transport as selected (`-t`).
+    pub transport: String,
+    /// Its canonical name (`shm` is `shm-hybrid`).
+    pub mechanism: String,
+    /// How it waits.
+    pub wait: WaitClass,
+    /// Message size, bytes.
+    pub size: usize,
+    /// Placement.
+    pub placement: Placement,
+    /// CPU of the client thread (pinned and verified), when it got that far.
+    pub client_cpu: Option<usize>,
+    /// CPU of the server thread (pinned and verified).
+    pub server_cpu: Option<usize>,
+    /// Outcome.
+    pub status: Status,
+    /// Why it is not `ok`.
+    pub reason: Option<String>,
+    /// Largest message the connection takes, when connected.
+    pub max_msg: Option<usize>,
+    /// Latency figures (status `ok`).
+    pub latency: Option<LatencyRun>,
+    /// Throughput figures (status `ok`).
+    pub throughput: Option<ThroughputRun>,
+}
+
+impl Row {
+    /// A row with no figures yet.
+    pub fn new(transport: &str, mechanism: &str, size: usize, placement: Placement) -> Row {
+        Row {
+            transport: transport.to_string(),
+            mechanism: mechanism.to_string(),
+            wait: WaitClass::of(mechanism),
+            size,
+            placement,
+            client_cpu: None,
+            server_cpu: None,
+            status: Status::Ok,
+            reason: None,
+            max_msg: None,
+            latency: None,
+            throughput: None,
+        }
+    }
+
+    /// Ends the row with `status` and `reason`.
+    pub fn end(mut self, status: Status, reason: impl Into<String>) -> Row {
+        self.status = status;
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Median round trip, when measured.
+    pub fn p50_ns(&self) -> Option<f64> {
+        match (&self.status, &self.latency) {
+            (Status::Ok, Some(l)) => Some(l.summary.p50_ns),
+            _ => None,
+        }
+    }
+
+    /// What the table prints instead of figures, e.g. `FAILED: ...`.
+    pub fn note(&self) -> String {
+        let r = self.reason.as_deref().unwrap_or("");
+        match self.status {
+            Status::Ok => String::new(),
+            Status::Failed => format!("FAILED: {r}"),
+            Status::NotApplicable => format!("n/a: {r}"),
+            Status::Skipped => format!("skipped: {r}"),
+            Status::Interrupted => "interrupted".to_string(),
+        }
+    }
+}
+
+/// The winners of one (size, placement) group, by median round trip.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    /// Message size.
+    pub size: usize,
+    /// Placement.
+    pub placement: Placement,
+    /// Lowest p50 of all transports.
+    pub fastest: Option<String>,
+    /// Lowest p50 of the blocking transports (polling and hybrid excluded).
+    pub fastest_blocking: Option<String>,
+}
+
+impl GroupSummary {
+    /// Picks the winners among `rows` (all of one size and placement).
+    pub fn of(size: usize, placement: Placement, rows: &[Row]) -> GroupSummary {
+        let best = |blocking_only: bool| {
+            rows.iter()
+                .filter(|r| !blocking_only || r.wait == WaitClass::Blocking)
+                .filter_map(|r| r.p50_ns().map(|p| (p, &r.transport)))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, t)| t.clone())
+        };
+        GroupSummary {
+            size,
+            placement,
+            fastest: best(false),
+            fastest_blocking: best(true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_canonical_name() {
+        assert_eq!(WaitClass::of("shm-spin"), WaitClass::Polling);
+        assert_eq!(WaitClass::of("shm-hybrid"), WaitClass::Hybrid);
+        assert_eq!(WaitClass::of("shm-block"), WaitClass::Blocking);
+        assert_eq!(WaitClass::of("uds"), WaitClass::Blocking);
+    }
+
+    #[test]
+    fn winners_ignore_failed_rows_and_polling_for_blocking() {
+        let ok = |t: &str, mech: &str, p50: f64| {
+            let mut r = Row::new(t, mech, 1, Placement::Same);
+            r.latency = Some(LatencyRun {
+                target: 1,
+                samples: 1,
+                time_capped: false,
+                duration_ns: p50,
+                summary: LatencySummary {
+                    p50_ns: p50,
+                    ..LatencySummary::default()
+                },
+                exact: ExactStats::default(),
+                histogram: Vec::new(),
+                cpu: CpuCost::default(),
+            });
+            r
+        };
+        let rows = vec![
+            ok("uds", "uds", 9000.0),
+            ok("shm-spin", "shm-spin", 200.0),
+            ok("shm", "shm-hybrid", 500.0),
+            ok("shm-block", "shm-block", 3000.0).end(Status::Failed, "bad byte"),
+        ];
+        let g = GroupSummary::of(1, Placement::Same, &rows);
+        assert_eq!(g.fastest.as_deref(), Some("shm-spin"));
+        assert_eq!(g.fastest_blocking.as_deref(), Some("uds"));
+    }
+}

@@ -1,0 +1,192 @@
+//! The default output: one table per (size, placement), rows sorted by
+//! median round trip, the winners marked; fits 120 columns.
+
+use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
+use crate::measure::clock::Clock;
+use crate::measure::hist::fmt_ns;
+
+/// Widths of the columns after the mark and the transport name.
+const WIDTHS: [usize; 11] = [6, 8, 7, 7, 7, 7, 10, 8, 8, 8, 8];
+const TITLES: [&str; 11] = [
+    "Wait",
+    "Samples",
+    "p50",
+    "p99",
+    "p99.9",
+    "max",
+    "Msgs/s w=1",
+    "MB/s",
+    "CPU cli",
+    "CPU srv",
+    "CPU sum",
+];
+
+/// "1 B, same CPU: client and server on CPU 0".
+pub fn title(size: usize, placement: Placement, cpus: Option<(usize, usize)>) -> String {
+    let head = format!("{size} B, {} CPU", placement.name());
+    match cpus {
+        Some((c, s)) if c == s => format!("{head}: client and server on CPU {c}"),
+        Some((c, s)) => format!("{head}: client on CPU {c}, server on CPU {s}"),
+        None => head,
+    }
+}
+
+fn line(mark: &str, name: &str, name_w: usize, cells: &[String]) -> String {
+    let mut s = format!("{mark:<2} {name:<name_w$}");
+    for (c, w) in cells.iter().zip(WIDTHS) {
+        s.push_str(&format!("  {c:>w$}"));
+    }
+    s.trim_end().to_string()
+}
+
+/// The table of one group: header, rule, rows (measured ones by p50,
+/// then the others in run order).
+pub fn group(rows: &[Row], summary: &GroupSummary) -> String {
+    let name_w = rows
+        .iter()
+        .map(|r| r.transport.len())
+        .chain(["Transport".len()])
+        .max()
+        .unwrap_or(9);
+    let titles: Vec<String> = TITLES.iter().map(|t| t.to_string()).collect();
+    let head = line("", "Transport", name_w, &titles);
+    let mut out = vec![head.clone(), "-".repeat(head.len())];
+    let mut measured: Vec<&Row> = rows.iter().filter(|r| r.p50_ns().is_some()).collect();
+    measured.sort_by(|a, b| {
+        a.p50_ns()
+            .unwrap_or(0.0)
+            .total_cmp(&b.p50_ns().unwrap_or(0.0))
+    });
+    for r in measured {
+        let mut mark = String::new();
+        if summary.fastest.as_deref() == Some(r.transport.as_str()) {
+            mark.push('*');
+        }
+        if summary.fastest_blocking.as_deref() == Some(r.transport.as_str()) {
+            mark.push('B');
+        }
+        out.push(line(&mark, &r.transport, name_w, &cells(r)));
+    }
+    for r in rows.iter().filter(|r| r.p50_ns().is_none()) {
+        out.push(format!("{:<2} {:<name_w$}  {}", "", r.transport, r.note()));
+    }
+    out.join("\n")
+}
+
+fn cells(r: &Row) -> Vec<String> {
+    let mut c = vec![r.wait.label().to_string()];
+    if let Some(l) = &r.latency {
+        let cap = if l.time_capped { "~" } else { "" };
+        c.push(format!("{}{cap}", thousands(l.samples as f64)));
+        for v in [
+            l.summary.p50_ns,
+            l.summary.p99_ns,
+            l.summary.p999_ns,
+            l.summary.max_ns,
+        ] {
+            c.push(fmt_ns(v));
+        }
+    }
+    match &r.throughput {
+        Some(t) => {
+            let cap = if t.time_capped { "~" } else { "" };
+            c.push(format!("{}{cap}", thousands(t.msgs_per_s)));
+            c.push(mb(t.mb_per_s));
+        }
+        None => c.extend(["-".to_string(), "-".to_string()]),
+    }
+    if let Some(l) = &r.latency {
+        for v in [l.cpu.client_ns, l.cpu.server_ns, l.cpu.total_ns] {
+            c.push(fmt_ns(v));
+        }
+    }
+    c
+}
+
+/// MB/s with 3 significant digits at most ("0.52", "12.3", "2048").
+fn mb(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// 1234567.8 -> "1,234,568".
+fn thousands(v: f64) -> String {
+    let s = (v.max(0.0).round() as u64).to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// What the columns and marks mean; lines about capped rows and polling on
+/// one CPU only when such rows exist.
+pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
+    let mut l = vec![
+        format!(
+            "Samples, p50..max: round trips of SIZE bytes each way, after a warm-up; one timestamp before and one after\n\
+             each call ({}); every reply byte and sequence number checked.",
+            clock.describe()
+        ),
+        "Msgs/s w=1, MB/s: SIZE bytes one way and a 4-byte checksum back, one message in flight (window 1: the msgpass\n\
+         call is synchronous); MB = 10^6 bytes of payload. CPU cli/srv/sum: thread CPU time per round trip of the\n\
+         latency run, client, server and both."
+            .to_string(),
+        "Wait: poll = both sides spin (\"spin\" in the name); hybrid = spin, then block (polling+blocking);\n\
+         block = sleep in the kernel. * lowest p50 of the table; B lowest p50 among \"block\" transports."
+            .to_string(),
+    ];
+    if rows.iter().any(|r| {
+        r.latency.as_ref().is_some_and(|x| x.time_capped)
+            || r.throughput.as_ref().is_some_and(|x| x.time_capped)
+    }) {
+        l.push(format!(
+            "~ time-capped: the run stopped after {:.2} s, before its target count; figures are over what was done.",
+            row_secs * 2.0
+        ));
+    }
+    if rows.iter().any(|r| {
+        r.status == Status::Ok && r.wait == WaitClass::Polling && r.placement == Placement::Same
+    }) {
+        l.push(
+            "Polling on one CPU: the spinning side keeps the CPU until the scheduler preempts it, so each round trip\n\
+             costs scheduler ticks (milliseconds) and both sides' CPU time."
+                .to_string(),
+        );
+    }
+    l.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_and_mb() {
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(1234567.4), "1,234,567");
+        assert_eq!(mb(0.5234), "0.52");
+        assert_eq!(mb(12.34), "12.3");
+        assert_eq!(mb(2048.4), "2048");
+    }
+
+    #[test]
+    fn titles_name_the_cpus() {
+        assert_eq!(
+            title(64, Placement::Same, Some((0, 0))),
+            "64 B, same CPU: client and server on CPU 0"
+        );
+        assert_eq!(
+            title(1, Placement::Cross, Some((0, 1))),
+            "1 B, cross CPU: client on CPU 0, server on CPU 1"
+        );
+    }
+}

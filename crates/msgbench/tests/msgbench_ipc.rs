@@ -1,0 +1,305 @@
+//! `msgbench ipc`: rows for each transport, size and placement, n/a for a
+//! size beyond the transports' maximum, the JSON document, the ipc-bench
+//! block, option errors, and the namespace left clean (also after SIGINT).
+//! Behaviour only: nothing here asserts a speed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+/// `msgbench ipc <args> --ns <dir>` as arguments.
+fn ipc_args(dir: &TestDir, args: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = std::iter::once("ipc")
+        .chain(args.iter().copied())
+        .map(str::to_string)
+        .collect();
+    a.extend(dir.ns_args());
+    a
+}
+
+/// The placements this machine can run (cross needs two CPUs).
+fn placements() -> Vec<&'static str> {
+    if cpu_count() >= 2 {
+        vec!["same", "cross"]
+    } else {
+        vec!["same"]
+    }
+}
+
+/// The lines of the table under the title starting with `title`, up to
+/// the next blank line (header and rule included).
+fn group<'a>(stdout: &'a str, title: &str) -> Vec<&'a str> {
+    let mut lines = stdout.lines().skip_while(|l| !l.starts_with(title));
+    assert!(lines.next().is_some(), "no group {title:?}: {stdout}");
+    lines.take_while(|l| !l.trim().is_empty()).collect()
+}
+
+#[test]
+fn ipc_quick_rows_na_and_json() {
+    let dir = TestDir::new("ipc");
+    let json = dir.file("ipc.json");
+    let json_s = json.display().to_string();
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "shm-block,uds",
+                "--sizes",
+                "1,70000",
+                "--json",
+                &json_s,
+            ],
+        ),
+    );
+    o.assert_ok();
+
+    for p in placements() {
+        let g = group(&o.stdout, &format!("1 B, {p} CPU"));
+        for col in ["Transport", "Wait", "Samples", "p50", "p99", "CPU sum"] {
+            assert!(g[0].contains(col), "header lacks {col}: {}", o.stdout);
+        }
+        for t in ["shm-block", "uds"] {
+            let row = g
+                .iter()
+                .find(|l| l.split_whitespace().any(|w| w == t))
+                .unwrap_or_else(|| panic!("no {t} row at 1 B {p}: {}", o.stdout));
+            assert!(!row.contains("FAILED"), "{row}");
+            assert!(row.contains("block"), "{row}");
+        }
+        let g = group(&o.stdout, &format!("70000 B, {p} CPU"));
+        for t in ["shm-block", "uds"] {
+            let want = format!("n/a: {t} max message 65536 bytes");
+            assert!(
+                g.iter().any(|l| l.contains(&want)),
+                "no {want:?} at {p}: {}",
+                o.stdout
+            );
+        }
+    }
+    assert!(o.stdout.contains("window 1"), "legend: {}", o.stdout);
+
+    let v = read_json(&json);
+    assert!(v["environment"]["kernel"].is_string(), "{v}");
+    assert!(v["clock"]["name"].is_string(), "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2 * 2 * placements().len(), "{v}");
+    for r in rows {
+        let size = r["size"].as_u64().expect("size");
+        let status = r["status"].as_str().expect("status");
+        if size == 70000 {
+            assert_eq!(status, "not_applicable", "{r}");
+            assert_eq!(r["max_msg"].as_u64(), Some(65536), "{r}");
+            assert!(r["latency"].is_null(), "{r}");
+            continue;
+        }
+        assert_eq!(status, "ok", "{r}");
+        let l = &r["latency"];
+        let n = l["samples"].as_u64().expect("samples");
+        assert!(n > 0, "{r}");
+        check_latency(&l["summary"], n);
+        let hist: u64 = l["histogram"]
+            .as_array()
+            .expect("histogram")
+            .iter()
+            .map(|b| b[1].as_u64().expect("bucket count"))
+            .sum();
+        assert_eq!(hist, n, "histogram holds every sample: {r}");
+        let cpu = &l["cpu"];
+        let (c, s, t) = (
+            num(cpu, "client_ns"),
+            num(cpu, "server_ns"),
+            num(cpu, "total_ns"),
+        );
+        assert!(c > 0.0 && s > 0.0, "both sides' CPU per message: {cpu}");
+        assert!((c + s - t).abs() <= 1e-6 * t.max(1.0), "{cpu}");
+        let tp = &r["throughput"];
+        assert_eq!(tp["window"].as_u64(), Some(1), "{tp}");
+        assert!(tp["messages"].as_u64().unwrap_or(0) > 0, "{tp}");
+        assert!(num(tp, "msgs_per_s") > 0.0, "{tp}");
+        assert!(num(&tp["cpu"], "server_ns") > 0.0, "{tp}");
+        assert_eq!(r["client_cpu"].is_u64(), r["server_cpu"].is_u64(), "{r}");
+    }
+    let s = &v["summary"];
+    assert_eq!(s["failed"].as_u64(), Some(0), "{s}");
+    assert_eq!(
+        s["not_applicable"].as_u64(),
+        Some(2 * placements().len() as u64),
+        "{s}"
+    );
+    assert!(!s["groups"].as_array().expect("groups").is_empty(), "{s}");
+    dir.assert_ns_clean();
+}
+
+#[test]
+fn ipc_bench_format_prints_the_old_block() {
+    let dir = TestDir::new("ipcfmt");
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "uds",
+                "--sizes",
+                "0,1",
+                "--placement",
+                "same",
+                "--format",
+                "ipc-bench",
+            ],
+        ),
+    );
+    o.assert_ok();
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| **l == "============ RESULTS ================")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(starts.len(), 2, "one block per size: {}", o.stdout);
+    for (&i, size) in starts.iter().zip(["0", "1"]) {
+        assert!(
+            lines[i - 1].starts_with("uds: ") && lines[i - 1].contains(&format!("{size} B")),
+            "title line: {}",
+            o.stdout
+        );
+        let block = &lines[i + 1..i + 10];
+        let labels = [
+            ("Message size:       ", ""),
+            ("Message count:      ", ""),
+            ("Total duration:     ", "ms"),
+            ("Average duration:   ", "us"),
+            ("Minimum duration:   ", "us"),
+            ("Maximum duration:   ", "us"),
+            ("Standard deviation: ", "us"),
+            ("Message rate:       ", "msg/s"),
+        ];
+        for (line, (label, unit)) in block.iter().zip(labels) {
+            let rest = line
+                .strip_prefix(label)
+                .unwrap_or_else(|| panic!("{line:?} lacks {label:?}: {}", o.stdout));
+            let mut parts = rest.split_whitespace();
+            let value = parts.next().unwrap_or_default();
+            value
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("value in {line:?}"));
+            assert_eq!(parts.next().unwrap_or(""), unit, "{line:?}");
+            if !unit.is_empty() {
+                let decimals = value.split_once('.').map_or(0, |(_, d)| d.len());
+                assert_eq!(decimals, if unit == "msg/s" { 0 } else { 3 }, "{line:?}");
+            }
+        }
+        assert_eq!(block[0], format!("Message size:       {size}"));
+        assert_eq!(block[8], "=====================================");
+    }
+    dir.assert_ns_clean();
+}
+
+#[test]
+fn ipc_wrong_replies_fail_their_row_and_the_run_goes_on() {
+    let dir = TestDir::new("ipcfault");
+    for (fault, want) in [
+        ("corrupt", "(corrupted payload)"),
+        ("stale", "the reply carries sequence number 99:"),
+        ("checksum", "checksum reply"),
+    ] {
+        let json = dir.file(&format!("{fault}.json"));
+        let json_s = json.display().to_string();
+        let o = run(
+            Bin::Msgbench,
+            ipc_args(
+                &dir,
+                &[
+                    "--quick",
+                    "-t",
+                    "uds,shm-block",
+                    "--sizes",
+                    "64",
+                    "--placement",
+                    "same",
+                    "--inject-fault",
+                    fault,
+                    "--json",
+                    &json_s,
+                ],
+            ),
+        );
+        let line = o.assert_one_line_error(1);
+        assert!(line.contains("2 of 2 rows FAILED"), "{fault}: {line}");
+        let g = group(&o.stdout, "64 B, same CPU");
+        for t in ["uds", "shm-block"] {
+            assert!(
+                g.iter().any(|l| l.contains(&format!("{t}  "))
+                    && l.contains("FAILED: ")
+                    && l.contains(want)),
+                "{fault}: no FAILED {t} row with {want:?}: {}",
+                o.stdout
+            );
+        }
+        let v = read_json(&json);
+        for r in v["rows"].as_array().expect("rows") {
+            assert_eq!(r["status"].as_str(), Some("failed"), "{r}");
+            assert!(r["reason"].as_str().unwrap_or("").contains(want), "{r}");
+        }
+        assert_eq!(v["summary"]["failed"].as_u64(), Some(2));
+        dir.assert_ns_clean();
+    }
+}
+
+/// `msgbench ipc <args> --ns DIR`: exit 1, one line naming `option`,
+/// nothing created.
+fn option_error(args: &[&str], option: &str) {
+    let dir = TestDir::new("ipcopt");
+    let line = run(Bin::Msgbench, ipc_args(&dir, args)).assert_one_line_error(1);
+    let prefix = "msgbench: error: ";
+    assert!(
+        line.starts_with(prefix) && line[prefix.len()..].starts_with(option),
+        "{args:?}: must name {option:?}: {line}"
+    );
+    assert!(!dir.ns().exists(), "{args:?} created the namespace");
+}
+
+#[test]
+fn ipc_option_errors() {
+    option_error(&["-t", "bogus"], "--transport bogus");
+    option_error(&["-t", "uds,bogus"], "--transport bogus");
+    option_error(&["-t", "uds,,shm"], "--transport uds,,shm");
+    option_error(&["--sizes", "-1"], "--sizes -1");
+    option_error(&["--sizes", "1,abc"], "--sizes 1,abc");
+    option_error(&["--sizes", ""], "--sizes");
+    option_error(&["--placement", "numa"], "--placement numa");
+    option_error(&["--format", "xml"], "--format xml");
+    option_error(&["--row-secs", "0"], "--row-secs 0");
+    option_error(&["--row-secs", "x"], "--row-secs x");
+    option_error(&["--spin-us", "-5"], "--spin-us -5");
+}
+
+#[test]
+fn ipc_sigint_mid_run_cleans_up() {
+    let dir = TestDir::new("ipcint");
+    let mut mb = Proc::start(
+        Bin::Msgbench,
+        ipc_args(&dir, &["-t", "shm-block,uds", "--placement", "same"]),
+    );
+    let prefix = format!("ipc-run-{}-", mb.pid());
+    let ns = dir.ns();
+    // A row's endpoint exists: the run is going.
+    mb.wait_until("a row's endpoint", |_| {
+        list_tree(&ns)
+            .iter()
+            .any(|p| p.starts_with(&prefix) && p.contains("row-"))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    mb.signal(libc::SIGINT);
+    let o = mb.wait_within(Duration::from_secs(15), "SIGINT");
+    let line = o.assert_one_line_error(1);
+    assert_eq!(line, "msgbench: error: interrupted", "{o}");
+    dir.assert_ns_clean();
+}
