@@ -6,6 +6,17 @@
 //! | shm-spin  | `floor::cacheline`    | 0,1        | <= 1.50x   |
 //! | shm-block | `floor::futex`        | 0,0 + 0,1  | <= 1.15x   |
 //! | uds       | `floor::seqpacket`    | 0,0 + 0,1  | <= 1.10x   |
+//! | uds-stream| `floor::uds_stream`   | 0,0 + 0,1  | <= 1.10x   |
+//! | uds-dgram | `floor::uds_dgram`    | 0,0 + 0,1  | <= 1.10x   |
+//! | pipe      | `floor::pipe`         | 0,0 + 0,1  | <= 1.10x   |
+//! | fifo      | `floor::pipe`         | 0,0 + 0,1  | <= 1.10x   |
+//! | posix-mq  | `floor::posix_mq`     | 0,0 + 0,1  | <= 1.10x   |
+//! | sysv-msg  | `floor::sysv_msg`     | 0,0 + 0,1  | <= 1.10x   |
+//! | eventfd   | `floor::eventfd`      | 0,0 + 0,1  | <= 1.10x   |
+//! | tcp       | `floor::tcp`          | 0,0 + 0,1  | <= 1.10x   |
+//! | udp       | `floor::udp`          | 0,0 + 0,1  | <= 1.10x   |
+//!
+//! (A FIFO is a pipe opened by name: `fifo` is held to the pipe floor.)
 //!
 //! For each row, bare and library runs alternate (bare, lib, bare, lib...)
 //! with the same number of round trips, and the medians are compared. The
@@ -17,7 +28,9 @@
 //! Over target is reported (`OVER`), not failed. A wrong value or a setup
 //! failure is an error: the row says so and the exit status is 1.
 //!
-//! Run: `cargo bench -p msgbench --bench overhead [-- --quick]`.
+//! Run: `cargo bench -p msgbench --bench overhead [-- [--quick] [--only NAME[,NAME]]]`
+//! (`--only` keeps the rows of the named library transports, in both
+//! placements, e.g. `--only posix-mq` or `--only pipe,fifo`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -50,8 +63,26 @@ struct Plan {
     per_run: Duration,
     /// Bare/library pairs per row.
     rounds: usize,
+    /// Fewest round trips per run (the slow cross-CPU blocking rows hit it).
+    min_round_trips: u64,
     /// Print every run's figure.
     verbose: bool,
+    /// Keep only the rows of the library transports named here.
+    only: Option<Vec<String>>,
+}
+
+/// Wall time one bare run aims at in a full run: with 23 rows of 5 bare
+/// and 5 library runs, this keeps the whole bench near a minute (under
+/// 90 s on a loaded machine).
+const PER_RUN_MS: u64 = 150;
+
+/// `a,b , c` as `["a", "b", "c"]`.
+fn split_names(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// A row's outcome.
@@ -64,18 +95,30 @@ struct Outcome {
 fn main() {
     let mut quick = false;
     let mut verbose = false;
-    for a in std::env::args().skip(1) {
+    let mut only: Option<Vec<String>> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "-v" | "--verbose" => verbose = true,
+            "--only" => match args.next() {
+                Some(v) => only = Some(split_names(&v)),
+                None => {
+                    eprintln!("overhead: --only needs a value, e.g. --only pipe,tcp");
+                    std::process::exit(2);
+                }
+            },
+            s if s.starts_with("--only=") => only = Some(split_names(&s["--only=".len()..])),
             // cargo bench passes --bench; filters and other flags do not apply.
             "--bench" => {}
             "-h" | "--help" => {
                 println!(
-                    "usage: overhead [--quick] [--verbose]\n  \
+                    "usage: overhead [--quick] [--verbose] [--only NAME[,NAME]]\n  \
                      cargo bench -p msgbench --bench overhead -- --quick\n  \
-                     --quick    fewer round trips and runs (a few seconds)\n  \
-                     --verbose  print every run's figure under its row"
+                     --quick    fewer round trips and runs (well under 20 s)\n  \
+                     --verbose  print every run's figure under its row\n  \
+                     --only     keep the rows of these library transports \
+                     (e.g. --only posix-mq,tcp)"
                 );
                 return;
             }
@@ -86,13 +129,17 @@ fn main() {
         Plan {
             per_run: Duration::from_millis(40),
             rounds: 3,
+            min_round_trips: 300,
             verbose,
+            only,
         }
     } else {
         Plan {
-            per_run: Duration::from_millis(300),
+            per_run: Duration::from_millis(PER_RUN_MS),
             rounds: 5,
+            min_round_trips: 1000,
             verbose,
+            only,
         }
     };
     match run(&plan) {
@@ -113,8 +160,6 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
         [a] => (a, None),
         [] => bail!("no online CPU found"),
     };
-    let dir = std::env::temp_dir().join(format!("msgbench-overhead-{}", std::process::id()));
-    let ns = Namespace::open(&dir).with_context(|| format!("namespace {}", dir.display()))?;
     let mut rows = vec![];
     let mut add = |transport, floor_name, floor: FloorFn, target, same: bool| {
         let cpus = if same {
@@ -137,7 +182,38 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
     add("shm-block", "futex", floor::futex, 1.15, false);
     add("uds", "seqpacket", floor::seqpacket, 1.10, true);
     add("uds", "seqpacket", floor::seqpacket, 1.10, false);
+    // The kernel transports, each against the bare ping-pong over the same
+    // mechanism, in both placements.
+    let kernel: [(&'static str, &'static str, FloorFn); 9] = [
+        ("uds-stream", "uds_stream", floor::uds_stream),
+        ("uds-dgram", "uds_dgram", floor::uds_dgram),
+        ("pipe", "pipe", floor::pipe),
+        ("fifo", "pipe", floor::pipe),
+        ("posix-mq", "posix_mq", floor::posix_mq),
+        ("sysv-msg", "sysv_msg", floor::sysv_msg),
+        ("eventfd", "eventfd", floor::eventfd),
+        ("tcp", "tcp", floor::tcp),
+        ("udp", "udp", floor::udp),
+    ];
+    for (transport, floor_name, f) in kernel {
+        add(transport, floor_name, f, 1.10, true);
+        add(transport, floor_name, f, 1.10, false);
+    }
+    if let Some(only) = &plan.only {
+        let known = |n: &str| rows.iter().any(|r| r.transport == n);
+        if let Some(bad) = only.iter().find(|n| !known(n)) {
+            let mut names: Vec<&str> = rows.iter().map(|r| r.transport).collect();
+            names.dedup();
+            bail!(
+                "--only {bad:?}: no such row; transports: {}",
+                names.join(", ")
+            );
+        }
+        rows.retain(|r| only.iter().any(|n| r.transport == n));
+    }
 
+    let dir = std::env::temp_dir().join(format!("msgbench-overhead-{}", std::process::id()));
+    let ns = Namespace::open(&dir).with_context(|| format!("namespace {}", dir.display()))?;
     let started = Instant::now();
     println!(
         "msgbench overhead: library vs bare floor, medians of {} alternating runs (~{} ms each); load average {}",
@@ -149,7 +225,7 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
         println!("only one CPU online: the different-CPU rows are skipped");
     }
     let header = format!(
-        "{:<22} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
+        "{:<24} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
         "library / floor",
         "cpus",
         "rt/run",
@@ -182,7 +258,7 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
                     ""
                 };
                 println!(
-                    "{:<22} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>6.2}x  {}{}",
+                    "{:<24} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>6.2}x  {}{}",
                     label,
                     cpus,
                     o.round_trips,
@@ -209,7 +285,7 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
             }
             Err(e) => {
                 all_ok = false;
-                println!("{label:<22} {cpus:>5} FAILED: {e:#}");
+                println!("{label:<24} {cpus:>5} FAILED: {e:#}");
             }
         }
     }
@@ -232,7 +308,7 @@ fn measure_row(ns: &Namespace, k: usize, row: &Row, plan: &Plan) -> anyhow::Resu
     let cpus = (Some(row.cpus.0), Some(row.cpus.1));
     let probe = (row.floor)(cpus, 2000).context("calibrating on the floor")?;
     let n = (plan.per_run.as_nanos() as f64 / probe.ns_per_round_trip) as u64;
-    let n = n.clamp(1000, 20_000_000);
+    let n = n.clamp(plan.min_round_trips, 20_000_000);
     let mut o = Outcome {
         round_trips: n,
         bare: vec![],

@@ -15,6 +15,14 @@
 //!   sleeping at once (the floor of `shm-block`);
 //! - [`seqpacket`]: an `AF_UNIX`/`SOCK_SEQPACKET` socket pair with blocking
 //!   `send`/`recv` (the floor of `uds`).
+//!
+//! The other kernel mechanisms, each with one message-moving syscall per
+//! message and side, no `poll`, no header (the library's 8-byte header is
+//! part of what it adds): [`pipe`] (also the floor of `fifo`: a FIFO is a
+//! pipe), [`uds_stream`], [`uds_dgram`], [`eventfd`], [`posix_mq`],
+//! [`sysv_msg`], [`tcp`], [`udp`]. They share one loop (`exchange`) over
+//! an `End` per side; a side that fails sends the poison value to its
+//! peer (a datagram or queue does not tell the peer that it went away).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -25,12 +33,29 @@ use anyhow::{anyhow, Context};
 use crate::measure::placement::pin_current_thread;
 
 mod cacheline;
+mod eventfd;
+mod fdio;
 mod futex;
+mod pipe;
+mod posix_mq;
 mod seqpacket;
+mod sysv_msg;
+mod tcp;
+mod udp;
+mod uds_dgram;
+mod uds_stream;
 
 pub use cacheline::cacheline;
+pub use eventfd::eventfd;
 pub use futex::futex;
+pub use pipe::pipe;
+pub use posix_mq::posix_mq;
 pub use seqpacket::seqpacket;
+pub use sysv_msg::sysv_msg;
+pub use tcp::tcp;
+pub use udp::udp;
+pub use uds_dgram::uds_dgram;
+pub use uds_stream::uds_stream;
 
 /// Result of a bare ping-pong.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -169,6 +194,90 @@ pub(crate) fn mismatch(side: &str, i: u64, want: u32, got: u32) -> anyhow::Error
     } else {
         anyhow!("side {side}: round trip {i}: expected {want}, got {got}")
     }
+}
+
+/// One side of a message ping-pong over a kernel mechanism: moves one `u32`
+/// per call, with the mechanism's own send and receive syscalls.
+pub(crate) trait End: Send {
+    /// Sends `v` to the peer.
+    fn send(&mut self, v: u32) -> anyhow::Result<()>;
+    /// Blocks until the peer's next value arrives and returns it.
+    fn recv(&mut self) -> anyhow::Result<u32>;
+}
+
+/// Sends [`POISON`] through its end when dropped armed, so that a side that
+/// fails (error or panic) releases a peer blocked in `recv`. Errors of that
+/// last send are ignored: the peer may be gone already.
+struct Poisoner<E: End> {
+    end: E,
+    armed: bool,
+}
+
+impl<E: End> Drop for Poisoner<E> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.end.send(POISON);
+        }
+    }
+}
+
+/// The ping-pong of the kernel floors: A (on `cpus.0`) sends `request_of(i)`
+/// through `a` and waits for `reply_of(i)`; B (on `cpus.1`) waits for each
+/// request, checks it and answers `answer(i)` through `b`. Every value is
+/// checked on both sides.
+pub(crate) fn exchange<A: End, B: End>(
+    cpus: (Option<usize>, Option<usize>),
+    round_trips: u64,
+    answer: fn(u64) -> u32,
+    a: A,
+    b: B,
+) -> anyhow::Result<PingPong> {
+    let (warmup, total) = counts(round_trips)?;
+    let elapsed = run_pair(
+        cpus,
+        move || {
+            let mut a = Poisoner {
+                end: a,
+                armed: true,
+            };
+            let d = timed(warmup, round_trips, |i| {
+                a.end
+                    .send(request_of(i))
+                    .with_context(|| format!("side A, round trip {i}"))?;
+                let got = a
+                    .end
+                    .recv()
+                    .with_context(|| format!("side A, round trip {i}"))?;
+                if got != reply_of(i) {
+                    return Err(mismatch("A", i, reply_of(i), got));
+                }
+                Ok(())
+            })?;
+            a.armed = false;
+            Ok(d)
+        },
+        move || {
+            let mut b = Poisoner {
+                end: b,
+                armed: true,
+            };
+            for i in 0..total {
+                let got = b
+                    .end
+                    .recv()
+                    .with_context(|| format!("side B, round trip {i}"))?;
+                if got != request_of(i) {
+                    return Err(mismatch("B", i, request_of(i), got));
+                }
+                b.end
+                    .send(answer(i))
+                    .with_context(|| format!("side B, round trip {i}"))?;
+            }
+            b.armed = false;
+            Ok(())
+        },
+    )?;
+    Ok(result(round_trips, elapsed))
 }
 
 #[cfg(test)]
