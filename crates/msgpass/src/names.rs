@@ -244,7 +244,10 @@ impl EndpointClaim {
                 _ => continue,
             }
         };
-        let replaced_stale = match fs::symlink_metadata(&path) {
+        // A fuse server killed with its mount in place leaves a dead mount
+        // (stat fails with ENOTCONN); we hold the lock, so its owner is dead.
+        let dead_mount = crate::transport::fuse::clear_dead_mount(&path);
+        let replaced_file = match fs::symlink_metadata(&path) {
             Ok(md) if md.is_dir() => {
                 // Still holding the lock: leave no lock file behind.
                 let _ = fs::remove_file(&lock_path);
@@ -260,6 +263,7 @@ impl EndpointClaim {
             }
             Err(_) => false,
         };
+        let replaced_stale = dead_mount || replaced_file;
         Ok(EndpointClaim {
             ns: ns.clone(),
             path,

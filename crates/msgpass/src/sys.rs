@@ -969,3 +969,41 @@ pub(crate) fn msg_count(id: libc::c_int) -> io::Result<u64> {
     check(unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) })?;
     Ok(ds.msg_qnum as u64)
 }
+
+/// A close-on-exec pidfd for this process (its thread-group leader).
+pub(crate) fn pidfd_self() -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = check_size(unsafe {
+        libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as libc::ssize_t
+    })?;
+    // SAFETY: the descriptor was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Duplicates descriptor `fd` of the process behind `pidfd` into this one
+/// (close-on-exec), like receiving it with SCM_RIGHTS. Needs ptrace access
+/// to that process (same user, or `CAP_SYS_PTRACE`; Yama may restrict it):
+/// `EPERM` otherwise. Works for descriptors SCM_RIGHTS refuses (io_uring).
+pub(crate) fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_getfd takes two descriptors' numbers and flags (0) and
+    // returns a new descriptor; no memory is passed.
+    let got = check_size(unsafe {
+        libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) as libc::ssize_t
+    })?;
+    // SAFETY: the descriptor was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
+}
+
+/// One `read` into `buf`, retried on EINTR; `Ok(0)` is EOF.
+pub(crate) fn read_some(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    retry(|| {
+        // SAFETY: buf is valid for writes of buf.len() bytes.
+        check_size(unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+            )
+        })
+    })
+}

@@ -136,6 +136,9 @@ conformance_tests!(posix_mq, "posix-mq");
 conformance_tests!(sysv_msg, "sysv-msg");
 conformance_tests!(fifo, "fifo");
 conformance_tests!(eventfd, "eventfd");
+conformance_tests!(io_uring, "io-uring");
+conformance_tests!(signal, "signal");
+conformance_tests!(fuse, "fuse");
 conformance_tests!(tcp, "tcp");
 conformance_tests!(udp, "udp");
 
@@ -153,6 +156,9 @@ const INSTANTIATED: &[&str] = &[
     "sysv-msg",
     "fifo",
     "eventfd",
+    "io-uring",
+    "signal",
+    "fuse",
     "tcp",
     "udp",
 ];
@@ -311,6 +317,13 @@ mod suite {
         F: FnOnce(&Cx) + Send + 'static,
     {
         let label = format!("{t}::{test}");
+        if t == "fuse" {
+            if let Some(why) = msgpass::transport::fuse::unavailable() {
+                assert!(std::env::var_os("CI").is_none(), "{label}: {why}");
+                println!("{label}: skipped: {why}");
+                return;
+            }
+        }
         // Owned out here, so that even a hung body's directory is removed.
         let tns = TestNs::new();
         let ns = tns.ns.clone();
@@ -327,7 +340,22 @@ mod suite {
             };
             body(&cx);
         });
+        let mounted = mounts_under(tns.dir());
+        assert!(mounted.is_empty(), "{t}::{test}: left mounted: {mounted:?}");
         tns.finish();
+    }
+
+    /// Mount points under `dir` (from /proc/self/mountinfo): a fuse
+    /// endpoint must be unmounted with its channel.
+    fn mounts_under(dir: &std::path::Path) -> Vec<String> {
+        let prefix = format!("{}/", dir.display());
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .expect("read /proc/self/mountinfo")
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|m| m.starts_with(&prefix))
+            .map(str::to_string)
+            .collect()
     }
 
     /// Calls echo command `cmd` with `req` and checks every byte of the reply.

@@ -19,7 +19,8 @@ pub struct Common {
     #[arg(short = 'i', value_name = "K", default_value_t = 0)]
     pub i: u32,
     /// Transport: shm (= shm-hybrid), shm-spin, shm-block, shm-hybrid, uds,
-    /// uds-stream, uds-dgram, pipe, fifo, eventfd, posix-mq, sysv-msg, tcp, udp.
+    /// uds-stream, uds-dgram, pipe, fifo, eventfd, io-uring, signal,
+    /// posix-mq, sysv-msg, fuse (root: a FUSE file answering ioctl), tcp, udp.
     #[arg(
         short = 't',
         long = "transport",

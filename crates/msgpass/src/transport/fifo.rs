@@ -212,6 +212,10 @@ impl Wire for FifoWire {
     fn poll_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.stream.poll_fd()
     }
+
+    fn has_buffered(&self) -> bool {
+        self.stream.has_buffered()
+    }
 }
 
 impl Mechanism for Fifo {
@@ -255,10 +259,7 @@ impl Mechanism for Fifo {
         }
         extra.extend_from_slice(names.base());
         let wire = FifoWire {
-            stream: StreamWire {
-                rx,
-                tx: Some(placeholder),
-            },
+            stream: StreamWire::new(rx, Some(placeholder)),
             pending: Some((made, s2c_id)),
         };
         Ok((wire, Vec::new(), extra))
@@ -288,7 +289,7 @@ impl Mechanism for Fifo {
         let (tx, _) = open_fifo(&names.c2s, Access::Write, Some(c2s_id))?;
         sys::write_all(tx.as_fd(), &[&head(OPENED, 0)])?;
         Ok(FifoWire {
-            stream: StreamWire { rx, tx: Some(tx) },
+            stream: StreamWire::new(rx, Some(tx)),
             pending: None,
         })
     }

@@ -22,10 +22,13 @@ use crate::error::{Error, Result};
 
 pub mod eventfd;
 pub mod fifo;
+pub mod fuse;
+pub mod io_uring;
 pub mod pipe;
 pub mod posix_mq;
 pub(crate) mod rendezvous;
 pub mod shm;
+pub mod signal;
 pub mod sysv_msg;
 pub mod tcp;
 pub mod udp;
@@ -130,6 +133,9 @@ pub const NAMES: &[&str] = &[
     "posix-mq",
     "sysv-msg",
     "eventfd",
+    "io-uring",
+    "signal",
+    "fuse",
     "tcp",
     "udp",
 ];
@@ -182,6 +188,18 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "shared-memory message areas, eventfd wake-ups (blocking)",
     ),
     (
+        "io-uring",
+        "shared-memory message areas, IORING_OP_MSG_RING wake-ups between two io_urings",
+    ),
+    (
+        "signal",
+        "shared-memory message areas, real-time signal wake-ups (rt_tgsigqueueinfo + signalfd)",
+    ),
+    (
+        "fuse",
+        "FUSE file mounted at the endpoint, one ioctl per message (root; payloads up to 16375 bytes)",
+    ),
+    (
         "tcp",
         "TCP on loopback per connection, TCP_NODELAY, framed messages",
     ),
@@ -220,7 +238,10 @@ pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
             mech: eventfd::EventFd,
             name: "eventfd",
         }),
+        "io-uring" => Box::new(io_uring::IoUringTransport::new()),
+        "signal" => Box::new(signal::Signal),
         "tcp" => Box::new(tcp::Tcp),
+        "fuse" => Box::new(fuse::Fuse),
         "udp" => Box::new(wire::WireTransport {
             mech: udp::Udp,
             name: "udp",

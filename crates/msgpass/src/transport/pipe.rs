@@ -26,10 +26,7 @@ impl Mechanism for Pipe {
     ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
         let (c2s_r, c2s_w) = sys::pipe()?;
         let (s2c_r, s2c_w) = sys::pipe()?;
-        let wire = StreamWire {
-            rx: c2s_r,
-            tx: Some(s2c_w),
-        };
+        let wire = StreamWire::new(c2s_r, Some(s2c_w));
         Ok((wire, vec![c2s_w, s2c_r], Vec::new()))
     }
 
@@ -42,9 +39,6 @@ impl Mechanism for Pipe {
         let [c2s_w, s2c_r]: [OwnedFd; 2] = fds
             .try_into()
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 2 pipe ends"))?;
-        Ok(StreamWire {
-            rx: s2c_r,
-            tx: Some(c2s_w),
-        })
+        Ok(StreamWire::new(s2c_r, Some(c2s_w)))
     }
 }

@@ -150,6 +150,16 @@ pub(crate) fn connect(
                 if !absent {
                     return Err(Error::io(format!("connect to {}", path.display()), e));
                 }
+                // A regular file that answers the fuse hello: a fuse server.
+                if e.raw_os_error() == Some(libc::ECONNREFUSED)
+                    && crate::transport::fuse::serves(path)
+                {
+                    return Err(Error::WrongTransport {
+                        path: path.to_path_buf(),
+                        expected: family.name(),
+                        found: "fuse".into(),
+                    });
+                }
                 match deadline {
                     Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(10)),
                     _ => return Err(not_found(path)),

@@ -396,10 +396,7 @@ impl TcpServer {
             let ok = remote_socket_options(&stream).is_ok() && (&stream).write_all(&hello).is_ok();
             if ok {
                 self.conns.push(Conn {
-                    wire: StreamWire {
-                        rx: OwnedFd::from(stream),
-                        tx: None,
-                    },
+                    wire: StreamWire::new(OwnedFd::from(stream), None),
                     session: None,
                 });
                 self.changed();
@@ -448,10 +445,7 @@ impl TcpServer {
         let p = self.pending.swap_remove(p);
         if u.stream.set_nonblocking(false).is_ok() {
             self.conns.push(Conn {
-                wire: StreamWire {
-                    rx: OwnedFd::from(u.stream),
-                    tx: None,
-                },
+                wire: StreamWire::new(OwnedFd::from(u.stream), None),
                 session: Some(p.session),
             });
         }
@@ -491,6 +485,13 @@ impl ServerChannel for TcpServer {
                 return Ok(None);
             }
             self.expire();
+            // A message already buffered by a wire is not seen by poll.
+            if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
+                match self.read_request(i) {
+                    Some(inc) => return Ok(Some(inc)),
+                    None => continue,
+                }
+            }
             self.rebuild_pollfds();
             for p in &mut self.pollfds {
                 p.revents = 0;
@@ -589,10 +590,7 @@ struct TcpClient {
 impl TcpClient {
     fn new(stream: TcpStream, session: Option<OwnedFd>, max_msg: usize) -> TcpClient {
         TcpClient {
-            wire: StreamWire {
-                rx: OwnedFd::from(stream),
-                tx: None,
-            },
+            wire: StreamWire::new(OwnedFd::from(stream), None),
             _session: session,
             buf: vec![0; max_msg],
             max_msg,

@@ -35,7 +35,7 @@ impl Mechanism for UdsStream {
         _opts: &Options,
     ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
         let (mine, theirs) = sys::socketpair(libc::SOCK_STREAM)?;
-        Ok((StreamWire { rx: mine, tx: None }, vec![theirs], Vec::new()))
+        Ok((StreamWire::new(mine, None), vec![theirs], Vec::new()))
     }
 
     fn client_side(
@@ -44,10 +44,7 @@ impl Mechanism for UdsStream {
         _extra: &[u8],
         _opts: &Options,
     ) -> io::Result<StreamWire> {
-        Ok(StreamWire {
-            rx: one_fd(fds)?,
-            tx: None,
-        })
+        Ok(StreamWire::new(one_fd(fds)?, None))
     }
 }
 

@@ -57,6 +57,11 @@ pub(crate) trait Wire: Send {
     fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>>;
     /// A descriptor that polls readable when a message is waiting.
     fn poll_fd(&self) -> BorrowedFd<'_>;
+    /// True when a message (or part of one) was already read from the
+    /// descriptor into the wire's buffer, where `poll` cannot see it.
+    fn has_buffered(&self) -> bool {
+        false
+    }
 }
 
 /// What a mechanism knows about the connection it is making.
@@ -250,6 +255,13 @@ impl<M: Mechanism> ServerChannel for WireServer<M> {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
+            // A message already buffered by a wire is not seen by poll.
+            if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
+                match self.read_request(i) {
+                    Some(inc) => return Ok(Some(inc)),
+                    None => continue,
+                }
+            }
             self.rebuild_pollfds();
             for p in &mut self.pollfds {
                 p.revents = 0;
@@ -403,22 +415,82 @@ impl<M: Mechanism> ClientConnection for WireClient<M> {
 
 /// A byte stream carrying framed messages: pipes (two descriptors) and
 /// stream sockets (one). A peer that dies reads as EOF.
+///
+/// A small message is sent with one `write` from a staging buffer, and
+/// received with one `read` of header and payload together: separate
+/// header and payload calls, or `writev`, cost a pipe round trip about
+/// 1.2 us on top of 5 us (measured against the bare pipe floor). A large
+/// payload is gathered and read straight into the caller's buffer, which
+/// saves a copy that would cost more than the calls.
 pub(crate) struct StreamWire {
     pub(crate) rx: OwnedFd,
     /// Where to write; `None` writes to `rx` (a socket).
     pub(crate) tx: Option<OwnedFd>,
+    /// Staging for small outgoing messages.
+    out: Vec<u8>,
+    /// Bytes read but not yet consumed: `inb[start..end]`.
+    inb: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+/// Largest message (header included) staged or read in one piece.
+const STREAM_SMALL: usize = 4096;
+
+impl StreamWire {
+    /// A wire reading from `rx` and writing to `tx` (or to `rx` when `None`).
+    pub(crate) fn new(rx: OwnedFd, tx: Option<OwnedFd>) -> StreamWire {
+        StreamWire {
+            rx,
+            tx,
+            out: Vec::with_capacity(STREAM_SMALL),
+            inb: vec![0; STREAM_SMALL].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Reads more into `inb`; `Ok(0)` is EOF.
+    fn fill(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.inb.len() {
+            self.inb.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let n = sys::read_some(self.rx.as_fd(), &mut self.inb[self.end..])?;
+        self.end += n;
+        Ok(n)
+    }
 }
 
 impl Wire for StreamWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
         let fd = self.tx.as_ref().unwrap_or(&self.rx).as_fd();
-        sys::write_all(fd, &[head, data])
+        if HEAD + data.len() <= STREAM_SMALL {
+            self.out.clear();
+            self.out.extend_from_slice(head);
+            self.out.extend_from_slice(data);
+            sys::write_all(fd, &[&self.out])
+        } else {
+            sys::write_all(fd, &[head, data])
+        }
     }
 
     fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>> {
-        if !sys::read_exact(self.rx.as_fd(), head)? {
-            return Ok(None);
+        while self.end - self.start < HEAD {
+            if self.fill()? == 0 {
+                return if self.start == self.end {
+                    Ok(None)
+                } else {
+                    Err(io::ErrorKind::UnexpectedEof.into())
+                };
+            }
         }
+        head.copy_from_slice(&self.inb[self.start..self.start + HEAD]);
+        self.start += HEAD;
         let (_, len) = parse_head(head);
         if len > buf.len() {
             return Err(io::Error::new(
@@ -426,7 +498,12 @@ impl Wire for StreamWire {
                 "message longer than the channel maximum",
             ));
         }
-        if !sys::read_exact(self.rx.as_fd(), &mut buf[..len])? && len > 0 {
+        // Whatever of the payload is already buffered, then the rest
+        // straight into `buf`.
+        let have = (self.end - self.start).min(len);
+        buf[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
+        self.start += have;
+        if have < len && !sys::read_exact(self.rx.as_fd(), &mut buf[have..len])? {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
         Ok(Some(len))
@@ -434,6 +511,10 @@ impl Wire for StreamWire {
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
         self.rx.as_fd()
+    }
+
+    fn has_buffered(&self) -> bool {
+        self.start < self.end
     }
 }
 

@@ -1,0 +1,899 @@
+//! `fuse`: the Linux analogue of a QNX resource manager answering devctl.
+//!
+//! The server mounts a FUSE filesystem whose single file, mounted over the
+//! endpoint path, *is* the endpoint. A client opens the file (each open is
+//! one connection: the kernel gives it its own file handle) and calls
+//! `ioctl()`; the server answers the FUSE `IOCTL` operation. The FUSE
+//! protocol is spoken directly on `/dev/fuse` (no libfuse, no fusermount):
+//! the server must be root, since it mounts with the mount system call.
+//!
+//! **Sizes.** On a regular file the kernel only does *restricted* ioctls:
+//! the command number encodes the argument size (14 bits, at most 16383
+//! bytes) and direction, and the kernel copies exactly that many bytes in
+//! and at most that many out. So there are a few `_IOWR('Q', n, size)`
+//! commands, one per buffer size class ([`CLASSES`]: 64, 512, 4096, 16383
+//! bytes); the buffer starts with an 8-byte header (command or status,
+//! length) and the client picks the smallest class that holds its request
+//! and its reply buffer. The largest class caps payloads at
+//! [`MAX_PAYLOAD`] = 16375 bytes ([`Transport::max_msg`] lowers the channel
+//! maximum to it). The server sends back only the header and the reply's
+//! bytes; a reply longer than the class the client chose (so longer than
+//! its buffer) comes back as its header alone, which the client reports as
+//! `ReplyTooLarge`. Error replies travel in the header too, so an errno
+//! from the ioctl itself always means the transport failed.
+//! `_IOR('Q', 0, 16)` is the hello: magic, version, maximum payload, pid.
+//!
+//! **Threads.** A reader thread per channel reads `/dev/fuse`, answers the
+//! file-system operations itself (init, getattr, open, release, the
+//! hello...) and queues request ioctls for `receive`. It also answers
+//! `INTERRUPT`: a client killed (or signalled) while its ioctl is in
+//! flight has its request answered `EINTR` at once, so the client can die
+//! (the kernel would otherwise keep it waiting for the reply) and the
+//! server's later reply is simply discarded.
+//!
+//! **Liveness.** When the server closes `/dev/fuse` (on drop, or by dying)
+//! the kernel aborts the connection: a client blocked in `ioctl` gets
+//! `ECONNABORTED`/`ENOTCONN` at once, which is [`Error::Disconnected`].
+//! On drop the server detaches the mount (`umount2(MNT_DETACH)`: clients
+//! may still hold the file open). A killed server leaves a dead mount
+//! (`stat` fails with `ENOTCONN`); the next claim of the endpoint, holding
+//! the endpoint lock and so sure the owner is dead, detaches it
+//! ([`clear_dead_mount`]) before replacing the file: a live mount is never
+//! touched, since its owner holds the lock.
+
+use std::collections::{HashSet, VecDeque};
+use std::ffi::CString;
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::sys;
+use crate::transport::rendezvous::{self, Family};
+use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+
+/// Header at the start of every ioctl buffer: command (request) or status
+/// (reply), then payload length, both u32 little-endian.
+const HDR: usize = 8;
+/// Buffer sizes of the request ioctls, smallest first; ioctl number `i + 1`
+/// carries `CLASSES[i]` bytes. 16383 is the largest size an ioctl number
+/// can encode.
+pub const CLASSES: [usize; 4] = [64, 512, 4096, 16383];
+/// Largest payload the fuse transport carries.
+pub const MAX_PAYLOAD: usize = CLASSES[CLASSES.len() - 1] - HDR;
+/// The ioctl "type" byte of msgpass commands.
+const IOC_TYPE: u32 = b'Q' as u32;
+/// Length of the hello the `_IOR('Q', 0, 16)` ioctl returns.
+const HELLO_LEN: usize = 16;
+/// Magic at the start of the hello.
+const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
+/// Version of this ioctl protocol.
+const VERSION: u16 = 1;
+/// Second half-word of the hello: says "fuse".
+const TAG: u16 = u16::from_le_bytes(*b"FU");
+/// `statfs` type of FUSE filesystems.
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+/// Size of the buffer the reader reads `/dev/fuse` into (the kernel wants
+/// room for the largest request: a 16 KiB ioctl plus headers).
+const READ_BUF: usize = 256 * 1024;
+
+/// `_IOWR(IOC_TYPE, nr, size)`.
+const fn iowr(nr: u32, size: usize) -> u32 {
+    (3 << 30) | ((size as u32) << 16) | (IOC_TYPE << 8) | nr
+}
+
+/// The hello ioctl: `_IOR(IOC_TYPE, 0, HELLO_LEN)`.
+const HELLO_CMD: u32 = (2 << 30) | ((HELLO_LEN as u32) << 16) | (IOC_TYPE << 8);
+
+// FUSE opcodes and structure sizes (linux/fuse.h).
+const FUSE_LOOKUP: u32 = 1;
+const FUSE_FORGET: u32 = 2;
+const FUSE_GETATTR: u32 = 3;
+const FUSE_OPEN: u32 = 14;
+const FUSE_STATFS: u32 = 17;
+const FUSE_RELEASE: u32 = 18;
+const FUSE_FLUSH: u32 = 25;
+const FUSE_INIT: u32 = 26;
+const FUSE_ACCESS: u32 = 34;
+const FUSE_INTERRUPT: u32 = 36;
+const FUSE_DESTROY: u32 = 38;
+const FUSE_IOCTL: u32 = 39;
+const FUSE_BATCH_FORGET: u32 = 42;
+/// `struct fuse_in_header`.
+const IN_HEADER: usize = 40;
+/// `struct fuse_ioctl_in`.
+const IOCTL_IN: usize = 32;
+
+/// The fuse transport.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fuse;
+
+/// Why a fuse channel cannot be served here, or `None` when it can
+/// (`/dev/fuse` exists and we are root).
+pub fn unavailable() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse does not exist (load the fuse module: modprobe fuse)".into());
+    }
+    if sys::euid() != 0 {
+        return Some(format!(
+            "serving over fuse mounts a filesystem, which needs root (euid is {})",
+            sys::euid()
+        ));
+    }
+    None
+}
+
+impl Transport for Fuse {
+    fn name(&self) -> &'static str {
+        "fuse"
+    }
+
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        if let Some(why) = unavailable() {
+            return Err(Error::io(
+                format!("fuse: cannot serve {}", path.display()),
+                io::Error::new(io::ErrorKind::PermissionDenied, why),
+            ));
+        }
+        Ok(Box::new(FuseServer::start(
+            path,
+            self.max_msg(opts.max_msg),
+            opts.tick,
+        )?))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        Ok(Box::new(FuseClient::connect(path, opts)?))
+    }
+
+    fn max_msg(&self, requested: usize) -> usize {
+        requested.min(MAX_PAYLOAD)
+    }
+}
+
+// ------------------------------------------------------------ syscalls
+
+/// `path` as a C string.
+fn cpath(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// Detaches whatever is mounted at `path` (lazy unmount, never following a
+/// final symbolic link).
+fn detach(path: &Path) -> io::Result<()> {
+    let c = cpath(path)?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH | libc::UMOUNT_NOFOLLOW) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// True when `path` is a FUSE mount whose server is gone.
+fn is_dead_mount(path: &Path) -> bool {
+    let Ok(c) = cpath(path) else { return false };
+    // SAFETY: an all-zero statfs is a valid value to be overwritten.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid C string and `st` a writable statfs.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        // A dead FUSE connection refuses statfs with ENOTCONN.
+        return io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN);
+    }
+    st.f_type as i64 == FUSE_SUPER_MAGIC
+        && fs::symlink_metadata(path)
+            .err()
+            .and_then(|e| e.raw_os_error())
+            == Some(libc::ENOTCONN)
+}
+
+/// Clears a dead FUSE mount left at `path` by a killed fuse server, and
+/// returns true if there was one. The caller holds the endpoint's lock, so
+/// the mount's owner is dead; a path that answers `stat` is left alone.
+pub(crate) fn clear_dead_mount(path: &Path) -> bool {
+    let mut cleared = false;
+    // Mounts may be stacked (several killed servers): detach them all.
+    for _ in 0..16 {
+        match fs::symlink_metadata(path) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) && is_dead_mount(path) => {
+                if detach(path).is_err() {
+                    break;
+                }
+                cleared = true;
+            }
+            _ => break,
+        }
+    }
+    cleared
+}
+
+/// True when `path` is served by a live fuse server (used by socket
+/// transports to tell a client it picked the wrong transport).
+pub(crate) fn serves(path: &Path) -> bool {
+    match fs::metadata(path) {
+        Ok(md) if md.is_file() => {}
+        _ => return false,
+    }
+    match open_endpoint(path) {
+        Ok(fd) => hello(&fd).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Opens the endpoint file for a connection.
+fn open_endpoint(path: &Path) -> io::Result<OwnedFd> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)
+        .map(OwnedFd::from)
+}
+
+/// `ioctl(fd, cmd, buf)`; the kernel reads and writes at most the size
+/// encoded in `cmd`, which the caller makes no larger than `buf`.
+fn ioctl(fd: &OwnedFd, cmd: u32, buf: &mut [u8]) -> io::Result<()> {
+    debug_assert!(((cmd >> 16) & 0x3fff) as usize <= buf.len());
+    // SAFETY: `buf` is valid for reads and writes of its whole length, which
+    // covers the size encoded in `cmd` (the kernel touches no more).
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, buf.as_mut_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends the hello ioctl; returns (max payload, server pid).
+fn hello(fd: &OwnedFd) -> io::Result<(usize, u32)> {
+    let mut h = [0u8; HELLO_LEN];
+    ioctl(fd, HELLO_CMD, &mut h)?;
+    let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    if u32_at(0) != MAGIC
+        || u16::from_le_bytes([h[4], h[5]]) != VERSION
+        || u16::from_le_bytes([h[6], h[7]]) != TAG
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a msgpass fuse endpoint (or another protocol version)",
+        ));
+    }
+    Ok((u32_at(8) as usize, u32_at(12)))
+}
+
+/// Errors of a FUSE ioctl that mean the server is gone.
+fn is_gone(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOTCONN | libc::ECONNABORTED | libc::ENODEV | libc::EIO)
+    )
+}
+
+/// Writes one reply (`parts` concatenated) to `/dev/fuse`.
+fn write_reply(dev: RawFd, parts: &[&[u8]]) -> io::Result<()> {
+    let iov: Vec<libc::iovec> = parts
+        .iter()
+        .map(|p| libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        })
+        .collect();
+    // SAFETY: every iovec points into a slice borrowed for this call; the
+    // kernel only reads them.
+    let r = unsafe { libc::writev(dev, iov.as_ptr(), iov.len() as libc::c_int) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The `fuse_out_header` of a reply to `unique` with `error` (0 or a
+/// negative errno) and `body` bytes after the header.
+fn out_header(unique: u64, error: i32, body: usize) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[0..4].copy_from_slice(&((16 + body) as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&error.to_le_bytes());
+    h[8..16].copy_from_slice(&unique.to_le_bytes());
+    h
+}
+
+/// Replies an error (positive errno) to request `unique`.
+fn reply_err(dev: RawFd, unique: u64, errno: i32) {
+    // The request may be gone (interrupted): nothing to do then.
+    let _ = write_reply(dev, &[&out_header(unique, -errno, 0)]);
+}
+
+/// Replies `body` to request `unique`.
+fn reply_ok(dev: RawFd, unique: u64, body: &[u8]) {
+    let _ = write_reply(dev, &[&out_header(unique, 0, body.len()), body]);
+}
+
+// ------------------------------------------------------------ server
+
+/// A request ioctl waiting for (or held by) the application.
+struct Pending {
+    unique: u64,
+    cmd: u32,
+    /// Room for the reply: the class size the client chose.
+    out_size: usize,
+    data: Vec<u8>,
+}
+
+/// State shared by the reader thread and the channel.
+#[derive(Default)]
+struct State {
+    /// Requests not yet received.
+    queue: VecDeque<Pending>,
+    /// Open file handles: the connections.
+    conns: HashSet<u64>,
+    /// The request the application holds, unless it was interrupted.
+    current: Option<u64>,
+    /// Why the reader stopped, when it did.
+    dead: Option<String>,
+}
+
+/// The reader thread's and the channel's common part.
+struct Shared {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The server side: one mount, one reader thread.
+struct FuseServer {
+    /// `/dev/fuse` (taken on drop, to close it before unmounting).
+    dev: Option<Arc<OwnedFd>>,
+    /// Eventfd that tells the reader thread to stop.
+    wake: Arc<OwnedFd>,
+    shared: Arc<Shared>,
+    reader: Option<JoinHandle<()>>,
+    path: PathBuf,
+    mounted: bool,
+    cur: Option<Pending>,
+    tick: Duration,
+    max_msg: usize,
+}
+
+impl FuseServer {
+    /// Creates the endpoint file at `path`, mounts a FUSE filesystem on it
+    /// and starts the reader thread.
+    fn start(path: &Path, max_msg: usize, tick: Duration) -> Result<FuseServer> {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| Error::io(format!("fuse: create {}", path.display()), e))?;
+        // SAFETY: the path is a valid C string; open returns a new
+        // descriptor we own, or -1.
+        let fd = unsafe { libc::open(c"/dev/fuse".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::io(
+                "fuse: open /dev/fuse",
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `fd` was just returned by open and is owned by nobody else.
+        let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
+        let wake = Arc::new(sys::eventfd().map_err(|e| Error::io("fuse: eventfd", e))?);
+        let target = cpath(path).map_err(|e| Error::io("fuse: endpoint path", e))?;
+        let data = CString::new(format!(
+            "fd={fd},rootmode=100600,user_id={uid},group_id={gid},allow_other,default_permissions",
+            uid = sys::euid(),
+            // SAFETY: getegid has no preconditions.
+            gid = unsafe { libc::getegid() },
+        ))
+        .map_err(|_| Error::Protocol("fuse: mount options contain NUL".into()))?;
+        // SAFETY: every pointer is a valid NUL-terminated string that lives
+        // across the call.
+        let r = unsafe {
+            libc::mount(
+                c"msgbench".as_ptr(),
+                target.as_ptr(),
+                c"fuse.msgbench".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                data.as_ptr() as *const libc::c_void,
+            )
+        };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            return Err(Error::io(
+                format!(
+                    "fuse: mount on {} (needs root or CAP_SYS_ADMIN)",
+                    path.display()
+                ),
+                e,
+            ));
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            ready: Condvar::new(),
+        });
+        let mut server = FuseServer {
+            dev: Some(Arc::clone(&dev)),
+            wake: Arc::clone(&wake),
+            shared: Arc::clone(&shared),
+            reader: None,
+            path: path.to_path_buf(),
+            mounted: true,
+            cur: None,
+            tick,
+            max_msg,
+        };
+        let reader = std::thread::Builder::new()
+            .name("msgpass-fuse".into())
+            .spawn(move || read_loop(&dev, &wake, &shared, max_msg))
+            .map_err(|e| Error::io("fuse: spawn the reader thread", e))?;
+        server.reader = Some(reader);
+        Ok(server)
+    }
+}
+
+impl Drop for FuseServer {
+    fn drop(&mut self) {
+        // Stop the reader, then close /dev/fuse (which aborts the
+        // connection: blocked clients hear at once), then detach the mount.
+        let _ = sys::eventfd_write(std::os::fd::AsFd::as_fd(&*self.wake), 1);
+        if let Some(h) = self.reader.take() {
+            let _ = h.join();
+        }
+        // The reader's clone of the descriptor is gone with its thread; ours
+        // is the last one: closing it aborts the FUSE connection.
+        drop(self.dev.take());
+        if self.mounted {
+            let _ = detach(&self.path);
+            self.mounted = false;
+        }
+    }
+}
+
+/// The reader thread: reads `/dev/fuse` until told to stop or the
+/// connection ends.
+fn read_loop(dev: &OwnedFd, wake: &OwnedFd, shared: &Shared, max_msg: usize) {
+    let mut buf = vec![0u8; READ_BUF];
+    let mut next_fh: u64 = 1;
+    let why = loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: dev.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        match sys::poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => break format!("poll /dev/fuse: {e}"),
+        }
+        if fds[1].revents != 0 {
+            break "the channel was closed".to_string();
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        // SAFETY: `buf` is valid for writes of its whole length.
+        let n = unsafe {
+            libc::read(
+                dev.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                // Interrupted before we read it, or nothing there after all.
+                Some(libc::ENOENT | libc::EINTR | libc::EAGAIN) => continue,
+                _ => break format!("read /dev/fuse: {e}"),
+            }
+        }
+        let n = n as usize;
+        if n < IN_HEADER {
+            continue;
+        }
+        handle(dev.as_raw_fd(), &buf[..n], shared, &mut next_fh, max_msg);
+    };
+    let mut st = shared.lock();
+    st.dead = Some(why);
+    drop(st);
+    shared.ready.notify_all();
+}
+
+/// Little-endian u32 at `i` of `b` (0 when out of range).
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    b.get(i..i + 4)
+        .map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+/// Little-endian u64 at `i` of `b` (0 when out of range).
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 8).map_or(0, |s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_le_bytes(a)
+    })
+}
+
+/// The `fuse_attr_out` of the endpoint file.
+fn attr_out() -> [u8; 104] {
+    let mut a = [0u8; 104];
+    // attr_valid = 0: the kernel asks every time (a dead server shows).
+    let attr = &mut a[16..];
+    attr[0..8].copy_from_slice(&1u64.to_le_bytes()); // ino
+    attr[60..64].copy_from_slice(&(libc::S_IFREG | 0o600).to_le_bytes()); // mode
+    attr[64..68].copy_from_slice(&1u32.to_le_bytes()); // nlink
+    attr[68..72].copy_from_slice(&sys::euid().to_le_bytes()); // uid
+                                                              // SAFETY: getegid has no preconditions.
+    attr[72..76].copy_from_slice(&unsafe { libc::getegid() }.to_le_bytes()); // gid
+    attr[80..84].copy_from_slice(&4096u32.to_le_bytes()); // blksize
+    a
+}
+
+/// Handles one FUSE request.
+fn handle(dev: RawFd, req: &[u8], shared: &Shared, next_fh: &mut u64, max_msg: usize) {
+    let opcode = u32_at(req, 4);
+    let unique = u64_at(req, 8);
+    let body = &req[IN_HEADER..];
+    match opcode {
+        FUSE_INIT => {
+            let mut out = [0u8; 64];
+            out[0..4].copy_from_slice(&7u32.to_le_bytes());
+            out[4..8].copy_from_slice(&31u32.min(u32_at(body, 4)).to_le_bytes());
+            out[8..12].copy_from_slice(&0u32.to_le_bytes()); // max_readahead
+            out[16..18].copy_from_slice(&16u16.to_le_bytes()); // max_background
+            out[18..20].copy_from_slice(&12u16.to_le_bytes()); // congestion_threshold
+            out[20..24].copy_from_slice(&4096u32.to_le_bytes()); // max_write
+            out[24..28].copy_from_slice(&1u32.to_le_bytes()); // time_gran
+            out[28..30].copy_from_slice(&32u16.to_le_bytes()); // max_pages
+            reply_ok(dev, unique, &out);
+        }
+        FUSE_GETATTR => reply_ok(dev, unique, &attr_out()),
+        FUSE_OPEN => {
+            let fh = *next_fh;
+            *next_fh += 1;
+            shared.lock().conns.insert(fh);
+            let mut out = [0u8; 16];
+            out[0..8].copy_from_slice(&fh.to_le_bytes());
+            // FOPEN_NOFLUSH: close never waits for the server. A process
+            // forked while a connection is open closes it at exec; waiting
+            // there on a server whose connection the fork also keeps alive
+            // would deadlock.
+            out[8..12].copy_from_slice(&(1u32 << 5).to_le_bytes());
+            reply_ok(dev, unique, &out);
+        }
+        FUSE_RELEASE => {
+            shared.lock().conns.remove(&u64_at(body, 0));
+            reply_ok(dev, unique, &[]);
+        }
+        // ENOSYS: the kernel stops sending FLUSH (see FUSE_OPEN).
+        FUSE_FLUSH => reply_err(dev, unique, libc::ENOSYS),
+        FUSE_ACCESS | FUSE_DESTROY => reply_ok(dev, unique, &[]),
+        FUSE_STATFS => {
+            let mut out = [0u8; 80];
+            out[40..44].copy_from_slice(&4096u32.to_le_bytes()); // bsize
+            out[44..48].copy_from_slice(&255u32.to_le_bytes()); // namelen
+            out[48..52].copy_from_slice(&4096u32.to_le_bytes()); // frsize
+            reply_ok(dev, unique, &out);
+        }
+        FUSE_FORGET | FUSE_BATCH_FORGET => {}
+        FUSE_INTERRUPT => {
+            let target = u64_at(body, 0);
+            let mut st = shared.lock();
+            let hit = if let Some(i) = st.queue.iter().position(|p| p.unique == target) {
+                st.queue.remove(i);
+                true
+            } else if st.current == Some(target) {
+                st.current = None;
+                true
+            } else {
+                false
+            };
+            drop(st);
+            if hit {
+                reply_err(dev, target, libc::EINTR);
+            }
+        }
+        FUSE_IOCTL => handle_ioctl(dev, unique, body, shared, max_msg),
+        FUSE_LOOKUP => reply_err(dev, unique, libc::ENOENT),
+        _ => reply_err(dev, unique, libc::ENOSYS),
+    }
+}
+
+/// Handles a FUSE ioctl: answers the hello, queues a request.
+fn handle_ioctl(dev: RawFd, unique: u64, body: &[u8], shared: &Shared, max_msg: usize) {
+    if body.len() < IOCTL_IN {
+        return reply_err(dev, unique, libc::EINVAL);
+    }
+    let cmd = u32_at(body, 12);
+    let in_size = u32_at(body, 24) as usize;
+    let out_size = u32_at(body, 28) as usize;
+    let data = &body[IOCTL_IN..];
+    // fuse_ioctl_out: result, flags, in_iovs, out_iovs (all zero: success).
+    let ioctl_out = [0u8; 16];
+    if cmd == HELLO_CMD {
+        let mut h = [0u8; HELLO_LEN];
+        h[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        h[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        h[6..8].copy_from_slice(&TAG.to_le_bytes());
+        h[8..12].copy_from_slice(&(max_msg as u32).to_le_bytes());
+        h[12..16].copy_from_slice(&std::process::id().to_le_bytes());
+        let _ = write_reply(
+            dev,
+            &[
+                &out_header(unique, 0, ioctl_out.len() + h.len()),
+                &ioctl_out,
+                &h,
+            ],
+        );
+        return;
+    }
+    let Some(class) = CLASSES.iter().position(|&s| iowr(class_nr(s), s) == cmd) else {
+        return reply_err(dev, unique, libc::ENOTTY);
+    };
+    let size = CLASSES[class];
+    if in_size != size || out_size != size || data.len() < size {
+        return reply_err(dev, unique, libc::EINVAL);
+    }
+    let len = u32_at(data, 4) as usize;
+    if len > size - HDR {
+        return reply_err(dev, unique, libc::EINVAL);
+    }
+    let p = Pending {
+        unique,
+        cmd: u32_at(data, 0),
+        out_size,
+        data: data[HDR..HDR + len].to_vec(),
+    };
+    shared.lock().queue.push_back(p);
+    shared.ready.notify_one();
+}
+
+/// The ioctl number of the class of `size` bytes.
+fn class_nr(size: usize) -> u32 {
+    CLASSES
+        .iter()
+        .position(|&s| s == size)
+        .map_or(0, |i| i as u32 + 1)
+}
+
+impl ServerChannel for FuseServer {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        if self.cur.is_some() {
+            // Answer a request the caller forgot about.
+            self.reply(Status::Err(libc::EIO), &[])?;
+        }
+        let mut st = self.shared.lock();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            if let Some(p) = st.queue.pop_front() {
+                st.current = Some(p.unique);
+                drop(st);
+                let inc = Incoming {
+                    cmd: p.cmd,
+                    len: p.data.len(),
+                };
+                self.cur = Some(p);
+                return Ok(Some(inc));
+            }
+            if let Some(why) = &st.dead {
+                return Err(Error::io(
+                    format!("fuse: serving {}", self.path.display()),
+                    io::Error::new(io::ErrorKind::BrokenPipe, why.clone()),
+                ));
+            }
+            st = self
+                .shared
+                .ready
+                .wait_timeout(st, self.tick)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |p| &p.data)
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let Some(p) = self.cur.take() else {
+            return Err(Error::Protocol("reply without a request".into()));
+        };
+        {
+            let mut st = self.shared.lock();
+            if st.current != Some(p.unique) {
+                // Interrupted: the client was answered EINTR (it died or
+                // was signalled); nobody waits for this reply.
+                return Ok(());
+            }
+            st.current = None;
+        }
+        let too_large = data.len() > self.max_msg;
+        let (code, len) = match status {
+            Status::Ok if too_large => (libc::EMSGSIZE as u32, 0),
+            Status::Ok => (0, data.len()),
+            Status::Err(c) => (c as u32, 0),
+        };
+        let mut h = [0u8; HDR];
+        h[0..4].copy_from_slice(&code.to_le_bytes());
+        h[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        // A reply longer than the client's class goes back as its header
+        // alone: the client reports ReplyTooLarge.
+        let body: &[u8] = if code == 0 && HDR + len <= p.out_size {
+            &data[..len]
+        } else {
+            &[]
+        };
+        let ioctl_out = [0u8; 16];
+        let total = ioctl_out.len() + HDR + body.len();
+        // A client gone meanwhile (ENOENT) is not an error.
+        let Some(dev) = &self.dev else {
+            return Ok(());
+        };
+        let _ = write_reply(
+            dev.as_raw_fd(),
+            &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
+        );
+        if too_large {
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.max_msg,
+            });
+        }
+        Ok(())
+    }
+
+    fn connections(&self) -> usize {
+        self.shared.lock().conns.len()
+    }
+}
+
+// ------------------------------------------------------------ client
+
+/// The client side: the endpoint file, open.
+struct FuseClient {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+    max_msg: usize,
+}
+
+impl FuseClient {
+    /// Opens the endpoint at `path`, waiting up to `opts.wait` for it.
+    fn connect(path: &Path, opts: &Options) -> Result<FuseClient> {
+        let deadline = opts.wait.map(|w| Instant::now() + w);
+        loop {
+            match open_endpoint(path) {
+                Ok(fd) => match hello(&fd) {
+                    Ok((max_msg, _pid)) => {
+                        return Ok(FuseClient {
+                            fd,
+                            buf: vec![0; CLASSES[CLASSES.len() - 1]],
+                            max_msg: max_msg.min(MAX_PAYLOAD),
+                        })
+                    }
+                    // A plain file (not mounted yet, or left behind) or a
+                    // dead mount: nobody serves it (yet).
+                    Err(e)
+                        if is_gone(&e)
+                            || matches!(e.raw_os_error(), Some(libc::ENOTTY | libc::EINVAL)) => {}
+                    Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                        return Err(Error::Protocol(format!("{}: {e}", path.display())))
+                    }
+                    Err(e) => {
+                        return Err(Error::io(format!("fuse: hello to {}", path.display()), e))
+                    }
+                },
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT)) || is_gone(&e) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                    return Err(wrong_transport(path, opts));
+                }
+                Err(e) => return Err(Error::io(format!("fuse: open {}", path.display()), e)),
+            }
+            match deadline {
+                Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(10)),
+                _ => {
+                    return Err(Error::NotFound {
+                        path: path.to_path_buf(),
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// The error for a fuse client at a socket endpoint: asks the socket's
+/// server which transport it speaks.
+fn wrong_transport(path: &Path, opts: &Options) -> Error {
+    let opts = Options {
+        wait: None,
+        ..opts.clone()
+    };
+    match rendezvous::connect(path, Family::Uds, &opts) {
+        Err(Error::WrongTransport { path, found, .. }) => Error::WrongTransport {
+            path,
+            expected: "fuse",
+            found,
+        },
+        Ok(_) => Error::WrongTransport {
+            path: path.to_path_buf(),
+            expected: "fuse",
+            found: "uds".into(),
+        },
+        Err(e) => e,
+    }
+}
+
+impl ClientConnection for FuseClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if req.len() > self.max_msg {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.max_msg,
+            });
+        }
+        let need = HDR + req.len().max(reply.len().min(self.max_msg));
+        let size = CLASSES
+            .iter()
+            .copied()
+            .find(|&s| s >= need)
+            .unwrap_or(CLASSES[CLASSES.len() - 1]);
+        let buf = &mut self.buf[..size];
+        buf[0..4].copy_from_slice(&cmd.to_le_bytes());
+        buf[4..8].copy_from_slice(&(req.len() as u32).to_le_bytes());
+        buf[HDR..HDR + req.len()].copy_from_slice(req);
+        ioctl(&self.fd, iowr(class_nr(size), size), buf).map_err(|e| {
+            if is_gone(&e) {
+                Error::Disconnected
+            } else if e.raw_os_error() == Some(libc::EINTR) {
+                Error::io(
+                    "fuse: call interrupted by a signal (its outcome is unknown)",
+                    e,
+                )
+            } else {
+                Error::io("fuse: ioctl", e)
+            }
+        })?;
+        let status = u32_at(buf, 0);
+        let len = u32_at(buf, 4) as usize;
+        if status != 0 {
+            return Err(Error::Remote {
+                code: status as i32,
+            });
+        }
+        if len > reply.len() {
+            return Err(Error::ReplyTooLarge {
+                len,
+                cap: reply.len(),
+            });
+        }
+        if HDR + len > size {
+            return Err(Error::Protocol(format!(
+                "fuse reply of {len} bytes in a {size}-byte buffer"
+            )));
+        }
+        reply[..len].copy_from_slice(&buf[HDR..HDR + len]);
+        Ok(len)
+    }
+
+    fn max_msg(&self) -> usize {
+        self.max_msg
+    }
+}

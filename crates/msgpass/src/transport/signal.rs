@@ -1,0 +1,862 @@
+//! `signal`: requests and replies announced by real-time signals, queued to
+//! one thread with `rt_tgsigqueueinfo(2)`; the messages themselves travel in
+//! a sealed memfd per connection (passed over the rendezvous, like
+//! `eventfd`).
+//!
+//! **Signals.** Requests are announced with [`req_signal`] (`SIGRTMIN+4`),
+//! replies with [`rep_signal`] (`SIGRTMIN+5`). Two numbers, so a thread that
+//! both serves a channel and calls another never takes a request's wake-up
+//! for a reply's (or the reverse). Signals are always *thread*-directed: a
+//! process-directed one could land in any thread that does not block it,
+//! whose default action would kill the process.
+//!
+//! **Signal masks.** A signal queued to a thread that does not block it runs
+//! its default action (terminate), and a server can be sent a request at any
+//! moment, including between two `receive`s. So the library blocks the
+//! request signal in every thread that calls [`ServerChannel::receive`] on a
+//! signal channel, and the reply signal in every thread that calls
+//! [`ClientConnection::call`] on a signal connection, and **leaves it
+//! blocked** (once per thread; threads created afterwards by that thread
+//! inherit the mask). Thread ids are reused, so a signal can reach a thread
+//! that does not wait for it (a server thread ended, another took its id
+//! before a client's request went out): while their disposition is the
+//! default (terminate), the library sets both signals to *ignored*, once per
+//! process (children inherit that across exec). The kernel never ignores a
+//! blocked signal, so waiting threads still get theirs; other threads drop
+//! strays. No other signal is touched. An application must not unblock these
+//! two signals in such threads, nor use them for itself.
+//!
+//! **Receiving.** Each side waits with `poll` on a `signalfd` (which reports
+//! the signals pending for the *calling* thread) plus sockets: the server
+//! polls [signalfd, listener, every session]; a client polls [signalfd, its
+//! session], so a dead server is noticed at once (session hang-up), and a
+//! signal to a dead process fails with `ESRCH`: both are
+//! [`Error::Disconnected`].
+//!
+//! **Addressing.** The server learns the client's pid from `SO_PEERCRED` on
+//! the session socket (so it can only ever signal its own clients'
+//! processes) and its thread from the connection's memory, where the client
+//! writes its tid before each request (a connection may be used from
+//! several threads in turn). The client learns the server's pid from the
+//! hello and its thread from the memory too: the thread that calls
+//! `receive` publishes its tid in every connection whenever it differs from
+//! the last one published (a channel may be created on one thread and
+//! served on another).
+//!
+//! **Routing and wake-ups.** The signal value (8 bytes) carries the
+//! connection's number; the server routes by it and checks `si_pid` against
+//! the connection's peer. It does not carry payload bytes: a 8-byte header
+//! leaves no room beside the routing number, and copying a few bytes from
+//! shared memory costs nothing next to a signal's delivery (a few us). RT
+//! signals queue (up to `RLIMIT_SIGPENDING`; at most one per connection and
+//! direction is ever pending here), so no wake-up is lost; signals are only
+//! wake-ups, though, and the truth is in memory: each request bumps a
+//! sequence number (`req_seq`) that the server compares with the last one it
+//! served, so a duplicate or forged signal is ignored, and when the serving
+//! thread changes the server re-scans every connection for a request whose
+//! signal went to the old thread (SeqCst on both sides: either the client
+//! reads the new tid or the server sees the new sequence). A client returns
+//! only once it has read the reply's signal *and* `rep_seq` equals its
+//! request's number, so no signal is left pending behind a finished call.
+//! `EAGAIN` (the signal queue limit) is retried every millisecond while the
+//! peer lives.
+//!
+//! Memory of a connection: a control page (server tid, client tid,
+//! `req_seq`, `rep_seq`), then the client-to-server area, then the
+//! server-to-client area, each the 8-byte wire header plus `max_msg` bytes,
+//! page-rounded. Lengths read from shared memory are bounded by `max_msg`.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::sys::{self, Mapping};
+use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::wire::{head, parse_head, HEAD};
+use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+
+const PAGE: usize = 4096;
+/// Largest `max_msg` a client accepts from a server (the header's length
+/// field is 32 bits).
+const MAX_AREA_MSG: usize = u32::MAX as usize - 4 * PAGE;
+/// How long a sender waits before retrying when the signal queue is full.
+const QUEUE_FULL_RETRY: Duration = Duration::from_millis(1);
+
+/// The signal that announces a request to a server thread (`SIGRTMIN+4`).
+pub fn req_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 4
+}
+
+/// The signal that announces a reply to a client thread (`SIGRTMIN+5`).
+pub fn rep_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 5
+}
+
+/// Real-time signal notification, shared-memory payload.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Signal;
+
+// ------------------------------------------------------------ system calls
+
+thread_local! {
+    /// Signals this thread has blocked for the library (bit 0: request,
+    /// bit 1: reply).
+    static BLOCKED: Cell<u8> = const { Cell::new(0) };
+    /// This thread's id, once asked.
+    static TID: Cell<i32> = const { Cell::new(0) };
+}
+
+/// The calling thread's id.
+fn gettid() -> i32 {
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid takes no arguments and cannot fail.
+            t.set(unsafe { libc::syscall(libc::SYS_gettid) } as i32);
+        }
+        t.get()
+    })
+}
+
+/// A signal set holding `sig` alone.
+fn sigset_of(sig: libc::c_int) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it before use.
+    let mut set: libc::sigset_t = unsafe { zeroed() };
+    // SAFETY: set is a valid sigset_t; sig is a valid real-time signal number.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+    }
+    set
+}
+
+/// Blocks `sig` (bit `bit` of [`BLOCKED`]) in the calling thread, once.
+fn block_in_this_thread(sig: libc::c_int, bit: u8) -> io::Result<()> {
+    if BLOCKED.with(|b| b.get() & bit != 0) {
+        return Ok(());
+    }
+    let set = sigset_of(sig);
+    // SAFETY: set is a valid signal set; the old mask is not asked for.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, ptr::null_mut()) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    BLOCKED.with(|b| b.set(b.get() | bit));
+    Ok(())
+}
+
+/// Makes the two signals harmless in threads that do not wait for them:
+/// when their disposition is still the default (terminate), sets it to
+/// ignore, once per process. A blocked signal is never ignored (the kernel
+/// queues it), so waiting threads still receive theirs; a stray one (sent
+/// to a thread id that was reused after its thread ended) is discarded
+/// instead of killing the process. A handler the application installed is
+/// left alone.
+fn ignore_when_unblocked() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [req_signal(), rep_signal()] {
+            // SAFETY: sigaction is plain data; all-zero is valid.
+            let mut old: libc::sigaction = unsafe { zeroed() };
+            // SAFETY: a null new action only reads the current one into old.
+            if unsafe { libc::sigaction(sig, ptr::null(), &mut old) } != 0
+                || old.sa_sigaction != libc::SIG_DFL
+            {
+                continue;
+            }
+            // SAFETY: as above; the new action ignores the signal.
+            let mut act: libc::sigaction = unsafe { zeroed() };
+            act.sa_sigaction = libc::SIG_IGN;
+            // SAFETY: act is a valid action; the old one is not asked for.
+            unsafe { libc::sigaction(sig, &act, ptr::null_mut()) };
+        }
+    });
+}
+
+/// A non-blocking signalfd for `sig`; reads report the signals pending for
+/// the reading thread.
+fn signalfd(sig: libc::c_int) -> io::Result<OwnedFd> {
+    let set = sigset_of(sig);
+    // SAFETY: set is a valid signal set; -1 asks for a new descriptor.
+    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Reads the signals pending for the calling thread on `fd` into `out`
+/// (without blocking); returns how many.
+fn read_signals(fd: BorrowedFd<'_>, out: &mut [libc::signalfd_siginfo]) -> io::Result<usize> {
+    // SAFETY: out is valid for writes of out.len() whole siginfo records.
+    let r = unsafe {
+        libc::read(
+            fd.as_raw_fd(),
+            out.as_mut_ptr() as *mut libc::c_void,
+            std::mem::size_of_val(out),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(r as usize / size_of::<libc::signalfd_siginfo>())
+}
+
+/// The `siginfo_t` of a queued signal (`SI_QUEUE` layout on Linux).
+#[repr(C)]
+struct QueueInfo {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    pid: i32,
+    uid: u32,
+    value: u64,
+    _rest: [u64; 12],
+}
+
+/// Queues `sig` with `value` to thread `tid` of process `pid`.
+fn queue_to_thread(pid: i32, tid: i32, sig: libc::c_int, value: u64) -> io::Result<()> {
+    let info = QueueInfo {
+        signo: sig,
+        errno: 0,
+        code: libc::SI_QUEUE,
+        _pad: 0,
+        // SAFETY: getpid and getuid have no preconditions and cannot fail.
+        pid: unsafe { libc::getpid() },
+        // SAFETY: as above.
+        uid: unsafe { libc::getuid() },
+        value,
+        _rest: [0; 12],
+    };
+    // SAFETY: info is a 128-byte siginfo_t with the SI_QUEUE layout, valid
+    // for reads for the duration of the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            pid,
+            tid,
+            sig,
+            &info as *const QueueInfo,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The pid of the process at the other end of a Unix socket.
+fn peer_pid(fd: BorrowedFd<'_>) -> io::Result<i32> {
+    // SAFETY: ucred is plain data; all-zero is valid.
+    let mut cred: libc::ucred = unsafe { zeroed() };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: cred and len are valid for writes and len gives cred's size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.pid)
+}
+
+// ------------------------------------------------------------ shared memory
+
+/// The control page at the start of a connection's memory.
+#[repr(C)]
+struct Control {
+    /// The thread serving the channel (written by the server).
+    server_tid: AtomicU32,
+    /// The thread of the client's current call (written by the client).
+    client_tid: AtomicU32,
+    /// Number of the client's latest request.
+    req_seq: AtomicU64,
+    /// Number of the request the latest reply answers.
+    rep_seq: AtomicU64,
+}
+
+/// Bytes of one direction's area for `max_msg`.
+fn area_len(max_msg: usize) -> usize {
+    (HEAD + max_msg).div_ceil(PAGE) * PAGE
+}
+
+/// Bytes of a connection's memory for `max_msg`.
+fn mem_len(max_msg: usize) -> usize {
+    PAGE + 2 * area_len(max_msg)
+}
+
+/// A connection's mapped memory.
+struct Shared {
+    map: Mapping,
+    max: usize,
+}
+
+impl Shared {
+    /// Checks that the mapping holds the control page and both areas.
+    fn new(map: Mapping, max: usize) -> io::Result<Shared> {
+        if map.len() < mem_len(max) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "shared memory too small",
+            ));
+        }
+        Ok(Shared { map, max })
+    }
+
+    fn ctl(&self) -> &Control {
+        // SAFETY: the mapping is page-aligned and at least a page long
+        // (checked in `new`); Control is made of atomics, valid for any bits,
+        // and lives as long as the mapping borrowed here.
+        unsafe { &*(self.map.ptr() as *const Control) }
+    }
+
+    /// Offset of the client-to-server area (`c2s`) or the other one.
+    fn area(&self, c2s: bool) -> usize {
+        if c2s {
+            PAGE
+        } else {
+            PAGE + area_len(self.max)
+        }
+    }
+
+    /// Writes one message into an area. `data.len() <= max` is checked.
+    fn put(&self, c2s: bool, code: u32, data: &[u8]) -> io::Result<()> {
+        if data.len() > self.max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "message longer than the channel maximum",
+            ));
+        }
+        let h = head(code, data.len());
+        // SAFETY: the area spans HEAD + max bytes inside the mapping (checked
+        // in `new`) and data.len() <= max; our buffers do not overlap the
+        // mapping. The peer reads it only after our signal; if it misbehaves
+        // it only corrupts the message it receives.
+        unsafe {
+            let area = self.map.ptr().add(self.area(c2s));
+            ptr::copy_nonoverlapping(h.as_ptr(), area, HEAD);
+            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
+        }
+        Ok(())
+    }
+
+    /// Reads the header of the message in an area: (code, len), with len
+    /// checked against the maximum (read once: the peer may change it).
+    fn head(&self, c2s: bool) -> io::Result<(u32, usize)> {
+        let mut h = [0u8; HEAD];
+        // SAFETY: the area holds at least HEAD bytes inside the mapping.
+        unsafe {
+            ptr::copy_nonoverlapping(self.map.ptr().add(self.area(c2s)), h.as_mut_ptr(), HEAD)
+        };
+        let (code, len) = parse_head(&h);
+        if len > self.max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "message longer than the channel maximum",
+            ));
+        }
+        Ok((code, len))
+    }
+
+    /// Copies `out.len()` payload bytes (at most `max`) out of an area.
+    fn take(&self, c2s: bool, out: &mut [u8]) {
+        let n = out.len().min(self.max);
+        // SAFETY: HEAD + n <= HEAD + max bytes lie inside the area; `out` is
+        // our own memory.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.map.ptr().add(self.area(c2s) + HEAD),
+                out.as_mut_ptr(),
+                n,
+            )
+        };
+    }
+}
+
+// ------------------------------------------------------------ transport
+
+impl Transport for Signal {
+    fn name(&self) -> &'static str {
+        "signal"
+    }
+
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        ignore_when_unblocked();
+        let listener = Listener::bind(path, Family::Signal, opts.max_msg)?;
+        let sfd = signalfd(req_signal()).map_err(|e| Error::io("signalfd", e))?;
+        Ok(Box::new(SignalServer {
+            listener,
+            sfd,
+            conns: Vec::new(),
+            pending: VecDeque::new(),
+            pollfds: Vec::new(),
+            tid: 0,
+            next_id: 0,
+            buf: vec![0; opts.max_msg],
+            len: 0,
+            current: None,
+            opts: opts.clone(),
+        }))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        ignore_when_unblocked();
+        let (sock, hello, fds) = rendezvous::connect(path, Family::Signal, opts)?;
+        let bad = |what: String| Error::Protocol(format!("signal: {what}"));
+        let [mem]: [OwnedFd; 1] = fds
+            .try_into()
+            .map_err(|_| bad("expected one memfd".into()))?;
+        if hello.extra.len() != 20 {
+            return Err(bad("hello lacks the connection details".into()));
+        }
+        let u64_at = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&hello.extra[i..i + 8]);
+            u64::from_le_bytes(b)
+        };
+        let (max, id) = (u64_at(0), u64_at(8));
+        let mut pid = [0u8; 4];
+        pid.copy_from_slice(&hello.extra[16..20]);
+        let server_pid = i32::from_le_bytes(pid);
+        if max > MAX_AREA_MSG as u64 || max as usize != hello.max_msg {
+            return Err(bad(format!("message size {max} out of range")));
+        }
+        let max = max as usize;
+        let len = mem_len(max);
+        // A server that could shrink the memory would turn our accesses into
+        // SIGBUS: insist on the seal.
+        let size = sys::file_size(mem.as_fd()).map_err(|e| Error::io("fstat memfd", e))?;
+        let seals = sys::seals(mem.as_fd()).map_err(|e| Error::io("memfd seals", e))?;
+        if size < len || seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(bad(format!(
+                "shared memory is {size} bytes (need {len}) or not sealed"
+            )));
+        }
+        let map = Mapping::new(mem.as_fd(), len).map_err(|e| Error::io("map memfd", e))?;
+        let shared = Shared::new(map, max).map_err(|e| Error::io("map memfd", e))?;
+        let sfd = signalfd(rep_signal()).map_err(|e| Error::io("signalfd", e))?;
+        let seq = shared.ctl().req_seq.load(Ordering::SeqCst);
+        Ok(Box::new(SignalClient {
+            sock,
+            sfd,
+            shared,
+            id,
+            server_pid,
+            seq,
+            max_msg: max,
+        }))
+    }
+}
+
+// ------------------------------------------------------------ server
+
+/// One client, as the server sees it.
+struct Conn {
+    /// Number unique among this server's connections (the signal value).
+    id: u64,
+    /// The rendezvous session: its hang-up means the client died.
+    sock: OwnedFd,
+    shared: Shared,
+    /// The client's process, from `SO_PEERCRED`.
+    pid: i32,
+    /// The `req_seq` of the last request taken.
+    served: u64,
+}
+
+/// The server side of a signal channel.
+struct SignalServer {
+    listener: Listener,
+    /// Request signals pending for the thread that reads it.
+    sfd: OwnedFd,
+    conns: Vec<Conn>,
+    /// Connections whose signal was read and not yet handled, with the
+    /// sender's pid (`None`: found by a re-scan, no signal to check).
+    pending: VecDeque<(u64, Option<i32>)>,
+    /// `[signalfd, listener, each session]`, emptied when stale.
+    pollfds: Vec<libc::pollfd>,
+    /// The tid published in every connection (0: none yet).
+    tid: i32,
+    next_id: u64,
+    buf: Vec<u8>,
+    len: usize,
+    /// Index of the connection whose request is being served.
+    current: Option<usize>,
+    opts: Options,
+}
+
+fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+impl SignalServer {
+    fn drop_conn(&mut self, i: usize) {
+        self.conns.swap_remove(i);
+        self.pollfds.clear();
+        self.current = None;
+    }
+
+    /// Publishes the calling thread as the one to signal, and takes back
+    /// any request whose signal went to the previous thread.
+    fn adopt_thread(&mut self) {
+        let tid = gettid();
+        if tid == self.tid {
+            return;
+        }
+        self.tid = tid;
+        for c in &self.conns {
+            c.shared
+                .ctl()
+                .server_tid
+                .store(tid as u32, Ordering::SeqCst);
+        }
+        for c in &self.conns {
+            if c.shared.ctl().req_seq.load(Ordering::SeqCst) != c.served {
+                self.pending.push_back((c.id, None));
+            }
+        }
+    }
+
+    /// Makes a connection's memory, then greets the client with it.
+    fn accept(&mut self) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let max = self.opts.max_msg;
+        let made = sys::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
+            let map = Mapping::new(mem.as_fd(), mem_len(max))?;
+            Ok((mem, Shared::new(map, max)?))
+        });
+        let Ok((mem, shared)) = made else {
+            // Cannot make the memory: take the client and hang up on it.
+            drop(self.listener.accept(&[]));
+            return;
+        };
+        shared
+            .ctl()
+            .server_tid
+            .store(self.tid as u32, Ordering::SeqCst);
+        let mut extra = Vec::with_capacity(20);
+        extra.extend_from_slice(&(max as u64).to_le_bytes());
+        extra.extend_from_slice(&id.to_le_bytes());
+        extra.extend_from_slice(&(std::process::id() as i32).to_le_bytes());
+        let Ok(sock) = self.listener.accept_with(&[mem.as_fd()], &extra) else {
+            return;
+        };
+        let Ok(pid) = peer_pid(sock.as_fd()) else {
+            return;
+        };
+        self.conns.push(Conn {
+            id,
+            sock,
+            shared,
+            pid,
+            served: 0,
+        });
+        self.pollfds.clear();
+    }
+
+    /// Reads every request signal pending for this thread into `pending`.
+    fn drain(&mut self) -> Result<usize> {
+        // SAFETY: signalfd_siginfo is plain data; all-zero is valid.
+        let mut infos: [libc::signalfd_siginfo; 16] = unsafe { zeroed() };
+        let mut total = 0;
+        loop {
+            let n = read_signals(self.sfd.as_fd(), &mut infos)
+                .map_err(|e| Error::io("read signalfd", e))?;
+            for si in &infos[..n] {
+                if si.ssi_code == libc::SI_QUEUE {
+                    // The value names the connection; `take` checks si_pid.
+                    self.pending
+                        .push_back((si.ssi_ptr, Some(si.ssi_pid as i32)));
+                }
+            }
+            total += n;
+            if n < infos.len() {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Takes the request of connection `id` sent by process `pid`, if there
+    /// is a new one.
+    fn take(&mut self, id: u64, pid: Option<i32>) -> Option<Incoming> {
+        let i = self.conns.iter().position(|c| c.id == id)?;
+        let c = &mut self.conns[i];
+        // A signal from another process than the client's is ignored.
+        if pid.is_some_and(|p| p != c.pid) {
+            return None;
+        }
+        let seq = c.shared.ctl().req_seq.load(Ordering::SeqCst);
+        if seq == c.served {
+            return None;
+        }
+        let Ok((cmd, len)) = c.shared.head(true) else {
+            self.drop_conn(i);
+            return None;
+        };
+        c.served = seq;
+        c.shared.take(true, &mut self.buf[..len]);
+        self.len = len;
+        self.current = Some(i);
+        Some(Incoming { cmd, len })
+    }
+
+    fn rebuild_pollfds(&mut self) {
+        if !self.pollfds.is_empty() {
+            return;
+        }
+        self.pollfds.push(pollfd(self.sfd.as_fd()));
+        self.pollfds.push(pollfd(self.listener.as_fd()));
+        for c in &self.conns {
+            self.pollfds.push(pollfd(c.sock.as_fd()));
+        }
+    }
+}
+
+impl ServerChannel for SignalServer {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.current = None;
+        block_in_this_thread(req_signal(), 1)
+            .map_err(|e| Error::io("block the request signal", e))?;
+        self.adopt_thread();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            while let Some((id, pid)) = self.pending.pop_front() {
+                if let Some(inc) = self.take(id, pid) {
+                    return Ok(Some(inc));
+                }
+            }
+            if self.drain()? > 0 {
+                continue;
+            }
+            self.rebuild_pollfds();
+            for p in &mut self.pollfds {
+                p.revents = 0;
+            }
+            if sys::poll(&mut self.pollfds, Some(self.opts.tick))
+                .map_err(|e| Error::io("poll", e))?
+                == 0
+            {
+                continue;
+            }
+            if self.pollfds[0].revents != 0 {
+                continue;
+            }
+            if self.pollfds[1].revents != 0 {
+                self.accept();
+                continue;
+            }
+            // A client never writes on its session: any event is a hang-up.
+            // Requests it sent before dying were drained above.
+            if let Some(k) = self.pollfds[2..].iter().position(|p| p.revents != 0) {
+                self.drop_conn(k);
+            }
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let Some(i) = self.current.take() else {
+            return Err(Error::Protocol("reply without a request".into()));
+        };
+        let (code, data) = match status {
+            Status::Ok => (0u32, data),
+            Status::Err(c) => (c as u32, &[][..]),
+        };
+        if data.len() > self.opts.max_msg {
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.opts.max_msg,
+            });
+        }
+        let c = &self.conns[i];
+        if c.shared.put(false, code, data).is_err() {
+            self.drop_conn(i);
+            return Ok(());
+        }
+        let ctl = c.shared.ctl();
+        ctl.rep_seq.store(c.served, Ordering::SeqCst);
+        let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
+        loop {
+            match queue_to_thread(c.pid, tid, rep_signal(), c.id) {
+                Ok(()) => return Ok(()),
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EAGAIN)
+                        && !sys::peer_gone(c.sock.as_fd()) =>
+                {
+                    std::thread::sleep(QUEUE_FULL_RETRY)
+                }
+                // ESRCH (the client died) or anything else: drop it.
+                Err(_) => {
+                    self.drop_conn(i);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+// ------------------------------------------------------------ client
+
+/// The client side of a signal connection.
+struct SignalClient {
+    /// The rendezvous session: its hang-up means the server died.
+    sock: OwnedFd,
+    /// Reply signals pending for the thread that reads it.
+    sfd: OwnedFd,
+    shared: Shared,
+    /// The connection's number (the signal value both ways).
+    id: u64,
+    server_pid: i32,
+    /// Number of the last request sent.
+    seq: u64,
+    max_msg: usize,
+}
+
+impl SignalClient {
+    /// Announces the request to the serving thread.
+    fn notify(&self) -> Result<()> {
+        let ctl = self.shared.ctl();
+        let mut tid = ctl.server_tid.load(Ordering::SeqCst);
+        loop {
+            match queue_to_thread(self.server_pid, tid as i32, req_signal(), self.id) {
+                Ok(()) => return Ok(()),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::ESRCH) => {
+                        // The thread may have handed the channel on.
+                        let now = ctl.server_tid.load(Ordering::SeqCst);
+                        if now == tid {
+                            return Err(Error::Disconnected);
+                        }
+                        tid = now;
+                    }
+                    Some(libc::EAGAIN) => {
+                        if sys::peer_gone(self.sock.as_fd()) {
+                            return Err(Error::Disconnected);
+                        }
+                        std::thread::sleep(QUEUE_FULL_RETRY);
+                    }
+                    _ => return Err(Error::io("queue the request signal", e)),
+                },
+            }
+        }
+    }
+
+    /// Reads the reply signals pending for this thread; true when one is
+    /// this connection's.
+    fn drain(&self) -> Result<bool> {
+        // SAFETY: signalfd_siginfo is plain data; all-zero is valid.
+        let mut infos: [libc::signalfd_siginfo; 4] = unsafe { zeroed() };
+        let mut ours = false;
+        loop {
+            let n = read_signals(self.sfd.as_fd(), &mut infos)
+                .map_err(|e| Error::io("read signalfd", e))?;
+            ours |= infos[..n].iter().any(|si| {
+                si.ssi_code == libc::SI_QUEUE
+                    && si.ssi_pid as i32 == self.server_pid
+                    && si.ssi_ptr == self.id
+            });
+            if n < infos.len() {
+                return Ok(ours);
+            }
+        }
+    }
+
+    /// Waits for this request's reply signal, or the server's death.
+    fn wait(&self) -> Result<()> {
+        let ctl = self.shared.ctl();
+        let mut p = [pollfd(self.sfd.as_fd()), pollfd(self.sock.as_fd())];
+        let mut signalled = false;
+        loop {
+            signalled |= self.drain()?;
+            if signalled && ctl.rep_seq.load(Ordering::SeqCst) == self.seq {
+                return Ok(());
+            }
+            p[0].revents = 0;
+            p[1].revents = 0;
+            sys::poll(&mut p, None::<Duration>).map_err(|e| Error::io("poll", e))?;
+            if p[1].revents != 0 && p[0].revents == 0 {
+                // A reply sent just before the server closed is already
+                // pending: look once more before giving up.
+                signalled |= self.drain()?;
+                if signalled && ctl.rep_seq.load(Ordering::SeqCst) == self.seq {
+                    return Ok(());
+                }
+                return Err(Error::Disconnected);
+            }
+        }
+    }
+}
+
+impl ClientConnection for SignalClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if req.len() > self.max_msg {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.max_msg,
+            });
+        }
+        block_in_this_thread(rep_signal(), 2)
+            .map_err(|e| Error::io("block the reply signal", e))?;
+        self.shared
+            .put(true, cmd, req)
+            .map_err(|e| Error::io("write request", e))?;
+        let ctl = self.shared.ctl();
+        ctl.client_tid.store(gettid() as u32, Ordering::SeqCst);
+        self.seq += 1;
+        ctl.req_seq.store(self.seq, Ordering::SeqCst);
+        self.notify()?;
+        self.wait()?;
+        let (status, len) = self
+            .shared
+            .head(false)
+            .map_err(|e| Error::Protocol(format!("reply: {e}")))?;
+        if status != 0 {
+            return Err(Error::Remote {
+                code: status as i32,
+            });
+        }
+        if len > reply.len() {
+            return Err(Error::ReplyTooLarge {
+                len,
+                cap: reply.len(),
+            });
+        }
+        self.shared.take(false, &mut reply[..len]);
+        Ok(len)
+    }
+
+    fn max_msg(&self) -> usize {
+        self.max_msg
+    }
+}
