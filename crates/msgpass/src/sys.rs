@@ -431,6 +431,21 @@ impl Drop for Mapping {
     }
 }
 
+/// Maps `len` bytes of a memory file a peer passed us, after checking it is
+/// at least that long and sealed against shrinking: a peer that could
+/// shrink it would turn our accesses into SIGBUS. `what` names the memory
+/// in the error, which is `InvalidData` when the check fails.
+pub(crate) fn map_sealed(fd: BorrowedFd<'_>, len: usize, what: &str) -> io::Result<Mapping> {
+    let size = file_size(fd)?;
+    if size < len || seals(fd)? & libc::F_SEAL_SHRINK == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{what}: shared memory is {size} bytes (need {len}) or not sealed"),
+        ));
+    }
+    Mapping::new(fd, len)
+}
+
 /// Creates an anonymous, sealed-size memory file of `len` bytes: the peer can
 /// neither shrink it (which would turn our accesses into SIGBUS) nor grow it.
 pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {

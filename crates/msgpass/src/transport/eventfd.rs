@@ -180,16 +180,7 @@ impl Mechanism for EventFd {
         }
         let max = max as usize;
         let len = 2 * area_len(max);
-        // A server that could shrink the memory would turn our accesses into
-        // SIGBUS: insist on the seal.
-        let size = sys::file_size(mem.as_fd())?;
-        let seals = sys::seals(mem.as_fd())?;
-        if size < len || seals & libc::F_SEAL_SHRINK == 0 {
-            return Err(bad(format!(
-                "shared memory is {size} bytes (need {len}) or not sealed"
-            )));
-        }
-        let map = Mapping::new(mem.as_fd(), len)?;
+        let map = sys::map_sealed(mem.as_fd(), len, "eventfd")?;
         EventWire::new(map, false, to_client, to_server, max)
     }
 }

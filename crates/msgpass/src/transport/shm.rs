@@ -121,18 +121,17 @@ impl Transport for Shm {
         let slot_fd = fds.pop().expect("length checked");
         let bell_fd = fds.pop().expect("length checked");
         let slot_len = slot_size(hello.max_msg);
-        for (fd, need, what) in [(&bell_fd, PAGE, "doorbell"), (&slot_fd, slot_len, "slot")] {
-            let size = sys::file_size(fd.as_fd()).map_err(|e| Error::io("fstat memfd", e))?;
-            let seals = sys::seals(fd.as_fd()).map_err(|e| Error::io("get seals", e))?;
-            if size < need || seals & libc::F_SEAL_SHRINK == 0 {
-                return Err(Error::Protocol(format!(
-                    "{what} memfd is {size} bytes or unsealed"
-                )));
-            }
-        }
+        let map = |fd: &OwnedFd, len, what| {
+            sys::map_sealed(fd.as_fd(), len, what).map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
+                _ => Error::io(format!("map {what}"), e),
+            })
+        };
         Ok(Box::new(ShmClient {
-            slot: Slot::map(&slot_fd, slot_len)?,
-            bell: Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?,
+            slot: Slot {
+                map: map(&slot_fd, slot_len, "slot")?,
+            },
+            bell: map(&bell_fd, PAGE, "doorbell")?,
             sock,
             wait: self.wait,
             max_msg: hello.max_msg,

@@ -441,16 +441,8 @@ impl Transport for Signal {
         }
         let max = max as usize;
         let len = mem_len(max);
-        // A server that could shrink the memory would turn our accesses into
-        // SIGBUS: insist on the seal.
-        let size = sys::file_size(mem.as_fd()).map_err(|e| Error::io("fstat memfd", e))?;
-        let seals = sys::seals(mem.as_fd()).map_err(|e| Error::io("memfd seals", e))?;
-        if size < len || seals & libc::F_SEAL_SHRINK == 0 {
-            return Err(bad(format!(
-                "shared memory is {size} bytes (need {len}) or not sealed"
-            )));
-        }
-        let map = Mapping::new(mem.as_fd(), len).map_err(|e| Error::io("map memfd", e))?;
+        let map =
+            sys::map_sealed(mem.as_fd(), len, "signal").map_err(|e| Error::io("map memfd", e))?;
         let shared = Shared::new(map, max).map_err(|e| Error::io("map memfd", e))?;
         let sfd = signalfd(rep_signal()).map_err(|e| Error::io("signalfd", e))?;
         let seq = shared.ctl().req_seq.load(Ordering::SeqCst);
