@@ -80,6 +80,17 @@ pub enum Status {
     Err(i32),
 }
 
+impl Status {
+    /// The status as it travels in a reply header (0, or the errno's bits)
+    /// and the payload that goes with it (none with an error).
+    pub(crate) fn encode(self, data: &[u8]) -> (u32, &[u8]) {
+        match self {
+            Status::Ok => (0, data),
+            Status::Err(c) => (c as u32, &[]),
+        }
+    }
+}
+
 /// Server side of a channel: receives requests from any connected client and
 /// replies to each before receiving the next.
 pub trait ServerChannel: Send {

@@ -433,18 +433,15 @@ impl ServerChannel for ShmServer {
             return Err(Error::Protocol("reply without a request".into()));
         };
         let slot = &self.conns[i].slot;
-        let (code, data) = match status {
-            Status::Ok => (0i32, data),
-            Status::Err(c) => (c, &[][..]),
-        };
+        let (code, data) = status.encode(data);
         let (code, data) = if data.len() > self.opts.max_msg {
-            (libc::EMSGSIZE, &[][..])
+            (libc::EMSGSIZE as u32, &[][..])
         } else {
             (code, data)
         };
         slot.write(data);
         slot.len().store(data.len() as u32, Relaxed);
-        slot.status().store(code as u32, Relaxed);
+        slot.status().store(code, Relaxed);
         let old = slot.state().swap(REPLY, SeqCst);
         if old & WAITER != 0 {
             sys::futex_wake(slot.state(), 1, true);

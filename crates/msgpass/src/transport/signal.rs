@@ -677,10 +677,7 @@ impl ServerChannel for SignalServer {
         let Some(i) = self.current.take() else {
             return Err(Error::Protocol("reply without a request".into()));
         };
-        let (code, data) = match status {
-            Status::Ok => (0u32, data),
-            Status::Err(c) => (c as u32, &[][..]),
-        };
+        let (code, data) = status.encode(data);
         if data.len() > self.opts.max_msg {
             return Err(Error::TooLarge {
                 len: data.len(),

@@ -236,10 +236,7 @@ impl ServerChannel for UdsServer {
         let Some(i) = self.current.take() else {
             return Err(Error::Protocol("reply without a request".into()));
         };
-        let (code, data) = match status {
-            Status::Ok => (0i32, data),
-            Status::Err(c) => (c, &[][..]),
-        };
+        let (code, data) = status.encode(data);
         let max = self.buf.len() - 4;
         if data.len() > max {
             return Err(Error::TooLarge {
