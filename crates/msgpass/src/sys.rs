@@ -537,35 +537,49 @@ pub(crate) fn current_cpu() -> u32 {
     }
 }
 
-/// Writes all of `parts`, in order, retrying short writes (one `writev`
-/// when the descriptor takes everything at once).
+/// Writes all of `parts` (at most 4), in order, retrying short writes: one
+/// `writev` when the descriptor takes everything at once. Allocates
+/// nothing (it is on every stream message's path).
 pub(crate) fn write_all(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
-    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
-    while !parts.is_empty() {
-        let iov: Vec<libc::iovec> = parts
-            .iter()
-            .map(|p| libc::iovec {
-                iov_base: p.as_ptr() as *mut libc::c_void,
-                iov_len: p.len(),
-            })
-            .collect();
-        let mut n = retry(|| {
-            // SAFETY: iov points at live slices for the duration of the call.
-            check_size(unsafe {
-                libc::writev(fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int)
-            })
+    const MAX_PARTS: usize = 4;
+    assert!(parts.len() <= MAX_PARTS, "at most {MAX_PARTS} parts");
+    // What is left to write: parts[first][offset..], then the later parts.
+    let (mut first, mut offset) = (0, 0);
+    loop {
+        let mut iov = [libc::iovec {
+            iov_base: ptr::null_mut(),
+            iov_len: 0,
+        }; MAX_PARTS];
+        let mut n = 0;
+        for (k, p) in parts[first..].iter().enumerate() {
+            let p = if k == 0 { &p[offset..] } else { p };
+            if !p.is_empty() {
+                iov[n] = libc::iovec {
+                    iov_base: p.as_ptr() as *mut libc::c_void,
+                    iov_len: p.len(),
+                };
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut written = retry(|| {
+            // SAFETY: the first n iovecs point at live slices for the call.
+            check_size(unsafe { libc::writev(fd.as_raw_fd(), iov.as_ptr(), n as libc::c_int) })
         })?;
-        while n > 0 {
-            if n >= parts[0].len() {
-                n -= parts[0].len();
-                parts.remove(0);
+        while written > 0 {
+            let left = parts[first].len() - offset;
+            if written >= left {
+                written -= left;
+                first += 1;
+                offset = 0;
             } else {
-                parts[0] = &parts[0][n..];
-                n = 0;
+                offset += written;
+                written = 0;
             }
         }
     }
-    Ok(())
 }
 
 /// Fills `buf` from a stream. Returns `false` on EOF before the first byte;
