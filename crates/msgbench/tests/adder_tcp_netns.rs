@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
@@ -245,10 +244,7 @@ fn listen_and_connect_need_tcp() {
 
 #[test]
 fn adder_over_tcp_on_loopback() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = unused_port();
     let addr = format!("127.0.0.1:{port}");
     let dir = TestDir::new("tcplo");
     let mut server = Proc::start(Bin::DevAdder, ["-t", "tcp", "--listen", &addr, "-q"]);

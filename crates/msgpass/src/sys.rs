@@ -845,6 +845,37 @@ pub(crate) fn mq_receive(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize
     })
 }
 
+/// [`mq_receive`], giving up with `ETIMEDOUT` (`ErrorKind::TimedOut`) when
+/// no message arrives within `timeout`.
+pub(crate) fn mq_timedreceive(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    timeout: Duration,
+) -> io::Result<usize> {
+    // The deadline is absolute, on CLOCK_REALTIME (a vDSO read).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let at = now + timeout;
+    let ts = libc::timespec {
+        tv_sec: at.as_secs() as libc::time_t,
+        tv_nsec: at.subsec_nanos() as libc::c_long,
+    };
+    retry(|| {
+        // SAFETY: buf is valid for writes of buf.len() bytes; ts is a valid
+        // timespec; a null priority pointer is allowed.
+        check_size(unsafe {
+            libc::mq_timedreceive(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_char,
+                buf.len(),
+                ptr::null_mut(),
+                &ts,
+            )
+        })
+    })
+}
+
 /// The message size of the queue behind descriptor `fd`.
 pub(crate) fn mq_msgsize(fd: BorrowedFd<'_>) -> io::Result<usize> {
     // SAFETY: mq_attr is plain old data; all-zero is a valid value.

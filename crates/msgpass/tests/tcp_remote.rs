@@ -97,9 +97,7 @@ fn server_gone_and_client_gone() {
 fn wait_for_late_server() {
     watchdog("wait_for_late_server", WATCHDOG, || {
         // Find a free port, then serve it a little later.
-        let addr = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port");
+        let addr = SocketAddr::from(([127, 0, 0, 1], unused_port()));
         let late = thread::spawn(move || {
             thread::sleep(Duration::from_millis(300));
             let chan = Channel::listen_tcp(addr, &Options::default()).expect("listen late");

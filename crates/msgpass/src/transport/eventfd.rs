@@ -34,7 +34,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{parse_head, ConnCtx, Mechanism, Wire, HEAD};
+use crate::transport::wire::{parse_head, too_long, ConnCtx, Mechanism, Wire, HEAD};
 use crate::transport::Options;
 
 const PAGE: usize = 4096;
@@ -115,23 +115,21 @@ impl Wire for EventWire {
         sys::eventfd_write(self.tx.as_fd(), 1)
     }
 
-    fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>> {
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         sys::eventfd_read(self.rx.as_fd())?;
         fence(Ordering::Acquire);
         let area = self.map.ptr().wrapping_add(self.rx_off);
+        let mut head = [0u8; HEAD];
         // SAFETY: the area at rx_off holds at least HEAD bytes inside the
         // mapping (checked in `new`); `head` is our own memory.
         unsafe { ptr::copy_nonoverlapping(area, head.as_mut_ptr(), HEAD) };
-        let (_, len) = parse_head(head);
-        if len > self.max || len > buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "message longer than the channel maximum",
-            ));
+        let (_, len) = parse_head(&head);
+        if len > self.max || HEAD + len > frame.len() {
+            return Err(too_long());
         }
         // SAFETY: len <= max, so HEAD + len bytes lie inside the area;
-        // len <= buf.len(); `buf` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area.add(HEAD), buf.as_mut_ptr(), len) };
+        // HEAD + len <= frame.len(); `frame` is our own memory.
+        unsafe { ptr::copy_nonoverlapping(area, frame.as_mut_ptr(), HEAD + len) };
         Ok(Some(len))
     }
 

@@ -202,11 +202,11 @@ impl Wire for FifoWire {
         self.stream.send(head, data)
     }
 
-    fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>> {
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         if self.pending.is_some() {
             return self.finish_handshake();
         }
-        self.stream.recv(head, buf)
+        self.stream.recv(frame)
     }
 
     fn poll_fd(&self) -> std::os::fd::BorrowedFd<'_> {

@@ -275,7 +275,7 @@ impl Wire for RingWire {
         }
     }
 
-    fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>> {
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         let cqe = loop {
             let cqe = self.next_completion()?;
             if cqe.user_data() != OWN_TAG {
@@ -289,20 +289,22 @@ impl Wire for RingWire {
         if self.peer.is_none() {
             self.peer = Some(self.take_peer_ring()?);
         }
-        *head = cqe.user_data().to_le_bytes();
-        let (_, len) = parse_head(head);
+        let head = cqe.user_data().to_le_bytes();
+        let (_, len) = parse_head(&head);
         if usize::try_from(cqe.result()).ok() != Some(len) {
             return Err(bad("completion length does not match the header"));
         }
-        if len > self.max || len > buf.len() {
+        if len > self.max || HEAD + len > frame.len() {
             return Err(bad("message longer than the channel maximum"));
         }
         fence(Ordering::Acquire);
+        frame[..HEAD].copy_from_slice(&head);
         // SAFETY: len <= max, so len bytes at rx_off lie inside the mapping
-        // (checked in `new`); len <= buf.len(); `buf` is our own memory.
+        // (checked in `new`); HEAD + len <= frame.len(); `frame` is our own
+        // memory.
         unsafe {
             let area = self.map.ptr().add(self.rx_off);
-            ptr::copy_nonoverlapping(area, buf.as_mut_ptr(), len);
+            ptr::copy_nonoverlapping(area, frame.as_mut_ptr().add(HEAD), len);
         }
         Ok(Some(len))
     }

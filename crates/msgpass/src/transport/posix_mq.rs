@@ -36,10 +36,11 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::sys;
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{ConnCtx, Mechanism, Wire, HEAD};
+use crate::transport::wire::{too_long, ConnCtx, Mechanism, Wire, HEAD};
 use crate::transport::Options;
 
 /// How many connections (two queues each) one user must be able to hold at
@@ -115,7 +116,8 @@ pub(crate) struct MqWire {
     rx: OwnedFd,
     /// Non-blocking: a full queue means the peer stopped reading.
     tx: OwnedFd,
-    /// One whole message (header + payload), the queues' message size.
+    /// Staging for one whole outgoing message (header + payload): the
+    /// queues' message size.
     scratch: Vec<u8>,
 }
 
@@ -140,26 +142,36 @@ impl Wire for MqWire {
         }
     }
 
-    fn recv(&mut self, head: &mut [u8; HEAD], buf: &mut [u8]) -> io::Result<Option<usize>> {
-        let n = sys::mq_receive(self.rx.as_fd(), &mut self.scratch)?;
-        if n < HEAD {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "short message"));
-        }
-        let len = n - HEAD;
-        if len > buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "message longer than the channel maximum",
-            ));
-        }
-        head.copy_from_slice(&self.scratch[..HEAD]);
-        buf[..len].copy_from_slice(&self.scratch[HEAD..n]);
-        Ok(Some(len))
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        let n = sys::mq_receive(self.rx.as_fd(), self.frame(frame)?)?;
+        check_len(n)
+    }
+
+    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+        let n = sys::mq_timedreceive(self.rx.as_fd(), self.frame(frame)?, timeout)?;
+        check_len(n)
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
         self.rx.as_fd()
     }
+}
+
+impl MqWire {
+    /// The part of `frame` a receive may fill: the queue's message size
+    /// (`mq_receive` refuses a smaller buffer; the peer's messages are
+    /// never longer than the frame, whose size both sides agreed).
+    fn frame<'a>(&self, frame: &'a mut [u8]) -> io::Result<&'a mut [u8]> {
+        frame.get_mut(..self.scratch.len()).ok_or_else(too_long)
+    }
+}
+
+/// A received message of `n` bytes: its payload length.
+fn check_len(n: usize) -> io::Result<Option<usize>> {
+    if n < HEAD {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "short message"));
+    }
+    Ok(Some(n - HEAD))
 }
 
 impl Mechanism for PosixMq {

@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
-use crate::transport::wire::{head, parse_head, StreamWire, Wire, HEAD};
+use crate::transport::wire::{
+    frame_head, head, unpack_reply, StreamWire, Wire, ACCEPT_EVERY, HEAD,
+};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
 /// Length of the per-connection token.
@@ -271,6 +273,12 @@ struct TcpServer {
     len: usize,
     current: Option<usize>,
     next: usize,
+    /// Receives so far, to look at the listeners now and then when busy.
+    calls: u32,
+    /// When every descriptor was last polled.
+    last_look: Instant,
+    /// The last timed receive gave up.
+    timed_out: bool,
     opts: Options,
 }
 
@@ -306,10 +314,13 @@ impl TcpServer {
             conns: Vec::new(),
             pollfds: Vec::new(),
             slots: Vec::new(),
-            buf: vec![0; opts.max_msg],
+            buf: vec![0; HEAD + opts.max_msg],
             len: 0,
             current: None,
             next: 0,
+            calls: 0,
+            last_look: Instant::now(),
+            timed_out: false,
             opts: opts.clone(),
         })
     }
@@ -457,17 +468,28 @@ impl TcpServer {
     }
 
     /// Reads the request waiting on connection `i`; `None` when the
-    /// connection turned out dead or broken (and was dropped).
-    fn read_request(&mut self, i: usize) -> Option<Incoming> {
-        let mut h = [0u8; HEAD];
-        match self.conns[i].wire.recv(&mut h, &mut self.buf) {
-            Ok(Some(len)) if parse_head(&h).1 == len => {
+    /// connection turned out dead or broken (and was dropped). With a
+    /// `timeout`, waits for the request at most that long (a time-out sets
+    /// `timed_out` and keeps the connection).
+    fn read_request(&mut self, i: usize, timeout: Option<Duration>) -> Option<Incoming> {
+        self.timed_out = false;
+        let wire = &mut self.conns[i].wire;
+        let got = match timeout {
+            Some(t) => wire.recv_timeout(&mut self.buf, t),
+            None => wire.recv(&mut self.buf),
+        };
+        match got {
+            Ok(Some(len)) => {
                 self.current = Some(i);
                 self.len = len;
                 Some(Incoming {
-                    cmd: parse_head(&h).0,
+                    cmd: frame_head(&self.buf).0,
                     len,
                 })
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                self.timed_out = true;
+                None
             }
             _ => {
                 self.drop_conn(i);
@@ -477,72 +499,98 @@ impl TcpServer {
     }
 }
 
+impl TcpServer {
+    /// One pass over every descriptor, waiting at most `timeout`: one
+    /// set-up step (accept, token, hang-up of a half-made connection), or a
+    /// dead client dropped, or a waiting request read.
+    fn poll_pass(&mut self, timeout: Duration) -> Result<Option<Incoming>> {
+        self.last_look = Instant::now();
+        self.expire();
+        // A message already buffered by a wire is not seen by poll.
+        if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
+            return Ok(self.read_request(i, None));
+        }
+        self.rebuild_pollfds();
+        for p in &mut self.pollfds {
+            p.revents = 0;
+        }
+        if sys::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
+            return Ok(None);
+        }
+        // Connection set-up first, one event per round.
+        let setup = self.slots.len();
+        if let Some(k) = (0..setup).find(|&k| self.pollfds[k].revents != 0) {
+            match self.slots[k] {
+                Slot::Rendezvous => self.accept_session(),
+                Slot::Listener => self.accept_stream(),
+                // The client never writes on its session: any event is its
+                // hang-up.
+                Slot::Pending(i) => {
+                    self.pending.swap_remove(i);
+                    self.changed();
+                }
+                Slot::Unpaired(i) => self.read_token(i),
+            }
+            return Ok(None);
+        }
+        let count = self.conns.len();
+        for k in 0..count {
+            let i = (self.next + k) % count;
+            let (wire_rev, sock_rev) = (
+                self.pollfds[setup + 2 * i].revents,
+                self.pollfds[setup + 2 * i + 1].revents,
+            );
+            if wire_rev & libc::POLLIN != 0 {
+                self.next = i + 1;
+                return Ok(self.read_request(i, None));
+            }
+            if wire_rev != 0 || sock_rev != 0 {
+                // Hang-up or error without data: the client is gone.
+                self.drop_conn(i);
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// With one client and no connection being set up: waits for its next
+    /// request in a timed receive on the stream (no `poll` per request),
+    /// as the wire server does; see `wire::WireServer::receive_single`.
+    fn receive_single(&mut self) -> Result<Option<Incoming>> {
+        if self.calls % ACCEPT_EVERY == 0 && self.last_look.elapsed() >= self.opts.tick {
+            return self.poll_pass(Duration::ZERO);
+        }
+        match self.read_request(0, Some(self.opts.tick)) {
+            Some(inc) => Ok(Some(inc)),
+            None if self.timed_out => self.poll_pass(Duration::ZERO),
+            None => Ok(None),
+        }
+    }
+}
+
 impl ServerChannel for TcpServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
         self.current = None;
+        self.calls = self.calls.wrapping_add(1);
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            self.expire();
-            // A message already buffered by a wire is not seen by poll.
-            if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
-                match self.read_request(i) {
-                    Some(inc) => return Ok(Some(inc)),
-                    None => continue,
-                }
-            }
-            self.rebuild_pollfds();
-            for p in &mut self.pollfds {
-                p.revents = 0;
-            }
-            if sys::poll(&mut self.pollfds, Some(self.opts.tick))
-                .map_err(|e| Error::io("poll", e))?
-                == 0
-            {
-                continue;
-            }
-            // Connection set-up first, one event per round.
-            let setup = self.slots.len();
-            if let Some(k) = (0..setup).find(|&k| self.pollfds[k].revents != 0) {
-                match self.slots[k] {
-                    Slot::Rendezvous => self.accept_session(),
-                    Slot::Listener => self.accept_stream(),
-                    // The client never writes on its session: any event
-                    // is its hang-up.
-                    Slot::Pending(i) => {
-                        self.pending.swap_remove(i);
-                        self.changed();
-                    }
-                    Slot::Unpaired(i) => self.read_token(i),
-                }
-                continue;
-            }
-            let count = self.conns.len();
-            for k in 0..count {
-                let i = (self.next + k) % count;
-                let (wire_rev, sock_rev) = (
-                    self.pollfds[setup + 2 * i].revents,
-                    self.pollfds[setup + 2 * i + 1].revents,
-                );
-                if wire_rev & libc::POLLIN != 0 {
-                    self.next = i + 1;
-                    match self.read_request(i) {
-                        Some(inc) => return Ok(Some(inc)),
-                        None => break,
-                    }
-                }
-                if wire_rev != 0 || sock_rev != 0 {
-                    // Hang-up or error without data: the client is gone.
-                    self.drop_conn(i);
-                    break;
-                }
+            let single =
+                self.conns.len() == 1 && self.pending.is_empty() && self.unpaired.is_empty();
+            let got = if single {
+                self.receive_single()?
+            } else {
+                self.poll_pass(self.opts.tick)?
+            };
+            if got.is_some() {
+                return Ok(got);
             }
         }
     }
 
     fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        &self.buf[HEAD..HEAD + self.len]
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -589,7 +637,7 @@ impl TcpClient {
         TcpClient {
             wire: StreamWire::new(OwnedFd::from(stream), None),
             _session: session,
-            buf: vec![0; max_msg],
+            buf: vec![0; HEAD + max_msg],
             max_msg,
         }
     }
@@ -626,32 +674,13 @@ impl ClientConnection for TcpClient {
                 Error::io("send request", e)
             }
         })?;
-        let mut h = [0u8; HEAD];
-        let len = match self.wire.recv(&mut h, &mut self.buf) {
+        let len = match self.wire.recv(&mut self.buf) {
             Ok(Some(len)) => len,
             Ok(None) => return Err(Error::Disconnected),
             Err(e) if is_gone(&e) => return Err(Error::Disconnected),
             Err(e) => return Err(Error::io("receive reply", e)),
         };
-        let (status, hlen) = parse_head(&h);
-        if hlen != len {
-            return Err(Error::Protocol(format!(
-                "reply header says {hlen} bytes, got {len}"
-            )));
-        }
-        if status != 0 {
-            return Err(Error::Remote {
-                code: status as i32,
-            });
-        }
-        if len > reply.len() {
-            return Err(Error::ReplyTooLarge {
-                len,
-                cap: reply.len(),
-            });
-        }
-        reply[..len].copy_from_slice(&self.buf[..len]);
-        Ok(len)
+        unpack_reply(&self.buf, len, reply)
     }
 
     fn max_msg(&self) -> usize {

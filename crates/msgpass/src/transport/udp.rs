@@ -60,7 +60,7 @@ impl Mechanism for Udp {
         for fd in [&mine, &theirs] {
             sys::set_buffer_sizes(fd, 2 * (opts.max_msg + HEAD + 1024))?;
         }
-        Ok((DatagramWire { fd: mine }, vec![theirs], Vec::new()))
+        Ok((DatagramWire::new(mine), vec![theirs], Vec::new()))
     }
 
     fn client_side(
@@ -75,8 +75,6 @@ impl Mechanism for Udp {
         // Check it is what the server said: a connected UDP socket.
         let s = UdpSocket::from(fd);
         s.peer_addr()?;
-        Ok(DatagramWire {
-            fd: OwnedFd::from(s),
-        })
+        Ok(DatagramWire::new(OwnedFd::from(s)))
     }
 }

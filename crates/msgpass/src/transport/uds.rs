@@ -17,14 +17,12 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::wire::ACCEPT_EVERY;
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
 /// Largest message (header included) sent or received through a
 /// contiguous copy.
 const SMALL: usize = 4096;
-/// Receives between two looks at the listener while one client keeps the
-/// server busy.
-const ACCEPT_EVERY: u32 = 1024;
 
 /// The Unix seqpacket transport.
 #[derive(Debug, Clone, Copy, Default)]

@@ -67,7 +67,7 @@ impl Mechanism for UdsDgram {
         for fd in [&mine, &theirs] {
             sys::set_buffer_sizes(fd, 2 * (opts.max_msg + 64))?;
         }
-        Ok((DatagramWire { fd: mine }, vec![theirs], Vec::new()))
+        Ok((DatagramWire::new(mine), vec![theirs], Vec::new()))
     }
 
     fn client_side(
@@ -76,6 +76,6 @@ impl Mechanism for UdsDgram {
         _extra: &[u8],
         _opts: &Options,
     ) -> io::Result<DatagramWire> {
-        Ok(DatagramWire { fd: one_fd(fds)? })
+        Ok(DatagramWire::new(one_fd(fds)?))
     }
 }

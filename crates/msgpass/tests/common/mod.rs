@@ -650,3 +650,25 @@ pub fn child_self_destruct() {
         std::process::exit(3);
     });
 }
+
+/// A loopback TCP port that is free now and lies below the kernel's
+/// ephemeral range, which every `bind(":0")` of tests running in parallel
+/// draws from: a port found with `bind(":0")` and released can be handed to
+/// another test before the server under test binds it.
+pub fn unused_port() -> u16 {
+    let ephemeral_lo = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (lo, hi) = (10_000u16, ephemeral_lo.max(10_001));
+    let span = u32::from(hi - lo);
+    let seed = std::process::id().wrapping_mul(2_654_435_761)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+    (0..span)
+        .map(|k| lo + ((seed.wrapping_add(k.wrapping_mul(7919))) % span) as u16)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free loopback port below the ephemeral range")
+}
