@@ -15,8 +15,12 @@
 //!
 //! The eventfds have counter semantics (no `EFD_SEMAPHORE`): the protocol is
 //! request then reply, so at most one message is outstanding per direction
-//! and the count is 0 or 1; a read takes it back to 0. A misbehaving peer
-//! that posts twice is read once (the area holds one message anyway).
+//! and the count's low 32 bits are 0 or 1; a read takes it back to 0. A
+//! misbehaving peer that posts twice is read once (the area holds one
+//! message anyway). The high bits count *pokes*: a wait with a time-out
+//! blocks in a plain `read` and the process's poker thread (`poker.rs`)
+//! adds [`poker::POKE`] once the wait has lasted a tick; a read that finds
+//! only pokes is a time-out. No `poll` per message.
 //!
 //! The syscalls order the copies: the writer's stores happen before its
 //! `write(2)` to the eventfd, the reader's loads after its `read(2)`, and
@@ -24,15 +28,19 @@
 //! compiler as well).
 //!
 //! Liveness: an eventfd says nothing about who holds it, so `EOF_ON_DEATH`
-//! is false: a waiting client also polls the rendezvous session socket, and
-//! the server drops a connection whose session hangs up.
+//! is false: a waiting client looks at the rendezvous session socket each
+//! time its wait times out, and the server drops a connection whose session
+//! hangs up.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr;
 use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::sys::{self, Mapping};
+use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{parse_head, too_long, ConnCtx, Mechanism, Wire, HEAD};
 use crate::transport::Options;
@@ -64,6 +72,8 @@ pub(crate) struct EventWire {
     tx: OwnedFd,
     /// Largest payload an area holds.
     max: usize,
+    /// Our registration with the poker, made at the first timed receive.
+    poke: Option<Arc<Target>>,
 }
 
 impl EventWire {
@@ -90,7 +100,32 @@ impl EventWire {
             rx,
             tx,
             max,
+            poke: None,
         })
+    }
+}
+
+/// The message count in an eventfd counter (the high bits count pokes).
+const MESSAGES: u64 = poker::POKE - 1;
+
+impl EventWire {
+    /// Copies the message in our area to `frame`, once its eventfd said it
+    /// is there.
+    fn take(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        fence(Ordering::Acquire);
+        let area = self.map.ptr().wrapping_add(self.rx_off);
+        let mut head = [0u8; HEAD];
+        // SAFETY: the area at rx_off holds at least HEAD bytes inside the
+        // mapping (checked in `new`); `head` is our own memory.
+        unsafe { ptr::copy_nonoverlapping(area, head.as_mut_ptr(), HEAD) };
+        let (_, len) = parse_head(&head);
+        if len > self.max || HEAD + len > frame.len() {
+            return Err(too_long());
+        }
+        // SAFETY: len <= max, so HEAD + len bytes lie inside the area;
+        // HEAD + len <= frame.len(); `frame` is our own memory.
+        unsafe { ptr::copy_nonoverlapping(area, frame.as_mut_ptr(), HEAD + len) };
+        Ok(Some(len))
     }
 }
 
@@ -116,21 +151,27 @@ impl Wire for EventWire {
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        sys::eventfd_read(self.rx.as_fd())?;
-        fence(Ordering::Acquire);
-        let area = self.map.ptr().wrapping_add(self.rx_off);
-        let mut head = [0u8; HEAD];
-        // SAFETY: the area at rx_off holds at least HEAD bytes inside the
-        // mapping (checked in `new`); `head` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, head.as_mut_ptr(), HEAD) };
-        let (_, len) = parse_head(&head);
-        if len > self.max || HEAD + len > frame.len() {
-            return Err(too_long());
+        // Pokes alone are not a message: wait on.
+        while sys::eventfd_read(self.rx.as_fd())? & MESSAGES == 0 {}
+        self.take(frame)
+    }
+
+    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+        let poke = match &self.poke {
+            Some(p) => Arc::clone(p),
+            None => {
+                let p = poker::register(&self.rx, timeout)?;
+                self.poke = Some(Arc::clone(&p));
+                p
+            }
+        };
+        poke.begin();
+        let got = sys::eventfd_read(self.rx.as_fd());
+        poke.end();
+        if got? & MESSAGES == 0 {
+            return Err(io::ErrorKind::TimedOut.into());
         }
-        // SAFETY: len <= max, so HEAD + len bytes lie inside the area;
-        // HEAD + len <= frame.len(); `frame` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, frame.as_mut_ptr(), HEAD + len) };
-        Ok(Some(len))
+        self.take(frame)
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {

@@ -58,6 +58,7 @@ use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use ::io_uring::{cqueue, opcode, squeue, types, IoUring as Ring, Probe};
 
@@ -215,15 +216,32 @@ impl RingWire {
         take_ring(pidfd.as_fd(), i32::from_le_bytes(num), "client")
     }
 
-    /// The next completion on our ring, waiting for one if needed.
-    fn next_completion(&mut self) -> io::Result<cqueue::Entry> {
+    /// The next completion on our ring, waiting for one if needed, at
+    /// most `timeout` (one `io_uring_enter` with a timeout argument; its
+    /// expiry is an `ErrorKind::TimedOut` error).
+    fn next_completion(&mut self, timeout: Option<Duration>) -> io::Result<cqueue::Entry> {
+        let ts = timeout.map(types::Timespec::from);
         loop {
             if let Some(cqe) = self.ring.completion().next() {
                 return Ok(cqe);
             }
-            match self.ring.submit_and_wait(1) {
+            let got = match &ts {
+                None => self.ring.submit_and_wait(1),
+                Some(ts) => self
+                    .ring
+                    .submitter()
+                    .submit_with_args(1, &types::SubmitArgs::new().timespec(ts)),
+            };
+            match got {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                    // Expired, unless a completion raced in.
+                    if let Some(cqe) = self.ring.completion().next() {
+                        return Ok(cqe);
+                    }
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -276,8 +294,27 @@ impl Wire for RingWire {
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        self.recv_within(frame, None)
+    }
+
+    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+        self.recv_within(frame, Some(timeout))
+    }
+
+    fn poll_fd(&self) -> BorrowedFd<'_> {
+        self.ring.as_fd()
+    }
+}
+
+impl RingWire {
+    /// Receives one message, waiting at most `timeout` for it.
+    fn recv_within(
+        &mut self,
+        frame: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<usize>> {
         let cqe = loop {
-            let cqe = self.next_completion()?;
+            let cqe = self.next_completion(timeout)?;
             if cqe.user_data() != OWN_TAG {
                 break cqe;
             }
@@ -307,10 +344,6 @@ impl Wire for RingWire {
             ptr::copy_nonoverlapping(area, frame.as_mut_ptr().add(HEAD), len);
         }
         Ok(Some(len))
-    }
-
-    fn poll_fd(&self) -> BorrowedFd<'_> {
-        self.ring.as_fd()
     }
 }
 

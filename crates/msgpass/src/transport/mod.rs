@@ -26,6 +26,7 @@ pub mod fuse;
 pub mod io_uring;
 pub mod pipe;
 pub mod posix_mq;
+mod poker;
 pub(crate) mod rendezvous;
 pub mod shm;
 pub mod signal;
