@@ -9,3 +9,4 @@ pub mod floor;
 pub mod measure;
 pub mod report;
 pub mod suite;
+pub mod validate;

@@ -10,7 +10,9 @@ use clap::{Parser, Subcommand};
 use msgbench::adder::server::{self, ServerArgs};
 use msgbench::cli;
 use msgbench::suite::adder::{self, AdderArgs};
+use msgbench::suite::floor::{self, FloorArgs};
 use msgbench::suite::ipc::{self, IpcArgs};
+use msgbench::validate::{self, ValidateArgs};
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +32,10 @@ enum Cmd {
     Adder(AdderArgs),
     /// Every transport side by side: latency, throughput and CPU per message, by size and placement.
     Ipc(IpcArgs),
+    /// The machine's limits: cache-line and futex ping-pongs, clock and system-call costs.
+    Floor(FloorArgs),
+    /// The reference tools (perf, rt-tests) next to msgbench's equivalent measurements.
+    Validate(ValidateArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -41,6 +47,8 @@ fn main() -> ExitCode {
         None => tour(stop),
         Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
         Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
+        Some(Cmd::Floor(a)) => floor::run(&a, stop).map(|_| ()),
+        Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
     });
     cli::finish("msgbench", result)

@@ -22,14 +22,6 @@ const CLIENT_IP: &str = "10.200.7.2";
 /// First adder port (instance k on PORT + k).
 const PORT: u16 = 7100;
 
-/// Skips the test (returns), or fails it when `CI` is set.
-fn skip(reason: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set, so this test may not be skipped: {reason}");
-    }
-    println!("skipped: {reason}");
-}
-
 /// Runs `ip args` under the watchdog.
 fn ip(args: &[&str]) -> Output {
     let mut c = Command::new("ip");
@@ -110,8 +102,7 @@ impl Drop for Netns {
 
 /// Why this machine cannot run the namespace test, if it cannot.
 fn cannot_run() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         return Some("needs root (network namespaces and a veth pair)".into());
     }
     match Command::new("ip").arg("-V").output() {

@@ -279,6 +279,13 @@ fn ipc_option_errors() {
     option_error(&["--row-secs", "0"], "--row-secs 0");
     option_error(&["--row-secs", "x"], "--row-secs x");
     option_error(&["--spin-us", "-5"], "--spin-us -5");
+    option_error(&["-r", "0"], "--repeats 0");
+    option_error(&["--repeats", "x"], "--repeats x");
+    option_error(&["--rate", "0"], "--rate 0");
+    option_error(&["--rate", "x"], "--rate x");
+    option_error(&["--warmup", "-1"], "--warmup -1");
+    option_error(&["--timing", "foo"], "--timing foo");
+    option_error(&["--timing", "whole", "--rate", "100"], "--rate");
 }
 
 #[test]
@@ -301,5 +308,217 @@ fn ipc_sigint_mid_run_cleans_up() {
     let o = mb.wait_within(Duration::from_secs(15), "SIGINT");
     let line = o.assert_one_line_error(1);
     assert_eq!(line, "msgbench: error: interrupted", "{o}");
+    dir.assert_ns_clean();
+}
+
+/// `msgbench ipc --quick -t uds --sizes 1 --placement same <extra> --json F`:
+/// the output and the JSON document.
+fn ipc_uds_json(tag: &str, extra: &[&str]) -> (Output, serde_json::Value) {
+    let dir = TestDir::new(tag);
+    let json = dir.file("ipc.json");
+    let json_s = json.display().to_string();
+    let mut args = vec![
+        "--quick",
+        "-t",
+        "uds",
+        "--sizes",
+        "1",
+        "--placement",
+        "same",
+        "--json",
+        &json_s,
+    ];
+    args.extend_from_slice(extra);
+    let o = run(Bin::Msgbench, ipc_args(&dir, &args));
+    o.assert_ok();
+    let v = read_json(&json);
+    dir.assert_ns_clean();
+    (o, v)
+}
+
+#[test]
+fn ipc_repeats_are_all_kept_and_their_spread_shown() {
+    let (o, v) = ipc_uds_json("ipcrep", &["-r", "3", "--warmup", "0.01"]);
+    let g = group(&o.stdout, "1 B, same CPU");
+    assert!(g[0].contains("Spread"), "{}", o.stdout);
+    assert!(g[2].trim_end().ends_with('%'), "spread cell: {}", o.stdout);
+    assert!(
+        o.stdout.contains("Repeats: 3 latency runs per row"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(v["settings"]["repeats"].as_u64(), Some(3), "{v}");
+    assert_eq!(num(&v["settings"], "warmup_secs"), 0.01, "{v}");
+    let r = &v["rows"][0];
+    let reps = r["repeats"].as_array().expect("repeats");
+    assert_eq!(reps.len(), 3, "{r}");
+    for l in reps {
+        check_latency(&l["summary"], l["samples"].as_u64().expect("samples"));
+        assert_eq!(l["timing"], "per-message", "{l}");
+        assert!(l["rate"].is_null(), "closed loop: {l}");
+    }
+    let st = &r["repeat_stats"];
+    let central: Vec<f64> = st["central_ns"]
+        .as_array()
+        .expect("central_ns")
+        .iter()
+        .map(|x| x.as_f64().expect("number"))
+        .collect();
+    assert_eq!(central.len(), 3, "{st}");
+    let mut sorted = central.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(num(st, "median_ns"), sorted[1], "{st}");
+    assert_eq!(num(&r["latency"]["summary"], "p50_ns"), sorted[1], "{r}");
+    let spread = (sorted[2] - sorted[0]) / sorted[1] * 100.0;
+    assert!((num(st, "spread_pct") - spread).abs() < 1e-6, "{st}");
+    // Every warning printed under the table is in the JSON too.
+    let warnings = r["warnings"].as_array().expect("warnings");
+    assert_eq!(
+        o.stdout.matches("warning: uds 1 B same: ").count(),
+        warnings.len(),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn ipc_timestamp_cost_is_subtracted_and_said() {
+    let (o, v) = ipc_uds_json("ipcts", &[]);
+    assert!(
+        o.stdout.contains("Timing: per-message")
+            && o.stdout.contains("subtracted from each sample"),
+        "{}",
+        o.stdout
+    );
+    let oh = num(&v["settings"], "timestamp_overhead_ns");
+    let sub = num(&v["rows"][0]["latency"], "overhead_subtracted_ns");
+    assert!(oh >= 0.0 && sub >= 0.0, "{v}");
+    // Rounded to whole clock ticks.
+    assert!(
+        (oh - sub).abs() <= 1.0,
+        "overhead {oh} ns, subtracted {sub} ns"
+    );
+}
+
+#[test]
+fn ipc_whole_run_timing_has_only_a_mean() {
+    let (o, v) = ipc_uds_json("ipcwhole", &["--timing", "whole"]);
+    assert!(o.stdout.contains("Timing: whole run"), "{}", o.stdout);
+    let g = group(&o.stdout, "1 B, same CPU");
+    assert!(g[0].contains("Mean"), "{}", o.stdout);
+    let row = g[2];
+    assert_eq!(
+        row.split_whitespace().filter(|w| *w == "-").count(),
+        4,
+        "p50, p99, p99.9 and max show -: {row}"
+    );
+    assert_eq!(v["settings"]["timing"], "whole", "{v}");
+    let l = &v["rows"][0]["latency"];
+    assert_eq!(l["timing"], "whole", "{l}");
+    assert!(l["summary"]["p50_ns"].is_null(), "{l}");
+    assert!(
+        l["histogram"].as_array().is_some_and(|h| h.is_empty()),
+        "{l}"
+    );
+    let mean = num(&l["summary"], "mean_ns");
+    let expect = num(l, "duration_ns") / l["samples"].as_u64().expect("samples") as f64;
+    assert!((mean - expect).abs() <= 1e-6 * expect, "{l}");
+}
+
+#[test]
+fn ipc_open_loop_counts_a_server_stall_in_the_tail() {
+    // The server sleeps 50 ms before its 100th echo reply: with no warm-up
+    // that is inside the latency run of 500 messages at 1000/s. Every
+    // message behind it is timed from its intended send time, so the
+    // largest latency is at least the stall.
+    let (o, v) = ipc_uds_json(
+        "ipcopen",
+        &[
+            "--rate",
+            "1000",
+            "--warmup",
+            "0",
+            "--row-secs",
+            "0.5",
+            "--inject-fault",
+            "stall",
+        ],
+    );
+    assert!(
+        o.stdout.contains("Loop: open (--rate 1000)"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(num(&v["settings"], "rate"), 1000.0, "{v}");
+    let l = &v["rows"][0]["latency"];
+    assert_eq!(num(l, "rate"), 1000.0, "{l}");
+    assert_eq!(l["samples"].as_u64(), Some(500), "{l}");
+    let stall_ns = 50e6;
+    assert!(num(&l["exact"], "max_ns") >= stall_ns - 1e3, "{l}");
+    assert!(num(&l["summary"], "max_ns") >= stall_ns * 0.99, "{l}");
+    // Not one late message but the ones scheduled during the stall too
+    // (about one per millisecond of it).
+    let late: u64 = l["histogram"]
+        .as_array()
+        .expect("histogram")
+        .iter()
+        .filter(|b| b[0].as_f64().unwrap_or(0.0) >= stall_ns / 5.0)
+        .map(|b| b[1].as_u64().expect("bucket count"))
+        .sum();
+    assert!(late >= 20, "{late} messages of 10 ms or more: {l}");
+}
+
+/// Busy-looping shell processes, one per CPU, killed on drop.
+struct Hogs(Vec<std::process::Child>);
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn ipc_warns_when_another_process_loads_the_cpus() {
+    let _serial = serial();
+    let hogs = Hogs(
+        (0..cpu_count())
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .expect("sh")
+            })
+            .collect(),
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let dir = TestDir::new("ipcnoise");
+    let json = dir.file("ipc.json");
+    let json_s = json.display().to_string();
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &["--quick", "-t", "uds", "--sizes", "1", "--json", &json_s],
+        ),
+    );
+    drop(hogs);
+    o.assert_ok();
+    for p in placements() {
+        let want = format!("warning: uds 1 B {p}: other load ");
+        assert!(o.stdout.contains(&want), "no {want:?}: {}", o.stdout);
+    }
+    let v = read_json(&json);
+    for r in v["rows"].as_array().expect("rows") {
+        let w = r["warnings"].as_array().expect("warnings");
+        assert!(
+            w.iter()
+                .any(|x| x.as_str().is_some_and(|s| s.starts_with("other load "))),
+            "{r}"
+        );
+        assert!(num(&r["other_load"], "other_pct") > 0.0, "{r}");
+    }
     dir.assert_ns_clean();
 }

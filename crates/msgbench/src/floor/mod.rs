@@ -33,6 +33,7 @@ use anyhow::{anyhow, Context};
 use crate::measure::placement::pin_current_thread;
 
 mod cacheline;
+mod cacheline_procs;
 mod eventfd;
 mod fdio;
 mod futex;
@@ -46,6 +47,7 @@ mod uds_dgram;
 mod uds_stream;
 
 pub use cacheline::cacheline;
+pub use cacheline_procs::cacheline_processes;
 pub use eventfd::eventfd;
 pub use futex::futex;
 pub use pipe::pipe;

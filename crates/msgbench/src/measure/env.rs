@@ -31,10 +31,82 @@ pub struct Environment {
     pub clocksource: String,
     /// cpuidle driver, or "none".
     pub cpuidle_driver: String,
+    /// cpuidle governor, or "none".
+    #[serde(default)]
+    pub cpuidle_governor: String,
+    /// cpu0's idle states, shallowest first.
+    #[serde(default)]
+    pub idle_states: Vec<IdleState>,
+    /// Scheduling controls in effect (`--fifo`, `--mlock`, `--dma-latency`).
+    #[serde(default)]
+    pub controls: super::sched::Controls,
     /// cpu0 frequency governor, or "n/a".
     pub cpu_governor: String,
     /// Total RAM in bytes (0 if unknown).
     pub memory_bytes: u64,
+}
+
+/// One CPU idle state, as cpuidle describes it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct IdleState {
+    /// State name (e.g. "POLL", "C1", "haltpoll idle").
+    pub name: String,
+    /// Exit latency, microseconds.
+    pub latency_us: u64,
+    /// Disabled by the administrator.
+    pub disabled: bool,
+}
+
+/// cpu0's idle states (empty without cpuidle).
+fn idle_states() -> Vec<IdleState> {
+    (0..)
+        .map_while(|k| {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cpuidle/state{k}");
+            let name = read(&format!("{dir}/name"))?;
+            Some(IdleState {
+                name,
+                latency_us: read(&format!("{dir}/latency"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                disabled: read(&format!("{dir}/disable")).is_some_and(|v| v != "0"),
+            })
+        })
+        .collect()
+}
+
+impl Environment {
+    /// One line for a report's header: idle driver and states, and the
+    /// scheduling controls in effect.
+    pub fn context_line(&self) -> String {
+        let states = if self.idle_states.is_empty() {
+            "no idle states".to_string()
+        } else {
+            self.idle_states
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}us{}",
+                        s.name,
+                        s.latency_us,
+                        if s.disabled { " (disabled)" } else { "" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let c = &self.controls;
+        format!(
+            "idle: driver {}, governor {}, states {}; PM-QoS latency request: {}; policy: {}{}",
+            self.cpuidle_driver,
+            self.cpuidle_governor,
+            states,
+            c.dma_latency_us
+                .map_or("none".to_string(), |us| format!("{us} us held")),
+            c.fifo_priority
+                .map_or("SCHED_OTHER".to_string(), |p| format!("SCHED_FIFO {p}")),
+            if c.mlocked { ", memory locked" } else { "" },
+        )
+    }
 }
 
 const UNKNOWN: &str = "unknown";
@@ -60,6 +132,11 @@ impl Environment {
                 .unwrap_or_else(|| UNKNOWN.into()),
             cpuidle_driver: read("/sys/devices/system/cpu/cpuidle/current_driver")
                 .unwrap_or_else(|| "none".into()),
+            cpuidle_governor: read("/sys/devices/system/cpu/cpuidle/current_governor")
+                .or_else(|| read("/sys/devices/system/cpu/cpuidle/current_governor_ro"))
+                .unwrap_or_else(|| "none".into()),
+            idle_states: idle_states(),
+            controls: super::sched::in_effect(),
             cpu_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
                 .unwrap_or_else(|| "n/a".into()),
             memory_bytes: read("/proc/meminfo")

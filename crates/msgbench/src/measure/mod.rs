@@ -2,7 +2,9 @@
 //! CPU accounting, placement and environment capture.
 
 pub mod clock;
+pub mod costs;
 pub mod cpu;
 pub mod env;
 pub mod hist;
 pub mod placement;
+pub mod sched;

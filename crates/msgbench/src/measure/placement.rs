@@ -192,6 +192,30 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), PlacementError> {
     Ok(())
 }
 
+/// Restricts the calling thread (and the threads it creates later) to the
+/// set `cpus`, as `taskset -c` does; the thread may run on any of them.
+pub fn restrict_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: c is below CPU_SETSIZE, so CPU_SET writes inside `set`.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: set is a valid cpu_set_t of the size given; pid 0 is the
+    // calling thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::thread::yield_now();
+    Ok(())
+}
+
 /// Pins to `cpu` when given; returns the CPU actually in use.
 pub fn maybe_pin(cpu: Option<usize>) -> Result<Option<usize>, PlacementError> {
     match cpu {

@@ -20,7 +20,9 @@ use crate::measure::clock::Clock;
 use crate::measure::cpu::CpuUsage;
 use crate::measure::hist::{fmt_ns, LatencySummary};
 use crate::measure::placement::{self, CpuList};
+use crate::measure::sched::SchedArgs;
 use crate::report::{self, Header};
+use crate::suite::ipc::WaitClass;
 
 mod servers;
 mod table;
@@ -106,6 +108,9 @@ pub struct AdderArgs {
     /// Time whole runs only (no per-request timestamps).
     #[arg(long = "no-timestamps")]
     pub no_timestamps: bool,
+    /// Scheduling controls: --fifo, --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: SchedArgs,
 }
 
 impl Default for AdderArgs {
@@ -241,23 +246,40 @@ impl Drop for RunDir {
     }
 }
 
+/// True for a transport whose waits spin without bound.
+fn spins(transport: &str) -> bool {
+    WaitClass::of(transport) == WaitClass::Polling
+}
+
 /// Runs the experiment, printing each table as it fills.
 pub fn run(args: &AdderArgs, stop: Arc<AtomicBool>) -> Result<Report> {
     let plan = plan(args)?;
+    let controls = args.sched.parse()?;
+    if controls.fifo_priority.is_some() {
+        if let Some(t) = args.transports.iter().find(|t| spins(t)) {
+            bail!(
+                "--fifo: transport {t} spins, and a spinning real-time thread never yields \
+                 its CPU; choose a blocking or hybrid transport"
+            );
+        }
+    }
+    let _applied = args.sched.apply()?;
     let base = Namespace::resolve(args.ns.as_deref())?;
     let dir = RunDir(Namespace::open(
         base.root()
             .join(format!("adder-run-{}", std::process::id())),
     )?);
     let clock = Clock::best();
+    let header = Header::capture(&clock);
     println!(
-        "msgbench adder: {} CPUs, clock {}, {}",
+        "msgbench adder: {} CPUs, clock {}, {}\n{}",
         placement::cpu_count(),
         clock.describe(),
         match args.samples {
             Some(s) => format!("{s} round trips per thread"),
             None => format!("about {} s per row", args.row_secs),
-        }
+        },
+        header.environment.context_line(),
     );
     let idle = if args.idle_secs > 0.0 {
         Some(client::idle_baseline(args.idle_secs)?)
@@ -317,7 +339,7 @@ pub fn run(args: &AdderArgs, stop: Arc<AtomicBool>) -> Result<Report> {
         );
     }
     let report = Report {
-        header: Header::capture(&clock),
+        header,
         idle,
         tables,
     };

@@ -12,6 +12,7 @@
 mod client;
 mod ipcbench;
 mod load;
+mod notes;
 mod options;
 mod protocol;
 mod results;
@@ -37,6 +38,7 @@ pub use results::{
 use crate::measure::clock::Clock;
 use crate::measure::placement;
 use crate::report::{self, Header};
+use crate::suite::floor::FloorReport;
 use options::{Format, Plan};
 use row::RowContext;
 
@@ -55,6 +57,16 @@ pub struct Settings {
     pub spin_us: u64,
     /// CPUs available to the run, in the order placements use them.
     pub cpus: Vec<usize>,
+    /// Warm-up before each latency run, s (null: a fifth of a row).
+    pub warmup_secs: Option<f64>,
+    /// Latency runs per row.
+    pub repeats: usize,
+    /// Latency timing: `per-message` or `whole`.
+    pub timing: options::Timing,
+    /// Open-loop send rate, messages per second (null: closed loop).
+    pub rate: Option<f64>,
+    /// Cost of one timestamp, ns, subtracted from per-message samples.
+    pub timestamp_overhead_ns: f64,
 }
 
 /// Counts of rows by outcome, and the winners of each group.
@@ -89,6 +101,9 @@ pub struct Report {
     pub other_load: Option<load::OtherLoad>,
     /// Outcome counts and winners.
     pub summary: Summary,
+    /// This machine's floor (`msgbench floor --quick` between the run's
+    /// first two CPUs), measured at the start; `None` if it could not be.
+    pub floor: Option<FloorReport>,
 }
 
 /// A private namespace directory for one run, removed on drop.
@@ -103,6 +118,7 @@ impl Drop for RunDir {
 /// Runs the catalogue, printing each group (or row) as it completes.
 pub fn run(args: &IpcArgs, stop: Arc<AtomicBool>) -> Result<Report> {
     let plan = options::plan(args)?;
+    let _applied = args.sched.apply()?;
     let base = Namespace::resolve(args.ns.as_deref())?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -113,12 +129,15 @@ pub fn run(args: &IpcArgs, stop: Arc<AtomicBool>) -> Result<Report> {
     )?);
     let clock = Clock::best();
     let header = Header::capture(&clock);
+    let floor = quick_floor(&plan.cpus);
+    let vs_floor = floor.as_ref().filter(|_| args.vs_floor);
     println!(
-        "msgbench ipc: {} CPUs, clock {}, about {} s per measured run\n\
+        "msgbench ipc: {} CPUs, clock {}, about {} s per measured run\n{}\n\
          Transports {}; sizes {} bytes; placements {}",
         placement::cpu_count(),
         clock.describe(),
         plan.row_secs,
+        header.environment.context_line(),
         plan.transports.join(", "),
         plan.sizes
             .iter()
@@ -146,6 +165,7 @@ pub fn run(args: &IpcArgs, stop: Arc<AtomicBool>) -> Result<Report> {
         clock,
         stop: &stop,
         fault: plan.fault,
+        plan: &plan,
     };
     let mut rows: Vec<Row> = Vec::new();
     let mut summary = Summary::default();
@@ -155,7 +175,7 @@ pub fn run(args: &IpcArgs, stop: Arc<AtomicBool>) -> Result<Report> {
             let group = run_group(&ctx, &plan, rows.len(), size, placement);
             let g = GroupSummary::of(size, placement, &group);
             if plan.format == Format::Table {
-                print_group(&plan, &group, &g);
+                print_group(&plan, &group, &g, vs_floor);
             }
             summary.groups.push(g);
             rows.extend(group);
@@ -167,6 +187,10 @@ pub fn run(args: &IpcArgs, stop: Arc<AtomicBool>) -> Result<Report> {
     let other_load = meter.finish();
     if plan.format == Format::Table {
         println!("\n{}", table::legend(&rows, &clock, plan.row_secs));
+        if let Some(f) = vs_floor {
+            println!("{}", table::floor_legend(f));
+        }
+        println!("{}", notes::legend(&plan, &clock));
     }
     if let Some(l) = &other_load {
         println!("{}", l.describe());
@@ -181,10 +205,16 @@ pub fn run(args: &IpcArgs, stop: Arc<AtomicBool>) -> Result<Report> {
             row_secs: plan.row_secs,
             spin_us: plan.spin.as_micros() as u64,
             cpus: plan.cpus.clone(),
+            warmup_secs: plan.warmup_secs,
+            repeats: plan.repeats,
+            timing: plan.timing,
+            rate: plan.rate,
+            timestamp_overhead_ns: clock.overhead_ns(),
         },
         rows,
         other_load,
         summary,
+        floor,
     };
     if let Some(p) = &args.json {
         report::json::write(p, &report)?;
@@ -251,7 +281,19 @@ fn run_group(
     group
 }
 
-fn print_group(plan: &Plan, group: &[Row], g: &GroupSummary) {
+/// A quick floor between the first two of `cpus`, or `None` (said on
+/// stdout) if it cannot be measured.
+fn quick_floor(cpus: &[usize]) -> Option<FloorReport> {
+    match crate::suite::floor::measure(true, &cpus[..cpus.len().min(2)]) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            println!("msgbench ipc: floor not measured: {e:#}");
+            None
+        }
+    }
+}
+
+fn print_group(plan: &Plan, group: &[Row], g: &GroupSummary, floor: Option<&FloorReport>) {
     let cpus = plan.cpus_for(g.placement);
     println!(
         "\n{}",
@@ -259,7 +301,10 @@ fn print_group(plan: &Plan, group: &[Row], g: &GroupSummary) {
     );
     match cpus {
         Err(reason) => println!("  skipped: {reason}"),
-        Ok(_) => println!("{}", table::group(group, g)),
+        Ok(_) => println!("{}", table::group(group, g, floor)),
+    }
+    for w in notes::warnings(group) {
+        println!("{w}");
     }
     let _ = std::io::stdout().flush();
 }

@@ -779,3 +779,18 @@ pub fn unused_port() -> u16 {
         .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
         .expect("a free loopback port below the ephemeral range")
 }
+
+/// Reports a test skipped for `reason` (a missing privilege or tool), or
+/// fails it when `CI` is set: CI must really exercise every test.
+pub fn skip(reason: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("CI is set, so this test may not be skipped: {reason}");
+    }
+    println!("skipped: {reason}");
+}
+
+/// True when running as root (euid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,21 +1,24 @@
-//! The client of one row: warm-up (which sizes the runs), the latency run
-//! (echo of `size` bytes, one timestamp before and after each call), the
-//! throughput run (`size` bytes one way, a checksum back), each reply
-//! verified, and both threads' CPU time.
+//! The client of one row: for each repeat a warm-up (the first one sizes
+//! the runs) and a latency run (echo of `size` bytes: closed loop with one
+//! timestamp before and after each call, open loop at a fixed schedule, or
+//! whole-run timing), then the throughput run (`size` bytes one way, a
+//! checksum back), each reply verified, and both threads' CPU time.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use msgpass::{Connection, Namespace, Options};
 
+use super::options::Timing;
 use super::protocol::{
     body, echo_mismatch, stamp, SumBase, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM, ECHO_MASK,
     SUM_SEQ_BYTES,
 };
-use super::results::{CpuCost, LatencyRun, ThroughputRun};
-use super::stats::{exact, histogram};
+use super::results::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
+use super::stats::{exact, histogram, subtract_overhead};
 use crate::measure::clock::Clock;
 use crate::measure::cpu::thread_cpu_ns;
+use crate::measure::hist::LatencySummary;
 use crate::measure::placement::pin_current_thread;
 
 /// Fewest messages in a measured run (unless the time cap comes first).
@@ -26,6 +29,9 @@ const MAX_MESSAGES: u64 = 2_000_000;
 const MIN_WARMUP: u64 = 50;
 /// A measured run stops at this many times its target length.
 const CAP_FACTOR: f64 = 2.0;
+/// Open loop: sleep (rather than spin) towards a send time further away
+/// than this, microseconds (sleeping stops half that short of it).
+const SLEEP_ABOVE_US: f64 = 200.0;
 
 /// What one client thread needs (owned: the thread may outlive a hung row).
 pub struct ClientConfig {
@@ -47,14 +53,22 @@ pub struct ClientConfig {
     pub clock: Clock,
     /// Set by SIGINT/SIGTERM.
     pub stop: Arc<AtomicBool>,
+    /// Warm-up before each latency run, seconds (`None`: the default).
+    pub warmup_secs: Option<f64>,
+    /// Latency runs.
+    pub repeats: usize,
+    /// How latency runs are timed.
+    pub timing: Timing,
+    /// Open loop: messages per second.
+    pub rate: Option<f64>,
 }
 
-/// Both runs of a row that went well.
+/// Every run of a row that went well.
 pub struct Measured {
     /// Largest message the connection takes.
     pub max_msg: usize,
-    /// Round-trip latency.
-    pub latency: LatencyRun,
+    /// Round-trip latency, one run per repeat, in order.
+    pub latency: Vec<LatencyRun>,
     /// One-way throughput.
     pub throughput: ThroughputRun,
 }
@@ -84,9 +98,21 @@ pub fn run(cfg: &ClientConfig) -> Result<Measured, Stop> {
         return Err(Stop::NotApplicable(max_msg));
     }
     let mut echo = Echo::new(cfg.size);
-    let rate = warm_up(cfg, &mut conn, &mut echo)?;
-    let latency = latency(cfg, &mut conn, &mut echo, target(rate, cfg.row_secs))?;
-    let rate = latency.samples as f64 / (latency.duration_ns / 1e9).max(1e-9);
+    let mut runs = Vec::with_capacity(cfg.repeats);
+    // Every repeat has the count the first warm-up's rate asks for, so
+    // that repeats compare; without a warm-up, runs are sized by time.
+    let mut sizing: Option<Sizing> = None;
+    for _ in 0..cfg.repeats.max(1) {
+        let warm_rate = warm_up(cfg, &mut conn, &mut echo)?;
+        let s = *sizing.get_or_insert(match (cfg.rate, warm_rate) {
+            (Some(r), _) => Sizing::Count(target(r, cfg.row_secs), r),
+            (None, Some(r)) => Sizing::Count(target(r, cfg.row_secs), r),
+            (None, None) => Sizing::Time,
+        });
+        runs.push(latency(cfg, &mut conn, &mut echo, s)?);
+    }
+    let first = &runs[0];
+    let rate = first.samples as f64 / (first.duration_ns / 1e9).max(1e-9);
     let throughput = throughput(cfg, &mut conn, rate)?;
     // The server returns right after this reply and closes its channel. A
     // transport may lose a reply that is followed at once by the close
@@ -99,9 +125,19 @@ pub fn run(cfg: &ClientConfig) -> Result<Measured, Stop> {
     }
     Ok(Measured {
         max_msg,
-        latency,
+        latency: runs,
         throughput,
     })
+}
+
+/// How long a latency run is.
+#[derive(Debug, Clone, Copy)]
+enum Sizing {
+    /// This many messages (capped at [`CAP_FACTOR`] rows), at about this
+    /// rate (messages per second).
+    Count(u64, f64),
+    /// As many as fit in one row's time (no warm-up measured a rate).
+    Time,
 }
 
 /// Messages for a run of `secs` at `rate`.
@@ -142,11 +178,43 @@ impl Echo {
     /// One verified round trip; returns the timestamps around the call.
     #[inline(always)]
     fn round(&mut self, conn: &mut Connection, clock: &Clock) -> Result<(u64, u64), Stop> {
-        let seq = self.seq;
-        stamp(&mut self.req, seq, 8);
+        stamp(&mut self.req, self.seq, 8);
         let t0 = clock.now();
         let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
         let t1 = clock.now();
+        self.check(r)?;
+        Ok((t0, t1))
+    }
+
+    /// One verified round trip sent once the clock reaches `intended`;
+    /// returns the timestamp after the call.
+    #[inline(always)]
+    fn round_at(
+        &mut self,
+        conn: &mut Connection,
+        clock: &Clock,
+        intended: u64,
+    ) -> Result<u64, Stop> {
+        stamp(&mut self.req, self.seq, 8);
+        wait_until(clock, intended);
+        let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
+        let t1 = clock.now();
+        self.check(r)?;
+        Ok(t1)
+    }
+
+    /// One verified round trip, no clock.
+    #[inline(always)]
+    fn round_untimed(&mut self, conn: &mut Connection) -> Result<(), Stop> {
+        stamp(&mut self.req, self.seq, 8);
+        let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
+        self.check(r)
+    }
+
+    /// Checks the reply of the current round trip and moves to the next.
+    #[inline(always)]
+    fn check(&mut self, r: Result<usize, msgpass::Error>) -> Result<(), Stop> {
+        let seq = self.seq;
         let n = r.map_err(|e| call_error(e, "round trip", seq))?;
         if n != self.req.len() {
             return Err(Stop::Failed(format!(
@@ -163,7 +231,25 @@ impl Echo {
             )));
         }
         self.seq += 1;
-        Ok((t0, t1))
+        Ok(())
+    }
+}
+
+/// Waits until the clock reads `t`: sleeps while more than
+/// [`SLEEP_ABOVE_US`] remain, then spins.
+#[inline(always)]
+fn wait_until(clock: &Clock, t: u64) {
+    let now = clock.now();
+    if now >= t {
+        return;
+    }
+    let left_ns = clock.ticks_to_ns(t - now);
+    if left_ns > SLEEP_ABOVE_US * 1000.0 {
+        let ns = left_ns - SLEEP_ABOVE_US * 500.0;
+        std::thread::sleep(std::time::Duration::from_nanos(ns as u64));
+    }
+    while clock.now() < t {
+        std::hint::spin_loop();
     }
 }
 
@@ -205,10 +291,19 @@ fn check_stop(cfg: &ClientConfig) -> Result<(), Stop> {
 }
 
 /// Round trips for at least a fifth of a row and [`MIN_WARMUP`] of them
-/// (at most a whole row's time); returns their rate.
-fn warm_up(cfg: &ClientConfig, conn: &mut Connection, echo: &mut Echo) -> Result<f64, Stop> {
+/// (at most a whole row's time), or for `--warmup` seconds (at most the
+/// longer of that and a row); returns their rate, `None` with `--warmup 0`.
+fn warm_up(
+    cfg: &ClientConfig,
+    conn: &mut Connection,
+    echo: &mut Echo,
+) -> Result<Option<f64>, Stop> {
     let clock = &cfg.clock;
-    let (enough, limit) = (ticks(clock, cfg.row_secs / 5.0), ticks(clock, cfg.row_secs));
+    let (enough, limit) = match cfg.warmup_secs {
+        Some(s) if s <= 0.0 => return Ok(None),
+        Some(s) => (ticks(clock, s), ticks(clock, s.max(cfg.row_secs))),
+        None => (ticks(clock, cfg.row_secs / 5.0), ticks(clock, cfg.row_secs)),
+    };
     let start = clock.now();
     let mut n: u64 = 0;
     loop {
@@ -216,7 +311,7 @@ fn warm_up(cfg: &ClientConfig, conn: &mut Connection, echo: &mut Echo) -> Result
         n += 1;
         let spent = t1.wrapping_sub(start);
         if (spent >= enough && n >= MIN_WARMUP) || spent >= limit {
-            return Ok(n as f64 / (clock.ticks_to_ns(spent.max(1)) / 1e9));
+            return Ok(Some(n as f64 / (clock.ticks_to_ns(spent.max(1)) / 1e9)));
         }
         check_stop(cfg)?;
     }
@@ -238,38 +333,112 @@ fn server_cpu_ns(conn: &mut Connection) -> Result<u64, Stop> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// One latency run: closed loop (a timestamp around each call), open loop
+/// (`--rate`: each message sent at its intended time and timed from it) or
+/// whole-run timing (the mean only). Per-message samples have one
+/// timestamp's cost subtracted (clamped at 0).
 fn latency(
     cfg: &ClientConfig,
     conn: &mut Connection,
     echo: &mut Echo,
-    target: u64,
+    sizing: Sizing,
 ) -> Result<LatencyRun, Stop> {
     let clock = &cfg.clock;
-    let mut samples: Vec<u64> = Vec::with_capacity(target as usize);
+    let (target, cap_secs, est_rate) = match sizing {
+        Sizing::Count(n, r) => (n, cfg.row_secs * CAP_FACTOR, r),
+        Sizing::Time => (MAX_MESSAGES, cfg.row_secs, 0.0),
+    };
+    let per_message = cfg.timing == Timing::PerMessage;
+    let mut samples: Vec<u64> = Vec::with_capacity(if per_message { target as usize } else { 0 });
     let s0 = server_cpu_ns(conn)?;
     let c0 = thread_cpu_ns();
     let start = clock.now();
-    let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
-    while (samples.len() as u64) < target {
-        let (t0, t1) = echo.round(conn, clock)?;
-        samples.push(t1.wrapping_sub(t0));
-        if t1 >= deadline {
-            break;
+    let deadline = start.wrapping_add(ticks(clock, cap_secs));
+    let mut n: u64 = 0;
+    match (cfg.timing, cfg.rate) {
+        (Timing::Whole, _) => {
+            // The clock is read about once per millisecond, only for the cap.
+            let mask = ((est_rate / 1000.0) as u64)
+                .clamp(1, 1024)
+                .next_power_of_two()
+                - 1;
+            while n < target {
+                echo.round_untimed(conn)?;
+                n += 1;
+                if n & mask == 0 {
+                    if clock.now() >= deadline {
+                        break;
+                    }
+                    check_stop(cfg)?;
+                }
+            }
         }
-        check_stop(cfg)?;
+        (Timing::PerMessage, Some(rate)) => {
+            let period = clock.ticks_per_us() * 1e6 / rate;
+            while n < target {
+                let intended = start.wrapping_add((n as f64 * period) as u64);
+                let t1 = echo.round_at(conn, clock, intended)?;
+                samples.push(t1.saturating_sub(intended));
+                n += 1;
+                if t1 >= deadline {
+                    break;
+                }
+                check_stop(cfg)?;
+            }
+        }
+        (Timing::PerMessage, None) => {
+            while n < target {
+                let (t0, t1) = echo.round(conn, clock)?;
+                samples.push(t1.wrapping_sub(t0));
+                n += 1;
+                if t1 >= deadline {
+                    break;
+                }
+                check_stop(cfg)?;
+            }
+        }
     }
     let end = clock.now();
     let c1 = thread_cpu_ns();
     let s1 = server_cpu_ns(conn)?;
-    let n = samples.len() as u64;
-    let (summary, histogram) = histogram(&samples, clock);
+    let duration_ns = clock.ticks_to_ns(end.wrapping_sub(start));
+    let overhead_ticks = (cfg.clock.overhead_ns() / 1000.0 * clock.ticks_per_us()).round() as u64;
+    let (summary, exact, histogram, subtracted) = if per_message {
+        subtract_overhead(&mut samples, overhead_ticks);
+        let (summary, histogram) = histogram(&samples, clock);
+        let exact = exact(&samples, clock);
+        (summary, exact, histogram, clock.ticks_to_ns(overhead_ticks))
+    } else {
+        let mean = duration_ns / n.max(1) as f64;
+        let summary = LatencySummary {
+            count: n,
+            mean_ns: mean,
+            min_ns: f64::NAN,
+            stddev_ns: f64::NAN,
+            p50_ns: f64::NAN,
+            p90_ns: f64::NAN,
+            p99_ns: f64::NAN,
+            p999_ns: f64::NAN,
+            max_ns: f64::NAN,
+        };
+        let exact = ExactStats {
+            min_ns: f64::NAN,
+            max_ns: f64::NAN,
+            mean_ns: mean,
+            stddev_ns: f64::NAN,
+        };
+        (summary, exact, Vec::new(), 0.0)
+    };
     Ok(LatencyRun {
         target,
         samples: n,
-        time_capped: n < target,
-        duration_ns: clock.ticks_to_ns(end.wrapping_sub(start)),
+        time_capped: matches!(sizing, Sizing::Count(..)) && n < target,
+        duration_ns,
+        timing: cfg.timing,
+        rate: cfg.rate,
+        overhead_subtracted_ns: subtracted,
         summary,
-        exact: exact(&samples, clock),
+        exact,
         histogram,
         cpu: CpuCost::per_message(c1.saturating_sub(c0), s1.saturating_sub(s0), n),
     })

@@ -9,8 +9,10 @@ use serde::Serialize;
 use crate::measure::cpu::{self, process_cpu_ns, CpuStat};
 use crate::measure::placement::cpu_count;
 
-/// Other work above this share of one CPU makes the run "noisy".
-const NOISY_PCT: f64 = 10.0;
+/// Other work above this share of one CPU makes a run or row "noisy".
+pub const OTHER_WARN_PCT: f64 = 10.0;
+/// Steal above this share of one CPU makes a run or row "noisy".
+pub const STEAL_WARN_PCT: f64 = 2.0;
 
 /// What else ran while we measured.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -21,12 +23,46 @@ pub struct OtherLoad {
     pub steal_pct: f64,
     /// Wall time of the run, s.
     pub secs: f64,
+    /// The smallest share of one CPU the measurement can tell from zero
+    /// (/proc/stat counts in clock ticks, a few per CPU at each end), %.
+    pub resolution_pct: f64,
 }
 
 impl OtherLoad {
-    /// True when the figures are likely disturbed.
+    /// True when the figures are likely disturbed: other load above
+    /// [`OTHER_WARN_PCT`] or steal above [`STEAL_WARN_PCT`], either also
+    /// above the measurement's resolution.
     pub fn noisy(&self) -> bool {
-        self.other_pct > NOISY_PCT || self.steal_pct > NOISY_PCT
+        self.other_noisy() || self.steal_noisy()
+    }
+
+    fn other_noisy(&self) -> bool {
+        self.other_pct > OTHER_WARN_PCT.max(self.resolution_pct)
+    }
+
+    fn steal_noisy(&self) -> bool {
+        self.steal_pct > STEAL_WARN_PCT.max(self.resolution_pct)
+    }
+
+    /// The warning for a noisy row, e.g. `other load 95% of a CPU (limit
+    /// 10%)`; `None` when quiet.
+    pub fn warning(&self) -> Option<String> {
+        let mut w = Vec::new();
+        if self.other_noisy() {
+            w.push(format!(
+                "other load {:.0}% of a CPU (limit {:.0}%)",
+                self.other_pct,
+                OTHER_WARN_PCT.max(self.resolution_pct)
+            ));
+        }
+        if self.steal_noisy() {
+            w.push(format!(
+                "steal {:.1}% of a CPU (limit {:.0}%)",
+                self.steal_pct,
+                STEAL_WARN_PCT.max(self.resolution_pct)
+            ));
+        }
+        (!w.is_empty()).then(|| w.join(", "))
     }
 
     /// One line for the report.
@@ -72,6 +108,43 @@ impl LoadMeter {
             other_pct: (u.busy_pct - own_pct).max(0.0),
             steal_pct: u.steal_pct,
             secs,
+            resolution_pct: resolution_pct(secs, cpu_count()),
         })
+    }
+}
+
+/// Two clock ticks per CPU over `secs`, as a share of one CPU, percent.
+fn resolution_pct(secs: f64, cpus: usize) -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    2.0 * cpus.max(1) as f64 / hz / secs.max(1e-3) * 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(other: f64, steal: f64, res: f64) -> OtherLoad {
+        OtherLoad {
+            other_pct: other,
+            steal_pct: steal,
+            secs: 1.0,
+            resolution_pct: res,
+        }
+    }
+
+    #[test]
+    fn warns_above_the_thresholds_and_the_resolution() {
+        assert!(load(5.0, 1.0, 4.0).warning().is_none());
+        let w = load(50.0, 0.0, 4.0).warning().unwrap();
+        assert!(w.starts_with("other load 50% of a CPU"), "{w}");
+        assert!(load(0.0, 3.0, 1.0)
+            .warning()
+            .unwrap()
+            .starts_with("steal 3.0%"));
+        // Below what a short row can resolve: no claim.
+        assert!(load(20.0, 0.0, 30.0).warning().is_none());
+        assert!(resolution_pct(1.0, 2) > 0.0);
     }
 }

@@ -67,7 +67,37 @@ pub struct IpcArgs {
     /// Write every row, its histogram, the summary and the environment to FILE.
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Test hook: every row's server breaks one reply (corrupt, stale, checksum).
+    /// Add a column: each row's p50 as a multiple of this machine's floor (see `msgbench floor`).
+    #[arg(long = "vs-floor")]
+    pub vs_floor: bool,
+    /// Scheduling controls: --fifo, --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: crate::measure::sched::SchedArgs,
+    /// Warm-up before each measured latency run, seconds (0: none; the
+    /// latency run is then sized by time) [default: a fifth of a row, at
+    /// least 50 round trips].
+    #[arg(long = "warmup", value_name = "SECS", allow_hyphen_values = true)]
+    pub warmup: Option<String>,
+    /// Latency runs per row; the table shows the median of their p50s and
+    /// their spread.
+    #[arg(
+        short = 'r',
+        long = "repeats",
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub repeats: String,
+    /// Latency timing: per-message (a timestamp around each call:
+    /// percentiles) or whole (no clock in the loop: the mean only).
+    #[arg(long = "timing", value_name = "MODE", default_value = "per-message")]
+    pub timing: String,
+    /// Open loop: send at a fixed schedule of R messages per second and
+    /// measure latency from each message's intended send time.
+    #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// Test hook: every row's server breaks one reply (corrupt, stale,
+    /// checksum) or stalls once (stall).
     #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
     pub inject_fault: Option<String>,
 }
@@ -79,6 +109,26 @@ pub enum Format {
     Table,
     /// The ipc-bench results block per row.
     IpcBench,
+}
+
+/// How a latency run is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// A timestamp before and after each call: a distribution.
+    PerMessage,
+    /// The clock read only at the start and end: the mean only.
+    Whole,
+}
+
+impl Timing {
+    /// The option value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::PerMessage => "per-message",
+            Timing::Whole => "whole",
+        }
+    }
 }
 
 /// Checked settings.
@@ -100,6 +150,15 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     /// Test hook: the reply every server breaks.
     pub fault: Option<Fault>,
+    /// Warm-up before each latency run, seconds; `None`: the default
+    /// (a fifth of a row, at least 50 round trips).
+    pub warmup_secs: Option<f64>,
+    /// Latency runs per row (1 or more).
+    pub repeats: usize,
+    /// How latency runs are timed.
+    pub timing: Timing,
+    /// Open loop: messages per second; `None`: closed loop.
+    pub rate: Option<f64>,
 }
 
 impl Plan {
@@ -167,8 +226,34 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         Some("corrupt") => Some(Fault::Corrupt),
         Some("stale") => Some(Fault::Stale),
         Some("checksum") => Some(Fault::Checksum),
-        Some(f) => bail!("--inject-fault {f}: unknown fault (known: corrupt, stale, checksum)"),
+        Some("stall") => Some(Fault::Stall),
+        Some(f) => {
+            bail!("--inject-fault {f}: unknown fault (known: corrupt, stale, checksum, stall)")
+        }
     };
+    let warmup_secs = match &args.warmup {
+        None => None,
+        Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
+    };
+    let repeats = match args.repeats.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => n,
+        _ => bail!(
+            "--repeats {}: must be a whole number of runs, 1 to 1000",
+            args.repeats
+        ),
+    };
+    let timing = match args.timing.as_str() {
+        "per-message" => Timing::PerMessage,
+        "whole" => Timing::Whole,
+        t => bail!("--timing {t}: unknown timing (known: per-message, whole)"),
+    };
+    let rate = match &args.rate {
+        None => None,
+        Some(r) => Some(parse_rate(r).map_err(|e| anyhow!("--rate {r}: {e}"))?),
+    };
+    if rate.is_some() && timing == Timing::Whole {
+        bail!("--rate: needs --timing per-message (latency from each intended send time)");
+    }
     Ok(Plan {
         transports,
         sizes,
@@ -178,6 +263,10 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         format,
         cpus: usable_cpus(),
         fault,
+        warmup_secs,
+        repeats,
+        timing,
+        rate,
     })
 }
 
@@ -196,6 +285,22 @@ fn parse_transports(list: &str) -> Result<Vec<String>> {
         }
     }
     Ok(out)
+}
+
+/// Parses a warm-up length: seconds, 0 to 60.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=60.0).contains(&v) => Ok(v),
+        _ => Err("must be a number of seconds, 0 to 60".into()),
+    }
+}
+
+/// Parses an open-loop rate: messages per second, more than 0, at most 10^8.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e8 => Ok(v),
+        _ => Err("must be a number of messages per second, more than 0 and at most 1e8".into()),
+    }
 }
 
 /// Parses `1,64,4096` (bytes, 0 allowed), keeping order, dropping repeats.
@@ -264,6 +369,19 @@ mod tests {
     }
 
     #[test]
+    fn warmup_and_rate_bounds() {
+        assert_eq!(parse_secs("0").unwrap(), 0.0);
+        assert_eq!(parse_secs(" 0.5 ").unwrap(), 0.5);
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("nan").is_err());
+        assert!(parse_secs("61").is_err());
+        assert_eq!(parse_rate("1000").unwrap(), 1000.0);
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("x").is_err());
+        assert!(parse_rate("inf").is_err());
+    }
+
+    #[test]
     fn placements_are_same_or_cross() {
         assert_eq!(
             parse_placements("cross,same,cross").unwrap(),
@@ -283,6 +401,10 @@ mod tests {
             format: Format::Table,
             cpus: vec![3],
             fault: None,
+            warmup_secs: None,
+            repeats: 1,
+            timing: Timing::PerMessage,
+            rate: None,
         };
         assert_eq!(p.cpus_for(Placement::Same), Ok((3, 3)));
         assert!(p.cpus_for(Placement::Cross).is_err());

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::load::OtherLoad;
+use super::options::Timing;
 use crate::measure::hist::LatencySummary;
 
 /// Where the client and server threads run.
@@ -112,10 +114,20 @@ pub struct ExactStats {
     pub stddev_ns: f64,
 }
 
-/// The latency run: round trips of `size` bytes each way, one timestamp
-/// before and one after each call.
+/// A latency run: round trips of `size` bytes each way, timed per message
+/// (one timestamp before and one after each call, or from each intended
+/// send time in open loop) or as a whole (mean only).
 #[derive(Debug, Clone, Serialize)]
 pub struct LatencyRun {
+    /// How it was timed: `per-message` (percentiles) or `whole` (the
+    /// percentiles are null, only the mean is known).
+    pub timing: Timing,
+    /// Open loop: the fixed send rate, messages per second (latency from
+    /// each intended send time); null: closed loop.
+    pub rate: Option<f64>,
+    /// Subtracted from each per-message sample (one timestamp's cost; a
+    /// sample is clamped at 0), ns; 0 with whole-run timing.
+    pub overhead_subtracted_ns: f64,
     /// Round trips asked for (sized from the warm-up's rate).
     pub target: u64,
     /// Round trips done (fewer when time-capped).
@@ -133,6 +145,30 @@ pub struct LatencyRun {
     pub histogram: Vec<(f64, u64)>,
     /// CPU per round trip.
     pub cpu: CpuCost,
+}
+
+impl LatencyRun {
+    /// The run's central figure: the p50, or the mean with whole-run timing.
+    pub fn central_ns(&self) -> f64 {
+        match self.timing {
+            Timing::PerMessage => self.summary.p50_ns,
+            Timing::Whole => self.summary.mean_ns,
+        }
+    }
+}
+
+/// How the repeats of a row's latency run agree (`-r N`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RepeatStats {
+    /// Each repeat's central figure (p50, or mean with `--timing whole`), ns.
+    pub central_ns: Vec<f64>,
+    /// Their median: the row's figure, by which tables are sorted.
+    pub median_ns: f64,
+    /// (max - min) / median, percent.
+    pub spread_pct: f64,
+    /// The first repeat is off the others' median by more than the
+    /// warning threshold while the others agree within it.
+    pub first_outlier: bool,
 }
 
 /// The throughput run: `size` bytes one way, a 4-byte checksum back.
@@ -179,8 +215,17 @@ pub struct Row {
     pub reason: Option<String>,
     /// Largest message the connection takes, when connected.
     pub max_msg: Option<usize>,
-    /// Latency figures (status `ok`).
+    /// Latency figures (status `ok`): the repeat whose figure is the
+    /// median (the lower of the middle two for an even count).
     pub latency: Option<LatencyRun>,
+    /// Every latency run of the row, in order (`-r N`).
+    pub repeats: Vec<LatencyRun>,
+    /// How the repeats agree.
+    pub repeat_stats: Option<RepeatStats>,
+    /// What else used the CPUs while the row ran.
+    pub other_load: Option<OtherLoad>,
+    /// Warnings about the row's figures (noise, spread, outliers).
+    pub warnings: Vec<String>,
     /// Throughput figures (status `ok`).
     pub throughput: Option<ThroughputRun>,
 }
@@ -200,6 +245,10 @@ impl Row {
             reason: None,
             max_msg: None,
             latency: None,
+            repeats: Vec::new(),
+            repeat_stats: None,
+            other_load: None,
+            warnings: Vec::new(),
             throughput: None,
         }
     }
@@ -211,10 +260,12 @@ impl Row {
         self
     }
 
-    /// Median round trip, when measured.
+    /// Median round trip, when measured: with repeats, the median of their
+    /// p50s (of their means with `--timing whole`).
     pub fn p50_ns(&self) -> Option<f64> {
-        match (&self.status, &self.latency) {
-            (Status::Ok, Some(l)) => Some(l.summary.p50_ns),
+        match (&self.status, &self.latency, &self.repeat_stats) {
+            (Status::Ok, Some(_), Some(r)) => Some(r.median_ns),
+            (Status::Ok, Some(l), None) => Some(l.central_ns()),
             _ => None,
         }
     }
@@ -281,6 +332,9 @@ mod tests {
         let ok = |t: &str, mech: &str, p50: f64| {
             let mut r = Row::new(t, mech, 1, Placement::Same);
             r.latency = Some(LatencyRun {
+                timing: Timing::PerMessage,
+                rate: None,
+                overhead_subtracted_ns: 0.0,
                 target: 1,
                 samples: 1,
                 time_capped: false,

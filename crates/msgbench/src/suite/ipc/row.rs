@@ -8,8 +8,11 @@ use std::time::Duration;
 use msgpass::{Namespace, Options};
 
 use super::client::{self, ClientConfig, Stop};
-use super::results::{Placement, Row, Status};
+use super::load::LoadMeter;
+use super::options::Plan;
+use super::results::{LatencyRun, Placement, Row, Status, WaitClass};
 use super::server::{Fault, ServerThread};
+use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
 use crate::measure::clock::Clock;
 
 /// Longest the server may take to stop once the client is done.
@@ -29,14 +32,21 @@ pub struct RowContext<'a> {
     pub stop: &'a Arc<AtomicBool>,
     /// Test hook: the reply every server breaks.
     pub fault: Option<Fault>,
+    /// The checked options (warm-up, repeats, timing, rate).
+    pub plan: &'a Plan,
 }
 
 impl RowContext<'_> {
-    /// Longest a row may take in all: its phases are capped by time
-    /// (warm-up 1, latency 2 and throughput 2 row lengths), so only a call
-    /// that never returns reaches this.
+    /// Longest a row may take in all: its phases are capped by time (per
+    /// repeat a warm-up of at most the longer of `--warmup` and a row and
+    /// a latency run of 2 rows; throughput 2 rows), so only a call that
+    /// never returns reaches this.
     pub fn hard_limit(&self) -> Duration {
-        Duration::from_secs_f64(self.row_secs * 6.0 + 5.0)
+        let warm = self.plan.warmup_secs.unwrap_or(0.0).max(self.row_secs);
+        let per_repeat = warm + self.row_secs * 2.0;
+        Duration::from_secs_f64(
+            per_repeat * self.plan.repeats.max(1) as f64 + self.row_secs * 3.0 + 5.0,
+        )
     }
 }
 
@@ -52,6 +62,14 @@ pub fn run(
 ) -> Row {
     let mechanism = msgpass::transport::by_name(transport).map_or(transport, |t| t.name());
     let mut row = Row::new(transport, mechanism, size, placement);
+    if crate::measure::sched::in_effect().fifo_priority.is_some()
+        && WaitClass::of(mechanism) == WaitClass::Polling
+    {
+        return row.end(
+            Status::Skipped,
+            "spins, and a spinning SCHED_FIFO thread never yields its CPU",
+        );
+    }
     let server = match ServerThread::start(
         ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault,
     ) {
@@ -69,16 +87,25 @@ pub fn run(
         row_secs: ctx.row_secs,
         clock: ctx.clock,
         stop: Arc::clone(ctx.stop),
+        warmup_secs: ctx.plan.warmup_secs,
+        repeats: ctx.plan.repeats,
+        timing: ctx.plan.timing,
+        rate: ctx.plan.rate,
     };
+    let meter = LoadMeter::start();
     let outcome = run_client(cfg, ctx.hard_limit());
+    row.other_load = meter.finish();
     // The client has sent CMD_STOP when all went well; otherwise the flag
     // makes the server return within one tick.
     let stopped = server.stop(SERVER_STOP_LIMIT);
     match outcome {
         Ok(m) => {
             row.max_msg = Some(m.max_msg);
-            row.latency = Some(m.latency);
+            set_repeats(&mut row, m.latency);
             row.throughput = Some(m.throughput);
+            if let Some(w) = row.other_load.as_ref().and_then(|l| l.warning()) {
+                row.warnings.push(w);
+            }
             match stopped {
                 Ok(()) => row,
                 Err(e) => row.end(Status::Failed, e),
@@ -103,6 +130,38 @@ pub fn run(
             }
         }
     }
+}
+
+/// Keeps every repeat, the median one as the row's latency, and warns
+/// about a wide spread or an outlying first repeat.
+fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
+    let central: Vec<f64> = runs.iter().map(LatencyRun::central_ns).collect();
+    row.latency = runs.get(median_index(&central)).cloned();
+    row.repeat_stats = repeat_stats(&central);
+    if let Some(r) = &row.repeat_stats {
+        let figures = || {
+            r.central_ns
+                .iter()
+                .map(|v| crate::measure::hist::fmt_ns(*v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if r.spread_pct > REPEAT_WARN_PCT {
+            row.warnings.push(format!(
+                "repeats spread {:.0}% (limit {REPEAT_WARN_PCT:.0}%): {}",
+                r.spread_pct,
+                figures()
+            ));
+        }
+        if r.first_outlier {
+            row.warnings.push(format!(
+                "first repeat is an outlier (more than {REPEAT_WARN_PCT:.0}% off the others, \
+                 which agree; warm-up too short?): {}",
+                figures()
+            ));
+        }
+    }
+    row.repeats = runs;
 }
 
 /// Runs the client in its own thread and waits at most `limit` for it. A

@@ -26,7 +26,13 @@ pub enum Fault {
     Stale,
     /// Return a wrong checksum to the [`FAULT_AT`]-th checksum request.
     Checksum,
+    /// Sleep [`STALL`] before answering the [`FAULT_AT`]-th echo request
+    /// (the reply itself is right).
+    Stall,
 }
+
+/// How long [`Fault::Stall`] stalls the server, once.
+pub const STALL: Duration = Duration::from_millis(50);
 
 /// Which request of its kind a [`Fault`] breaks (counting from 0): past
 /// the warm-up's minimum, inside the first measured run.
@@ -147,6 +153,9 @@ fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), St
                 // Stale: `out` still holds the previous reply.
                 if broken != Some(Fault::Stale) {
                     echo_transform(req.data(), &mut out[..len]);
+                }
+                if broken == Some(Fault::Stall) {
+                    std::thread::sleep(STALL);
                 }
                 if broken == Some(Fault::Corrupt) && len > 0 {
                     out[len - 1] ^= 0x01;

@@ -1,9 +1,11 @@
 //! The default output: one table per (size, placement), rows sorted by
 //! median round trip, the winners marked; fits 120 columns.
 
+use super::options::Timing;
 use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
+use crate::suite::floor::FloorReport;
 
 /// Widths of the columns after the mark and the transport name.
 const WIDTHS: [usize; 11] = [6, 8, 7, 7, 7, 7, 10, 8, 8, 8, 8];
@@ -33,22 +35,42 @@ pub fn title(size: usize, placement: Placement, cpus: Option<(usize, usize)>) ->
 
 fn line(mark: &str, name: &str, name_w: usize, cells: &[String]) -> String {
     let mut s = format!("{mark:<2} {name:<name_w$}");
-    for (c, w) in cells.iter().zip(WIDTHS) {
+    // Optional columns (Mean, Spread) after the fixed ones are 7 wide.
+    for (c, w) in cells
+        .iter()
+        .zip(WIDTHS.into_iter().chain(std::iter::repeat(7)))
+    {
         s.push_str(&format!("  {c:>w$}"));
     }
     s.trim_end().to_string()
 }
 
 /// The table of one group: header, rule, rows (measured ones by p50,
-/// then the others in run order).
-pub fn group(rows: &[Row], summary: &GroupSummary) -> String {
+/// then the others in run order); with `floor`, a last column of each
+/// row's p50 as a multiple of its floor (see [`vs_floor`]).
+pub fn group(rows: &[Row], summary: &GroupSummary, floor: Option<&FloorReport>) -> String {
     let name_w = rows
         .iter()
         .map(|r| r.transport.len())
         .chain(["Transport".len()])
         .max()
         .unwrap_or(9);
-    let titles: Vec<String> = TITLES.iter().map(|t| t.to_string()).collect();
+    let mut titles: Vec<String> = TITLES.iter().map(|t| t.to_string()).collect();
+    let whole = rows.iter().any(|r| {
+        r.latency
+            .as_ref()
+            .is_some_and(|l| l.timing == Timing::Whole)
+    });
+    let spread = rows.iter().any(|r| r.repeats.len() > 1);
+    if whole {
+        titles.push("Mean".into());
+    }
+    if spread {
+        titles.push("Spread".into());
+    }
+    if floor.is_some() {
+        titles.push(VS_FLOOR.into());
+    }
     let head = line("", "Transport", name_w, &titles);
     let mut out = vec![head.clone(), "-".repeat(head.len())];
     let mut measured: Vec<&Row> = rows.iter().filter(|r| r.p50_ns().is_some()).collect();
@@ -65,7 +87,25 @@ pub fn group(rows: &[Row], summary: &GroupSummary) -> String {
         if summary.fastest_blocking.as_deref() == Some(r.transport.as_str()) {
             mark.push('B');
         }
-        out.push(line(&mark, &r.transport, name_w, &cells(r)));
+        let mut c = cells(r);
+        if whole {
+            c.push(
+                r.latency
+                    .as_ref()
+                    .map_or("-".into(), |l| fmt_ns(l.summary.mean_ns)),
+            );
+        }
+        if spread {
+            c.push(
+                r.repeat_stats
+                    .as_ref()
+                    .map_or("-".into(), |s| format!("{:.1}%", s.spread_pct)),
+            );
+        }
+        if let Some(f) = floor {
+            c.push(vs_floor(r, f).map_or("-".to_string(), times));
+        }
+        out.push(line(&mark, &r.transport, name_w, &c));
     }
     for r in rows.iter().filter(|r| r.p50_ns().is_none()) {
         out.push(format!("{:<2} {:<name_w$}  {}", "", r.transport, r.note()));
@@ -78,13 +118,14 @@ fn cells(r: &Row) -> Vec<String> {
     if let Some(l) = &r.latency {
         let cap = if l.time_capped { "~" } else { "" };
         c.push(format!("{}{cap}", thousands(l.samples as f64)));
-        for v in [
-            l.summary.p50_ns,
-            l.summary.p99_ns,
-            l.summary.p999_ns,
-            l.summary.max_ns,
-        ] {
-            c.push(fmt_ns(v));
+        // With repeats, p50 is the median of their p50s; whole-run
+        // timing has no percentiles.
+        let p50 = r.p50_ns().unwrap_or(l.summary.p50_ns);
+        for v in [p50, l.summary.p99_ns, l.summary.p999_ns, l.summary.max_ns] {
+            c.push(match l.timing {
+                Timing::Whole => "-".to_string(),
+                Timing::PerMessage => fmt_ns(v),
+            });
         }
     }
     match &r.throughput {
@@ -101,6 +142,52 @@ fn cells(r: &Row) -> Vec<String> {
         }
     }
     c
+}
+
+/// Title of the `--vs-floor` column (an optional column: 7 wide).
+const VS_FLOOR: &str = "x floor";
+
+/// A row's p50 as a multiple of the matching floor: polling and hybrid
+/// transports against the cache-line ping-pong between threads, blocking
+/// ones against the futex ping-pong, on one CPU or two as the row was.
+/// `None` when the row has no p50 or the floor lacks that figure.
+pub fn vs_floor(r: &Row, floor: &FloorReport) -> Option<f64> {
+    let f = floor_ns(r.wait, r.placement, floor)?;
+    (f > 0.0).then_some(r.p50_ns()? / f)
+}
+
+/// The floor a row of this wait class and placement is compared with.
+fn floor_ns(wait: WaitClass, placement: Placement, floor: &FloorReport) -> Option<f64> {
+    let same = placement == Placement::Same;
+    match wait {
+        WaitClass::Blocking => floor.futex_ns(same),
+        WaitClass::Polling | WaitClass::Hybrid => floor.cacheline_ns(same),
+    }
+}
+
+/// A ratio with 3 significant digits at most: "1.25x", "12.3x", "250x".
+fn times(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}x")
+    } else if v < 100.0 {
+        format!("{v:.1}x")
+    } else {
+        format!("{v:.0}x")
+    }
+}
+
+/// What the `--vs-floor` column means, with the floors used.
+pub fn floor_legend(floor: &FloorReport) -> String {
+    let f = |v: Option<f64>| v.map_or("n/a".to_string(), fmt_ns);
+    format!(
+        "x floor: p50 / the bare round trip of the same kind on the same placement (msgbench floor, measured at\n\
+         the start): poll and hybrid against a cache line between threads ({} same CPU, {} cross CPU), block\n\
+         against a futex wait/wake ({} same CPU, {} cross CPU).",
+        f(floor.cacheline_ns(true)),
+        f(floor.cacheline_ns(false)),
+        f(floor.futex_ns(true)),
+        f(floor.futex_ns(false)),
+    )
 }
 
 /// MB/s with 3 significant digits at most ("0.52", "12.3", "2048").
@@ -176,6 +263,44 @@ mod tests {
         assert_eq!(mb(0.5234), "0.52");
         assert_eq!(mb(12.34), "12.3");
         assert_eq!(mb(2048.4), "2048");
+        assert_eq!(times(1.254), "1.25x");
+        assert_eq!(times(12.34), "12.3x");
+        assert_eq!(times(250.4), "250x");
+    }
+
+    #[test]
+    fn each_wait_class_meets_its_floor() {
+        use crate::suite::floor::{FloorKind, FloorRow};
+        let row = |kind, same: bool, ns| FloorRow {
+            kind,
+            what: String::new(),
+            unit: "round_trip",
+            cpus: Some((0, if same { 0 } else { 1 })),
+            same_cpu: Some(same),
+            count: 1,
+            ns,
+            spread: 0.0,
+            runs_ns: vec![ns],
+        };
+        let floor = FloorReport {
+            quick: true,
+            runs_per_figure: 1,
+            cpus: vec![0, 1],
+            rows: vec![
+                row(FloorKind::CachelineThreads, true, 1.0),
+                row(FloorKind::CachelineThreads, false, 2.0),
+                row(FloorKind::Futex, true, 3.0),
+                row(FloorKind::Futex, false, 4.0),
+            ],
+        };
+        let f = |w, p| floor_ns(w, p, &floor);
+        assert_eq!(f(WaitClass::Polling, Placement::Same), Some(1.0));
+        assert_eq!(f(WaitClass::Hybrid, Placement::Cross), Some(2.0));
+        assert_eq!(f(WaitClass::Blocking, Placement::Same), Some(3.0));
+        assert_eq!(f(WaitClass::Blocking, Placement::Cross), Some(4.0));
+        // A row without a p50 has no ratio.
+        let r = Row::new("uds", "uds", 1, Placement::Same);
+        assert_eq!(vs_floor(&r, &floor), None);
     }
 
     #[test]

@@ -1,0 +1,51 @@
+//! The options of `msgbench floor`: the CPU list, checked with one-line
+//! errors naming the option.
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::measure::placement::{online_cpus, CpuList};
+
+/// The CPUs to measure between: `list` (ranges allowed, repeats dropped,
+/// every CPU online) or, without it, every online CPU.
+pub fn cpus(list: Option<&str>) -> Result<Vec<usize>> {
+    let Some(list) = list else {
+        return Ok(online_cpus());
+    };
+    let parsed = CpuList::parse(list).map_err(|e| anyhow!("--cpus {list}: {e}"))?;
+    let mut out: Vec<usize> = Vec::new();
+    for c in parsed.0 {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        bail!("--cpus {list}: no CPU given");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_every_online_cpu() {
+        assert_eq!(cpus(None).unwrap(), online_cpus());
+    }
+
+    #[test]
+    fn lists_keep_order_and_drop_repeats() {
+        let first = online_cpus()[0];
+        let l = format!("{first},{first}");
+        assert_eq!(cpus(Some(&l)).unwrap(), vec![first]);
+    }
+
+    #[test]
+    fn bad_lists_name_the_option() {
+        for bad in ["x", "", "99999", "1-0", "0,,1"] {
+            let e = cpus(Some(bad)).unwrap_err().to_string();
+            assert!(e.starts_with("--cpus "), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{bad}: {e}");
+        }
+    }
+}

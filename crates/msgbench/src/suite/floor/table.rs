@@ -1,0 +1,101 @@
+//! The printed table of `msgbench floor`.
+
+use super::rows::FloorRow;
+use super::RUNS;
+use crate::measure::hist::fmt_ns;
+
+/// "0 -> 1" for a ping-pong (side A -> side B), "-" for a cost.
+fn cpus(r: &FloorRow) -> String {
+    match r.cpus {
+        Some((a, b)) => format!("{a} -> {b}"),
+        None => "-".to_string(),
+    }
+}
+
+/// One line per row: what, CPUs, median, what it is per, spread, count.
+pub fn table(rows: &[FloorRow]) -> String {
+    let what_w = rows
+        .iter()
+        .map(|r| r.what.len())
+        .chain(["Floor".len()])
+        .max()
+        .unwrap_or(5);
+    let line = |what: &str, cpus: &str, ns: &str, per: &str, spread: &str, count: &str| {
+        format!("{what:<what_w$}  {cpus:>7}  {ns:>8}  {per:<10}  {spread:>6}  {count:>10}")
+            .trim_end()
+            .to_string()
+    };
+    let head = line("Floor", "CPUs", "Median", "per", "Spread", "Count/run");
+    let mut out = vec![head.clone(), "-".repeat(head.len())];
+    for r in rows {
+        out.push(line(
+            &r.what,
+            &cpus(r),
+            &fmt_ns(r.ns),
+            if r.unit == "call" {
+                "call"
+            } else {
+                "round trip"
+            },
+            &format!("{:.1}%", r.spread * 100.0),
+            &r.count.to_string(),
+        ));
+    }
+    out.join("\n")
+}
+
+/// What the columns mean.
+pub fn legend() -> String {
+    format!(
+        "Median: of {RUNS} runs, each timed as a whole after a warm-up; Count/run: round trips or calls of a run.\n\
+         Spread: (max - min) / median of the runs. CPUs: side A -> side B, each pinned.\n\
+         cache line: one 64-byte line carries request and reply; spinning on two CPUs, sched_yield after each\n\
+         look on one CPU; processes: the peer is a forked process sharing a memfd mapping.\n\
+         futex: process-shared FUTEX_WAIT/FUTEX_WAKE on a memfd word, both sides asleep at once.\n\
+         clock and system call: back-to-back calls in a tight loop, unpinned."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::rows::FloorKind;
+    use super::*;
+
+    fn row(kind: FloorKind, cpus: Option<(usize, usize)>) -> FloorRow {
+        FloorRow {
+            kind,
+            what: kind.describe(cpus.map(|(a, b)| a == b)).to_string(),
+            unit: if kind.per_round_trip() {
+                "round_trip"
+            } else {
+                "call"
+            },
+            cpus,
+            same_cpu: cpus.map(|(a, b)| a == b),
+            count: 1000,
+            ns: 123.0,
+            spread: 0.05,
+            runs_ns: vec![123.0; RUNS],
+        }
+    }
+
+    #[test]
+    fn rows_show_what_cpus_figure_and_spread() {
+        let t = table(&[
+            row(FloorKind::CachelineThreads, Some((0, 1))),
+            row(FloorKind::Syscall, None),
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(lines[2].starts_with("cache line, threads, spinning"), "{t}");
+        assert!(
+            lines[2].contains("0 -> 1") && lines[2].contains("123ns"),
+            "{t}"
+        );
+        assert!(
+            lines[2].contains("round trip") && lines[2].contains("5.0%"),
+            "{t}"
+        );
+        assert!(lines[3].contains("call"), "{t}");
+    }
+}
