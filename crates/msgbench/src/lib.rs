@@ -8,5 +8,6 @@ pub mod cli;
 pub mod floor;
 pub mod measure;
 pub mod report;
+pub mod rtos;
 pub mod suite;
 pub mod validate;

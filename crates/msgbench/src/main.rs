@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::adder::server::{self, ServerArgs};
 use msgbench::cli;
+use msgbench::rtos::{self, RtosArgs};
 use msgbench::suite::adder::{self, AdderArgs};
 use msgbench::suite::floor::{self, FloorArgs};
 use msgbench::suite::ipc::{self, IpcArgs};
@@ -36,6 +37,8 @@ enum Cmd {
     Floor(FloorArgs),
     /// The reference tools (perf, rt-tests) next to msgbench's equivalent measurements.
     Validate(ValidateArgs),
+    /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM tests) with the QNX 6.5 figures.
+    Rtos(RtosArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
         Some(Cmd::Floor(a)) => floor::run(&a, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
+        Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
     });
     cli::finish("msgbench", result)

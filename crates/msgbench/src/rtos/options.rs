@@ -1,0 +1,156 @@
+//! The options of `msgbench rtos`, checked into a [`Plan`]: every mistake
+//! is one line naming the option, exit status 1.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use super::catalogue::{catalogue, Group, TestDef};
+use super::ctx::SemKind;
+use crate::measure::sched::SchedArgs;
+
+/// Options of `msgbench rtos`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RtosArgs {
+    /// Test IDs (THR-P-SLS) or groups (CAL, CLK, THR, SEM, MUT, IRQ, MEM),
+    /// any case [default: the whole catalogue].
+    #[arg(value_name = "TEST")]
+    pub select: Vec<String>,
+    /// Fewer samples per test: the whole catalogue in about 20 s.
+    #[arg(long = "quick")]
+    pub quick: bool,
+    /// Semaphores for the SEM tests: posix (unnamed, sem_init), sysv
+    /// (semget/semop) or futex (our own counting semaphore).
+    #[arg(long = "sem", value_name = "KIND", default_value = "posix")]
+    pub sem: String,
+    /// How long MEM-B-LEK creates and destroys objects, seconds (hours
+    /// when asked: 3600 and more are fine).
+    #[arg(
+        long = "duration",
+        value_name = "SECS",
+        default_value = "10",
+        allow_hyphen_values = true
+    )]
+    pub duration: String,
+    /// Hide the QNX 6.5 reference figures.
+    #[arg(long = "no-reference")]
+    pub no_reference: bool,
+    /// Output: table, or markdown (for pasting into a report).
+    #[arg(long = "format", value_name = "FORMAT", default_value = "table")]
+    pub format: String,
+    /// Write every result, with the raw samples, to FILE.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Scheduling controls: --fifo, --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text tables.
+    Table,
+    /// Markdown tables.
+    Markdown,
+}
+
+/// The checked options.
+pub struct Plan {
+    /// The tests to run, in catalogue order.
+    pub tests: Vec<&'static TestDef>,
+    /// `--quick`.
+    pub quick: bool,
+    /// `--sem`.
+    pub sem: SemKind,
+    /// `--duration`.
+    pub duration: Duration,
+    /// Print the reference column.
+    pub reference: bool,
+    /// `--format`.
+    pub format: Format,
+    /// `--json`.
+    pub json: Option<PathBuf>,
+}
+
+/// Checks the options.
+pub fn plan(args: &RtosArgs) -> Result<Plan> {
+    args.sched.parse()?;
+    let sem = match args.sem.as_str() {
+        "posix" => SemKind::Posix,
+        "sysv" => SemKind::Sysv,
+        "futex" => SemKind::Futex,
+        other => bail!("--sem {other}: expected posix, sysv or futex"),
+    };
+    let duration = match args.duration.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 1e7 => Duration::from_secs_f64(s),
+        _ => bail!(
+            "--duration {}: expected seconds, more than 0",
+            args.duration
+        ),
+    };
+    let format = match args.format.as_str() {
+        "table" => Format::Table,
+        "markdown" => Format::Markdown,
+        other => bail!("--format {other}: expected table or markdown"),
+    };
+    Ok(Plan {
+        tests: select(&args.select)?,
+        quick: args.quick,
+        sem,
+        duration,
+        reference: !args.no_reference,
+        format,
+        json: args.json.clone(),
+    })
+}
+
+/// The tests named by `select` (IDs or groups), in catalogue order.
+fn select(select: &[String]) -> Result<Vec<&'static TestDef>> {
+    let all = catalogue();
+    if select.is_empty() {
+        return Ok(all.iter().collect());
+    }
+    let mut keep = vec![false; all.len()];
+    for s in select {
+        let want = s.trim().to_ascii_uppercase();
+        let group = Group::ALL.into_iter().find(|g| g.name() == want);
+        let mut any = false;
+        for (k, t) in all.iter().enumerate() {
+            if t.id == want || Some(t.group) == group {
+                keep[k] = true;
+                any = true;
+            }
+        }
+        if !any {
+            bail!(
+                "unknown test or group '{s}' (groups: {}; tests: {})",
+                Group::ALL.map(|g| g.name()).join(", "),
+                all.iter().map(|t| t.id).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    Ok(all
+        .iter()
+        .zip(keep)
+        .filter_map(|(t, k)| k.then_some(t))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_by_id_and_group_in_catalogue_order() {
+        let got = select(&["mem".into(), "CAL-P-TRC".into()]).unwrap();
+        assert_eq!(got[0].id, "CAL-P-TRC");
+        assert!(got[1..].iter().all(|t| t.group == Group::MEM));
+        assert!(select(&["XYZ".into()])
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown test or group 'XYZ'"));
+    }
+}
