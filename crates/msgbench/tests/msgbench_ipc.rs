@@ -118,7 +118,9 @@ fn ipc_quick_rows_na_and_json() {
         assert!(c > 0.0 && s > 0.0, "both sides' CPU per message: {cpu}");
         assert!((c + s - t).abs() <= 1e-6 * t.max(1.0), "{cpu}");
         let tp = &r["throughput"];
-        assert_eq!(tp["window"].as_u64(), Some(1), "{tp}");
+        // The default window where one-way messages exist, else 1.
+        let want_w = if r["transport"] == "uds" { 16 } else { 1 };
+        assert_eq!(tp["window"].as_u64(), Some(want_w), "{tp}");
         assert!(tp["messages"].as_u64().unwrap_or(0) > 0, "{tp}");
         assert!(num(tp, "msgs_per_s") > 0.0, "{tp}");
         assert!(num(&tp["cpu"], "server_ns") > 0.0, "{tp}");
@@ -286,6 +288,99 @@ fn ipc_option_errors() {
     option_error(&["--warmup", "-1"], "--warmup -1");
     option_error(&["--timing", "foo"], "--timing foo");
     option_error(&["--timing", "whole", "--rate", "100"], "--rate");
+    option_error(&["--window", "0"], "--window 0");
+    option_error(&["--window", "x"], "--window x");
+    option_error(&["--window", "-3"], "--window -3");
+}
+
+/// `--window 8`: pipe streams 8 messages per acknowledged window and says
+/// so; shm has no one-way messages and falls back to window 1, also said.
+#[test]
+fn ipc_window_used_per_row_and_fallback_said() {
+    let dir = TestDir::new("ipcwin");
+    let json = dir.file("win.json");
+    let json_s = json.display().to_string();
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "pipe,shm",
+                "--sizes",
+                "64",
+                "--placement",
+                "same",
+                "--window",
+                "8",
+                "--json",
+                &json_s,
+            ],
+        ),
+    );
+    o.assert_ok();
+    assert!(
+        o.stdout
+            .contains("Window: 8 for pipe; 1 for shm (no one-way messages"),
+        "legend: {}",
+        o.stdout
+    );
+    let v = read_json(&json);
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in rows {
+        assert_eq!(r["status"].as_str(), Some("ok"), "{r}");
+        let tp = &r["throughput"];
+        let want = if r["transport"] == "pipe" { 8 } else { 1 };
+        assert_eq!(tp["window"].as_u64(), Some(want), "{r}");
+        assert!(tp["messages"].as_u64().unwrap_or(0) > 0, "{tp}");
+    }
+    dir.assert_ns_clean();
+}
+
+/// A one-way message the server takes as corrupted fails its row (the
+/// window's checksum reply disagrees), for every windowed transport.
+#[test]
+fn ipc_corrupted_oneway_message_fails_the_row() {
+    let dir = TestDir::new("ipcowfault");
+    let json = dir.file("ow.json");
+    let json_s = json.display().to_string();
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "uds,pipe",
+                "--sizes",
+                "64",
+                "--placement",
+                "same",
+                "--window",
+                "4",
+                "--inject-fault",
+                "oneway",
+                "--json",
+                &json_s,
+            ],
+        ),
+    );
+    let line = o.assert_one_line_error(1);
+    assert!(line.contains("2 of 2 rows FAILED"), "{line}");
+    let v = read_json(&json);
+    for r in v["rows"].as_array().expect("rows") {
+        assert_eq!(r["status"].as_str(), Some("failed"), "{r}");
+        assert!(
+            r["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("checksum reply of the window"),
+            "{r}"
+        );
+    }
+    dir.assert_ns_clean();
 }
 
 #[test]

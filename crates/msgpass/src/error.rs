@@ -86,6 +86,24 @@ pub enum Error {
         code: i32,
     },
 
+    /// The transport cannot do what was asked (like one-way messages over
+    /// a transport whose channel holds one message at a time).
+    #[error("transport {transport} does not support {what}")]
+    Unsupported {
+        /// What was asked for.
+        what: &'static str,
+        /// The transport's name.
+        transport: &'static str,
+    },
+
+    /// A command code with the top bit set: that bit marks one-way
+    /// messages on the wire, so `call` and `send_oneway` refuse it.
+    #[error("command {cmd:#x} has the top bit set, which is reserved for one-way messages: use a code below 0x8000_0000")]
+    ReservedCommand {
+        /// The command code as given.
+        cmd: u32,
+    },
+
     /// The peer went away (server died or closed the channel; client died).
     #[error("the peer closed the connection")]
     Disconnected,

@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
-pub use transport::{Options, Status, Transport};
+pub use transport::{Options, Status, Transport, ONEWAY};
 
 use names::EndpointClaim;
 use transport::{ClientConnection, Incoming, ServerChannel};
@@ -186,6 +186,10 @@ impl Channel {
 /// A received request. Answer it with [`reply`](Request::reply) or
 /// [`reply_error`](Request::reply_error); dropping it unanswered replies
 /// `EIO`, so a client never waits for an answer that will not come.
+///
+/// A one-way message ([`is_oneway`](Request::is_oneway), sent with
+/// [`Connection::send_oneway`]) has nobody waiting: replying to it, or
+/// dropping it, sends nothing.
 pub struct Request<'a> {
     chan: &'a mut dyn ServerChannel,
     max_msg: usize,
@@ -206,11 +210,22 @@ impl Request<'_> {
         self.chan.data()
     }
 
+    /// True for a one-way message ([`Connection::send_oneway`]): no reply
+    /// is expected, and none is sent.
+    #[inline]
+    pub fn is_oneway(&self) -> bool {
+        self.head.oneway
+    }
+
     /// Replies with `data`. A reply larger than the channel allows is not
     /// sent: the client gets `EMSGSIZE` and this returns [`Error::TooLarge`].
+    /// For a one-way message nothing is sent and this returns `Ok(())`.
     #[inline]
     pub fn reply(mut self, data: &[u8]) -> Result<()> {
         self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
         if data.len() > self.max_msg {
             self.chan.reply(Status::Err(libc::EMSGSIZE), &[])?;
             return Err(Error::TooLarge {
@@ -222,10 +237,14 @@ impl Request<'_> {
     }
 
     /// Replies with an errno-style error code (like a devctl failing with
-    /// `ENOTTY` for an unknown command).
+    /// `ENOTTY` for an unknown command). For a one-way message nothing is
+    /// sent.
     #[inline]
     pub fn reply_error(mut self, code: i32) -> Result<()> {
         self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
         self.chan.reply(Status::Err(code), &[])
     }
 }
@@ -233,7 +252,7 @@ impl Request<'_> {
 impl Drop for Request<'_> {
     #[inline]
     fn drop(&mut self) {
-        if !self.answered {
+        if !self.answered && !self.head.oneway {
             let _ = self.chan.reply(Status::Err(libc::EIO), &[]);
         }
     }
@@ -242,6 +261,8 @@ impl Drop for Request<'_> {
 /// The client side: a connection to a named endpoint.
 pub struct Connection {
     inner: Box<dyn ClientConnection>,
+    /// The transport's name, for errors.
+    transport: &'static str,
 }
 
 impl Connection {
@@ -256,6 +277,7 @@ impl Connection {
         let path = ns.path_of(name)?;
         Ok(Connection {
             inner: transport.connect(&path, opts)?,
+            transport: transport.name(),
         })
     }
 
@@ -267,15 +289,69 @@ impl Connection {
     pub fn connect_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Connection> {
         Ok(Connection {
             inner: transport::tcp::connect(addr, opts)?,
+            transport: "tcp",
         })
     }
 
     /// Sends command `cmd` with payload `req`, blocks until the reply, copies
     /// it into `reply` and returns its length. An error reply is
-    /// [`Error::Remote`].
+    /// [`Error::Remote`]. A command with the [`ONEWAY`] bit set is
+    /// [`Error::ReservedCommand`].
     #[inline]
     pub fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if cmd & ONEWAY != 0 {
+            return Err(Error::ReservedCommand { cmd });
+        }
         self.inner.call(cmd, req, reply)
+    }
+
+    /// Sends command `cmd` with payload `req` as a one-way message (a QNX
+    /// pulse, but with a payload): returns once the message is queued,
+    /// without waiting for the server, blocking only while the channel is
+    /// full.
+    ///
+    /// One-way messages are delivered whole and in order with the calls on
+    /// the same connection, so a later [`call`](Connection::call) is
+    /// received after every one-way message sent before it: a call can
+    /// acknowledge them. The server receives it as a [`Request`] whose
+    /// [`is_oneway`](Request::is_oneway) is true; its reply (or the reply a
+    /// dropped request would send) is silently not sent, and an error at
+    /// the server is not reported to the client.
+    ///
+    /// Errors: [`Error::Unsupported`] on a transport without one-way
+    /// messages (see [`supports_oneway`](Connection::supports_oneway));
+    /// [`Error::TooLarge`] for a payload over [`max_msg`](Connection::max_msg);
+    /// [`Error::ReservedCommand`] for a command with the [`ONEWAY`] bit
+    /// set; [`Error::Disconnected`] when the server is known to be gone (a
+    /// server that dies with messages queued may only be noticed by a later
+    /// send or call).
+    pub fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
+        if !self.inner.oneway() {
+            return Err(Error::Unsupported {
+                what: "one-way messages",
+                transport: self.transport,
+            });
+        }
+        if cmd & ONEWAY != 0 {
+            return Err(Error::ReservedCommand { cmd });
+        }
+        if req.len() > self.inner.max_msg() {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.inner.max_msg(),
+            });
+        }
+        self.inner.send_oneway(cmd, req)
+    }
+
+    /// True when this connection's transport carries one-way messages
+    /// ([`send_oneway`](Connection::send_oneway)): those whose channel
+    /// queues several messages and blocks a sender while full (pipe, fifo,
+    /// uds, uds-stream, uds-dgram, sysv-msg, tcp). The one-slot
+    /// shared-memory transports, eventfd, io-uring, signal, posix-mq, fuse
+    /// and udp (which drops a datagram when the receiver is full) do not.
+    pub fn supports_oneway(&self) -> bool {
+        self.inner.oneway()
     }
 
     /// Largest payload the server accepts.

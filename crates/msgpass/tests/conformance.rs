@@ -120,6 +120,18 @@ macro_rules! conformance_tests {
             fn nested_names_pruned() {
                 super::suite::nested_names_pruned(T)
             }
+            #[test]
+            fn oneway_stream_in_order() {
+                super::suite::oneway_stream_in_order(T)
+            }
+            #[test]
+            fn oneway_too_large_and_reserved_commands() {
+                super::suite::oneway_too_large_and_reserved_commands(T)
+            }
+            #[test]
+            fn oneway_to_dead_server() {
+                super::suite::oneway_to_dead_server(T)
+            }
         }
     };
 }
@@ -496,7 +508,8 @@ mod suite {
                 echo(&mut c, 3, b"still fine", &mut buf);
             }
             // A command the server does not know: ENOTTY, like a devctl.
-            match c.call(0xdead_beef, b"?", &mut buf) {
+            // (Codes with the top bit set are reserved for one-way messages.)
+            match c.call(0x5ead_beef, b"?", &mut buf) {
                 Err(Error::Remote { code }) => assert_eq!(code, libc::ENOTTY),
                 other => panic!("unknown command: got {other:?}"),
             }
@@ -978,6 +991,166 @@ mod suite {
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
             assert_eq!(h.join().expect("receiver"), Ok(true));
             drop(c);
+        });
+    }
+
+    /// Asks the test server for `(count, chain)` of the one-way messages
+    /// since the last ask.
+    fn oneway_stats(conn: &mut Connection) -> (u64, u64) {
+        let mut b = [0u8; 16];
+        let n = conn
+            .call(CMD_ONEWAY_STATS, &[], &mut b)
+            .expect("ONEWAY_STATS call");
+        assert_eq!(n, 16);
+        (
+            u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            u64::from_le_bytes(b[8..].try_into().expect("8 bytes")),
+        )
+    }
+
+    /// A transport without one-way messages says so, and refuses them with
+    /// the typed error naming it.
+    fn assert_oneway_unsupported(cx: &Cx, c: &mut Connection) {
+        assert!(!c.supports_oneway(), "{}: supports_oneway", cx.t);
+        match c.send_oneway(1, b"pulse") {
+            Err(Error::Unsupported { what, transport }) => {
+                assert_eq!(transport, cx.transport.name());
+                assert!(what.contains("one-way"), "{what}");
+            }
+            other => panic!("{}: send_oneway unsupported: got {other:?}", cx.t),
+        }
+    }
+
+    /// Transports that must carry one-way messages (blocking when full).
+    fn oneway_expected(t: &str) -> bool {
+        matches!(
+            t,
+            "uds" | "uds-stream" | "uds-dgram" | "pipe" | "fifo" | "sysv-msg" | "tcp"
+        )
+    }
+
+    /// 1000 one-way messages (sequence number, random payload of random
+    /// size up to the maximum, echo, error and drop commands whose replies
+    /// must go nowhere), twice, each batch acknowledged by a call: all
+    /// arrive, whole and in order, and the connection stays in step.
+    pub fn oneway_stream_in_order(t: &'static str) {
+        run(t, "oneway_stream_in_order", |cx| {
+            let mut rng = cx.rng();
+            let s = cx.server("ow/0");
+            let mut c = cx.open("ow/0");
+            assert_eq!(c.supports_oneway(), oneway_expected(cx.t), "{}", cx.t);
+            if !c.supports_oneway() {
+                assert_oneway_unsupported(cx, &mut c);
+                echo(&mut c, 3, b"still fine", &mut [0u8; 64]);
+                drop(c);
+                s.stop();
+                return;
+            }
+            let mut buf = vec![0u8; cx.max];
+            let mut seq = 0u64;
+            for batch in 0..2 {
+                let mut want = 0u64;
+                for i in 0..1000 {
+                    let len = match i % 100 {
+                        0 => cx.max,
+                        1..=9 => 8 + rng.upto(cx.max - 8),
+                        _ => 8 + rng.upto(64),
+                    };
+                    let mut req = rng.bytes(len);
+                    req[..8].copy_from_slice(&seq.to_le_bytes());
+                    seq += 1;
+                    let cmd = match i % 7 {
+                        0 => CMD_DROP,
+                        1 => CMD_ERR,
+                        _ => rng.upto(ECHO_LAST as usize) as u32,
+                    };
+                    c.send_oneway(cmd, &req)
+                        .unwrap_or_else(|e| panic!("batch {batch} one-way {i}: {e}"));
+                    want = oneway_chain(want, cmd, &req);
+                }
+                assert_eq!(oneway_stats(&mut c), (1000, want), "batch {batch}");
+                // No stray reply is waiting: calls still pair up.
+                let req = rng.bytes(100);
+                echo(&mut c, 5, &req, &mut buf);
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// A one-way message over the maximum is refused at the client, and
+    /// the connection stays usable; a command with the one-way bit is
+    /// refused by `call` on every transport.
+    pub fn oneway_too_large_and_reserved_commands(t: &'static str) {
+        run(t, "oneway_too_large_and_reserved_commands", |cx| {
+            let s = cx.server("owbig/0");
+            let mut c = cx.open("owbig/0");
+            let mut buf = vec![0u8; 64];
+            match c.call(msgpass::ONEWAY | 1, b"x", &mut buf) {
+                Err(Error::ReservedCommand { cmd }) => assert_eq!(cmd, msgpass::ONEWAY | 1),
+                other => panic!("call with the one-way bit: got {other:?}"),
+            }
+            echo(&mut c, 1, b"alive", &mut buf);
+            if !c.supports_oneway() {
+                assert_oneway_unsupported(cx, &mut c);
+            } else {
+                let big = vec![1u8; cx.max + 1];
+                match c.send_oneway(1, &big) {
+                    Err(Error::TooLarge { len, max }) => {
+                        assert_eq!((len, max), (cx.max + 1, cx.max))
+                    }
+                    other => panic!("one-way over the maximum: got {other:?}"),
+                }
+                match c.send_oneway(msgpass::ONEWAY | 2, b"x") {
+                    Err(Error::ReservedCommand { .. }) => {}
+                    other => panic!("one-way with the one-way bit: got {other:?}"),
+                }
+                c.send_oneway(2, b"fits").expect("one-way after a refusal");
+                assert_eq!(oneway_stats(&mut c), (1, oneway_chain(0, 2, b"fits")));
+            }
+            echo(&mut c, 2, b"still alive", &mut buf);
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// One-way messages to a server that was killed: a send or the next
+    /// call fails with `Disconnected`, and nothing hangs (the watchdog).
+    pub fn oneway_to_dead_server(t: &'static str) {
+        run(t, "oneway_to_dead_server", |cx| {
+            let mut child = cx.server_child("owdead/0");
+            let mut c = cx.open("owdead/0");
+            let mut buf = [0u8; 64];
+            echo(&mut c, 1, b"alive", &mut buf);
+            if c.supports_oneway() {
+                c.send_oneway(1, b"before")
+                    .expect("one-way to a live server");
+                assert_eq!(oneway_stats(&mut c).0, 1);
+            }
+            child.kill_and_reap();
+            if c.supports_oneway() {
+                let payload = vec![9u8; 1024];
+                let mut failed = false;
+                // More than any of these channels buffers.
+                for _ in 0..20_000 {
+                    match c.send_oneway(1, &payload) {
+                        Ok(()) => {}
+                        Err(Error::Disconnected) => {
+                            failed = true;
+                            break;
+                        }
+                        Err(e) => panic!("one-way to a dead server: got {e:?}"),
+                    }
+                }
+                println!("{}: a one-way send failed: {failed}", cx.t);
+            } else {
+                assert_oneway_unsupported(cx, &mut c);
+            }
+            match c.call(1, b"anyone?", &mut buf) {
+                Err(Error::Disconnected) => {}
+                other => panic!("call to a dead server after one-way messages: got {other:?}"),
+            }
+            cx.replace_stale("owdead/0");
         });
     }
 

@@ -222,6 +222,7 @@ impl Mechanism for Fifo {
     type W = FifoWire;
     const FAMILY: Family = Family::Fifo;
     const EOF_ON_DEATH: bool = true;
+    const ONEWAY: bool = true;
 
     fn clean_stale(&self, endpoint: &Path) {
         let (Some(dir), Some(base)) = (endpoint.parent(), endpoint.file_name()) else {

@@ -690,6 +690,7 @@ impl ServerChannel for FuseServer {
                 let inc = Incoming {
                     cmd: p.cmd,
                     len: p.data.len(),
+                    oneway: false,
                 };
                 self.cur = Some(p);
                 return Ok(Some(inc));

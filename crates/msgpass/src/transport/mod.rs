@@ -25,8 +25,8 @@ pub mod fifo;
 pub mod fuse;
 pub mod io_uring;
 pub mod pipe;
-pub mod posix_mq;
 mod poker;
+pub mod posix_mq;
 pub(crate) mod rendezvous;
 pub mod shm;
 pub mod signal;
@@ -63,13 +63,34 @@ impl Default for Options {
     }
 }
 
+/// The bit of a command code that marks a one-way message on the wire.
+/// Application command codes must leave it clear: [`crate::Connection::call`]
+/// refuses them with [`Error::ReservedCommand`], and servers strip it (see
+/// [`Incoming::oneway`]).
+pub const ONEWAY: u32 = 1 << 31;
+
 /// The header of one incoming request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Incoming {
-    /// The command code the client sent.
+    /// The command code the client sent (without the [`ONEWAY`] bit).
     pub cmd: u32,
     /// Length of the request payload, available from [`ServerChannel::data`].
     pub len: usize,
+    /// True for a one-way message: the client waits for no reply, and none
+    /// may be sent.
+    pub oneway: bool,
+}
+
+impl Incoming {
+    /// The header of a request whose command code came off the wire
+    /// (perhaps with the [`ONEWAY`] bit set).
+    pub(crate) fn from_wire(code: u32, len: usize) -> Incoming {
+        Incoming {
+            cmd: code & !ONEWAY,
+            len,
+            oneway: code & ONEWAY != 0,
+        }
+    }
 }
 
 /// How a reply ends a request.
@@ -113,6 +134,24 @@ pub trait ClientConnection: Send {
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize>;
     /// Largest payload the server accepts.
     fn max_msg(&self) -> usize;
+    /// Sends `req` with command `cmd` as a one-way message (the wire
+    /// command is `cmd | ONEWAY`) and returns once it is queued, without
+    /// waiting for the server. Only transports whose [`oneway`] is true
+    /// implement it; the default is [`Error::Unsupported`].
+    ///
+    /// [`oneway`]: ClientConnection::oneway
+    fn send_oneway(&mut self, _cmd: u32, _req: &[u8]) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "one-way messages",
+            transport: "this transport",
+        })
+    }
+    /// True when [`send_oneway`](ClientConnection::send_oneway) works: the
+    /// channel queues several messages and a full one blocks the sender
+    /// (never drops a message).
+    fn oneway(&self) -> bool {
+        false
+    }
 }
 
 /// A message-passing mechanism.

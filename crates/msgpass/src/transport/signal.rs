@@ -611,7 +611,11 @@ impl SignalServer {
         c.shared.take(true, &mut self.buf[..len]);
         self.len = len;
         self.current = Some(i);
-        Some(Incoming { cmd, len })
+        Some(Incoming {
+            cmd,
+            len,
+            oneway: false,
+        })
     }
 
     fn rebuild_pollfds(&mut self) {

@@ -61,7 +61,9 @@ use crate::error::{Error, Result};
 use crate::sys::{self, MsgBuf, MsgQueueStamp};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::{head, parse_head, HEAD};
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+};
 
 /// Type of the ticker's wake-up messages in a request queue (connections
 /// use 2 and up).
@@ -497,7 +499,7 @@ impl ServerChannel for SysvServer {
             }
             self.current = Some(i);
             self.len = len;
-            return Ok(Some(Incoming { cmd, len }));
+            return Ok(Some(Incoming::from_wire(cmd, len)));
         }
     }
 
@@ -611,8 +613,11 @@ fn queue_gone(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EIDRM | libc::EINVAL))
 }
 
-impl ClientConnection for SysvClient {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+impl SysvClient {
+    /// Sends one request with wire code `code`, checking its size first. A
+    /// full request queue is retried (with a growing pause) until there is
+    /// room or the server is known to be gone.
+    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
         if self.dead.load(Ordering::Acquire) {
             return Err(Error::Disconnected);
         }
@@ -624,12 +629,12 @@ impl ClientConnection for SysvClient {
         }
         self.buf.set_mtype(self.mtype);
         let text = self.buf.text_mut();
-        text[..HEAD].copy_from_slice(&head(cmd, req.len()));
+        text[..HEAD].copy_from_slice(&head(code, req.len()));
         text[HEAD..HEAD + req.len()].copy_from_slice(req);
         let mut backoff = Duration::from_micros(50);
         loop {
             match sys::msgsnd(self.req_q, &self.buf, HEAD + req.len(), libc::IPC_NOWAIT) {
-                Ok(()) => break,
+                Ok(()) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     if self.dead.load(Ordering::Acquire) {
                         return Err(Error::Disconnected);
@@ -641,6 +646,12 @@ impl ClientConnection for SysvClient {
                 Err(e) => return Err(Error::io("sysv-msg: send request", e)),
             }
         }
+    }
+}
+
+impl ClientConnection for SysvClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        self.send_request(cmd, req)?;
         let n = loop {
             match sys::msgrcv(self.reply_q, &mut self.buf, 0, libc::MSG_NOERROR) {
                 Ok(n) => break n,
@@ -681,6 +692,16 @@ impl ClientConnection for SysvClient {
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    /// A full request queue is retried until there is room (never
+    /// dropped); a dead server is noticed by the watchdog.
+    fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
+        self.send_request(cmd | ONEWAY, req)
+    }
+
+    fn oneway(&self) -> bool {
+        true
     }
 }
 

@@ -34,7 +34,9 @@ use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
 use crate::transport::wire::{
     frame_head, head, unpack_reply, StreamWire, Wire, ACCEPT_EVERY, HEAD,
 };
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+};
 
 /// Length of the per-connection token.
 const TOKEN: usize = 16;
@@ -482,10 +484,7 @@ impl TcpServer {
             Ok(Some(len)) => {
                 self.current = Some(i);
                 self.len = len;
-                Some(Incoming {
-                    cmd: frame_head(&self.buf).0,
-                    len,
-                })
+                Some(Incoming::from_wire(frame_head(&self.buf).0, len))
             }
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 self.timed_out = true;
@@ -659,21 +658,28 @@ fn is_gone(e: &io::Error) -> bool {
     ) || e.kind() == io::ErrorKind::UnexpectedEof
 }
 
-impl ClientConnection for TcpClient {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+impl TcpClient {
+    /// Sends one request with wire code `code`, checking its size first.
+    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
         if req.len() > self.max_msg {
             return Err(Error::TooLarge {
                 len: req.len(),
                 max: self.max_msg,
             });
         }
-        self.wire.send(&head(cmd, req.len()), req).map_err(|e| {
+        self.wire.send(&head(code, req.len()), req).map_err(|e| {
             if is_gone(&e) {
                 Error::Disconnected
             } else {
                 Error::io("send request", e)
             }
-        })?;
+        })
+    }
+}
+
+impl ClientConnection for TcpClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        self.send_request(cmd, req)?;
         let len = match self.wire.recv(&mut self.buf) {
             Ok(Some(len)) => len,
             Ok(None) => return Err(Error::Disconnected),
@@ -685,5 +691,15 @@ impl ClientConnection for TcpClient {
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    /// A TCP send blocks while the peer's window and the send buffer are
+    /// full; a dead peer resets the connection (EPIPE or ECONNRESET).
+    fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
+        self.send_request(cmd | ONEWAY, req)
+    }
+
+    fn oneway(&self) -> bool {
+        true
     }
 }

@@ -18,7 +18,9 @@ use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::ACCEPT_EVERY;
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+};
 
 /// Largest message (header included) sent or received through a
 /// contiguous copy.
@@ -155,17 +157,20 @@ impl UdsServer {
             self.drop_conn(i);
             return Ok(None);
         }
+        let inc = Incoming::from_wire(u32_at(&self.buf), n - 4);
         self.current = Some(i);
         if n > self.buf.len() {
             self.len = 0;
-            self.reply(Status::Err(libc::EMSGSIZE), &[])?;
+            // Nobody waits for an answer to a one-way message.
+            if inc.oneway {
+                self.current = None;
+            } else {
+                self.reply(Status::Err(libc::EMSGSIZE), &[])?;
+            }
             return Ok(None);
         }
         self.len = n - 4;
-        Ok(Some(Incoming {
-            cmd: u32_at(&self.buf),
-            len: self.len,
-        }))
+        Ok(Some(inc))
     }
 
     /// Waits for any connection (or the listener) with poll.
@@ -293,20 +298,27 @@ impl UdsClient {
     }
 }
 
-impl ClientConnection for UdsClient {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+impl UdsClient {
+    /// Sends one request with wire code `code`, checking its size first.
+    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
         if req.len() > self.max_msg {
             return Err(Error::TooLarge {
                 len: req.len(),
                 max: self.max_msg,
             });
         }
-        send(self.sock.as_fd(), &mut self.out, cmd.to_le_bytes(), req).map_err(|e| {
-            match e.raw_os_error() {
+        send(self.sock.as_fd(), &mut self.out, code.to_le_bytes(), req)
+            .map(|_| ())
+            .map_err(|e| match e.raw_os_error() {
                 Some(libc::EPIPE) | Some(libc::ECONNRESET) => Error::Disconnected,
                 _ => Error::io("send request", e),
-            }
-        })?;
+            })
+    }
+}
+
+impl ClientConnection for UdsClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        self.send_request(cmd, req)?;
         let (n, status, truncated) =
             self.recv_reply(reply).map_err(|e| match e.raw_os_error() {
                 Some(libc::ECONNRESET) => Error::Disconnected,
@@ -332,5 +344,14 @@ impl ClientConnection for UdsClient {
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    /// A seqpacket send blocks while the server's receive queue is full.
+    fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
+        self.send_request(cmd | ONEWAY, req)
+    }
+
+    fn oneway(&self) -> bool {
+        true
     }
 }

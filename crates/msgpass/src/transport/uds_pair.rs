@@ -28,6 +28,7 @@ impl Mechanism for UdsStream {
     type W = StreamWire;
     const FAMILY: Family = Family::UdsStream;
     const EOF_ON_DEATH: bool = true;
+    const ONEWAY: bool = true;
 
     fn server_side(
         &self,
@@ -56,6 +57,8 @@ impl Mechanism for UdsDgram {
     type W = DatagramWire;
     const FAMILY: Family = Family::UdsDgram;
     const EOF_ON_DEATH: bool = false;
+    // A full peer blocks the sender (unix_wait_for_peer), never drops.
+    const ONEWAY: bool = true;
 
     fn server_side(
         &self,

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY as ONEWAY_BIT,
+};
 
 /// Requests between two looks at the listener while a single client keeps
 /// a server busy.
@@ -156,6 +158,10 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// True when [`Wire::recv`] returns `None` once the peer has died.
     const EOF_ON_DEATH: bool;
+    /// True when the mechanism carries one-way messages: its wire queues
+    /// several messages and a send to a full one blocks (never drops the
+    /// message, never fails with `EAGAIN`).
+    const ONEWAY: bool = false;
     /// The largest payload this mechanism carries when `requested` is asked
     /// for (a mechanism with a lower limit lowers it; clients learn it from
     /// the hello).
@@ -329,7 +335,7 @@ impl<M: Mechanism> WireServer<M> {
                 }
                 self.current = Some(i);
                 self.len = len;
-                Some(Incoming { cmd, len })
+                Some(Incoming::from_wire(cmd, len))
             }
             // A handshake step of the mechanism: no request yet.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
@@ -501,8 +507,9 @@ impl<M: Mechanism> WireClient<M> {
     }
 }
 
-impl<M: Mechanism> ClientConnection for WireClient<M> {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+impl<M: Mechanism> WireClient<M> {
+    /// Sends one request with wire code `code`, checking its size first.
+    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
         if req.len() > self.max_msg {
             return Err(Error::TooLarge {
                 len: req.len(),
@@ -510,19 +517,42 @@ impl<M: Mechanism> ClientConnection for WireClient<M> {
             });
         }
         self.wire
-            .send(&head(cmd, req.len()), req)
+            .send(&head(code, req.len()), req)
             .map_err(|e| match e.raw_os_error() {
                 Some(libc::EPIPE | libc::ECONNRESET | libc::ECONNREFUSED | libc::ENOTCONN) => {
                     Error::Disconnected
                 }
                 _ => Error::io("send request", e),
-            })?;
+            })
+    }
+}
+
+impl<M: Mechanism> ClientConnection for WireClient<M> {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        self.send_request(cmd, req)?;
         let len = self.recv_reply()?;
         unpack_reply(&self.buf, len, reply)
     }
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
+        if !M::ONEWAY {
+            return Err(Error::Unsupported {
+                what: "one-way messages",
+                transport: "this transport",
+            });
+        }
+        // A dead server's end is closed: a pipe or stream write fails with
+        // EPIPE, a datagram pair refuses the send (ECONNREFUSED), also one
+        // blocked on a full queue.
+        self.send_request(cmd | ONEWAY_BIT, req)
+    }
+
+    fn oneway(&self) -> bool {
+        M::ONEWAY
     }
 }
 

@@ -348,6 +348,20 @@ pub const CMD_SLEEP: u32 = 0x1004;
 pub const CMD_HOLD: u32 = 0x1005;
 /// Reply the server's `connections()` as taken just before this receive.
 pub const CMD_CONNS: u32 = 0x1006;
+/// Reply `[count: u64][chain: u64]` over the one-way messages received
+/// since the last `CMD_ONEWAY_STATS` (see [`oneway_chain`]), then reset.
+/// Every one-way message is counted, whatever its command, before it is
+/// handled like a call (its reply then goes nowhere).
+pub const CMD_ONEWAY_STATS: u32 = 0x1007;
+
+/// The running check the test server keeps over one-way messages: `chain`
+/// extended by one message. Sensitive to loss, duplication, order and
+/// every byte of the command and payload.
+pub fn oneway_chain(chain: u64, cmd: u32, data: &[u8]) -> u64 {
+    let mut h = chain ^ cmd as u64;
+    h = h.wrapping_mul(0x0100_0000_01b3) ^ fnv64(data);
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
+}
 
 /// What the test server tells the test.
 #[derive(Debug)]
@@ -385,6 +399,7 @@ pub struct Hooks {
 /// requests handled. Panics on a receive error.
 pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
     let mut handled = 0u64;
+    let (mut ow_count, mut ow_chain) = (0u64, 0u64);
     loop {
         let conns = chan.connections();
         let req = match chan.receive() {
@@ -395,6 +410,10 @@ pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
         handled += 1;
         let cmd = req.cmd();
         let data = req.data();
+        if req.is_oneway() {
+            ow_count += 1;
+            ow_chain = oneway_chain(ow_chain, cmd, data);
+        }
         let u32_at = |d: &[u8], i: usize| {
             d.get(i..i + 4)
                 .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
@@ -440,6 +459,12 @@ pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
                 req.reply(b"released")
             }
             CMD_CONNS => req.reply(&(conns as u64).to_le_bytes()),
+            CMD_ONEWAY_STATS => {
+                let mut out = ow_count.to_le_bytes().to_vec();
+                out.extend_from_slice(&ow_chain.to_le_bytes());
+                (ow_count, ow_chain) = (0, 0);
+                req.reply(&out)
+            }
             _ => req.reply_error(libc::ENOTTY),
         };
         // A client that vanished is not an error; anything else is.

@@ -11,8 +11,8 @@ use msgpass::{Connection, Namespace, Options};
 
 use super::options::Timing;
 use super::protocol::{
-    body, echo_mismatch, stamp, SumBase, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM, ECHO_MASK,
-    SUM_SEQ_BYTES,
+    ack_fold, body, echo_mismatch, stamp, SumBase, ACK_LEN, CMD_ACK, CMD_CPU, CMD_ECHO, CMD_STOP,
+    CMD_SUM, ECHO_MASK, SUM_SEQ_BYTES,
 };
 use super::results::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
 use super::stats::{exact, histogram, subtract_overhead};
@@ -61,6 +61,8 @@ pub struct ClientConfig {
     pub timing: Timing,
     /// Open loop: messages per second.
     pub rate: Option<f64>,
+    /// Throughput window asked for (`--window`).
+    pub window: u32,
 }
 
 /// Every run of a row that went well.
@@ -483,6 +485,43 @@ impl Sum {
         self.seq += 1;
         Ok(())
     }
+
+    /// A window of `w` messages: `w - 1` one-way, then a [`CMD_ACK`]
+    /// call whose reply must be the count and running check of all `w`.
+    #[inline(always)]
+    fn window(&mut self, conn: &mut Connection, w: u32) -> Result<(), Stop> {
+        if w <= 1 {
+            return self.round(conn);
+        }
+        let first = self.seq;
+        let mut check = 0u64;
+        for _ in 1..w {
+            let seq = self.seq;
+            stamp(&mut self.req, seq, SUM_SEQ_BYTES);
+            conn.send_oneway(CMD_SUM, &self.req)
+                .map_err(|e| call_error(e, "one-way message", seq))?;
+            check = ack_fold(check, self.base.expected(seq));
+            self.seq += 1;
+        }
+        let seq = self.seq;
+        stamp(&mut self.req, seq, SUM_SEQ_BYTES);
+        let n = conn
+            .call(CMD_ACK, &self.req, &mut self.reply)
+            .map_err(|e| call_error(e, "message", seq))?;
+        check = ack_fold(check, self.base.expected(seq));
+        self.seq += 1;
+        let r = &self.reply;
+        let count = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+        let got = u64::from_le_bytes([r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]]);
+        if n != ACK_LEN || count != w || got != check {
+            return Err(Stop::Failed(format!(
+                "messages #{first}..#{seq}: checksum reply of the window (count {count}, check \
+                 {got:#018x}) in {n} bytes, expected (count {w}, check {check:#018x}) in \
+                 {ACK_LEN} (a one-way message corrupted, lost, duplicated or reordered)"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// `size` bytes one way, the checksum back; sized from the latency run's
@@ -490,12 +529,22 @@ impl Sum {
 fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<ThroughputRun, Stop> {
     let clock = &cfg.clock;
     let mut sum = Sum::new(cfg.size);
+    // Window 1 unless the transport has one-way messages.
+    let window = if conn.supports_oneway() {
+        cfg.window.max(1)
+    } else {
+        1
+    };
     let target = target(rate, cfg.row_secs);
-    let mask = ((rate / 1000.0) as u64).clamp(1, 1024).next_power_of_two() - 1;
-    // Warm the checksum path: a few messages, at most a fiftieth of a row.
+    // The clock is looked at every `mask + 1` windows.
+    let mask = ((rate / 1000.0 / window as f64) as u64)
+        .clamp(1, 1024)
+        .next_power_of_two()
+        - 1;
+    // Warm the checksum path: a few windows, at most a fiftieth of a row.
     let warm_until = clock.now().wrapping_add(ticks(clock, cfg.row_secs / 50.0));
     for _ in 0..10 {
-        sum.round(conn)?;
+        sum.window(conn, window)?;
         if clock.now() >= warm_until {
             break;
         }
@@ -505,10 +554,12 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
     let start = clock.now();
     let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
     let mut done: u64 = 0;
+    let mut windows: u64 = 0;
     while done < target {
-        sum.round(conn)?;
-        done += 1;
-        if done & mask == 0 {
+        sum.window(conn, window)?;
+        done += window as u64;
+        windows += 1;
+        if windows & mask == 0 {
             if clock.now() >= deadline {
                 break;
             }
@@ -521,7 +572,7 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
     let secs = clock.ticks_to_ns(end.wrapping_sub(start)) / 1e9;
     let msgs_per_s = done as f64 / secs.max(1e-9);
     Ok(ThroughputRun {
-        window: 1,
+        window,
         target,
         messages: done,
         time_capped: done < target,

@@ -12,6 +12,9 @@ use super::results::Placement;
 use super::server::Fault;
 use crate::measure::placement;
 
+/// Largest `--window`.
+const MAX_WINDOW: u32 = 4096;
+
 /// Default message sizes, bytes.
 const SIZES: &[usize] = &[1, 64, 1024, 4096, 65536];
 /// Message sizes of `--quick`.
@@ -96,8 +99,18 @@ pub struct IpcArgs {
     /// measure latency from each message's intended send time.
     #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
+    /// Throughput window: messages in flight (W-1 one-way messages, then a
+    /// call that acknowledges them) where the transport has one-way
+    /// messages; 1 = each message waits for its reply.
+    #[arg(
+        long = "window",
+        value_name = "N",
+        default_value = "16",
+        allow_hyphen_values = true
+    )]
+    pub window: String,
     /// Test hook: every row's server breaks one reply (corrupt, stale,
-    /// checksum) or stalls once (stall).
+    /// checksum, oneway) or stalls once (stall).
     #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
     pub inject_fault: Option<String>,
 }
@@ -159,6 +172,9 @@ pub struct Plan {
     pub timing: Timing,
     /// Open loop: messages per second; `None`: closed loop.
     pub rate: Option<f64>,
+    /// Throughput window asked for (1 or more; rows whose transport has
+    /// no one-way messages use 1).
+    pub window: u32,
 }
 
 impl Plan {
@@ -227,9 +243,19 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         Some("stale") => Some(Fault::Stale),
         Some("checksum") => Some(Fault::Checksum),
         Some("stall") => Some(Fault::Stall),
+        Some("oneway") => Some(Fault::Oneway),
         Some(f) => {
-            bail!("--inject-fault {f}: unknown fault (known: corrupt, stale, checksum, stall)")
+            bail!(
+                "--inject-fault {f}: unknown fault (known: corrupt, stale, checksum, oneway, stall)"
+            )
         }
+    };
+    let window = match args.window.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_WINDOW).contains(&n) => n,
+        _ => bail!(
+            "--window {}: must be a whole number of messages in flight, 1 to {MAX_WINDOW}",
+            args.window
+        ),
     };
     let warmup_secs = match &args.warmup {
         None => None,
@@ -267,6 +293,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         repeats,
         timing,
         rate,
+        window,
     })
 }
 
@@ -405,6 +432,7 @@ mod tests {
             repeats: 1,
             timing: Timing::PerMessage,
             rate: None,
+            window: 16,
         };
         assert_eq!(p.cpus_for(Placement::Same), Ok((3, 3)));
         assert!(p.cpus_for(Placement::Cross).is_err());

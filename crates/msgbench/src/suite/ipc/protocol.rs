@@ -6,6 +6,12 @@
 //! - [`CMD_SUM`]: the reply is the 4-byte [`checksum`] of the request.
 //! - [`CMD_CPU`]: the reply is the server thread's CPU time (8 bytes, ns).
 //! - [`CMD_STOP`]: empty reply, then the server returns.
+//! - [`CMD_SUM`] sent one-way ([`msgpass::Connection::send_oneway`]): no
+//!   reply; the server folds the request's checksum into its running
+//!   check ([`ack_fold`]).
+//! - [`CMD_ACK`]: the request is one more [`CMD_SUM`] message, folded in
+//!   the same way; the reply is the running check over every message since
+//!   the last ack (12 bytes: count u32, check u64), which is then reset.
 //!
 //! A request is a fixed position-dependent pattern ([`body`]) whose first
 //! bytes carry the sequence number ([`stamp`]), so a stale, reordered or
@@ -21,6 +27,21 @@ pub const CMD_SUM: u32 = 2;
 pub const CMD_CPU: u32 = 3;
 /// Reply empty, then stop serving.
 pub const CMD_STOP: u32 = 4;
+/// Fold the request into the running check and reply with it (see
+/// [`ack_fold`]), then reset it.
+pub const CMD_ACK: u32 = 5;
+/// Length of a [`CMD_ACK`] reply: count (u32) and check (u64).
+pub const ACK_LEN: usize = 12;
+
+/// The running check over a window of messages, extended by one message's
+/// [`checksum`]: order-sensitive, so a lost, duplicated, reordered or
+/// corrupted message changes it.
+#[inline(always)]
+pub fn ack_fold(check: u64, sum: u32) -> u64 {
+    (check ^ sum as u64)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(23)
+}
 
 /// What the server XORs every echoed byte with.
 pub const ECHO_MASK: u8 = 0xA5;
@@ -212,6 +233,15 @@ mod tests {
         stamp(&mut one, 0x1234, 8);
         assert_eq!(one, vec![0x34]);
         assert_eq!(echo_mismatch(&[], &[]), None);
+    }
+
+    #[test]
+    fn ack_fold_sees_order_and_loss() {
+        let f = |sums: &[u32]| sums.iter().fold(0u64, |c, &s| ack_fold(c, s));
+        assert_ne!(f(&[1, 2, 3]), f(&[2, 1, 3]));
+        assert_ne!(f(&[1, 2, 3]), f(&[1, 3]));
+        assert_ne!(f(&[1, 2, 3]), f(&[1, 2, 2, 3]));
+        assert_ne!(f(&[1, 2, 3]), f(&[1, 2, 4]));
     }
 
     #[test]

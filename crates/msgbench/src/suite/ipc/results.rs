@@ -174,7 +174,9 @@ pub struct RepeatStats {
 /// The throughput run: `size` bytes one way, a 4-byte checksum back.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThroughputRun {
-    /// Messages in flight: 1 (the msgpass call is synchronous).
+    /// Messages in flight at most: `--window` W where the transport has
+    /// one-way messages (W-1 one-way, then a call acknowledging them), else
+    /// 1 (each message waits for its reply).
     pub window: u32,
     /// Messages asked for.
     pub target: u64,

@@ -91,6 +91,7 @@ pub fn run(
         repeats: ctx.plan.repeats,
         timing: ctx.plan.timing,
         rate: ctx.plan.rate,
+        window: ctx.plan.window,
     };
     let meter = LoadMeter::start();
     let outcome = run_client(cfg, ctx.hard_limit());

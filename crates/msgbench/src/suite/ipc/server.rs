@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use msgpass::{Channel, Namespace, Options};
 
-use super::protocol::{checksum, echo_transform, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM};
+use super::protocol::{
+    ack_fold, checksum, echo_transform, CMD_ACK, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM,
+};
 use crate::measure::cpu::thread_cpu_ns;
 use crate::measure::placement::pin_current_thread;
 
@@ -26,6 +28,9 @@ pub enum Fault {
     Stale,
     /// Return a wrong checksum to the [`FAULT_AT`]-th checksum request.
     Checksum,
+    /// Take the [`FAULT_AT`]-th one-way checksum message as corrupted (a
+    /// byte flipped before it is summed); only windowed rows send them.
+    Oneway,
     /// Sleep [`STALL`] before answering the [`FAULT_AT`]-th echo request
     /// (the reply itself is right).
     Stall,
@@ -137,7 +142,9 @@ impl Drop for ServerThread {
 /// is the error.
 fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), String> {
     let mut out = vec![0u8; size];
-    let (mut echoes, mut sums) = (0u64, 0u64);
+    let (mut echoes, mut sums, mut oneways) = (0u64, 0u64, 0u64);
+    // The running check of the window since the last CMD_ACK.
+    let (mut count, mut check) = (0u32, 0u64);
     loop {
         let Some(req) = chan
             .receive()
@@ -163,13 +170,38 @@ fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), St
                 req.reply(&out[..len])
             }
             CMD_ECHO => req.reply_error(libc::EMSGSIZE),
-            CMD_SUM => {
+            CMD_SUM | CMD_ACK => {
                 let mut sum = checksum(req.data());
+                if req.is_oneway() {
+                    if oneways == FAULT_AT && fault == Some(Fault::Oneway) {
+                        let mut bad = req.data().to_vec();
+                        if let Some(b) = bad.last_mut() {
+                            *b ^= 0x01;
+                        }
+                        sum = checksum(&bad);
+                    }
+                    oneways += 1;
+                }
                 if sums == FAULT_AT && fault == Some(Fault::Checksum) {
                     sum ^= 0x8000_0000;
                 }
                 sums += 1;
-                req.reply(&sum.to_le_bytes())
+                if cmd == CMD_SUM && !req.is_oneway() {
+                    req.reply(&sum.to_le_bytes())
+                } else {
+                    count = count.wrapping_add(1);
+                    check = ack_fold(check, sum);
+                    if cmd == CMD_ACK {
+                        let mut out = [0u8; 12];
+                        out[..4].copy_from_slice(&count.to_le_bytes());
+                        out[4..].copy_from_slice(&check.to_le_bytes());
+                        (count, check) = (0, 0);
+                        req.reply(&out)
+                    } else {
+                        // One-way: nothing goes back.
+                        Ok(())
+                    }
+                }
             }
             CMD_CPU => req.reply(&thread_cpu_ns().to_le_bytes()),
             CMD_STOP => {

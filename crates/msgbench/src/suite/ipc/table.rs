@@ -10,16 +10,7 @@ use crate::suite::floor::FloorReport;
 /// Widths of the columns after the mark and the transport name.
 const WIDTHS: [usize; 11] = [6, 8, 7, 7, 7, 7, 10, 8, 8, 8, 8];
 const TITLES: [&str; 11] = [
-    "Wait",
-    "Samples",
-    "p50",
-    "p99",
-    "p99.9",
-    "max",
-    "Msgs/s w=1",
-    "MB/s",
-    "CPU cli",
-    "CPU srv",
+    "Wait", "Samples", "p50", "p99", "p99.9", "max", "Msgs/s", "MB/s", "CPU cli", "CPU srv",
     "CPU sum",
 ];
 
@@ -214,6 +205,38 @@ fn thousands(v: f64) -> String {
     out
 }
 
+/// Which throughput window the rows used: "Window: 16 for uds, pipe; 1
+/// for shm (no one-way messages: each message waits for its reply)."
+fn windows(rows: &[Row]) -> String {
+    let mut by: Vec<(u32, Vec<&str>)> = Vec::new();
+    for r in rows {
+        let Some(t) = &r.throughput else { continue };
+        match by.iter_mut().find(|(w, _)| *w == t.window) {
+            Some((_, names)) if names.contains(&r.transport.as_str()) => {}
+            Some((_, names)) => names.push(&r.transport),
+            None => by.push((t.window, vec![&r.transport])),
+        }
+    }
+    if by.is_empty() {
+        return "Window: no throughput was measured.".to_string();
+    }
+    by.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(w, names)| {
+            let why = if *w == 1 && by.len() > 1 {
+                " (no one-way messages, or --window 1)"
+            } else if *w == 1 {
+                " (each message waits for its reply)"
+            } else {
+                ""
+            };
+            format!("{w} for {}{why}", names.join(", "))
+        })
+        .collect();
+    format!("Window: {}.", parts.join("; "))
+}
+
 /// What the columns and marks mean; lines about capped rows and polling on
 /// one CPU only when such rows exist.
 pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
@@ -223,10 +246,12 @@ pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
              each call ({}); every reply byte and sequence number checked.",
             clock.describe()
         ),
-        "Msgs/s w=1, MB/s: SIZE bytes one way and a 4-byte checksum back, one message in flight (window 1: the msgpass\n\
-         call is synchronous); MB = 10^6 bytes of payload. CPU cli/srv/sum: thread CPU time per round trip of the\n\
-         latency run, client, server and both."
+        "Msgs/s, MB/s: SIZE bytes one way, at most a window of W messages in flight (W-1 one-way messages, then a\n\
+         call whose reply checks the count and checksums of all W; window 1: each message waits for its checksum);\n\
+         MB = 10^6 bytes of payload. CPU cli/srv/sum: thread CPU time per round trip of the latency run, client,\n\
+         server and both."
             .to_string(),
+        windows(rows),
         "Wait: poll = both sides spin (\"spin\" in the name); hybrid = spin, then block (polling+blocking);\n\
          block = sleep in the kernel. * lowest p50 of the table; B lowest p50 among \"block\" transports."
             .to_string(),
