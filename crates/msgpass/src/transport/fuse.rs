@@ -874,17 +874,7 @@ impl ClientConnection for FuseClient {
         })?;
         let status = u32_at(buf, 0);
         let len = u32_at(buf, 4) as usize;
-        if status != 0 {
-            return Err(Error::Remote {
-                code: status as i32,
-            });
-        }
-        if len > reply.len() {
-            return Err(Error::ReplyTooLarge {
-                len,
-                cap: reply.len(),
-            });
-        }
+        Status::check_reply(status, len, reply.len())?;
         if HDR + len > size {
             return Err(Error::Protocol(format!(
                 "fuse reply of {len} bytes in a {size}-byte buffer"

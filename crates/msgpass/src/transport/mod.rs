@@ -111,6 +111,21 @@ impl Status {
             Status::Err(c) => (c as u32, &[]),
         }
     }
+
+    /// What a client makes of a reply with wire status `status` and `len`
+    /// payload bytes for a caller's buffer of `cap`: the server's error, a
+    /// buffer too small, or fine.
+    pub(crate) fn check_reply(status: u32, len: usize, cap: usize) -> Result<()> {
+        if status != 0 {
+            return Err(Error::Remote {
+                code: status as i32,
+            });
+        }
+        if len > cap {
+            return Err(Error::ReplyTooLarge { len, cap });
+        }
+        Ok(())
+    }
 }
 
 /// Server side of a channel: receives requests from any connected client and

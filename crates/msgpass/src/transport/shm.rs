@@ -626,23 +626,15 @@ impl ClientConnection for ShmClient {
             sys::futex_wake(bell_seq(&self.bell), 1, true);
         }
         self.wait_reply(me)?;
-        let status = self.slot.status().load(Relaxed) as i32;
-        if status != 0 {
-            return Err(Error::Remote { code: status });
-        }
+        let status = self.slot.status().load(Relaxed);
         let len = self.slot.len().load(Relaxed) as usize;
-        if len > self.max_msg {
+        if status == 0 && len > self.max_msg {
             return Err(Error::Protocol(format!(
                 "reply length {len} exceeds {}",
                 self.max_msg
             )));
         }
-        if len > reply.len() {
-            return Err(Error::ReplyTooLarge {
-                len,
-                cap: reply.len(),
-            });
-        }
+        Status::check_reply(status, len, reply.len())?;
         self.slot.read(&mut reply[..len]);
         Ok(len)
     }

@@ -834,17 +834,7 @@ impl ClientConnection for SignalClient {
             .shared
             .head(false)
             .map_err(|e| Error::Protocol(format!("reply: {e}")))?;
-        if status != 0 {
-            return Err(Error::Remote {
-                code: status as i32,
-            });
-        }
-        if len > reply.len() {
-            return Err(Error::ReplyTooLarge {
-                len,
-                cap: reply.len(),
-            });
-        }
+        Status::check_reply(status, len, reply.len())?;
         self.shared.take(false, &mut reply[..len]);
         Ok(len)
     }

@@ -675,17 +675,7 @@ impl ClientConnection for SysvClient {
                 n - HEAD
             )));
         }
-        if status != 0 {
-            return Err(Error::Remote {
-                code: status as i32,
-            });
-        }
-        if len > reply.len() {
-            return Err(Error::ReplyTooLarge {
-                len,
-                cap: reply.len(),
-            });
-        }
+        Status::check_reply(status, len, reply.len())?;
         reply[..len].copy_from_slice(&self.buf.text()[HEAD..n]);
         Ok(len)
     }

@@ -118,17 +118,7 @@ pub(crate) fn unpack_reply(frame: &[u8], len: usize, reply: &mut [u8]) -> Result
             "reply header says {hlen} bytes, got {len}"
         )));
     }
-    if status != 0 {
-        return Err(Error::Remote {
-            code: status as i32,
-        });
-    }
-    if len > reply.len() {
-        return Err(Error::ReplyTooLarge {
-            len,
-            cap: reply.len(),
-        });
-    }
+    Status::check_reply(status, len, reply.len())?;
     reply[..len].copy_from_slice(&frame[HEAD..HEAD + len]);
     Ok(len)
 }
