@@ -16,12 +16,12 @@
 //! B exits), the child dies with its parent (`PR_SET_PDEATHSIG`), and the
 //! child is always reaped, on success and on every error path.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 
+use super::shared::SharedPage;
 use super::{counts, mismatch, reply_of, request_of, result, timed, PingPong, POISON};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::placement::pin_current_thread;
@@ -36,64 +36,6 @@ const LOOKS_PER_CLOCK_READ_YIELDING: u32 = 16;
 
 /// Exit status of a child that saw a wrong value or timed out.
 const CHILD_FAILED: i32 = 3;
-
-/// Size of the shared mapping.
-const LEN: usize = 4096;
-
-/// A page of a memfd, mapped shared, unmapped on drop.
-struct Shared {
-    ptr: *mut u8,
-    _fd: OwnedFd,
-}
-
-impl Shared {
-    fn new() -> anyhow::Result<Shared> {
-        // SAFETY: the name is a valid NUL-terminated string.
-        let fd = unsafe { libc::memfd_create(c"msgbench-floor-line".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error()).context("memfd_create");
-        }
-        // SAFETY: fd was just created and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: ftruncate on a descriptor we own.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), LEN as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("ftruncate memfd");
-        }
-        // SAFETY: mapping a descriptor we hold, with a null hint; the
-        // result is checked against MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                LEN,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mmap memfd");
-        }
-        Ok(Shared {
-            ptr: p.cast(),
-            _fd: fd,
-        })
-    }
-
-    /// The word at offset 0 (alone in its cache line: nothing else is used).
-    fn word(&self) -> &AtomicU32 {
-        // SAFETY: offset 0 of a live, page-aligned, zero-filled mapping of
-        // LEN bytes; the reference does not outlive `self`.
-        unsafe { &*(self.ptr as *const AtomicU32) }
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // SAFETY: ptr/LEN is the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), LEN) };
-    }
-}
 
 /// Waits until `word` no longer holds `last`; `None` after [`PEER_TIMEOUT`]
 /// without a change, or as soon as `peer_alive` says the peer is gone
@@ -253,7 +195,7 @@ pub fn cacheline_processes(
         (Some(a), Some(b)) => a == b,
         _ => true,
     };
-    let shared = Shared::new()?;
+    let shared = SharedPage::new(c"msgbench-floor-line")?;
     let word = shared.word();
     let elapsed = std::thread::scope(|s| {
         s.spawn(|| -> anyhow::Result<Duration> {

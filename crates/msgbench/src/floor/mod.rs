@@ -40,6 +40,7 @@ mod futex;
 mod pipe;
 mod posix_mq;
 mod seqpacket;
+mod shared;
 mod sysv_msg;
 mod tcp;
 mod udp;
