@@ -21,8 +21,10 @@ mod clk;
 mod irq;
 mod mem;
 mod mutex;
+pub mod prims; // SEM and MUT primitives (prims/)
+mod rtthread;
 mod sem;
-mod thr;
+mod thr; // threads with explicit scheduling, futex gate (CAL, CLK, THR)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -26,14 +26,9 @@ pub struct RtosArgs {
     #[arg(long = "sem", value_name = "KIND", default_value = "posix")]
     pub sem: String,
     /// How long MEM-B-LEK creates and destroys objects, seconds (hours
-    /// when asked: 3600 and more are fine).
-    #[arg(
-        long = "duration",
-        value_name = "SECS",
-        default_value = "10",
-        allow_hyphen_values = true
-    )]
-    pub duration: String,
+    /// when asked: 3600 and more are fine) [default: 10, 2 with --quick].
+    #[arg(long = "duration", value_name = "SECS", allow_hyphen_values = true)]
+    pub duration: Option<String>,
     /// Hide the QNX 6.5 reference figures.
     #[arg(long = "no-reference")]
     pub no_reference: bool,
@@ -47,6 +42,11 @@ pub struct RtosArgs {
     #[command(flatten)]
     pub sched: SchedArgs,
 }
+
+/// `--duration` when not given, seconds.
+const DEFAULT_DURATION_S: u64 = 10;
+/// `--duration` when not given, with `--quick`, seconds.
+const QUICK_DURATION_S: u64 = 2;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,12 +84,13 @@ pub fn plan(args: &RtosArgs) -> Result<Plan> {
         "futex" => SemKind::Futex,
         other => bail!("--sem {other}: expected posix, sysv or futex"),
     };
-    let duration = match args.duration.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 && s <= 1e7 => Duration::from_secs_f64(s),
-        _ => bail!(
-            "--duration {}: expected seconds, more than 0",
-            args.duration
-        ),
+    let duration = match &args.duration {
+        None if args.quick => Duration::from_secs(QUICK_DURATION_S),
+        None => Duration::from_secs(DEFAULT_DURATION_S),
+        Some(d) => match d.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s <= 1e7 => Duration::from_secs_f64(s),
+            _ => bail!("--duration {d}: expected seconds, more than 0"),
+        },
     };
     let format = match args.format.as_str() {
         "table" => Format::Table,
@@ -142,6 +143,24 @@ fn select(select: &[String]) -> Result<Vec<&'static TestDef>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duration_defaults_to_10_s_or_2_s_quick_unless_given() {
+        let mut a = RtosArgs {
+            format: "table".into(),
+            sem: "posix".into(),
+            ..RtosArgs::default()
+        };
+        assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(10));
+        a.quick = true;
+        assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(2));
+        a.duration = Some("5".into());
+        assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(5));
+        a.duration = Some("0".into());
+        let e = plan(&a).err().unwrap().to_string();
+        assert!(e.starts_with("--duration 0:"), "{e}");
+        assert!(!e.contains('\n'));
+    }
 
     #[test]
     fn select_by_id_and_group_in_catalogue_order() {

@@ -16,14 +16,16 @@ pub fn fifo_allowed() -> bool {
         .unwrap_or(false)
 }
 
-/// Puts the calling thread at SCHED_FIFO `prio` (when given) on `cpu`
-/// (when given).
+/// Puts the calling thread at SCHED_FIFO `prio` (when given), then on
+/// `cpu` (when given). In that order: a thread pinned first would sit at
+/// SCHED_OTHER on a CPU that a real-time thread keeps busy, and never get
+/// to raise its priority.
 pub fn enter(prio: Option<i32>, cpu: Option<usize>) -> Result<()> {
-    if let Some(c) = cpu {
-        pin_current_thread(c).map_err(|e| anyhow!("pin to CPU {c}: {e}"))?;
-    }
     if let Some(p) = prio {
         set_thread_fifo(p).map_err(|e| anyhow!("SCHED_FIFO {p}: {e}"))?;
+    }
+    if let Some(c) = cpu {
+        pin_current_thread(c).map_err(|e| anyhow!("pin to CPU {c}: {e}"))?;
     }
     Ok(())
 }
