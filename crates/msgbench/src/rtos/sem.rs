@@ -332,17 +332,23 @@ fn arc(ctx: &Ctx) -> Result<Vec<Variant>> {
         let rel = Timing::of(Unit::Us, rel).ok_or_else(|| anyhow!("no samples"))?;
         medians.push((waiters, acq.p50, rel.p50));
         out.push(
-            Variant::new(format!("acquire, {waiters} waiters"), Outcome::Timing(acq))
-                .reference(Reference::avg(12.7, "12.7 us")),
+            Variant::new(
+                format!("acquire, {}", waiters_label(waiters)),
+                Outcome::Timing(acq),
+            )
+            .reference(Reference::avg(12.7, "12.7 us")),
         );
         out.push(
-            Variant::new(format!("release, {waiters} waiters"), Outcome::Timing(rel))
-                .reference(Reference::avg(12.1, "12.1 us; independent of waiters")),
+            Variant::new(
+                format!("release, {}", waiters_label(waiters)),
+                Outcome::Timing(rel),
+            )
+            .reference(Reference::avg(12.1, "12.1 us; independent of waiters")),
         );
     }
     let cmp = medians
         .iter()
-        .map(|(w, a, r)| format!("{w} waiters: acquire {a:.2} / release {r:.2} us"))
+        .map(|(w, a, r)| format!("{}: acquire {a:.2} / release {r:.2} us", waiters_label(*w)))
         .collect::<Vec<_>>()
         .join("; ");
     let verdict = match (medians.first(), medians.last()) {
@@ -444,6 +450,15 @@ fn arc_run(
         join(h)?;
     }
     got
+}
+
+/// "1 waiter", "16 waiters".
+fn waiters_label(n: usize) -> String {
+    if n == 1 {
+        "1 waiter".into()
+    } else {
+        format!("{n} waiters")
+    }
 }
 
 #[cfg(test)]
