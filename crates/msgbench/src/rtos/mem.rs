@@ -350,9 +350,6 @@ fn channel_round(ns: &Namespace, name: &str, opts: &Options) -> Result<()> {
             }
         })
         .map_err(|e| anyhow!("server thread: {e}"))?;
-    // The client runs on a thread of its own: kernel work a transport
-    // leaves queued on its thread (io_uring task work, which reads as a
-    // pending signal) must not interrupt the next transport's call.
     let client = |name: &str| -> Result<()> {
         let t = msgpass::transport::by_name(name).map_err(|e| anyhow!("{e}"))?;
         let mut conn =
@@ -366,14 +363,7 @@ fn channel_round(ns: &Namespace, name: &str, opts: &Options) -> Result<()> {
         }
         Ok(())
     };
-    let called = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("lek-client".into())
-            .spawn_scoped(s, || client(name))
-            .map_err(|e| anyhow!("client thread: {e}"))?
-            .join()
-            .map_err(|_| anyhow!("client thread panicked"))?
-    });
+    let called = client(name);
     // The server returns after one request, or within one tick of `stop`.
     if called.is_err() {
         stop.store(true, Ordering::Relaxed);

@@ -26,10 +26,17 @@
 //! **Threads.** A reader thread per channel reads `/dev/fuse`, answers the
 //! file-system operations itself (init, getattr, open, release, the
 //! hello...) and queues request ioctls for `receive`. It also answers
-//! `INTERRUPT`: a client killed (or signalled) while its ioctl is in
-//! flight has its request answered `EINTR` at once, so the client can die
-//! (the kernel would otherwise keep it waiting for the reply) and the
-//! server's later reply is simply discarded.
+//! `INTERRUPT`, sent by the kernel when a caller blocked in its ioctl gets
+//! a signal (or has io_uring task work pending, which counts as one):
+//! - a request the application has not taken yet is answered `EAGAIN` and
+//!   dropped: it was never performed, and a live client sends it again, so
+//!   the call does not fail;
+//! - a request being handled for a caller that is being killed (SIGKILL
+//!   pending in /proc) is answered `EINTR` at once, so the caller can die
+//!   (the kernel would hold it until our reply), and the application's
+//!   reply is discarded;
+//! - a request being handled for a caller that lives is left alone: the
+//!   application's reply completes the call.
 //!
 //! **Liveness.** When the server closes `/dev/fuse` (on drop, or by dying)
 //! the kernel aborts the connection: a client blocked in `ioctl` gets
@@ -319,6 +326,8 @@ fn reply_ok(dev: RawFd, unique: u64, body: &[u8]) {
 /// A request ioctl waiting for (or held by) the application.
 struct Pending {
     unique: u64,
+    /// The calling thread, from the request header.
+    pid: u32,
     cmd: u32,
     /// Room for the reply: the class size the client chose.
     out_size: usize,
@@ -334,6 +343,8 @@ struct State {
     conns: HashSet<u64>,
     /// The request the application holds, unless it was interrupted.
     current: Option<u64>,
+    /// The calling thread of `current`.
+    current_pid: u32,
     /// Why the reader stopped, when it did.
     dead: Option<String>,
 }
@@ -596,28 +607,36 @@ fn handle(dev: RawFd, req: &[u8], shared: &Shared, next_fh: &mut u64, max_msg: u
         FUSE_INTERRUPT => {
             let target = u64_at(body, 0);
             let mut st = shared.lock();
-            let hit = if let Some(i) = st.queue.iter().position(|p| p.unique == target) {
+            let answer = if let Some(i) = st.queue.iter().position(|p| p.unique == target) {
+                // Not taken by the application yet: it never will be, and
+                // the client may safely send it again.
                 st.queue.remove(i);
-                true
-            } else if st.current == Some(target) {
+                Some(libc::EAGAIN)
+            } else if st.current == Some(target) && dying(st.current_pid) {
+                // Being handled, and the caller is being killed: let it
+                // go (the kernel would hold it until our reply); the
+                // application's reply will be discarded.
                 st.current = None;
-                true
+                Some(libc::EINTR)
             } else {
-                false
+                // Being handled for a caller that lives (a handled signal,
+                // io_uring task work): our reply completes its call as if
+                // nothing had happened.
+                None
             };
             drop(st);
-            if hit {
-                reply_err(dev, target, libc::EINTR);
+            if let Some(errno) = answer {
+                reply_err(dev, target, errno);
             }
         }
-        FUSE_IOCTL => handle_ioctl(dev, unique, body, shared, max_msg),
+        FUSE_IOCTL => handle_ioctl(dev, unique, u32_at(req, 32), body, shared, max_msg),
         FUSE_LOOKUP => reply_err(dev, unique, libc::ENOENT),
         _ => reply_err(dev, unique, libc::ENOSYS),
     }
 }
 
 /// Handles a FUSE ioctl: answers the hello, queues a request.
-fn handle_ioctl(dev: RawFd, unique: u64, body: &[u8], shared: &Shared, max_msg: usize) {
+fn handle_ioctl(dev: RawFd, unique: u64, pid: u32, body: &[u8], shared: &Shared, max_msg: usize) {
     if body.len() < IOCTL_IN {
         return reply_err(dev, unique, libc::EINVAL);
     }
@@ -657,12 +676,30 @@ fn handle_ioctl(dev: RawFd, unique: u64, body: &[u8], shared: &Shared, max_msg: 
     }
     let p = Pending {
         unique,
+        pid,
         cmd: u32_at(data, 0),
         out_size,
         data: data[HDR..HDR + len].to_vec(),
     };
     shared.lock().queue.push_back(p);
     shared.ready.notify_one();
+}
+
+/// True when thread `tid` is gone or has SIGKILL pending (a fatal signal
+/// of any kind is turned into a pending SIGKILL by the kernel).
+fn dying(tid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return true;
+    };
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    status
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("SigPnd:")
+                .or_else(|| l.strip_prefix("ShdPnd:"))
+        })
+        .filter_map(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .any(|mask| mask & SIGKILL_BIT != 0)
 }
 
 /// The ioctl number of the class of `size` bytes.
@@ -686,6 +723,7 @@ impl ServerChannel for FuseServer {
             }
             if let Some(p) = st.queue.pop_front() {
                 st.current = Some(p.unique);
+                st.current_pid = p.pid;
                 drop(st);
                 let inc = Incoming {
                     cmd: p.cmd,
@@ -860,7 +898,19 @@ impl ClientConnection for FuseClient {
         buf[0..4].copy_from_slice(&cmd.to_le_bytes());
         buf[4..8].copy_from_slice(&(req.len() as u32).to_le_bytes());
         buf[HDR..HDR + req.len()].copy_from_slice(req);
-        ioctl(&self.fd, iowr(class_nr(size), size), buf).map_err(|e| {
+        loop {
+            match ioctl(&self.fd, iowr(class_nr(size), size), buf) {
+                // Interrupted before the server took it (a handled signal,
+                // or io_uring task work pending on this thread): it was
+                // never performed, send it again.
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    buf[0..4].copy_from_slice(&cmd.to_le_bytes());
+                    buf[4..8].copy_from_slice(&(req.len() as u32).to_le_bytes());
+                }
+                got => break got,
+            }
+        }
+        .map_err(|e| {
             if is_gone(&e) {
                 Error::Disconnected
             } else if e.raw_os_error() == Some(libc::EINTR) {
