@@ -13,38 +13,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::shared::SharedPage;
 use super::{counts, mismatch, reply_of, request_of, result, run_pair, timed, PingPong, POISON};
+use crate::futex::{self, Scope};
 
-/// Sleeps while `word` holds `expected` (or returns at once if it does not).
+/// Sleeps while `word` holds `expected` (process-shared, no time limit).
 fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: word is a valid, aligned u32 for the duration of the call;
-    // the kernel only reads it. No timeout (null pointer).
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-            0usize,
-            0u32,
-        );
-    }
+    // Only a misuse could fail; the caller re-checks the word anyway.
+    let _ = futex::wait(word, expected, None, Scope::Shared);
 }
 
 /// Wakes up to `n` waiters on `word`.
 fn futex_wake(word: &AtomicU32, n: i32) {
-    // SAFETY: FUTEX_WAKE only uses the address as a key.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            n,
-            0usize,
-            0usize,
-            0u32,
-        );
-    }
+    let _ = futex::wake(word, n, Scope::Shared);
 }
 
 /// Waits until `word` no longer holds `last`, and returns what it holds.

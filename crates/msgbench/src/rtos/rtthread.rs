@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 
+use crate::futex::{self, Scope};
 use crate::measure::clock::monotonic_ns;
 
 /// The scheduling a new thread is created with.
@@ -188,15 +189,7 @@ impl Gate {
     /// Opens it and wakes every waiter.
     pub fn open(&self) {
         self.0.store(1, Ordering::Release);
-        // SAFETY: the futex word is a live AtomicU32 owned by self.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.0.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                i32::MAX,
-            )
-        };
+        let _ = futex::wake(&self.0, i32::MAX, Scope::Private);
     }
 
     /// Waits until it opens, at most `limit`; true when it opened.
@@ -211,21 +204,7 @@ impl Gate {
                 return false;
             }
             let left = deadline - now;
-            let ts = libc::timespec {
-                tv_sec: (left / 1_000_000_000) as libc::time_t,
-                tv_nsec: (left % 1_000_000_000) as libc::c_long,
-            };
-            // SAFETY: the futex word is a live AtomicU32; ts is a valid
-            // relative timeout; a spurious return is handled by the loop.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.0.as_ptr(),
-                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                    0u32,
-                    &ts as *const libc::timespec,
-                )
-            };
+            let _ = futex::wait(&self.0, 0, Some(Duration::from_nanos(left)), Scope::Private);
         }
     }
 }

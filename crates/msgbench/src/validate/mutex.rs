@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use super::handover::{relative, Mechanism, Side};
+use super::handover::{Mechanism, Side};
+use crate::futex::{self, Scope};
 
 /// One low-level lock.
 struct Lock(AtomicU32);
@@ -22,19 +23,7 @@ struct Lock(AtomicU32);
 impl Lock {
     fn unlock(&self) -> Result<()> {
         if self.0.swap(0, Ordering::Release) == 2 {
-            // SAFETY: the word is a valid, aligned u32 living as long as
-            // self; FUTEX_WAKE reads no other argument.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.0.as_ptr(),
-                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                    1,
-                )
-            };
-            if r < 0 {
-                return Err(std::io::Error::last_os_error().into());
-            }
+            futex::wake(&self.0, 1, Scope::Private)?;
         }
         Ok(())
     }
@@ -53,18 +42,7 @@ impl Lock {
             if left.is_zero() {
                 bail!("mutex not released within {limit:?}");
             }
-            let ts = relative(left);
-            // SAFETY: the word is a valid, aligned u32 living as long as
-            // self; ts is a valid timespec for the call.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.0.as_ptr(),
-                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                    2u32,
-                    &ts as *const libc::timespec,
-                )
-            };
+            futex::wait(&self.0, 2, Some(left), Scope::Private)?;
         }
         Ok(())
     }

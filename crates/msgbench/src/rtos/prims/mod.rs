@@ -5,7 +5,6 @@
 //! ([`pi_mutex::PthreadMutex`]); plus the small real-time helpers the
 //! tests share ([`rt_thread`]).
 
-pub mod futex;
 pub mod pi_mutex;
 pub mod semaphore;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 
-use super::futex;
+use crate::futex::{self, Scope};
 use crate::rtos::SemKind;
 
 /// A counting semaphore shared between threads.
@@ -255,7 +255,7 @@ impl Semaphore for FutexSem {
             self.waiters.fetch_add(1, Ordering::SeqCst);
             // Sleeps only while the count is still zero: a post in between
             // makes it return at once.
-            futex::wait(&self.count, 0, left);
+            let _ = futex::wait(&self.count, 0, Some(left), Scope::Private);
             self.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -281,7 +281,7 @@ impl Semaphore for FutexSem {
             bail!("semaphore count overflow");
         }
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            futex::wake(&self.count, 1);
+            let _ = futex::wake(&self.count, 1, Scope::Private);
         }
         Ok(())
     }
@@ -344,7 +344,7 @@ impl Semaphore for FifoSem {
                 g.queue.retain(|t| !Arc::ptr_eq(t, &ticket));
                 return Ok(false);
             }
-            futex::wait(&ticket, 0, left);
+            let _ = futex::wait(&ticket, 0, Some(left), Scope::Private);
         }
     }
 
@@ -369,7 +369,7 @@ impl Semaphore for FifoSem {
             }
         };
         next.store(1, Ordering::SeqCst);
-        futex::wake(&next, 1);
+        let _ = futex::wake(&next, 1, Scope::Private);
         Ok(())
     }
 }
