@@ -185,3 +185,34 @@ fn rtos_markdown_and_no_reference() {
     );
     assert!(!o.stdout.contains("1.8 us"), "reference figure shown: {o}");
 }
+
+/// SIGINT during the catalogue: the run stops promptly, says it was
+/// interrupted (exit 1), reports no test as failed or broken because it was
+/// cut short, and leaves no System V semaphore behind.
+#[test]
+fn rtos_sigint_stops_cleanly() {
+    let _one = serial();
+    let before = sysv_sems();
+    let mut p = Proc::start(Bin::Msgbench, ["rtos", "--quick"]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    p.signal(libc::SIGINT);
+    let o = p.wait_within(std::time::Duration::from_secs(15), "SIGINT");
+    assert_eq!(o.code(), 1, "{o}");
+    assert!(
+        o.stderr
+            .trim_end()
+            .ends_with("msgbench: error: interrupted"),
+        "{o}"
+    );
+    assert!(o.stdout.contains("(interrupted)"), "{o}");
+    assert!(o.stdout.contains(" 0 failed, "), "{o}");
+    assert!(o.stdout.contains(" 0 errors"), "{o}");
+    assert_eq!(sysv_sems(), before, "System V semaphores left behind");
+}
+
+/// System V semaphore sets on the machine (tests run one at a time here).
+fn sysv_sems() -> usize {
+    std::fs::read_to_string("/proc/sysvipc/sem")
+        .map(|t| t.lines().skip(1).count())
+        .unwrap_or(0)
+}

@@ -179,7 +179,31 @@ pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
             },
         )],
     };
-    variants.into_iter().map(row).collect()
+    let interrupted = ctx.stopped();
+    variants
+        .into_iter()
+        .map(|mut v| {
+            // A test cut short by SIGINT/SIGTERM did not go wrong: what
+            // it saw so far is no verdict.
+            if interrupted {
+                let cut = match &v.outcome {
+                    Outcome::Error { message } => Some(message.clone()),
+                    Outcome::Behaviour {
+                        pass: false,
+                        observed,
+                        ..
+                    } => Some(format!("observed so far: {}", observed.join(", "))),
+                    _ => None,
+                };
+                if let Some(what) = cut {
+                    v.outcome = Outcome::Skipped {
+                        reason: format!("interrupted ({what})"),
+                    };
+                }
+            }
+            row(v)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -85,6 +85,9 @@ pub fn run(args: &RtosArgs, stop: Arc<AtomicBool>) -> Result<Report> {
         crate::report::json::write(path, &report)?;
         println!("JSON: {}", path.display());
     }
+    if report.summary.interrupted {
+        anyhow::bail!("interrupted");
+    }
     if report.summary.failed > 0 || report.summary.errors > 0 {
         anyhow::bail!(
             "{} test(s) failed, {} error(s)",
