@@ -47,3 +47,30 @@ impl Header {
         }
     }
 }
+
+/// A count or rate with thousands separators, rounded: 1234567.8 ->
+/// "1,234,568" (negative values print as 0).
+pub fn thousands(v: f64) -> String {
+    let s = (v.max(0.0).round() as u64).to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(super::thousands(0.0), "0");
+        assert_eq!(super::thousands(999.0), "999");
+        assert_eq!(super::thousands(1000.0), "1,000");
+        assert_eq!(super::thousands(165289.4), "165,289");
+        assert_eq!(super::thousands(1234567.0), "1,234,567");
+        assert_eq!(super::thousands(1234567.4), "1,234,567");
+    }
+}

@@ -2,6 +2,7 @@
 
 use super::{latency_cells, Row};
 use crate::measure::clock::Clock;
+use crate::report::thousands;
 
 const WIDTHS: [usize; 10] = [13, 7, 6, 8, 12, 11, 11, 7, 8, 8];
 
@@ -66,30 +67,4 @@ pub(super) fn legend(clock: &Clock) -> String {
         crate::measure::placement::cpu_count() * 100,
         clock.describe()
     )
-}
-
-/// 1234567.8 -> "1,234,568".
-pub(crate) fn thousands(v: f64) -> String {
-    let n = v.round() as u64;
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn thousands_groups_digits() {
-        assert_eq!(super::thousands(0.0), "0");
-        assert_eq!(super::thousands(999.0), "999");
-        assert_eq!(super::thousands(1000.0), "1,000");
-        assert_eq!(super::thousands(165289.4), "165,289");
-        assert_eq!(super::thousands(1234567.0), "1,234,567");
-    }
 }

@@ -5,6 +5,7 @@ use super::options::Timing;
 use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
+use crate::report::thousands;
 use crate::suite::floor::FloorReport;
 
 /// Widths of the columns after the mark and the transport name.
@@ -192,19 +193,6 @@ fn mb(v: f64) -> String {
     }
 }
 
-/// 1234567.8 -> "1,234,568".
-fn thousands(v: f64) -> String {
-    let s = (v.max(0.0).round() as u64).to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 /// Which throughput window the rows used: "Window: 16 for uds, pipe; 1
 /// for shm (no one-way messages: each message waits for its reply)."
 fn windows(rows: &[Row]) -> String {
@@ -282,9 +270,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn thousands_and_mb() {
-        assert_eq!(thousands(0.0), "0");
-        assert_eq!(thousands(1234567.4), "1,234,567");
+    fn mb_and_times() {
         assert_eq!(mb(0.5234), "0.52");
         assert_eq!(mb(12.34), "12.3");
         assert_eq!(mb(2048.4), "2048");
