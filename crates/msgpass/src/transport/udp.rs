@@ -15,6 +15,7 @@ use std::os::fd::OwnedFd;
 
 use crate::sys;
 use crate::transport::rendezvous::Family;
+use crate::transport::uds_pair::one_fd;
 use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, HEAD};
 use crate::transport::Options;
 
@@ -69,11 +70,8 @@ impl Mechanism for Udp {
         _extra: &[u8],
         _opts: &Options,
     ) -> io::Result<DatagramWire> {
-        let [fd]: [OwnedFd; 1] = fds
-            .try_into()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 1 socket"))?;
         // Check it is what the server said: a connected UDP socket.
-        let s = UdpSocket::from(fd);
+        let s = UdpSocket::from(one_fd(fds)?);
         s.peer_addr()?;
         Ok(DatagramWire::new(OwnedFd::from(s)))
     }

@@ -13,7 +13,8 @@ use crate::transport::rendezvous::Family;
 use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, StreamWire};
 use crate::transport::Options;
 
-fn one_fd(fds: Vec<OwnedFd>) -> io::Result<OwnedFd> {
+/// The single socket a client's hello carried.
+pub(crate) fn one_fd(fds: Vec<OwnedFd>) -> io::Result<OwnedFd> {
     let [fd]: [OwnedFd; 1] = fds
         .try_into()
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 1 socket"))?;
