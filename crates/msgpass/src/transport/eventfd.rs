@@ -157,14 +157,10 @@ impl Wire for EventWire {
     }
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
-        let poke = match &self.poke {
-            Some(p) => Arc::clone(p),
-            None => {
-                let p = poker::register(&self.rx, timeout)?;
-                self.poke = Some(Arc::clone(&p));
-                p
-            }
-        };
+        if self.poke.is_none() {
+            self.poke = Some(poker::register(&self.rx, timeout)?);
+        }
+        let poke = self.poke.as_deref().expect("registered above");
         poke.begin();
         let got = sys::eventfd_read(self.rx.as_fd());
         poke.end();
