@@ -40,9 +40,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::sys::{self, Mapping};
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{parse_head, too_long, ConnCtx, Mechanism, Wire, HEAD};
+use crate::transport::wire::{parse_head, too_long, Wire, HEAD};
 use crate::transport::Options;
 
 const PAGE: usize = 4096;

@@ -44,8 +44,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::sys;
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{head, parse_head, ConnCtx, Mechanism, StreamWire, Wire, HEAD};
+use crate::transport::wire::{head, parse_head, StreamWire, Wire, HEAD};
 use crate::transport::Options;
 
 /// Name suffix of the client-to-server FIFO.

@@ -64,8 +64,10 @@ use ::io_uring::{cqueue, opcode, squeue, types, IoUring as Ring, Probe};
 
 use crate::error::{Error, Result};
 use crate::sys::{self, Mapping};
+use crate::transport::mechanism::WireTransport;
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{parse_head, ConnCtx, Mechanism, Wire, WireTransport, HEAD};
+use crate::transport::wire::{parse_head, Wire, HEAD};
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
 const PAGE: usize = 4096;

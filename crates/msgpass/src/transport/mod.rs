@@ -20,13 +20,16 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod client;
 pub mod eventfd;
 pub mod fifo;
 pub mod fuse;
 pub mod io_uring;
+mod mechanism;
 pub mod pipe;
 mod poker;
 pub mod posix_mq;
+mod reactor;
 pub(crate) mod rendezvous;
 pub mod shm;
 pub mod signal;
@@ -279,28 +282,28 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
 pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
     Ok(match name {
         "uds" => Box::new(uds::Uds),
-        "uds-stream" => Box::new(wire::WireTransport {
+        "uds-stream" => Box::new(mechanism::WireTransport {
             mech: uds_pair::UdsStream,
             name: "uds-stream",
         }),
-        "uds-dgram" => Box::new(wire::WireTransport {
+        "uds-dgram" => Box::new(mechanism::WireTransport {
             mech: uds_pair::UdsDgram,
             name: "uds-dgram",
         }),
-        "pipe" => Box::new(wire::WireTransport {
+        "pipe" => Box::new(mechanism::WireTransport {
             mech: pipe::Pipe,
             name: "pipe",
         }),
-        "posix-mq" => Box::new(wire::WireTransport {
+        "posix-mq" => Box::new(mechanism::WireTransport {
             mech: posix_mq::PosixMq,
             name: "posix-mq",
         }),
         "sysv-msg" => Box::new(sysv_msg::SysvMsg),
-        "fifo" => Box::new(wire::WireTransport {
+        "fifo" => Box::new(mechanism::WireTransport {
             mech: fifo::Fifo,
             name: "fifo",
         }),
-        "eventfd" => Box::new(wire::WireTransport {
+        "eventfd" => Box::new(mechanism::WireTransport {
             mech: eventfd::EventFd,
             name: "eventfd",
         }),
@@ -308,7 +311,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
         "signal" => Box::new(signal::Signal),
         "tcp" => Box::new(tcp::Tcp),
         "fuse" => Box::new(fuse::Fuse),
-        "udp" => Box::new(wire::WireTransport {
+        "udp" => Box::new(mechanism::WireTransport {
             mech: udp::Udp,
             name: "udp",
         }),

@@ -6,8 +6,9 @@ use std::io;
 use std::os::fd::OwnedFd;
 
 use crate::sys;
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{ConnCtx, Mechanism, StreamWire};
+use crate::transport::wire::StreamWire;
 use crate::transport::Options;
 
 /// Anonymous pipes.

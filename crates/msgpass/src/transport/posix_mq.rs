@@ -39,8 +39,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::sys;
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{too_long, ConnCtx, Mechanism, Wire, HEAD};
+use crate::transport::wire::{too_long, Wire, HEAD};
 use crate::transport::Options;
 
 /// How many connections (two queues each) one user must be able to hold at

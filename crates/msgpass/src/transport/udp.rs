@@ -14,9 +14,10 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::os::fd::OwnedFd;
 
 use crate::sys;
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::uds_pair::one_fd;
-use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, HEAD};
+use crate::transport::wire::{DatagramWire, HEAD};
 use crate::transport::Options;
 
 /// Largest UDP payload over IPv4: 65535 - 20 (IP header) - 8 (UDP header).

@@ -9,8 +9,9 @@ use std::io;
 use std::os::fd::OwnedFd;
 
 use crate::sys;
+use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, StreamWire};
+use crate::transport::wire::{DatagramWire, StreamWire};
 use crate::transport::Options;
 
 /// The single socket a client's hello carried.

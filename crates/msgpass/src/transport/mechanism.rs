@@ -1,0 +1,152 @@
+//! Wire mechanisms: the Linux IPC mechanisms whose connection is a two-way
+//! message channel (pipes, socket pairs, queues...) made per client and
+//! handed over through the rendezvous. A [`Mechanism`] says how to make a
+//! connection's objects on each side; [`WireTransport`] makes a transport
+//! of it, served by the [`Reactor`] and called through the [`WireClient`].
+//!
+//! Liveness: a mechanism whose receive reports a dead peer by itself (a pipe
+//! or stream socket reads EOF) says so with [`Mechanism::EOF_ON_DEATH`];
+//! otherwise both sides also watch the rendezvous session socket, whose
+//! hang-up means the peer died.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::transport::client::{Traits, WireClient};
+use crate::transport::reactor::{Acceptor, Conn, Reactor};
+use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::wire::Wire;
+use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
+
+/// What a mechanism knows about the connection it is making.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnCtx<'a> {
+    /// The endpoint's path (for mechanisms that name things beside it).
+    pub(crate) endpoint: &'a Path,
+    /// A number unique among this server's connections.
+    pub(crate) conn: u64,
+}
+
+/// A mechanism: how to make a connection's two wires.
+pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
+    /// The wire type.
+    type W: Wire + 'static;
+    /// Rendezvous family (so a client of another mechanism is refused).
+    const FAMILY: Family;
+    /// True when [`Wire::recv`] returns `None` once the peer has died.
+    const EOF_ON_DEATH: bool;
+    /// True when the mechanism carries one-way messages: its wire queues
+    /// several messages and a send to a full one blocks (never drops the
+    /// message, never fails with `EAGAIN`).
+    const ONEWAY: bool = false;
+    /// The largest payload this mechanism carries when `requested` is asked
+    /// for (a mechanism with a lower limit lowers it; clients learn it from
+    /// the hello).
+    fn max_msg(&self, requested: usize) -> usize {
+        requested
+    }
+    /// Called once when a server starts on a freshly claimed endpoint,
+    /// before it listens: removes what a dead server of this mechanism may
+    /// have left beside the endpoint.
+    fn clean_stale(&self, _endpoint: &Path) {}
+    /// Makes a new connection's objects: the server's wire, the descriptors
+    /// and extra hello bytes that let the client make its own.
+    fn server_side(
+        &self,
+        ctx: ConnCtx<'_>,
+        opts: &Options,
+    ) -> io::Result<(Self::W, Vec<OwnedFd>, Vec<u8>)>;
+    /// Makes the client's wire from what the server passed.
+    fn client_side(&self, fds: Vec<OwnedFd>, extra: &[u8], opts: &Options) -> io::Result<Self::W>;
+}
+
+/// A [`Transport`] made of a [`Mechanism`].
+#[derive(Debug, Clone)]
+pub(crate) struct WireTransport<M: Mechanism> {
+    pub(crate) mech: M,
+    pub(crate) name: &'static str,
+}
+
+impl<M: Mechanism> Transport for WireTransport<M> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn max_msg(&self, requested: usize) -> usize {
+        self.mech.max_msg(requested)
+    }
+
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        let mut opts = opts.clone();
+        opts.max_msg = self.mech.max_msg(opts.max_msg);
+        self.mech.clean_stale(path);
+        let listener = Listener::bind(path, M::FAMILY, opts.max_msg)?;
+        let (max_msg, tick) = (opts.max_msg, opts.tick);
+        let acceptor = MechAcceptor {
+            mech: self.mech.clone(),
+            endpoint: path.to_path_buf(),
+            next_conn: 0,
+            opts,
+        };
+        Ok(Box::new(Reactor::new(
+            acceptor,
+            Some(listener),
+            max_msg,
+            tick,
+        )))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        let (session, hello, fds) = rendezvous::connect(path, M::FAMILY, opts)?;
+        let wire = self
+            .mech
+            .client_side(fds, &hello.extra, opts)
+            .map_err(|e| Error::io(format!("{}: set up the client side", self.name), e))?;
+        let traits = Traits {
+            eof_on_death: M::EOF_ON_DEATH,
+            oneway: M::ONEWAY,
+        };
+        Ok(Box::new(WireClient::new(
+            wire,
+            Some(session),
+            hello.max_msg,
+            opts.tick,
+            traits,
+        )))
+    }
+}
+
+/// Accepts a client of a wire mechanism: makes the connection's objects,
+/// then greets the client with them.
+struct MechAcceptor<M: Mechanism> {
+    mech: M,
+    endpoint: PathBuf,
+    next_conn: u64,
+    opts: Options,
+}
+
+impl<M: Mechanism> Acceptor for MechAcceptor<M> {
+    type W = M::W;
+
+    fn accept(&mut self, listener: &Listener) -> Option<Conn<M::W>> {
+        self.next_conn += 1;
+        let ctx = ConnCtx {
+            endpoint: &self.endpoint,
+            conn: self.next_conn,
+        };
+        let Ok((wire, fds, extra)) = self.mech.server_side(ctx, &self.opts) else {
+            // Cannot make the objects: take the client and hang up on it,
+            // so it hears at once instead of timing out.
+            drop(listener.accept(&[]));
+            return None;
+        };
+        let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+        let session = listener.accept_with(&borrowed, &extra).ok()?;
+        Some(Conn {
+            wire,
+            session: Some(session),
+        })
+    }
+}

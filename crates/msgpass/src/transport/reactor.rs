@@ -1,0 +1,382 @@
+//! The one server loop of the descriptor-driven transports: a connection
+//! set, one poll set over it, accepting, fairness between connections, the
+//! single-client fast path, liveness and the reply guard. A transport says
+//! only how a connection is made ([`Acceptor`]) and how one framed message
+//! crosses it ([`Wire`]); everything else is here, once.
+//!
+//! **Connections.** A [`Conn`] is a wire and, where the wire does not
+//! report a dead peer by itself, the rendezvous session whose hang-up does.
+//! Dropping a `Conn` releases everything it holds (descriptors, names beside
+//! the endpoint, queues), so a connection is dropped with one `swap_remove`
+//! without disturbing the others.
+//!
+//! **Waiting.** With several connections (or connections being set up) the
+//! server waits in one `poll` over the listener, the acceptor's set-up
+//! descriptors and every connection's wire and session, and serves the
+//! ready connections round-robin from where the last pass stopped. With a
+//! single client it waits in the wire's own timed receive instead (one
+//! system call per request where the mechanism has one, as a hand-written
+//! loop makes), and looks at everything else when that receive times out,
+//! or every [`ACCEPT_EVERY`] requests once a tick has passed, so a busy
+//! client cannot lock a newcomer out.
+//!
+//! **Replies.** [`Guard`] holds the connection whose request is being
+//! served: a reply goes there once, and a reply without a request is an
+//! error. Every server of the crate, descriptor-driven or not, uses it.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::sys;
+use crate::transport::rendezvous::Listener;
+use crate::transport::wire::{frame_head, head, Wire, HEAD};
+use crate::transport::{Incoming, ServerChannel, Status};
+
+/// Requests between two looks at the listener while a single client keeps
+/// a server busy.
+pub(crate) const ACCEPT_EVERY: u32 = 1024;
+
+/// The connection whose request is being served, if any: the reply guard
+/// of every server.
+#[derive(Debug, Default)]
+pub(crate) struct Guard(Option<usize>);
+
+impl Guard {
+    /// A request from connection `i` is being served.
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize) {
+        self.0 = Some(i);
+    }
+
+    /// No request is being served (a new receive, or the connection set
+    /// changed under the one that was).
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// The connection to answer, once: a second reply, or a reply without
+    /// a request, is an error.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Result<usize> {
+        self.0
+            .take()
+            .ok_or_else(|| Error::Protocol("reply without a request".into()))
+    }
+}
+
+/// The wire code and payload of a reply, refused when longer than `max`.
+/// The client of a refused reply must still hear something: the caller
+/// sends it `EMSGSIZE` and returns the error.
+#[inline]
+pub(crate) fn reply_parts(status: Status, data: &[u8], max: usize) -> Result<(u32, &[u8])> {
+    let (code, data) = status.encode(data);
+    if data.len() > max {
+        return Err(Error::TooLarge {
+            len: data.len(),
+            max,
+        });
+    }
+    Ok((code, data))
+}
+
+/// One client of a server.
+pub(crate) struct Conn<W> {
+    /// How messages cross.
+    pub(crate) wire: W,
+    /// The rendezvous session, whose hang-up means the client died; `None`
+    /// where the wire is the session (uds, remote tcp).
+    pub(crate) session: Option<OwnedFd>,
+}
+
+/// How a server makes its connections: the only per-mechanism part of the
+/// server loop.
+pub(crate) trait Acceptor: Send {
+    /// The wire of a connection.
+    type W: Wire;
+
+    /// A client waits on the rendezvous listener: makes its objects and
+    /// greets it. Returns the connection when it can be served at once;
+    /// `None` when making it failed (the client hears a hang-up) or the
+    /// mechanism finishes it later through [`Acceptor::setup_ready`].
+    fn accept(&mut self, listener: &Listener) -> Option<Conn<Self::W>>;
+
+    /// Appends the descriptors of connections still being set up by the
+    /// mechanism itself (tcp: its listener, sessions awaiting their stream,
+    /// streams awaiting their token), polled with everything else.
+    fn setup_fds(&self, _out: &mut Vec<RawFd>) {}
+
+    /// The set-up descriptor `k` (an index into what
+    /// [`setup_fds`](Acceptor::setup_fds) appended) is ready: one step.
+    /// Returns a connection that is now complete.
+    fn setup_ready(&mut self, _k: usize) -> Option<Conn<Self::W>> {
+        None
+    }
+
+    /// True while connections are being set up (the single-client path
+    /// is off: their descriptors must be polled).
+    fn setting_up(&self) -> bool {
+        false
+    }
+
+    /// Drops set-up work that took too long; true when anything went.
+    fn expire(&mut self) -> bool {
+        false
+    }
+}
+
+/// The server side of every descriptor-driven transport.
+pub(crate) struct Reactor<A: Acceptor> {
+    acceptor: A,
+    /// The rendezvous listener (`None` for a remote tcp channel).
+    listener: Option<Listener>,
+    conns: Vec<Conn<A::W>>,
+    /// `[listener?, set-up descriptors..., (wire, session) per connection]`,
+    /// rebuilt when the sets change (emptied to mark it stale).
+    pollfds: Vec<libc::pollfd>,
+    /// Entries of `pollfds` before the connections'.
+    setup: usize,
+    /// The request as received: header, then payload.
+    buf: Vec<u8>,
+    len: usize,
+    guard: Guard,
+    /// Where the next scan of ready connections starts (fairness).
+    next: usize,
+    /// Receives so far, to look at the listener now and then when busy.
+    calls: u32,
+    /// When everything was last polled.
+    last_look: Instant,
+    /// The last timed receive gave up.
+    timed_out: bool,
+    max_msg: usize,
+    tick: Duration,
+}
+
+fn pollfd(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+impl<A: Acceptor> Reactor<A> {
+    /// A server taking clients from `listener` (if any) through `acceptor`,
+    /// for messages up to `max_msg` bytes, looking around every `tick`.
+    pub(crate) fn new(
+        acceptor: A,
+        listener: Option<Listener>,
+        max_msg: usize,
+        tick: Duration,
+    ) -> Reactor<A> {
+        Reactor {
+            acceptor,
+            listener,
+            conns: Vec::new(),
+            pollfds: Vec::new(),
+            setup: 0,
+            buf: vec![0; HEAD + max_msg],
+            len: 0,
+            guard: Guard::default(),
+            next: 0,
+            calls: 0,
+            last_look: Instant::now(),
+            timed_out: false,
+            max_msg,
+            tick,
+        }
+    }
+
+    /// The connection set changed: the poll set is stale, and so is any
+    /// index of a request being served.
+    fn changed(&mut self) {
+        self.pollfds.clear();
+        self.guard.clear();
+    }
+
+    fn add(&mut self, conn: Option<Conn<A::W>>) {
+        if let Some(c) = conn {
+            self.conns.push(c);
+        }
+        self.changed();
+    }
+
+    fn drop_conn(&mut self, i: usize) {
+        self.conns.swap_remove(i);
+        self.changed();
+    }
+
+    fn rebuild_pollfds(&mut self) {
+        if !self.pollfds.is_empty() {
+            return;
+        }
+        let mut fds = Vec::new();
+        if let Some(l) = &self.listener {
+            fds.push(l.as_fd().as_raw_fd());
+        }
+        self.acceptor.setup_fds(&mut fds);
+        self.setup = fds.len();
+        self.pollfds.extend(fds.into_iter().map(pollfd));
+        for c in &self.conns {
+            self.pollfds.push(pollfd(c.wire.poll_fd().as_raw_fd()));
+            // A negative descriptor is ignored by poll.
+            let session = c.session.as_ref().map_or(-1, |s| s.as_raw_fd());
+            self.pollfds.push(pollfd(session));
+        }
+    }
+
+    /// Reads the request waiting on connection `i`; `None` when the
+    /// connection turned out dead or broken (and was dropped), or when what
+    /// was waiting was a handshake step of the mechanism (kept).
+    ///
+    /// With a `timeout`, waits for the request at most that long (a time
+    /// out sets `timed_out`); without, one must be waiting.
+    fn read_request(&mut self, i: usize, timeout: Option<Duration>) -> Option<Incoming> {
+        self.timed_out = false;
+        let wire = &mut self.conns[i].wire;
+        let got = match timeout {
+            Some(t) => wire.recv_timeout(&mut self.buf, t),
+            None => wire.recv(&mut self.buf),
+        };
+        match got {
+            Ok(Some(len)) => {
+                let (cmd, hlen) = frame_head(&self.buf);
+                if hlen != len {
+                    self.drop_conn(i);
+                    return None;
+                }
+                self.guard.set(i);
+                self.len = len;
+                Some(Incoming::from_wire(cmd, len))
+            }
+            // A handshake step of the mechanism: no request yet.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                self.timed_out = true;
+                None
+            }
+            Ok(None) | Err(_) => {
+                self.drop_conn(i);
+                None
+            }
+        }
+    }
+
+    /// One pass over every descriptor, waiting at most `timeout`: one
+    /// set-up step (accept, a mechanism's own handshake), or a dead client
+    /// dropped, or a waiting request read.
+    fn receive_polling(&mut self, timeout: Duration) -> Result<Option<Incoming>> {
+        self.last_look = Instant::now();
+        if self.acceptor.expire() {
+            self.changed();
+        }
+        // A message already buffered by a wire is not seen by poll.
+        if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
+            return Ok(self.read_request(i, None));
+        }
+        self.rebuild_pollfds();
+        for p in &mut self.pollfds {
+            p.revents = 0;
+        }
+        if sys::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
+            return Ok(None);
+        }
+        // Connection set-up first, one event per pass.
+        if let Some(k) = (0..self.setup).find(|&k| self.pollfds[k].revents != 0) {
+            let made = match (&self.listener, k) {
+                (Some(l), 0) => self.acceptor.accept(l),
+                (Some(_), k) => self.acceptor.setup_ready(k - 1),
+                (None, k) => self.acceptor.setup_ready(k),
+            };
+            self.add(made);
+            return Ok(None);
+        }
+        let count = self.conns.len();
+        for j in 0..count {
+            let i = (self.next + j) % count;
+            let at = self.setup + 2 * i;
+            let (wire_rev, session_rev) = (self.pollfds[at].revents, self.pollfds[at + 1].revents);
+            if wire_rev & libc::POLLIN != 0 {
+                self.next = i + 1;
+                return Ok(self.read_request(i, None));
+            }
+            if wire_rev != 0 || session_rev != 0 {
+                // Hang-up or error without data (a client never writes on
+                // its session): the client is gone.
+                self.drop_conn(i);
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// With a single client: waits for its next request in the wire's own
+    /// timed receive, with no `poll` per request. Everything else is
+    /// looked at when the receive times out (an idle client, or one that
+    /// died without its wire telling), and every [`ACCEPT_EVERY`] requests
+    /// once a tick has passed.
+    fn receive_single(&mut self) -> Result<Option<Incoming>> {
+        if self.calls % ACCEPT_EVERY == 0 && self.last_look.elapsed() >= self.tick {
+            return self.receive_polling(Duration::ZERO);
+        }
+        match self.read_request(0, Some(self.tick)) {
+            Some(inc) => Ok(Some(inc)),
+            None if self.timed_out => self.receive_polling(Duration::ZERO),
+            None => Ok(None),
+        }
+    }
+}
+
+impl<A: Acceptor> ServerChannel for Reactor<A> {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.guard.clear();
+        self.calls = self.calls.wrapping_add(1);
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let got = if self.conns.len() == 1 && !self.acceptor.setting_up() {
+                self.receive_single()?
+            } else {
+                self.receive_polling(self.tick)?
+            };
+            if got.is_some() {
+                return Ok(got);
+            }
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[HEAD..HEAD + self.len]
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let i = self.guard.take()?;
+        let (code, data) = match reply_parts(status, data, self.max_msg) {
+            Ok(parts) => parts,
+            Err(e) => {
+                // Never leave the client waiting: it hears EMSGSIZE.
+                let head = head(libc::EMSGSIZE as u32, 0);
+                if self.conns[i].wire.send(&head, &[]).is_err() {
+                    self.drop_conn(i);
+                }
+                return Err(e);
+            }
+        };
+        if self.conns[i]
+            .wire
+            .send(&head(code, data.len()), data)
+            .is_err()
+        {
+            self.drop_conn(i);
+        }
+        Ok(())
+    }
+
+    fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
