@@ -64,6 +64,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::{self, Family};
+use crate::transport::server::{reply_parts, Guard};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
 /// Header at the start of every ioctl buffer: command (request) or status
@@ -371,7 +372,7 @@ struct FuseServer {
     reader: Option<JoinHandle<()>>,
     path: PathBuf,
     mounted: bool,
-    cur: Option<Pending>,
+    cur: Guard<Pending>,
     tick: Duration,
     max_msg: usize,
 }
@@ -439,7 +440,7 @@ impl FuseServer {
             reader: None,
             path: path.to_path_buf(),
             mounted: true,
-            cur: None,
+            cur: Guard::default(),
             tick,
             max_msg,
         };
@@ -712,7 +713,7 @@ fn class_nr(size: usize) -> u32 {
 
 impl ServerChannel for FuseServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        if self.cur.is_some() {
+        if self.cur.get().is_some() {
             // Answer a request the caller forgot about.
             self.reply(Status::Err(libc::EIO), &[])?;
         }
@@ -730,7 +731,7 @@ impl ServerChannel for FuseServer {
                     len: p.data.len(),
                     oneway: false,
                 };
-                self.cur = Some(p);
+                self.cur.set(p);
                 return Ok(Some(inc));
             }
             if let Some(why) = &st.dead {
@@ -749,13 +750,11 @@ impl ServerChannel for FuseServer {
     }
 
     fn data(&self) -> &[u8] {
-        self.cur.as_ref().map_or(&[], |p| &p.data)
+        self.cur.get().map_or(&[], |p| &p.data)
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let Some(p) = self.cur.take() else {
-            return Err(Error::Protocol("reply without a request".into()));
-        };
+        let p = self.cur.take()?;
         {
             let mut st = self.shared.lock();
             if st.current != Some(p.unique) {
@@ -765,39 +764,27 @@ impl ServerChannel for FuseServer {
             }
             st.current = None;
         }
-        let too_large = data.len() > self.max_msg;
-        let (code, len) = match status {
-            Status::Ok if too_large => (libc::EMSGSIZE as u32, 0),
-            Status::Ok => (0, data.len()),
-            Status::Err(c) => (c as u32, 0),
-        };
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         let mut h = [0u8; HDR];
         h[0..4].copy_from_slice(&code.to_le_bytes());
-        h[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        h[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
         // A reply longer than the client's class goes back as its header
         // alone: the client reports ReplyTooLarge.
-        let body: &[u8] = if code == 0 && HDR + len <= p.out_size {
-            &data[..len]
+        let body: &[u8] = if HDR + data.len() <= p.out_size {
+            data
         } else {
             &[]
         };
         let ioctl_out = [0u8; 16];
         let total = ioctl_out.len() + HDR + body.len();
         // A client gone meanwhile (ENOENT) is not an error.
-        let Some(dev) = &self.dev else {
-            return Ok(());
-        };
-        let _ = write_reply(
-            dev.as_raw_fd(),
-            &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
-        );
-        if too_large {
-            return Err(Error::TooLarge {
-                len: data.len(),
-                max: self.max_msg,
-            });
+        if let Some(dev) = &self.dev {
+            let _ = write_reply(
+                dev.as_raw_fd(),
+                &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
+            );
         }
-        Ok(())
+        verdict
     }
 
     fn connections(&self) -> usize {

@@ -31,6 +31,7 @@ mod poker;
 pub mod posix_mq;
 mod reactor;
 pub(crate) mod rendezvous;
+mod server;
 pub mod shm;
 pub mod signal;
 pub mod sysv_msg;

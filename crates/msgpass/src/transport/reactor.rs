@@ -20,9 +20,7 @@
 //! or every [`ACCEPT_EVERY`] requests once a tick has passed, so a busy
 //! client cannot lock a newcomer out.
 //!
-//! **Replies.** [`Guard`] holds the connection whose request is being
-//! served: a reply goes there once, and a reply without a request is an
-//! error. Every server of the crate, descriptor-driven or not, uses it.
+//! **Replies** go through the [`Guard`] every server shares.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -32,56 +30,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::Listener;
+use crate::transport::server::{reply_parts, Guard, ACCEPT_EVERY};
 use crate::transport::wire::{frame_head, head, Wire, HEAD};
 use crate::transport::{Incoming, ServerChannel, Status};
-
-/// Requests between two looks at the listener while a single client keeps
-/// a server busy.
-pub(crate) const ACCEPT_EVERY: u32 = 1024;
-
-/// The connection whose request is being served, if any: the reply guard
-/// of every server.
-#[derive(Debug, Default)]
-pub(crate) struct Guard(Option<usize>);
-
-impl Guard {
-    /// A request from connection `i` is being served.
-    #[inline]
-    pub(crate) fn set(&mut self, i: usize) {
-        self.0 = Some(i);
-    }
-
-    /// No request is being served (a new receive, or the connection set
-    /// changed under the one that was).
-    #[inline]
-    pub(crate) fn clear(&mut self) {
-        self.0 = None;
-    }
-
-    /// The connection to answer, once: a second reply, or a reply without
-    /// a request, is an error.
-    #[inline]
-    pub(crate) fn take(&mut self) -> Result<usize> {
-        self.0
-            .take()
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))
-    }
-}
-
-/// The wire code and payload of a reply, refused when longer than `max`.
-/// The client of a refused reply must still hear something: the caller
-/// sends it `EMSGSIZE` and returns the error.
-#[inline]
-pub(crate) fn reply_parts(status: Status, data: &[u8], max: usize) -> Result<(u32, &[u8])> {
-    let (code, data) = status.encode(data);
-    if data.len() > max {
-        return Err(Error::TooLarge {
-            len: data.len(),
-            max,
-        });
-    }
-    Ok((code, data))
-}
 
 /// One client of a server.
 pub(crate) struct Conn<W> {
@@ -355,17 +306,7 @@ impl<A: Acceptor> ServerChannel for Reactor<A> {
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         let i = self.guard.take()?;
-        let (code, data) = match reply_parts(status, data, self.max_msg) {
-            Ok(parts) => parts,
-            Err(e) => {
-                // Never leave the client waiting: it hears EMSGSIZE.
-                let head = head(libc::EMSGSIZE as u32, 0);
-                if self.conns[i].wire.send(&head, &[]).is_err() {
-                    self.drop_conn(i);
-                }
-                return Err(e);
-            }
-        };
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         if self.conns[i]
             .wire
             .send(&head(code, data.len()), data)
@@ -373,7 +314,7 @@ impl<A: Acceptor> ServerChannel for Reactor<A> {
         {
             self.drop_conn(i);
         }
-        Ok(())
+        verdict
     }
 
     fn connections(&self) -> usize {

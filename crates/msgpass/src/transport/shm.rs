@@ -37,7 +37,7 @@
 //! checks its peer's socket for a hang-up, which is how a dead server or a
 //! dead client is noticed.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::time::{Duration, Instant};
@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::server::{Guard, Session, Sessions};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
 /// How a side waits for the other.
@@ -83,9 +84,6 @@ const DATA: usize = 24;
 const PAGE: usize = 4096;
 /// Receives between two looks at the clock for housekeeping while busy.
 const HOUSEKEEP_EVERY: u32 = 1024;
-/// Most queued clients accepted in one round of housekeeping (the listen
-/// backlog).
-const ACCEPT_BURST: usize = 128;
 
 impl Transport for Shm {
     fn name(&self) -> &'static str {
@@ -103,15 +101,14 @@ impl Transport for Shm {
         let bell =
             Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?;
         Ok(Box::new(ShmServer {
-            listener,
             bell_fd,
             bell,
-            conns: Vec::new(),
+            conns: Sessions::new(listener),
             wait: self.wait,
             opts: opts.clone(),
             buf: vec![0; opts.max_msg],
             len: 0,
-            current: None,
+            guard: Guard::default(),
             next: 0,
             calls: 0,
             last_housekeeping: Instant::now(),
@@ -253,37 +250,48 @@ fn worth_spinning(me: u32, peer: u32) -> bool {
     peer == 0 || me == 0 || peer != me
 }
 
-struct ShmConn {
-    sock: OwnedFd,
-    slot: Slot,
-}
-
 struct ShmServer {
-    listener: Listener,
     bell_fd: OwnedFd,
     bell: Mapping,
-    conns: Vec<ShmConn>,
+    conns: Sessions<Slot>,
     wait: Wait,
     opts: Options,
     buf: Vec<u8>,
     len: usize,
-    current: Option<usize>,
+    guard: Guard,
     next: usize,
     calls: u32,
     last_housekeeping: Instant,
 }
 
+/// Greets a new client with the doorbell and a fresh slot (both memfds
+/// passed along); hangs up on it when the slot cannot be made.
+fn greet(listener: &Listener, bell_fd: BorrowedFd<'_>, max_msg: usize) -> Option<Session<Slot>> {
+    let slot_len = slot_size(max_msg);
+    let made = sys::memfd("msgpass-slot", slot_len)
+        .ok()
+        .and_then(|fd| Some((Slot::map(&fd, slot_len).ok()?, fd)));
+    let Some((slot, slot_fd)) = made else {
+        drop(listener.accept(&[]));
+        return None;
+    };
+    slot.state().store(EMPTY, SeqCst);
+    let sock = listener.accept(&[bell_fd, slot_fd.as_fd()]).ok()?;
+    Some(Session { sock, link: slot })
+}
+
 impl ShmServer {
     /// Index of a connection with a posted request, round-robin.
     fn scan(&mut self) -> Option<usize> {
-        let n = self.conns.len();
+        let conns = &self.conns.list;
+        let n = conns.len();
         if n == 1 {
             // The benchmark's case: no division, no loop.
-            return (self.conns[0].slot.state().load(SeqCst) & MASK == REQUEST).then_some(0);
+            return (conns[0].link.state().load(SeqCst) & MASK == REQUEST).then_some(0);
         }
         for k in 0..n {
             let i = (self.next + k) % n;
-            if self.conns[i].slot.state().load(SeqCst) & MASK == REQUEST {
+            if conns[i].link.state().load(SeqCst) & MASK == REQUEST {
                 self.next = i + 1;
                 return Some(i);
             }
@@ -291,58 +299,25 @@ impl ShmServer {
         None
     }
 
-    /// Accepts a new client: a fresh slot, both memfds passed along.
-    fn accept(&mut self) {
-        let slot_len = slot_size(self.opts.max_msg);
-        let Ok(slot_fd) = sys::memfd("msgpass-slot", slot_len) else {
-            return;
-        };
-        let Ok(slot) = Slot::map(&slot_fd, slot_len) else {
-            return;
-        };
-        slot.state().store(EMPTY, SeqCst);
-        if let Ok(sock) = self
-            .listener
-            .accept(&[self.bell_fd.as_fd(), slot_fd.as_fd()])
-        {
-            self.conns.push(ShmConn { sock, slot });
-        }
-    }
-
     /// Accepts waiting clients and drops dead ones, waiting at most `timeout`.
     fn housekeep(&mut self, timeout: Duration) {
         self.last_housekeeping = Instant::now();
-        let mut p = [libc::pollfd {
-            fd: self.listener.as_fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        if sys::poll(&mut p, Some(timeout)).unwrap_or(0) > 0 {
-            self.accept();
-            // Take every client already queued, not one per tick: a burst of
-            // connects would otherwise outlast the clients' hello timeout.
-            for _ in 0..ACCEPT_BURST {
-                p[0].revents = 0;
-                if sys::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
-                    break;
-                }
-                self.accept();
-            }
-        }
-        let before = self.conns.len();
-        self.conns.retain(|c| !sys::peer_gone(c.sock.as_fd()));
-        if self.conns.len() != before {
-            self.current = None;
+        let (bell_fd, max_msg) = (&self.bell_fd, self.opts.max_msg);
+        let joined = self
+            .conns
+            .accept_waiting(timeout, |l, _| greet(l, bell_fd.as_fd(), max_msg));
+        if self.conns.drop_hung_up() || joined {
+            self.guard.clear();
         }
     }
 
     /// Takes the request in connection `i` into our buffer. A request whose
     /// length field lies is answered with EMSGSIZE and skipped.
     fn take(&mut self, i: usize) -> Result<Option<Incoming>> {
-        let slot = &self.conns[i].slot;
+        let slot = &self.conns.list[i].link;
         let len = slot.len().load(Relaxed) as usize;
         let cmd = slot.cmd().load(Relaxed);
-        self.current = Some(i);
+        self.guard.set(i);
         if len > self.opts.max_msg {
             self.reply(Status::Err(libc::EMSGSIZE), &[])?;
             return Ok(None);
@@ -365,8 +340,9 @@ impl ShmServer {
             published.store(me, Relaxed);
         }
         self.conns
+            .list
             .iter()
-            .any(|c| worth_spinning(me, c.slot.client_cpu().load(Relaxed)))
+            .any(|c| worth_spinning(me, c.link.client_cpu().load(Relaxed)))
     }
 
     /// Sleeps on the doorbell until a client rings it or `timeout` passes.
@@ -382,7 +358,7 @@ impl ShmServer {
 
 impl ServerChannel for ShmServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.current = None;
+        self.guard.clear();
         self.calls = self.calls.wrapping_add(1);
         if self.calls % HOUSEKEEP_EVERY == 0 && self.last_housekeeping.elapsed() >= self.opts.tick {
             self.housekeep(Duration::ZERO);
@@ -400,7 +376,7 @@ impl ServerChannel for ShmServer {
             if stop.load(Relaxed) {
                 return Ok(None);
             }
-            if self.conns.is_empty() {
+            if self.conns.list.is_empty() {
                 // Nothing to poll or sleep on but the listening socket.
                 self.housekeep(self.opts.tick);
                 continue;
@@ -441,10 +417,8 @@ impl ServerChannel for ShmServer {
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let Some(i) = self.current.take() else {
-            return Err(Error::Protocol("reply without a request".into()));
-        };
-        let slot = &self.conns[i].slot;
+        let i = self.guard.take()?;
+        let slot = &self.conns.list[i].link;
         let (code, data) = status.encode(data);
         let (code, data) = if data.len() > self.opts.max_msg {
             (libc::EMSGSIZE as u32, &[][..])
@@ -465,7 +439,7 @@ impl ServerChannel for ShmServer {
     }
 
     fn connections(&self) -> usize {
-        self.conns.len()
+        self.conns.list.len()
     }
 }
 
@@ -474,8 +448,8 @@ impl Drop for ShmServer {
         // Tell every client at once, rather than after its next tick; but
         // never over a reply it has not read yet (it learns of the close on
         // its next call, from the hang-up, within a tick).
-        for c in &self.conns {
-            let st = c.slot.state();
+        for c in &self.conns.list {
+            let st = c.link.state();
             let mut s = st.load(SeqCst);
             while s & MASK != REPLY {
                 match st.compare_exchange(s, CLOSED, SeqCst, SeqCst) {

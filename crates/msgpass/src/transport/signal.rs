@@ -79,6 +79,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::server::{reply_parts, Guard, Session, Sessions};
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
@@ -403,16 +404,15 @@ impl Transport for Signal {
         let listener = Listener::bind(path, Family::Signal, opts.max_msg)?;
         let sfd = signalfd(req_signal()).map_err(|e| Error::io("signalfd", e))?;
         Ok(Box::new(SignalServer {
-            listener,
             sfd,
-            conns: Vec::new(),
+            conns: Sessions::new(listener),
             pending: VecDeque::new(),
             pollfds: Vec::new(),
             tid: 0,
             next_id: 0,
             buf: vec![0; opts.max_msg],
             len: 0,
-            current: None,
+            guard: Guard::default(),
             opts: opts.clone(),
         }))
     }
@@ -460,12 +460,10 @@ impl Transport for Signal {
 
 // ------------------------------------------------------------ server
 
-/// One client, as the server sees it.
-struct Conn {
+/// What the server keeps of a client besides its session.
+struct Link {
     /// Number unique among this server's connections (the signal value).
     id: u64,
-    /// The rendezvous session: its hang-up means the client died.
-    sock: OwnedFd,
     shared: Shared,
     /// The client's process, from `SO_PEERCRED`.
     pid: i32,
@@ -475,10 +473,9 @@ struct Conn {
 
 /// The server side of a signal channel.
 struct SignalServer {
-    listener: Listener,
     /// Request signals pending for the thread that reads it.
     sfd: OwnedFd,
-    conns: Vec<Conn>,
+    conns: Sessions<Link>,
     /// Connections whose signal was read and not yet handled, with the
     /// sender's pid (`None`: found by a re-scan, no signal to check).
     pending: VecDeque<(u64, Option<i32>)>,
@@ -489,8 +486,7 @@ struct SignalServer {
     next_id: u64,
     buf: Vec<u8>,
     len: usize,
-    /// Index of the connection whose request is being served.
-    current: Option<usize>,
+    guard: Guard,
     opts: Options,
 }
 
@@ -502,11 +498,40 @@ fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
     }
 }
 
+/// Makes a connection's memory, then greets the client with it; hangs up
+/// on the client when the memory cannot be made.
+fn greet(listener: &Listener, next_id: &mut u64, tid: i32, max: usize) -> Option<Session<Link>> {
+    *next_id += 1;
+    let id = *next_id;
+    let made = sys::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
+        let map = Mapping::new(mem.as_fd(), mem_len(max))?;
+        Ok((mem, Shared::new(map, max)?))
+    });
+    let Ok((mem, shared)) = made else {
+        drop(listener.accept(&[]));
+        return None;
+    };
+    shared.ctl().server_tid.store(tid as u32, Ordering::SeqCst);
+    let mut extra = Vec::with_capacity(20);
+    extra.extend_from_slice(&(max as u64).to_le_bytes());
+    extra.extend_from_slice(&id.to_le_bytes());
+    extra.extend_from_slice(&(std::process::id() as i32).to_le_bytes());
+    let sock = listener.accept_with(&[mem.as_fd()], &extra).ok()?;
+    let pid = peer_pid(sock.as_fd()).ok()?;
+    let link = Link {
+        id,
+        shared,
+        pid,
+        served: 0,
+    };
+    Some(Session { sock, link })
+}
+
 impl SignalServer {
     fn drop_conn(&mut self, i: usize) {
-        self.conns.swap_remove(i);
+        self.conns.remove(i);
         self.pollfds.clear();
-        self.current = None;
+        self.guard.clear();
     }
 
     /// Publishes the calling thread as the one to signal, and takes back
@@ -517,54 +542,24 @@ impl SignalServer {
             return;
         }
         self.tid = tid;
-        for c in &self.conns {
+        for c in self.conns.list.iter().map(|c| &c.link) {
             c.shared
                 .ctl()
                 .server_tid
                 .store(tid as u32, Ordering::SeqCst);
         }
-        for c in &self.conns {
+        for c in self.conns.list.iter().map(|c| &c.link) {
             if c.shared.ctl().req_seq.load(Ordering::SeqCst) != c.served {
                 self.pending.push_back((c.id, None));
             }
         }
     }
 
-    /// Makes a connection's memory, then greets the client with it.
+    /// Accepts the clients waiting.
     fn accept(&mut self) {
-        self.next_id += 1;
-        let id = self.next_id;
-        let max = self.opts.max_msg;
-        let made = sys::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
-            let map = Mapping::new(mem.as_fd(), mem_len(max))?;
-            Ok((mem, Shared::new(map, max)?))
-        });
-        let Ok((mem, shared)) = made else {
-            // Cannot make the memory: take the client and hang up on it.
-            drop(self.listener.accept(&[]));
-            return;
-        };
-        shared
-            .ctl()
-            .server_tid
-            .store(self.tid as u32, Ordering::SeqCst);
-        let mut extra = Vec::with_capacity(20);
-        extra.extend_from_slice(&(max as u64).to_le_bytes());
-        extra.extend_from_slice(&id.to_le_bytes());
-        extra.extend_from_slice(&(std::process::id() as i32).to_le_bytes());
-        let Ok(sock) = self.listener.accept_with(&[mem.as_fd()], &extra) else {
-            return;
-        };
-        let Ok(pid) = peer_pid(sock.as_fd()) else {
-            return;
-        };
-        self.conns.push(Conn {
-            id,
-            sock,
-            shared,
-            pid,
-            served: 0,
-        });
+        let (next_id, tid, max) = (&mut self.next_id, self.tid, self.opts.max_msg);
+        self.conns
+            .accept_waiting(Duration::ZERO, |l, _| greet(l, next_id, tid, max));
         self.pollfds.clear();
     }
 
@@ -593,8 +588,8 @@ impl SignalServer {
     /// Takes the request of connection `id` sent by process `pid`, if there
     /// is a new one.
     fn take(&mut self, id: u64, pid: Option<i32>) -> Option<Incoming> {
-        let i = self.conns.iter().position(|c| c.id == id)?;
-        let c = &mut self.conns[i];
+        let i = self.conns.list.iter().position(|c| c.link.id == id)?;
+        let c = &mut self.conns.list[i].link;
         // A signal from another process than the client's is ignored.
         if pid.is_some_and(|p| p != c.pid) {
             return None;
@@ -610,7 +605,7 @@ impl SignalServer {
         c.served = seq;
         c.shared.take(true, &mut self.buf[..len]);
         self.len = len;
-        self.current = Some(i);
+        self.guard.set(i);
         Some(Incoming {
             cmd,
             len,
@@ -623,8 +618,8 @@ impl SignalServer {
             return;
         }
         self.pollfds.push(pollfd(self.sfd.as_fd()));
-        self.pollfds.push(pollfd(self.listener.as_fd()));
-        for c in &self.conns {
+        self.pollfds.push(pollfd(self.conns.listener().as_fd()));
+        for c in &self.conns.list {
             self.pollfds.push(pollfd(c.sock.as_fd()));
         }
     }
@@ -632,7 +627,7 @@ impl SignalServer {
 
 impl ServerChannel for SignalServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.current = None;
+        self.guard.clear();
         block_in_this_thread(req_signal(), 1)
             .map_err(|e| Error::io("block the request signal", e))?;
         self.adopt_thread();
@@ -678,44 +673,35 @@ impl ServerChannel for SignalServer {
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let Some(i) = self.current.take() else {
-            return Err(Error::Protocol("reply without a request".into()));
-        };
-        let (code, data) = status.encode(data);
-        if data.len() > self.opts.max_msg {
-            return Err(Error::TooLarge {
-                len: data.len(),
-                max: self.opts.max_msg,
-            });
-        }
-        let c = &self.conns[i];
+        let i = self.guard.take()?;
+        let (code, data, verdict) = reply_parts(status, data, self.opts.max_msg);
+        let (sock, c) = (&self.conns.list[i].sock, &self.conns.list[i].link);
         if c.shared.put(false, code, data).is_err() {
             self.drop_conn(i);
-            return Ok(());
+            return verdict;
         }
         let ctl = c.shared.ctl();
         ctl.rep_seq.store(c.served, Ordering::SeqCst);
         let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
         loop {
             match queue_to_thread(c.pid, tid, rep_signal(), c.id) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return verdict,
                 Err(e)
-                    if e.raw_os_error() == Some(libc::EAGAIN)
-                        && !sys::peer_gone(c.sock.as_fd()) =>
+                    if e.raw_os_error() == Some(libc::EAGAIN) && !sys::peer_gone(sock.as_fd()) =>
                 {
                     std::thread::sleep(QUEUE_FULL_RETRY)
                 }
                 // ESRCH (the client died) or anything else: drop it.
                 Err(_) => {
                     self.drop_conn(i);
-                    return Ok(());
+                    return verdict;
                 }
             }
         }
     }
 
     fn connections(&self) -> usize {
-        self.conns.len()
+        self.conns.list.len()
     }
 }
 

@@ -60,6 +60,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::sys::{self, MsgBuf, MsgQueueStamp};
 use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::server::{reply_parts, Guard, Session, Sessions};
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{
     ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
@@ -126,15 +127,14 @@ impl Transport for SysvMsg {
             }
         };
         let mut server = SysvServer {
-            listener,
             req_q,
             req_stamp,
             record,
-            conns: Vec::new(),
+            conns: Sessions::new(listener),
             next_mtype: MTYPE_WAKE + 1,
             buf: MsgBuf::new(HEAD + max_msg),
             len: 0,
-            current: None,
+            guard: Guard::default(),
             max_msg,
             shared: Arc::new(Shared::default()),
             kick: None,
@@ -143,7 +143,8 @@ impl Transport for SysvMsg {
         // From here on, dropping `server` removes the queues.
         let kick = Arc::new(sys::eventfd().map_err(|e| Error::io("sysv-msg: eventfd", e))?);
         let listen = server
-            .listener
+            .conns
+            .listener()
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| Error::io("sysv-msg: dup the listener", e))?;
@@ -368,26 +369,24 @@ impl Ticker {
     }
 }
 
-struct Conn {
+/// What the server keeps of a client besides its session.
+struct Link {
     /// The message type of this connection's requests.
     mtype: libc::c_long,
     reply_q: libc::c_int,
     stamp: MsgQueueStamp,
-    /// The rendezvous session: its hang-up means the client is gone.
-    sock: OwnedFd,
 }
 
 struct SysvServer {
-    listener: Listener,
     req_q: libc::c_int,
     req_stamp: MsgQueueStamp,
     record: Record,
-    conns: Vec<Conn>,
+    conns: Sessions<Link>,
     next_mtype: libc::c_long,
     /// The request last received (and the reply being sent).
     buf: MsgBuf,
     len: usize,
-    current: Option<usize>,
+    guard: Guard,
     max_msg: usize,
     shared: Arc<Shared>,
     kick: Option<Arc<OwnedFd>>,
@@ -396,72 +395,87 @@ struct SysvServer {
 
 impl SysvServer {
     /// Rewrites the queue record; a failure only weakens crash cleanup.
-    fn save_record(&self, extra: Option<(libc::c_int, MsgQueueStamp)>) {
-        let mut q = vec![(self.req_q, self.req_stamp)];
-        q.extend(self.conns.iter().map(|c| (c.reply_q, c.stamp)));
-        q.extend(extra);
-        let _ = self.record.write(&q);
+    fn save_record(&self) {
+        let _ = self
+            .record
+            .write(&queues(self.req_q, self.req_stamp, &self.conns.list, None));
     }
 
     fn drop_conn(&mut self, i: usize) {
-        let c = self.conns.swap_remove(i);
-        let _ = sys::msg_remove(c.reply_q);
-        self.current = None;
-        self.save_record(None);
-    }
-
-    /// Accepts one client: makes its reply queue and greets it.
-    fn accept(&mut self) {
-        let Ok((reply_q, stamp)) = new_queue() else {
-            // Take the client and hang up: it hears at once.
-            drop(self.listener.accept(&[]));
-            return;
-        };
-        self.save_record(Some((reply_q, stamp)));
-        let mtype = self.next_mtype;
-        self.next_mtype += 1;
-        let mut extra = [0u8; EXTRA_LEN];
-        extra[0..4].copy_from_slice(&self.req_q.to_le_bytes());
-        extra[4..8].copy_from_slice(&reply_q.to_le_bytes());
-        extra[8..16].copy_from_slice(&mtype.to_le_bytes());
-        match self.listener.accept_with(&[], &extra) {
-            Ok(sock) => self.conns.push(Conn {
-                mtype,
-                reply_q,
-                stamp,
-                sock,
-            }),
-            Err(_) => {
-                let _ = sys::msg_remove(reply_q);
-                self.save_record(None);
-            }
-        }
+        let c = self.conns.remove(i);
+        let _ = sys::msg_remove(c.link.reply_q);
+        self.guard.clear();
+        self.save_record();
     }
 
     /// Accepts every waiting client and drops those whose session hung up.
     fn housekeeping(&mut self) {
-        loop {
-            let mut p = [pollfd(self.listener.as_fd())];
-            match sys::poll(&mut p, Some(Duration::ZERO)) {
-                Ok(1) => self.accept(),
-                _ => break,
-            }
+        let (req_q, req_stamp, record) = (self.req_q, self.req_stamp, &self.record);
+        let next_mtype = &mut self.next_mtype;
+        self.conns.accept_waiting(Duration::ZERO, |l, list| {
+            greet(l, list, (req_q, req_stamp), record, next_mtype)
+        });
+        for i in self.conns.hung_up() {
+            self.drop_conn(i);
         }
-        let mut p: Vec<libc::pollfd> = self.conns.iter().map(|c| pollfd(c.sock.as_fd())).collect();
-        if matches!(sys::poll(&mut p, Some(Duration::ZERO)), Ok(n) if n > 0) {
-            // Highest index first, so swap_remove keeps lower indices valid.
-            for i in (0..p.len()).rev() {
-                if p[i].revents != 0 {
-                    self.drop_conn(i);
-                }
-            }
+    }
+}
+
+/// Every queue of the channel: the request queue, each client's reply
+/// queue, and `new` (one being made).
+fn queues(
+    req_q: libc::c_int,
+    req_stamp: MsgQueueStamp,
+    list: &[Session<Link>],
+    new: Option<(libc::c_int, MsgQueueStamp)>,
+) -> Vec<(libc::c_int, MsgQueueStamp)> {
+    let mut q = vec![(req_q, req_stamp)];
+    q.extend(list.iter().map(|c| (c.link.reply_q, c.link.stamp)));
+    q.extend(new);
+    q
+}
+
+/// Greets one client: makes its reply queue (recorded before anything
+/// else can fail) and passes the queues and its message type along.
+fn greet(
+    listener: &Listener,
+    list: &[Session<Link>],
+    (req_q, req_stamp): (libc::c_int, MsgQueueStamp),
+    record: &Record,
+    next_mtype: &mut libc::c_long,
+) -> Option<Session<Link>> {
+    let Ok((reply_q, stamp)) = new_queue() else {
+        // Take the client and hang up: it hears at once.
+        drop(listener.accept(&[]));
+        return None;
+    };
+    let _ = record.write(&queues(req_q, req_stamp, list, Some((reply_q, stamp))));
+    let mtype = *next_mtype;
+    *next_mtype += 1;
+    let mut extra = [0u8; EXTRA_LEN];
+    extra[0..4].copy_from_slice(&req_q.to_le_bytes());
+    extra[4..8].copy_from_slice(&reply_q.to_le_bytes());
+    extra[8..16].copy_from_slice(&mtype.to_le_bytes());
+    match listener.accept_with(&[], &extra) {
+        Ok(sock) => Some(Session {
+            sock,
+            link: Link {
+                mtype,
+                reply_q,
+                stamp,
+            },
+        }),
+        Err(_) => {
+            let _ = sys::msg_remove(reply_q);
+            let _ = record.write(&queues(req_q, req_stamp, list, None));
+            None
         }
     }
 }
 
 impl ServerChannel for SysvServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.current = None;
+        self.guard.clear();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
@@ -483,7 +497,7 @@ impl ServerChannel for SysvServer {
                 continue;
             }
             // A request from a connection already dropped is discarded.
-            let Some(i) = self.conns.iter().position(|c| c.mtype == t) else {
+            let Some(i) = self.conns.list.iter().position(|c| c.link.mtype == t) else {
                 continue;
             };
             if n < HEAD {
@@ -497,7 +511,7 @@ impl ServerChannel for SysvServer {
                 self.drop_conn(i);
                 continue;
             }
-            self.current = Some(i);
+            self.guard.set(i);
             self.len = len;
             return Ok(Some(Incoming::from_wire(cmd, len)));
         }
@@ -508,16 +522,8 @@ impl ServerChannel for SysvServer {
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let Some(i) = self.current.take() else {
-            return Err(Error::Protocol("reply without a request".into()));
-        };
-        let (code, data) = status.encode(data);
-        if data.len() > self.max_msg {
-            return Err(Error::TooLarge {
-                len: data.len(),
-                max: self.max_msg,
-            });
-        }
+        let i = self.guard.take()?;
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         self.buf.set_mtype(MTYPE_REPLY);
         let text = self.buf.text_mut();
         text[..HEAD].copy_from_slice(&head(code, data.len()));
@@ -525,7 +531,7 @@ impl ServerChannel for SysvServer {
         // The reply queue is empty (the client sent its request after
         // taking its last reply): a failure means the client is gone.
         if sys::msgsnd(
-            self.conns[i].reply_q,
+            self.conns.list[i].link.reply_q,
             &self.buf,
             HEAD + data.len(),
             libc::IPC_NOWAIT,
@@ -534,11 +540,11 @@ impl ServerChannel for SysvServer {
         {
             self.drop_conn(i);
         }
-        Ok(())
+        verdict
     }
 
     fn connections(&self) -> usize {
-        self.conns.len()
+        self.conns.list.len()
     }
 }
 

@@ -1,0 +1,202 @@
+//! What every server of the crate shares, whatever it waits on: the reply
+//! guard, the reply size rule, and the set of rendezvous sessions of the
+//! servers whose requests do not arrive on a descriptor per connection
+//! (shm, signal, sysv-msg). The descriptor-driven servers share a whole
+//! loop besides ([`crate::transport::reactor`]).
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::sys;
+use crate::transport::rendezvous::Listener;
+use crate::transport::Status;
+
+/// Requests between two looks at the listener while a single client keeps
+/// a server busy.
+pub(crate) const ACCEPT_EVERY: u32 = 1024;
+
+/// The request being served, if any (by default the index of its
+/// connection): the reply guard of every server.
+#[derive(Debug)]
+pub(crate) struct Guard<T = usize>(Option<T>);
+
+impl<T> Default for Guard<T> {
+    fn default() -> Guard<T> {
+        Guard(None)
+    }
+}
+
+impl<T> Guard<T> {
+    /// A request (from connection `t`) is being served.
+    #[inline]
+    pub(crate) fn set(&mut self, t: T) {
+        self.0 = Some(t);
+    }
+
+    /// No request is being served (a new receive, or the connection set
+    /// changed under the one that was).
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// The request being served, to look at.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&T> {
+        self.0.as_ref()
+    }
+
+    /// The request to answer, once: a second reply, or a reply without a
+    /// request, is an error.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Result<T> {
+        self.0
+            .take()
+            .ok_or_else(|| Error::Protocol("reply without a request".into()))
+    }
+}
+
+/// What a server sends for a reply: the wire code and payload, and what
+/// the reply returns to its caller. A payload longer than `max` is not
+/// sent: the client hears `EMSGSIZE` (it is never left waiting) and the
+/// caller gets [`Error::TooLarge`].
+#[inline]
+pub(crate) fn reply_parts(status: Status, data: &[u8], max: usize) -> (u32, &[u8], Result<()>) {
+    let (code, data) = status.encode(data);
+    if data.len() > max {
+        let err = Error::TooLarge {
+            len: data.len(),
+            max,
+        };
+        return (libc::EMSGSIZE as u32, &[], Err(err));
+    }
+    (code, data, Ok(()))
+}
+
+/// Most queued clients accepted in one round (the listen backlog): a
+/// burst of connects must not outlast the clients' hello timeout.
+const ACCEPT_BURST: usize = 128;
+
+/// A client of a server that waits on something else than its
+/// descriptors: the rendezvous session (whose hang-up means the client
+/// died) and what the mechanism keeps for it. Dropping it releases both.
+pub(crate) struct Session<L> {
+    pub(crate) sock: OwnedFd,
+    pub(crate) link: L,
+}
+
+/// The rendezvous listener and the clients it let in.
+pub(crate) struct Sessions<L> {
+    listener: Listener,
+    pub(crate) list: Vec<Session<L>>,
+}
+
+fn pollin(fd: std::os::fd::RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+impl<L> Sessions<L> {
+    /// No client yet.
+    pub(crate) fn new(listener: Listener) -> Sessions<L> {
+        Sessions {
+            listener,
+            list: Vec::new(),
+        }
+    }
+
+    /// The listener, for a server that polls it with descriptors of its own.
+    pub(crate) fn listener(&self) -> &Listener {
+        &self.listener
+    }
+
+    /// Drops client `i` (its resources go with it).
+    pub(crate) fn remove(&mut self, i: usize) -> Session<L> {
+        self.list.swap_remove(i)
+    }
+
+    /// Accepts the clients waiting on the listener (at most a backlog's
+    /// worth), waiting up to `timeout` for the first. `greet` makes one
+    /// client's link and greets it, seeing the clients already in; `None`
+    /// when that failed (the client hears a hang-up). True when anyone
+    /// joined.
+    pub(crate) fn accept_waiting(
+        &mut self,
+        timeout: Duration,
+        mut greet: impl FnMut(&Listener, &[Session<L>]) -> Option<Session<L>>,
+    ) -> bool {
+        let before = self.list.len();
+        let mut p = [pollin(self.listener.as_fd().as_raw_fd())];
+        let mut wait = timeout;
+        for _ in 0..ACCEPT_BURST {
+            p[0].revents = 0;
+            if sys::poll(&mut p, Some(wait)).unwrap_or(0) == 0 {
+                break;
+            }
+            if let Some(s) = greet(&self.listener, &self.list) {
+                self.list.push(s);
+            }
+            wait = Duration::ZERO;
+        }
+        self.list.len() != before
+    }
+
+    /// Indices of the clients whose session hung up (a client never writes
+    /// on its session: any event is a hang-up), highest first, so that
+    /// removing them in that order keeps the others' indices valid.
+    pub(crate) fn hung_up(&self) -> Vec<usize> {
+        let mut p: Vec<libc::pollfd> = self
+            .list
+            .iter()
+            .map(|s| pollin(s.sock.as_raw_fd()))
+            .collect();
+        if sys::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
+            return Vec::new();
+        }
+        (0..p.len()).rev().filter(|&i| p[i].revents != 0).collect()
+    }
+
+    /// Drops every client whose session hung up; true when any went.
+    pub(crate) fn drop_hung_up(&mut self) -> bool {
+        let gone = self.hung_up();
+        for &i in &gone {
+            self.list.swap_remove(i);
+        }
+        !gone.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_goes_once_and_only_to_a_request() {
+        let mut g = Guard::default();
+        assert!(matches!(g.take(), Err(Error::Protocol(_))));
+        g.set(3);
+        assert_eq!(g.get(), Some(&3));
+        assert_eq!(g.take().ok(), Some(3));
+        assert!(matches!(g.take(), Err(Error::Protocol(_))));
+        g.set(4);
+        g.clear();
+        assert!(g.take().is_err());
+    }
+
+    #[test]
+    fn an_over_size_reply_becomes_emsgsize_for_the_client() {
+        let (code, data, verdict) = reply_parts(Status::Ok, b"abcd", 4);
+        assert_eq!((code, data), (0, &b"abcd"[..]));
+        assert!(verdict.is_ok());
+        let (code, data, verdict) = reply_parts(Status::Ok, b"abcde", 4);
+        assert_eq!((code, data), (libc::EMSGSIZE as u32, &[][..]));
+        assert!(matches!(verdict, Err(Error::TooLarge { len: 5, max: 4 })));
+        let (code, data, verdict) = reply_parts(Status::Err(libc::ENOTTY), b"ignored", 4);
+        assert_eq!((code, data), (libc::ENOTTY as u32, &[][..]));
+        assert!(verdict.is_ok());
+    }
+}
