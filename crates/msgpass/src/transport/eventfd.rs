@@ -1,17 +1,13 @@
 //! `eventfd`: the payload in shared memory, the notification by eventfd.
 //!
-//! Per connection the server makes one sealed memfd holding a message area
-//! per direction (client to server first, then server to client; each starts
-//! on its own page) and two eventfds, one per receiver, and passes all three
-//! to the client. An area is the 8-byte wire header (code, length) followed
-//! by room for `max_msg` payload bytes.
+//! Per connection the server makes the connection's message areas (one
+//! sealed memfd, see `areas.rs`) and two eventfds, one per receiver, and
+//! passes all three to the client.
 //!
-//! - `send` copies the header and payload into the peer-bound area, then
-//!   adds 1 to the peer's eventfd;
+//! - `send` copies the message into the peer-bound area, then adds 1 to the
+//!   peer's eventfd;
 //! - `recv` reads its own eventfd (blocking while it is zero), then copies
-//!   the message out. The length comes from memory the peer can write at
-//!   any time, so it is read once and bounded by `max_msg`: a peer can send
-//!   garbage, never make us read outside the area.
+//!   the message out (its length read once and bounded by `max_msg`).
 //!
 //! The eventfds have counter semantics (no `EFD_SEMAPHORE`): the protocol is
 //! request then reply, so at most one message is outstanding per direction
@@ -24,8 +20,7 @@
 //!
 //! The syscalls order the copies: the writer's stores happen before its
 //! `write(2)` to the eventfd, the reader's loads after its `read(2)`, and
-//! the kernel's eventfd lock pairs the two (the fences below say so to the
-//! compiler as well).
+//! the kernel's eventfd lock pairs the two.
 //!
 //! Liveness: an eventfd says nothing about who holds it, so `EOF_ON_DEATH`
 //! is false: a waiting client looks at the rendezvous session socket each
@@ -34,127 +29,56 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ptr;
-use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sys::{self, Mapping};
+use crate::sys;
+use crate::transport::areas::Areas;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{parse_head, too_long, Wire, HEAD};
+use crate::transport::wire::{Wire, HEAD};
 use crate::transport::Options;
-
-const PAGE: usize = 4096;
-/// Largest `max_msg` a client accepts from a server (the header's length
-/// field is 32 bits).
-const MAX_AREA_MSG: usize = u32::MAX as usize - PAGE;
 
 /// Eventfd notification, shared-memory payload.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EventFd;
 
-/// Bytes of one direction's area for `max_msg`.
-fn area_len(max_msg: usize) -> usize {
-    (HEAD + max_msg).div_ceil(PAGE) * PAGE
-}
-
 /// One end of an eventfd connection.
 pub(crate) struct EventWire {
-    map: Mapping,
-    /// Offset of the area we receive in.
-    rx_off: usize,
-    /// Offset of the area we send in.
-    tx_off: usize,
+    areas: Areas,
     /// Our eventfd: the peer adds to it when it sent.
     rx: OwnedFd,
     /// The peer's eventfd.
     tx: OwnedFd,
-    /// Largest payload an area holds.
-    max: usize,
     /// Our registration with the poker, made at the first timed receive.
     poke: Option<Arc<Target>>,
 }
 
 impl EventWire {
-    /// Checks that both areas for `max` fit the mapping.
-    fn new(
-        map: Mapping,
-        c2s_is_rx: bool,
-        rx: OwnedFd,
-        tx: OwnedFd,
-        max: usize,
-    ) -> io::Result<EventWire> {
-        let area = area_len(max);
-        if map.len() < 2 * area {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("shared memory is {} bytes, {} needed", map.len(), 2 * area),
-            ));
-        }
-        let (rx_off, tx_off) = if c2s_is_rx { (0, area) } else { (area, 0) };
-        Ok(EventWire {
-            map,
-            rx_off,
-            tx_off,
+    fn new(areas: Areas, rx: OwnedFd, tx: OwnedFd) -> EventWire {
+        EventWire {
+            areas,
             rx,
             tx,
-            max,
             poke: None,
-        })
+        }
     }
 }
 
 /// The message count in an eventfd counter (the high bits count pokes).
 const MESSAGES: u64 = poker::POKE - 1;
 
-impl EventWire {
-    /// Copies the message in our area to `frame`, once its eventfd said it
-    /// is there.
-    fn take(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        fence(Ordering::Acquire);
-        let area = self.map.ptr().wrapping_add(self.rx_off);
-        let mut head = [0u8; HEAD];
-        // SAFETY: the area at rx_off holds at least HEAD bytes inside the
-        // mapping (checked in `new`); `head` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, head.as_mut_ptr(), HEAD) };
-        let (_, len) = parse_head(&head);
-        if len > self.max || HEAD + len > frame.len() {
-            return Err(too_long());
-        }
-        // SAFETY: len <= max, so HEAD + len bytes lie inside the area;
-        // HEAD + len <= frame.len(); `frame` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, frame.as_mut_ptr(), HEAD + len) };
-        Ok(Some(len))
-    }
-}
-
 impl Wire for EventWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
-        if data.len() > self.max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "message longer than the channel maximum",
-            ));
-        }
-        // SAFETY: the area at tx_off spans HEAD + max bytes inside the mapping
-        // (checked in `new`) and data.len() <= max; our buffers do not overlap
-        // the mapping. The peer reads the area only after our eventfd write;
-        // if it misbehaves it only corrupts the message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.tx_off);
-            ptr::copy_nonoverlapping(head.as_ptr(), area, HEAD);
-            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
-        }
-        fence(Ordering::Release);
+        self.areas.put(head, data)?;
         sys::eventfd_write(self.tx.as_fd(), 1)
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         // Pokes alone are not a message: wait on.
         while sys::eventfd_read(self.rx.as_fd())? & MESSAGES == 0 {}
-        self.take(frame)
+        self.areas.take(frame).map(Some)
     }
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
@@ -168,7 +92,7 @@ impl Wire for EventWire {
         if got? & MESSAGES == 0 {
             return Err(io::ErrorKind::TimedOut.into());
         }
-        self.take(frame)
+        self.areas.take(frame).map(Some)
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
@@ -187,13 +111,11 @@ impl Mechanism for EventFd {
         opts: &Options,
     ) -> io::Result<(EventWire, Vec<OwnedFd>, Vec<u8>)> {
         let max = opts.max_msg;
-        let len = 2 * area_len(max);
-        let mem = sys::memfd("msgpass-eventfd", len)?;
-        let map = Mapping::new(mem.as_fd(), len)?;
+        let (mem, areas) = Areas::create("msgpass-eventfd", 0, max)?;
         let to_server = sys::eventfd()?;
         let to_client = sys::eventfd()?;
         let theirs = vec![mem, to_server.try_clone()?, to_client.try_clone()?];
-        let wire = EventWire::new(map, true, to_server, to_client, max)?;
+        let wire = EventWire::new(areas, to_server, to_client);
         Ok((wire, theirs, (max as u64).to_le_bytes().to_vec()))
     }
 
@@ -210,13 +132,7 @@ impl Mechanism for EventFd {
         let max: [u8; 8] = extra
             .try_into()
             .map_err(|_| bad("hello lacks the message size".into()))?;
-        let max = u64::from_le_bytes(max);
-        if max > MAX_AREA_MSG as u64 {
-            return Err(bad(format!("message size {max} out of range")));
-        }
-        let max = max as usize;
-        let len = 2 * area_len(max);
-        let map = sys::map_sealed(mem.as_fd(), len, "eventfd")?;
-        EventWire::new(map, false, to_client, to_server, max)
+        let areas = Areas::adopt(mem.as_fd(), "eventfd", 0, u64::from_le_bytes(max))?;
+        Ok(EventWire::new(areas, to_client, to_server))
     }
 }

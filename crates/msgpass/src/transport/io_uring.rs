@@ -15,16 +15,15 @@
 //! user (Yama's `kernel.yama.ptrace_scope` above 0 restricts it) or
 //! `CAP_SYS_PTRACE`; without it, connecting fails with a clear error.
 //!
-//! Per connection the server makes its ring, one sealed memfd holding a
-//! message area per direction (client to server first, then server to
-//! client; each starts on its own page) and a seqpacket socket pair, and
+//! Per connection the server makes its ring, the connection's message areas
+//! (one sealed memfd, see `areas.rs`) and a seqpacket socket pair, and
 //! passes the memfd, its pidfd and one end of the pair over the rendezvous,
 //! with its ring's number in the hello's extra bytes. The client takes the
 //! server's ring, makes its own, and sends its pidfd and ring number back
 //! over the pair before its first request; the server takes the client's
 //! ring when that request arrives.
 //!
-//! - `send` copies the payload into the peer-bound area, then submits one
+//! - `send` copies the message into the peer-bound area, then submits one
 //!   `MSG_RING` entry on its own ring that posts a completion into the
 //!   peer's ring: `user_data` is the 8-byte wire header (code, length),
 //!   `res` the length again. The entry is flagged `IOSQE_CQE_SKIP_SUCCESS`,
@@ -33,14 +32,13 @@
 //!   reports.
 //! - `recv` takes the next completion from its ring (waiting in
 //!   `io_uring_enter` with `IORING_ENTER_GETEVENTS`, `min_complete` 1, when
-//!   there is none), checks the header against the area's size and copies
-//!   the payload out. The length comes from the peer, so it is bounded by
-//!   `max_msg`: a peer can send garbage, never make us read outside the area.
+//!   there is none) and copies the message out of the area (its length
+//!   bounded by `max_msg`), which must match the completion's header.
 //!
 //! The syscalls order the copies: the writer's stores happen before its
 //! `io_uring_enter`, which publishes the completion with a release store of
 //! the peer's completion tail; the reader loads that tail with acquire
-//! before reading the area (the fences say so to the compiler as well).
+//! before reading the area.
 //!
 //! Waiting: a ring descriptor polls readable while its completion queue
 //! holds entries, so the wire framework's poll loop serves many rings, and a
@@ -55,19 +53,18 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::ptr;
-use std::sync::atomic::{fence, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use ::io_uring::{cqueue, opcode, squeue, types, IoUring as Ring, Probe};
 
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
+use crate::sys;
+use crate::transport::areas::Areas;
 use crate::transport::mechanism::WireTransport;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{parse_head, Wire, HEAD};
+use crate::transport::wire::{Wire, HEAD};
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
 const PAGE: usize = 4096;
@@ -86,11 +83,6 @@ const UNSUPPORTED: &str = "io-uring: IORING_OP_MSG_RING not supported by this ke
 /// `MSG_RING` notification between two io_urings, shared-memory payload.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IoUring;
-
-/// Bytes of one direction's area for `max_msg` (at least a page).
-fn area_len(max_msg: usize) -> usize {
-    max_msg.div_ceil(PAGE).max(1) * PAGE
-}
 
 /// Makes one of our rings.
 fn new_ring() -> io::Result<Ring> {
@@ -160,43 +152,17 @@ pub(crate) struct RingWire {
     /// Server only, until the client's ring is taken: the socket the client
     /// sends its pidfd and ring number on.
     back: Option<OwnedFd>,
-    map: Mapping,
-    /// Offset of the area we receive in.
-    rx_off: usize,
-    /// Offset of the area we send in.
-    tx_off: usize,
-    /// Largest payload an area holds.
-    max: usize,
+    areas: Areas,
 }
 
 impl RingWire {
-    /// Checks that both areas for `max` fit the mapping.
-    fn new(
-        ring: Ring,
-        peer: Option<OwnedFd>,
-        back: Option<OwnedFd>,
-        map: Mapping,
-        c2s_is_rx: bool,
-        max: usize,
-    ) -> io::Result<RingWire> {
-        let area = area_len(max);
-        if map.len() < 2 * area {
-            return Err(bad(format!(
-                "shared memory is {} bytes, {} needed",
-                map.len(),
-                2 * area
-            )));
-        }
-        let (rx_off, tx_off) = if c2s_is_rx { (0, area) } else { (area, 0) };
-        Ok(RingWire {
+    fn new(ring: Ring, peer: Option<OwnedFd>, back: Option<OwnedFd>, areas: Areas) -> RingWire {
+        RingWire {
             ring,
             peer,
             back,
-            map,
-            rx_off,
-            tx_off,
-            max,
-        })
+            areas,
+        }
     }
 
     /// Server side: takes the client's ring, named by the pidfd and ring
@@ -252,26 +218,11 @@ impl RingWire {
 
 impl Wire for RingWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
-        if data.len() > self.max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "message longer than the channel maximum",
-            ));
-        }
         let peer = self
             .peer
             .as_ref()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "peer ring unknown"))?;
-        // SAFETY: the area at tx_off spans max bytes inside the mapping
-        // (checked in `new`) and data.len() <= max; our buffer does not
-        // overlap the mapping. The peer reads the area only after our
-        // completion reaches it; if it misbehaves it only corrupts the
-        // message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.tx_off);
-            ptr::copy_nonoverlapping(data.as_ptr(), area, data.len());
-        }
-        fence(Ordering::Release);
+        self.areas.put(head, data)?;
         let sqe = opcode::MsgRingData::new(
             types::Fd(peer.as_raw_fd()),
             data.len() as i32,
@@ -328,22 +279,11 @@ impl RingWire {
         if self.peer.is_none() {
             self.peer = Some(self.take_peer_ring()?);
         }
-        let head = cqe.user_data().to_le_bytes();
-        let (_, len) = parse_head(&head);
-        if usize::try_from(cqe.result()).ok() != Some(len) {
-            return Err(bad("completion length does not match the header"));
-        }
-        if len > self.max || HEAD + len > frame.len() {
-            return Err(bad("message longer than the channel maximum"));
-        }
-        fence(Ordering::Acquire);
-        frame[..HEAD].copy_from_slice(&head);
-        // SAFETY: len <= max, so len bytes at rx_off lie inside the mapping
-        // (checked in `new`); HEAD + len <= frame.len(); `frame` is our own
-        // memory.
-        unsafe {
-            let area = self.map.ptr().add(self.rx_off);
-            ptr::copy_nonoverlapping(area, frame.as_mut_ptr().add(HEAD), len);
+        let len = self.areas.take(frame)?;
+        // The completion repeats the header: a peer whose two disagree is
+        // broken (or lying).
+        if cqe.user_data().to_le_bytes() != frame[..HEAD] || cqe.result() != len as i32 {
+            return Err(bad("completion does not match the message"));
         }
         Ok(Some(len))
     }
@@ -364,14 +304,12 @@ impl Mechanism for IoUring {
         opts: &Options,
     ) -> io::Result<(RingWire, Vec<OwnedFd>, Vec<u8>)> {
         let max = opts.max_msg;
-        let len = 2 * area_len(max);
-        let mem = sys::memfd("msgpass-io-uring", len)?;
-        let map = Mapping::new(mem.as_fd(), len)?;
+        let (mem, areas) = Areas::create("msgpass-io-uring", 0, max)?;
         let ring = new_ring()?;
         let mut extra = (max as u64).to_le_bytes().to_vec();
         extra.extend_from_slice(&ring.as_raw_fd().to_le_bytes());
         let (back, theirs_back) = sys::socketpair(libc::SOCK_SEQPACKET)?;
-        let wire = RingWire::new(ring, None, Some(back), map, true, max)?;
+        let wire = RingWire::new(ring, None, Some(back), areas);
         let theirs = vec![mem, sys::pidfd_self()?, theirs_back];
         Ok((wire, theirs, extra))
     }
@@ -394,9 +332,7 @@ impl Mechanism for IoUring {
         if max > MAX_AREA_MSG as u64 {
             return Err(bad(format!("message size {max} out of range")));
         }
-        let max = max as usize;
-        let len = 2 * area_len(max);
-        let map = sys::map_sealed(mem.as_fd(), len, "io-uring")?;
+        let areas = Areas::adopt(mem.as_fd(), "io-uring", 0, max)?;
         let server_ring = take_ring(server_pid.as_fd(), num, "server")?;
         let ring = new_ring()?;
         // The server takes our ring with this, before our first request.
@@ -406,7 +342,7 @@ impl Mechanism for IoUring {
             &[&ring.as_raw_fd().to_le_bytes()],
             &[me.as_fd()],
         )?;
-        RingWire::new(ring, Some(server_ring), None, map, false, max)
+        Ok(RingWire::new(ring, Some(server_ring), None, areas))
     }
 }
 

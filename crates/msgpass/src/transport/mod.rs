@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod areas;
 mod client;
 pub mod eventfd;
 pub mod fifo;

@@ -77,10 +77,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
+use crate::sys;
+use crate::transport::areas::Areas;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{reply_parts, Guard, Session, Sessions};
-use crate::transport::wire::{head, parse_head, HEAD};
+use crate::transport::wire::head;
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
 const PAGE: usize = 4096;
@@ -294,101 +295,17 @@ struct Control {
     rep_seq: AtomicU64,
 }
 
-/// Bytes of one direction's area for `max_msg`.
-fn area_len(max_msg: usize) -> usize {
-    (HEAD + max_msg).div_ceil(PAGE) * PAGE
-}
-
-/// Bytes of a connection's memory for `max_msg`.
-fn mem_len(max_msg: usize) -> usize {
-    PAGE + 2 * area_len(max_msg)
-}
-
-/// A connection's mapped memory.
+/// A connection's memory: the control page, then the message areas.
 struct Shared {
-    map: Mapping,
-    max: usize,
+    areas: Areas,
 }
 
 impl Shared {
-    /// Checks that the mapping holds the control page and both areas.
-    fn new(map: Mapping, max: usize) -> io::Result<Shared> {
-        if map.len() < mem_len(max) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "shared memory too small",
-            ));
-        }
-        Ok(Shared { map, max })
-    }
-
     fn ctl(&self) -> &Control {
-        // SAFETY: the mapping is page-aligned and at least a page long
-        // (checked in `new`); Control is made of atomics, valid for any bits,
-        // and lives as long as the mapping borrowed here.
-        unsafe { &*(self.map.ptr() as *const Control) }
-    }
-
-    /// Offset of the client-to-server area (`c2s`) or the other one.
-    fn area(&self, c2s: bool) -> usize {
-        if c2s {
-            PAGE
-        } else {
-            PAGE + area_len(self.max)
-        }
-    }
-
-    /// Writes one message into an area. `data.len() <= max` is checked.
-    fn put(&self, c2s: bool, code: u32, data: &[u8]) -> io::Result<()> {
-        if data.len() > self.max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "message longer than the channel maximum",
-            ));
-        }
-        let h = head(code, data.len());
-        // SAFETY: the area spans HEAD + max bytes inside the mapping (checked
-        // in `new`) and data.len() <= max; our buffers do not overlap the
-        // mapping. The peer reads it only after our signal; if it misbehaves
-        // it only corrupts the message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.area(c2s));
-            ptr::copy_nonoverlapping(h.as_ptr(), area, HEAD);
-            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
-        }
-        Ok(())
-    }
-
-    /// Reads the header of the message in an area: (code, len), with len
-    /// checked against the maximum (read once: the peer may change it).
-    fn head(&self, c2s: bool) -> io::Result<(u32, usize)> {
-        let mut h = [0u8; HEAD];
-        // SAFETY: the area holds at least HEAD bytes inside the mapping.
-        unsafe {
-            ptr::copy_nonoverlapping(self.map.ptr().add(self.area(c2s)), h.as_mut_ptr(), HEAD)
-        };
-        let (code, len) = parse_head(&h);
-        if len > self.max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "message longer than the channel maximum",
-            ));
-        }
-        Ok((code, len))
-    }
-
-    /// Copies `out.len()` payload bytes (at most `max`) out of an area.
-    fn take(&self, c2s: bool, out: &mut [u8]) {
-        let n = out.len().min(self.max);
-        // SAFETY: HEAD + n <= HEAD + max bytes lie inside the area; `out` is
-        // our own memory.
-        unsafe {
-            ptr::copy_nonoverlapping(
-                self.map.ptr().add(self.area(c2s) + HEAD),
-                out.as_mut_ptr(),
-                n,
-            )
-        };
+        // SAFETY: the control part is the mapping's first page, page-aligned
+        // (made with `control` = PAGE); Control is made of atomics, valid for
+        // any bits, and lives as long as the mapping borrowed here.
+        unsafe { &*(self.areas.control() as *const Control) }
     }
 }
 
@@ -439,11 +356,10 @@ impl Transport for Signal {
         if max > MAX_AREA_MSG as u64 || max as usize != hello.max_msg {
             return Err(bad(format!("message size {max} out of range")));
         }
+        let areas = Areas::adopt(mem.as_fd(), "signal", PAGE, max)
+            .map_err(|e| Error::io("map memfd", e))?;
+        let shared = Shared { areas };
         let max = max as usize;
-        let len = mem_len(max);
-        let map =
-            sys::map_sealed(mem.as_fd(), len, "signal").map_err(|e| Error::io("map memfd", e))?;
-        let shared = Shared::new(map, max).map_err(|e| Error::io("map memfd", e))?;
         let sfd = signalfd(rep_signal()).map_err(|e| Error::io("signalfd", e))?;
         let seq = shared.ctl().req_seq.load(Ordering::SeqCst);
         Ok(Box::new(SignalClient {
@@ -503,14 +419,11 @@ fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
 fn greet(listener: &Listener, next_id: &mut u64, tid: i32, max: usize) -> Option<Session<Link>> {
     *next_id += 1;
     let id = *next_id;
-    let made = sys::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
-        let map = Mapping::new(mem.as_fd(), mem_len(max))?;
-        Ok((mem, Shared::new(map, max)?))
-    });
-    let Ok((mem, shared)) = made else {
+    let Ok((mem, areas)) = Areas::create("msgpass-signal", PAGE, max) else {
         drop(listener.accept(&[]));
         return None;
     };
+    let shared = Shared { areas };
     shared.ctl().server_tid.store(tid as u32, Ordering::SeqCst);
     let mut extra = Vec::with_capacity(20);
     extra.extend_from_slice(&(max as u64).to_le_bytes());
@@ -598,12 +511,12 @@ impl SignalServer {
         if seq == c.served {
             return None;
         }
-        let Ok((cmd, len)) = c.shared.head(true) else {
+        let Ok((cmd, len)) = c.shared.areas.head() else {
             self.drop_conn(i);
             return None;
         };
         c.served = seq;
-        c.shared.take(true, &mut self.buf[..len]);
+        c.shared.areas.take_payload(&mut self.buf[..len]);
         self.len = len;
         self.guard.set(i);
         Some(Incoming {
@@ -676,7 +589,7 @@ impl ServerChannel for SignalServer {
         let i = self.guard.take()?;
         let (code, data, verdict) = reply_parts(status, data, self.opts.max_msg);
         let (sock, c) = (&self.conns.list[i].sock, &self.conns.list[i].link);
-        if c.shared.put(false, code, data).is_err() {
+        if c.shared.areas.put(&head(code, data.len()), data).is_err() {
             self.drop_conn(i);
             return verdict;
         }
@@ -808,7 +721,8 @@ impl ClientConnection for SignalClient {
         block_in_this_thread(rep_signal(), 2)
             .map_err(|e| Error::io("block the reply signal", e))?;
         self.shared
-            .put(true, cmd, req)
+            .areas
+            .put(&head(cmd, req.len()), req)
             .map_err(|e| Error::io("write request", e))?;
         let ctl = self.shared.ctl();
         ctl.client_tid.store(gettid() as u32, Ordering::SeqCst);
@@ -818,10 +732,11 @@ impl ClientConnection for SignalClient {
         self.wait()?;
         let (status, len) = self
             .shared
-            .head(false)
+            .areas
+            .head()
             .map_err(|e| Error::Protocol(format!("reply: {e}")))?;
         Status::check_reply(status, len, reply.len())?;
-        self.shared.take(false, &mut reply[..len]);
+        self.shared.areas.take_payload(&mut reply[..len]);
         Ok(len)
     }
 

@@ -1,0 +1,199 @@
+//! The shared memory of a connection whose messages are copied through
+//! memory and announced through a kernel object (an eventfd, an io_uring
+//! `MSG_RING` completion, a real-time signal).
+//!
+//! One sealed memfd per connection, made by the server and passed to the
+//! client: an optional control part (a whole number of pages, for the
+//! mechanism's own words), then one message area per direction, client to
+//! server first, each starting on its own page. An area is the 8-byte wire
+//! header (code, length) followed by room for `max` payload bytes.
+//!
+//! The peer can write its area at any time, so nothing read from it is
+//! trusted: the length is read once and bounded by `max`, so a peer can send
+//! garbage, never make us read or write outside the mapping. At most one
+//! message is outstanding per direction (request, then reply), and the
+//! announcing system call orders the copies: our stores happen before our
+//! announcement, the peer's loads after it sees it (the fences say so to
+//! the compiler as well).
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ptr;
+use std::sync::atomic::{fence, Ordering};
+
+use crate::sys::{self, Mapping};
+use crate::transport::wire::{parse_head, too_long, HEAD};
+
+const PAGE: usize = 4096;
+
+/// Largest `max` a client accepts from a server (the header's length field
+/// is 32 bits).
+pub(crate) const MAX_AREA_MSG: usize = u32::MAX as usize - PAGE;
+
+/// Bytes of one direction's area for `max` payload bytes.
+fn area_len(max: usize) -> usize {
+    (HEAD + max).div_ceil(PAGE) * PAGE
+}
+
+/// Bytes of a connection's memory: `control` bytes, then both areas.
+fn mem_len(control: usize, max: usize) -> usize {
+    control + 2 * area_len(max)
+}
+
+/// One side's view of a connection's memory.
+pub(crate) struct Areas {
+    map: Mapping,
+    /// Offset of the area we receive in.
+    rx: usize,
+    /// Offset of the area we send in.
+    tx: usize,
+    /// Largest payload an area holds.
+    max: usize,
+}
+
+impl Areas {
+    /// Server side: makes the memory (`control` bytes, a multiple of the
+    /// page, then the areas for `max`), returning the memfd to pass to the
+    /// client and our view, receiving client-to-server.
+    pub(crate) fn create(name: &str, control: usize, max: usize) -> io::Result<(OwnedFd, Areas)> {
+        let len = mem_len(control, max);
+        let mem = sys::memfd(name, len)?;
+        let map = Mapping::new(mem.as_fd(), len)?;
+        let areas = Areas::new(map, control, max, true);
+        Ok((mem, areas))
+    }
+
+    /// Client side: maps the memfd the server passed (checked: sealed and
+    /// large enough for `max`, which is bounded), receiving
+    /// server-to-client.
+    pub(crate) fn adopt(
+        mem: BorrowedFd<'_>,
+        what: &str,
+        control: usize,
+        max: u64,
+    ) -> io::Result<Areas> {
+        if max > MAX_AREA_MSG as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("message size {max} out of range"),
+            ));
+        }
+        let max = max as usize;
+        let map = sys::map_sealed(mem, mem_len(control, max), what)?;
+        Ok(Areas::new(map, control, max, false))
+    }
+
+    fn new(map: Mapping, control: usize, max: usize, c2s_is_rx: bool) -> Areas {
+        let (c2s, s2c) = (control, control + area_len(max));
+        let (rx, tx) = if c2s_is_rx { (c2s, s2c) } else { (s2c, c2s) };
+        Areas { map, rx, tx, max }
+    }
+
+    /// The start of the control part (valid for the `control` bytes given
+    /// when the memory was made, page-aligned).
+    pub(crate) fn control(&self) -> *mut u8 {
+        self.map.ptr()
+    }
+
+    /// Copies a message into the area the peer receives in, before it is
+    /// announced.
+    pub(crate) fn put(&self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        if data.len() > self.max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "message longer than the channel maximum",
+            ));
+        }
+        // SAFETY: the area at `tx` spans HEAD + max bytes inside the mapping
+        // (its length is mem_len, checked when mapped) and data.len() <= max;
+        // our buffers do not overlap the mapping. The peer reads the area
+        // only after our announcement; if it misbehaves it only corrupts
+        // the message it receives.
+        unsafe {
+            let area = self.map.ptr().add(self.tx);
+            ptr::copy_nonoverlapping(head.as_ptr(), area, HEAD);
+            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
+        }
+        fence(Ordering::Release);
+        Ok(())
+    }
+
+    /// The header of the message announced in our area: (code, length),
+    /// the length read once and bounded by the maximum.
+    pub(crate) fn head(&self) -> io::Result<(u32, usize)> {
+        fence(Ordering::Acquire);
+        let mut head = [0u8; HEAD];
+        // SAFETY: the area at `rx` holds at least HEAD bytes inside the
+        // mapping; `head` is our own memory.
+        unsafe { ptr::copy_nonoverlapping(self.map.ptr().add(self.rx), head.as_mut_ptr(), HEAD) };
+        let (code, len) = parse_head(&head);
+        if len > self.max {
+            return Err(too_long());
+        }
+        Ok((code, len))
+    }
+
+    /// Copies the first `out.len()` payload bytes (at most the maximum) of
+    /// the message in our area to `out`.
+    pub(crate) fn take_payload(&self, out: &mut [u8]) {
+        let n = out.len().min(self.max);
+        // SAFETY: HEAD + n <= HEAD + max bytes lie inside the area; `out`
+        // is our own memory.
+        unsafe {
+            ptr::copy_nonoverlapping(self.map.ptr().add(self.rx + HEAD), out.as_mut_ptr(), n)
+        };
+    }
+
+    /// Copies the message announced in our area, header and payload, to
+    /// `frame`, as a wire receives it; returns the payload length.
+    pub(crate) fn take(&self, frame: &mut [u8]) -> io::Result<usize> {
+        let (code, len) = self.head()?;
+        if HEAD + len > frame.len() {
+            return Err(too_long());
+        }
+        // The header as checked, not as the peer may have rewritten it since.
+        frame[..HEAD].copy_from_slice(&crate::transport::wire::head(code, len));
+        self.take_payload(&mut frame[HEAD..HEAD + len]);
+        Ok(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_crosses_from_one_side_to_the_other() {
+        let (mem, server) = Areas::create("areas-test", PAGE, 100).expect("create");
+        let client = Areas::adopt(mem.as_fd(), "areas-test", PAGE, 100).expect("adopt");
+        client
+            .put(&crate::transport::wire::head(7, 5), b"hello")
+            .expect("put");
+        let mut frame = [0u8; HEAD + 100];
+        assert_eq!(server.take(&mut frame).expect("take"), 5);
+        assert_eq!(&frame[HEAD..HEAD + 5], b"hello");
+        assert_eq!(parse_head(frame[..HEAD].try_into().expect("8")), (7, 5));
+        server
+            .put(&crate::transport::wire::head(0, 2), b"ok")
+            .expect("put");
+        assert_eq!(client.head().expect("head"), (0, 2));
+        let mut out = [0u8; 2];
+        client.take_payload(&mut out);
+        assert_eq!(&out, b"ok");
+    }
+
+    #[test]
+    fn a_peer_cannot_claim_more_than_the_maximum() {
+        let (mem, server) = Areas::create("areas-test", 0, 16).expect("create");
+        let client = Areas::adopt(mem.as_fd(), "areas-test", 0, 16).expect("adopt");
+        assert!(client
+            .put(&crate::transport::wire::head(1, 17), &[0; 17])
+            .is_err());
+        // A lying header: 16 bytes written, a length of 4096 claimed.
+        client
+            .put(&crate::transport::wire::head(1, 4096), &[0; 16])
+            .expect("put");
+        assert!(server.head().is_err());
+        assert!(Areas::adopt(mem.as_fd(), "x", 0, u64::MAX).is_err());
+    }
+}
