@@ -17,7 +17,6 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::sys;
 
 /// Environment variable that overrides the default namespace root.
 pub const NS_ENV: &str = "MSGBENCH_NS";
@@ -34,8 +33,8 @@ impl Namespace {
     pub fn default_root() -> PathBuf {
         match std::env::var_os("XDG_RUNTIME_DIR") {
             Some(d) if !d.is_empty() => PathBuf::from(d).join("msgbench"),
-            _ if sys::euid() == 0 => PathBuf::from("/run/msgbench"),
-            _ => PathBuf::from(format!("/tmp/msgbench-{}", sys::euid())),
+            _ if oslayer::ids::euid() == 0 => PathBuf::from("/run/msgbench"),
+            _ => PathBuf::from(format!("/tmp/msgbench-{}", oslayer::ids::euid())),
         }
     }
 
@@ -134,7 +133,7 @@ fn ensure_private_dir(dir: &Path) -> Result<()> {
     if !md.is_dir() {
         return Err(ns_err(dir, "exists and is not a directory".into()));
     }
-    let me = sys::euid();
+    let me = oslayer::ids::euid();
     if md.uid() != me {
         return Err(ns_err(
             dir,

@@ -39,11 +39,11 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sys::{self, Mapping};
 use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{parse_head, too_long, ConnCtx, Mechanism, Wire, HEAD};
 use crate::transport::Options;
+use oslayer::mman::Mapping;
 
 const PAGE: usize = 4096;
 /// Largest `max_msg` a client accepts from a server (the header's length
@@ -147,12 +147,12 @@ impl Wire for EventWire {
             ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
         }
         fence(Ordering::Release);
-        sys::eventfd_write(self.tx.as_fd(), 1)
+        oslayer::eventfd::write(self.tx.as_fd(), 1)
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         // Pokes alone are not a message: wait on.
-        while sys::eventfd_read(self.rx.as_fd())? & MESSAGES == 0 {}
+        while oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {}
         self.take(frame)
     }
 
@@ -162,7 +162,7 @@ impl Wire for EventWire {
         }
         let poke = self.poke.as_deref().expect("registered above");
         poke.begin();
-        let got = sys::eventfd_read(self.rx.as_fd());
+        let got = oslayer::eventfd::read(self.rx.as_fd());
         poke.end();
         if got? & MESSAGES == 0 {
             return Err(io::ErrorKind::TimedOut.into());
@@ -187,10 +187,10 @@ impl Mechanism for EventFd {
     ) -> io::Result<(EventWire, Vec<OwnedFd>, Vec<u8>)> {
         let max = opts.max_msg;
         let len = 2 * area_len(max);
-        let mem = sys::memfd("msgpass-eventfd", len)?;
+        let mem = oslayer::mman::memfd("msgpass-eventfd", len)?;
         let map = Mapping::new(mem.as_fd(), len)?;
-        let to_server = sys::eventfd()?;
-        let to_client = sys::eventfd()?;
+        let to_server = oslayer::eventfd::new()?;
+        let to_client = oslayer::eventfd::new()?;
         let theirs = vec![mem, to_server.try_clone()?, to_client.try_clone()?];
         let wire = EventWire::new(map, true, to_server, to_client, max)?;
         Ok((wire, theirs, (max as u64).to_le_bytes().to_vec()))
@@ -215,7 +215,7 @@ impl Mechanism for EventFd {
         }
         let max = max as usize;
         let len = 2 * area_len(max);
-        let map = sys::map_sealed(mem.as_fd(), len, "eventfd")?;
+        let map = oslayer::mman::map_sealed(mem.as_fd(), len, "eventfd")?;
         EventWire::new(map, false, to_client, to_server, max)
     }
 }

@@ -52,7 +52,7 @@ use std::collections::{HashSet, VecDeque};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::{self, Family};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
@@ -128,10 +127,10 @@ pub fn unavailable() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
         return Some("/dev/fuse does not exist (load the fuse module: modprobe fuse)".into());
     }
-    if sys::euid() != 0 {
+    if oslayer::ids::euid() != 0 {
         return Some(format!(
             "serving over fuse mounts a filesystem, which needs root (euid is {})",
-            sys::euid()
+            oslayer::ids::euid()
         ));
     }
     None
@@ -398,11 +397,11 @@ impl FuseServer {
         }
         // SAFETY: `fd` was just returned by open and is owned by nobody else.
         let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
-        let wake = Arc::new(sys::eventfd().map_err(|e| Error::io("fuse: eventfd", e))?);
+        let wake = Arc::new(oslayer::eventfd::new().map_err(|e| Error::io("fuse: eventfd", e))?);
         let target = cpath(path).map_err(|e| Error::io("fuse: endpoint path", e))?;
         let data = CString::new(format!(
             "fd={fd},rootmode=100600,user_id={uid},group_id={gid},allow_other,default_permissions",
-            uid = sys::euid(),
+            uid = oslayer::ids::euid(),
             // SAFETY: getegid has no preconditions.
             gid = unsafe { libc::getegid() },
         ))
@@ -456,7 +455,7 @@ impl Drop for FuseServer {
     fn drop(&mut self) {
         // Stop the reader, then close /dev/fuse (which aborts the
         // connection: blocked clients hear at once), then detach the mount.
-        let _ = sys::eventfd_write(std::os::fd::AsFd::as_fd(&*self.wake), 1);
+        let _ = oslayer::eventfd::write(std::os::fd::AsFd::as_fd(&*self.wake), 1);
         if let Some(h) = self.reader.take() {
             let _ = h.join();
         }
@@ -477,18 +476,10 @@ fn read_loop(dev: &OwnedFd, wake: &OwnedFd, shared: &Shared, max_msg: usize) {
     let mut next_fh: u64 = 1;
     let why = loop {
         let mut fds = [
-            libc::pollfd {
-                fd: dev.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            oslayer::poll::PollFd::readable(dev.as_fd()),
+            oslayer::poll::PollFd::readable(wake.as_fd()),
         ];
-        match sys::poll(&mut fds, None) {
+        match oslayer::poll::poll(&mut fds, None) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => break format!("poll /dev/fuse: {e}"),
@@ -550,8 +541,8 @@ fn attr_out() -> [u8; 104] {
     attr[0..8].copy_from_slice(&1u64.to_le_bytes()); // ino
     attr[60..64].copy_from_slice(&(libc::S_IFREG | 0o600).to_le_bytes()); // mode
     attr[64..68].copy_from_slice(&1u32.to_le_bytes()); // nlink
-    attr[68..72].copy_from_slice(&sys::euid().to_le_bytes()); // uid
-                                                              // SAFETY: getegid has no preconditions.
+    attr[68..72].copy_from_slice(&oslayer::ids::euid().to_le_bytes()); // uid
+                                                                       // SAFETY: getegid has no preconditions.
     attr[72..76].copy_from_slice(&unsafe { libc::getegid() }.to_le_bytes()); // gid
     attr[80..84].copy_from_slice(&4096u32.to_le_bytes()); // blksize
     a

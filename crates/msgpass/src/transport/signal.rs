@@ -77,10 +77,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use oslayer::mman::Mapping;
 
 const PAGE: usize = 4096;
 /// Largest `max_msg` a client accepts from a server (the header's length
@@ -441,8 +441,8 @@ impl Transport for Signal {
         }
         let max = max as usize;
         let len = mem_len(max);
-        let map =
-            sys::map_sealed(mem.as_fd(), len, "signal").map_err(|e| Error::io("map memfd", e))?;
+        let map = oslayer::mman::map_sealed(mem.as_fd(), len, "signal")
+            .map_err(|e| Error::io("map memfd", e))?;
         let shared = Shared::new(map, max).map_err(|e| Error::io("map memfd", e))?;
         let sfd = signalfd(rep_signal()).map_err(|e| Error::io("signalfd", e))?;
         let seq = shared.ctl().req_seq.load(Ordering::SeqCst);
@@ -483,7 +483,7 @@ struct SignalServer {
     /// sender's pid (`None`: found by a re-scan, no signal to check).
     pending: VecDeque<(u64, Option<i32>)>,
     /// `[signalfd, listener, each session]`, emptied when stale.
-    pollfds: Vec<libc::pollfd>,
+    pollfds: Vec<oslayer::poll::PollFd>,
     /// The tid published in every connection (0: none yet).
     tid: i32,
     next_id: u64,
@@ -494,12 +494,8 @@ struct SignalServer {
     opts: Options,
 }
 
-fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
-    libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }
+fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
+    oslayer::poll::PollFd::readable(fd)
 }
 
 impl SignalServer {
@@ -535,7 +531,7 @@ impl SignalServer {
         self.next_id += 1;
         let id = self.next_id;
         let max = self.opts.max_msg;
-        let made = sys::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
+        let made = oslayer::mman::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
             let map = Mapping::new(mem.as_fd(), mem_len(max))?;
             Ok((mem, Shared::new(map, max)?))
         });
@@ -652,7 +648,7 @@ impl ServerChannel for SignalServer {
             for p in &mut self.pollfds {
                 p.revents = 0;
             }
-            if sys::poll(&mut self.pollfds, Some(self.opts.tick))
+            if oslayer::poll::poll(&mut self.pollfds, Some(self.opts.tick))
                 .map_err(|e| Error::io("poll", e))?
                 == 0
             {
@@ -701,7 +697,7 @@ impl ServerChannel for SignalServer {
                 Ok(()) => return Ok(()),
                 Err(e)
                     if e.raw_os_error() == Some(libc::EAGAIN)
-                        && !sys::peer_gone(c.sock.as_fd()) =>
+                        && !oslayer::socket::peer_gone(c.sock.as_fd()) =>
                 {
                     std::thread::sleep(QUEUE_FULL_RETRY)
                 }
@@ -754,7 +750,7 @@ impl SignalClient {
                         tid = now;
                     }
                     Some(libc::EAGAIN) => {
-                        if sys::peer_gone(self.sock.as_fd()) {
+                        if oslayer::socket::peer_gone(self.sock.as_fd()) {
                             return Err(Error::Disconnected);
                         }
                         std::thread::sleep(QUEUE_FULL_RETRY);
@@ -797,7 +793,7 @@ impl SignalClient {
             }
             p[0].revents = 0;
             p[1].revents = 0;
-            sys::poll(&mut p, None::<Duration>).map_err(|e| Error::io("poll", e))?;
+            oslayer::poll::poll(&mut p, None::<Duration>).map_err(|e| Error::io("poll", e))?;
             if p[1].revents != 0 && p[0].revents == 0 {
                 // A reply sent just before the server closed is already
                 // pending: look once more before giving up.
