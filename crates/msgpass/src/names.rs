@@ -12,7 +12,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -215,18 +215,15 @@ impl EndpointClaim {
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&lock_path)
                 .map_err(|e| Error::io(format!("open {}", lock_path.display()), e))?;
-            // SAFETY: flock on a descriptor we own; no memory is involved.
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                    let mut s = String::new();
-                    let pid = f
-                        .read_to_string(&mut s)
-                        .ok()
-                        .and_then(|_| s.trim().parse().ok());
-                    return Err(Error::AlreadyServed { path, pid });
-                }
-                return Err(Error::io(format!("lock {}", lock_path.display()), e));
+            let locked = oslayer::fs::try_lock_exclusive(f.as_fd())
+                .map_err(|e| Error::io(format!("lock {}", lock_path.display()), e))?;
+            if !locked {
+                let mut s = String::new();
+                let pid = f
+                    .read_to_string(&mut s)
+                    .ok()
+                    .and_then(|_| s.trim().parse().ok());
+                return Err(Error::AlreadyServed { path, pid });
             }
             // The previous owner may have unlinked the file between our open
             // and our lock: only a lock on the file still at the path counts.

@@ -34,7 +34,6 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,18 +112,16 @@ impl EventWire {
     /// is there.
     fn take(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         fence(Ordering::Acquire);
-        let area = self.map.ptr().wrapping_add(self.rx_off);
+        // The area at rx_off holds HEAD + max bytes inside the mapping
+        // (checked in `new`).
         let mut head = [0u8; HEAD];
-        // SAFETY: the area at rx_off holds at least HEAD bytes inside the
-        // mapping (checked in `new`); `head` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, head.as_mut_ptr(), HEAD) };
+        self.map.read_at(self.rx_off, &mut head);
         let (_, len) = parse_head(&head);
         if len > self.max || HEAD + len > frame.len() {
             return Err(too_long());
         }
-        // SAFETY: len <= max, so HEAD + len bytes lie inside the area;
-        // HEAD + len <= frame.len(); `frame` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, frame.as_mut_ptr(), HEAD + len) };
+        // len <= max, so HEAD + len bytes lie inside the area.
+        self.map.read_at(self.rx_off, &mut frame[..HEAD + len]);
         Ok(Some(len))
     }
 }
@@ -137,15 +134,12 @@ impl Wire for EventWire {
                 "message longer than the channel maximum",
             ));
         }
-        // SAFETY: the area at tx_off spans HEAD + max bytes inside the mapping
-        // (checked in `new`) and data.len() <= max; our buffers do not overlap
-        // the mapping. The peer reads the area only after our eventfd write;
-        // if it misbehaves it only corrupts the message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.tx_off);
-            ptr::copy_nonoverlapping(head.as_ptr(), area, HEAD);
-            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
-        }
+        // The area at tx_off spans HEAD + max bytes inside the mapping
+        // (checked in `new`) and data.len() <= max. The peer reads the area
+        // only after our eventfd write; if it misbehaves it only corrupts
+        // the message it receives.
+        self.map.write_at(self.tx_off, head);
+        self.map.write_at(self.tx_off + HEAD, data);
         fence(Ordering::Release);
         oslayer::eventfd::write(self.tx.as_fd(), 1)
     }
