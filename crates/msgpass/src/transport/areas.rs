@@ -18,11 +18,10 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 
-use crate::sys::{self, Mapping};
 use crate::transport::wire::{parse_head, too_long, HEAD};
+use oslayer::mman::{self, Mapping};
 
 const PAGE: usize = 4096;
 
@@ -57,7 +56,7 @@ impl Areas {
     /// client and our view, receiving client-to-server.
     pub(crate) fn create(name: &str, control: usize, max: usize) -> io::Result<(OwnedFd, Areas)> {
         let len = mem_len(control, max);
-        let mem = sys::memfd(name, len)?;
+        let mem = mman::memfd(name, len)?;
         let map = Mapping::new(mem.as_fd(), len)?;
         let areas = Areas::new(map, control, max, true);
         Ok((mem, areas))
@@ -79,7 +78,7 @@ impl Areas {
             ));
         }
         let max = max as usize;
-        let map = sys::map_sealed(mem, mem_len(control, max), what)?;
+        let map = mman::map_sealed(mem, mem_len(control, max), what)?;
         Ok(Areas::new(map, control, max, false))
     }
 
@@ -89,10 +88,10 @@ impl Areas {
         Areas { map, rx, tx, max }
     }
 
-    /// The start of the control part (valid for the `control` bytes given
-    /// when the memory was made, page-aligned).
-    pub(crate) fn control(&self) -> *mut u8 {
-        self.map.ptr()
+    /// The mapping, whose first `control` bytes (given when the memory was
+    /// made) are the mechanism's own.
+    pub(crate) fn control(&self) -> &Mapping {
+        &self.map
     }
 
     /// Copies a message into the area the peer receives in, before it is
@@ -104,16 +103,10 @@ impl Areas {
                 "message longer than the channel maximum",
             ));
         }
-        // SAFETY: the area at `tx` spans HEAD + max bytes inside the mapping
-        // (its length is mem_len, checked when mapped) and data.len() <= max;
-        // our buffers do not overlap the mapping. The peer reads the area
-        // only after our announcement; if it misbehaves it only corrupts
-        // the message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.tx);
-            ptr::copy_nonoverlapping(head.as_ptr(), area, HEAD);
-            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
-        }
+        // The peer reads the area only after our announcement; if it
+        // misbehaves it only corrupts the message it receives.
+        self.map.write_at(self.tx, head);
+        self.map.write_at(self.tx + HEAD, data);
         fence(Ordering::Release);
         Ok(())
     }
@@ -123,9 +116,7 @@ impl Areas {
     pub(crate) fn head(&self) -> io::Result<(u32, usize)> {
         fence(Ordering::Acquire);
         let mut head = [0u8; HEAD];
-        // SAFETY: the area at `rx` holds at least HEAD bytes inside the
-        // mapping; `head` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(self.map.ptr().add(self.rx), head.as_mut_ptr(), HEAD) };
+        self.map.read_at(self.rx, &mut head);
         let (code, len) = parse_head(&head);
         if len > self.max {
             return Err(too_long());
@@ -137,11 +128,7 @@ impl Areas {
     /// the message in our area to `out`.
     pub(crate) fn take_payload(&self, out: &mut [u8]) {
         let n = out.len().min(self.max);
-        // SAFETY: HEAD + n <= HEAD + max bytes lie inside the area; `out`
-        // is our own memory.
-        unsafe {
-            ptr::copy_nonoverlapping(self.map.ptr().add(self.rx + HEAD), out.as_mut_ptr(), n)
-        };
+        self.map.read_at(self.rx + HEAD, &mut out[..n]);
     }
 
     /// Copies the message announced in our area, header and payload, to

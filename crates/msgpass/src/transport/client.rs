@@ -7,7 +7,6 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::wire::{head, unpack_reply, Wire, HEAD};
 use crate::transport::{ClientConnection, ONEWAY};
 
@@ -93,7 +92,7 @@ impl<W: Wire> WireClient<W> {
             (Some(session), false) => loop {
                 match self.wire.recv_timeout(&mut self.buf, self.tick) {
                     Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                        if sys::peer_gone(session.as_fd()) {
+                        if oslayer::socket::peer_gone(session.as_fd()) {
                             return Err(Error::Disconnected);
                         }
                     }

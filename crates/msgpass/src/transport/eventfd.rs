@@ -32,7 +32,6 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sys;
 use crate::transport::areas::Areas;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::poker::{self, Target};
@@ -72,12 +71,12 @@ const MESSAGES: u64 = poker::POKE - 1;
 impl Wire for EventWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
         self.areas.put(head, data)?;
-        sys::eventfd_write(self.tx.as_fd(), 1)
+        oslayer::eventfd::write(self.tx.as_fd(), 1)
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         // Pokes alone are not a message: wait on.
-        while sys::eventfd_read(self.rx.as_fd())? & MESSAGES == 0 {}
+        while oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {}
         self.areas.take(frame).map(Some)
     }
 
@@ -87,7 +86,7 @@ impl Wire for EventWire {
         }
         let poke = self.poke.as_deref().expect("registered above");
         poke.begin();
-        let got = sys::eventfd_read(self.rx.as_fd());
+        let got = oslayer::eventfd::read(self.rx.as_fd());
         poke.end();
         if got? & MESSAGES == 0 {
             return Err(io::ErrorKind::TimedOut.into());
@@ -112,8 +111,8 @@ impl Mechanism for EventFd {
     ) -> io::Result<(EventWire, Vec<OwnedFd>, Vec<u8>)> {
         let max = opts.max_msg;
         let (mem, areas) = Areas::create("msgpass-eventfd", 0, max)?;
-        let to_server = sys::eventfd()?;
-        let to_client = sys::eventfd()?;
+        let to_server = oslayer::eventfd::new()?;
+        let to_client = oslayer::eventfd::new()?;
         let theirs = vec![mem, to_server.try_clone()?, to_client.try_clone()?];
         let wire = EventWire::new(areas, to_server, to_client);
         Ok((wire, theirs, (max as u64).to_le_bytes().to_vec()))

@@ -23,12 +23,13 @@
 //! **Replies** go through the [`Guard`] every server shares.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
+
+use oslayer::poll::{self, PollFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::Listener;
 use crate::transport::server::{reply_parts, Guard, ACCEPT_EVERY};
 use crate::transport::wire::{frame_head, head, Wire, HEAD};
@@ -58,7 +59,7 @@ pub(crate) trait Acceptor: Send {
     /// Appends the descriptors of connections still being set up by the
     /// mechanism itself (tcp: its listener, sessions awaiting their stream,
     /// streams awaiting their token), polled with everything else.
-    fn setup_fds(&self, _out: &mut Vec<RawFd>) {}
+    fn setup_fds(&self, _out: &mut Vec<PollFd>) {}
 
     /// The set-up descriptor `k` (an index into what
     /// [`setup_fds`](Acceptor::setup_fds) appended) is ready: one step.
@@ -87,7 +88,7 @@ pub(crate) struct Reactor<A: Acceptor> {
     conns: Vec<Conn<A::W>>,
     /// `[listener?, set-up descriptors..., (wire, session) per connection]`,
     /// rebuilt when the sets change (emptied to mark it stale).
-    pollfds: Vec<libc::pollfd>,
+    pollfds: Vec<PollFd>,
     /// Entries of `pollfds` before the connections'.
     setup: usize,
     /// The request as received: header, then payload.
@@ -104,14 +105,6 @@ pub(crate) struct Reactor<A: Acceptor> {
     timed_out: bool,
     max_msg: usize,
     tick: Duration,
-}
-
-fn pollfd(fd: RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
 }
 
 impl<A: Acceptor> Reactor<A> {
@@ -164,18 +157,18 @@ impl<A: Acceptor> Reactor<A> {
         if !self.pollfds.is_empty() {
             return;
         }
-        let mut fds = Vec::new();
         if let Some(l) = &self.listener {
-            fds.push(l.as_fd().as_raw_fd());
+            self.pollfds.push(PollFd::readable(l.as_fd()));
         }
-        self.acceptor.setup_fds(&mut fds);
-        self.setup = fds.len();
-        self.pollfds.extend(fds.into_iter().map(pollfd));
+        self.acceptor.setup_fds(&mut self.pollfds);
+        self.setup = self.pollfds.len();
         for c in &self.conns {
-            self.pollfds.push(pollfd(c.wire.poll_fd().as_raw_fd()));
-            // A negative descriptor is ignored by poll.
-            let session = c.session.as_ref().map_or(-1, |s| s.as_raw_fd());
-            self.pollfds.push(pollfd(session));
+            self.pollfds.push(PollFd::readable(c.wire.poll_fd()));
+            self.pollfds.push(
+                c.session
+                    .as_ref()
+                    .map_or(PollFd::unused(), |s| PollFd::readable(s.as_fd())),
+            );
         }
     }
 
@@ -232,7 +225,7 @@ impl<A: Acceptor> Reactor<A> {
         for p in &mut self.pollfds {
             p.revents = 0;
         }
-        if sys::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
+        if poll::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
             return Ok(None);
         }
         // Connection set-up first, one event per pass.
@@ -250,7 +243,7 @@ impl<A: Acceptor> Reactor<A> {
             let i = (self.next + j) % count;
             let at = self.setup + 2 * i;
             let (wire_rev, session_rev) = (self.pollfds[at].revents, self.pollfds[at + 1].revents);
-            if wire_rev & libc::POLLIN != 0 {
+            if wire_rev & poll::IN != 0 {
                 self.next = i + 1;
                 return Ok(self.read_request(i, None));
             }

@@ -4,11 +4,12 @@
 //! (shm, signal, sysv-msg). The descriptor-driven servers share a whole
 //! loop besides ([`crate::transport::reactor`]).
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
+
+use oslayer::poll::{self, PollFd};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::Listener;
 use crate::transport::Status;
 
@@ -92,14 +93,6 @@ pub(crate) struct Sessions<L> {
     pub(crate) list: Vec<Session<L>>,
 }
 
-fn pollin(fd: std::os::fd::RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
 impl<L> Sessions<L> {
     /// No client yet.
     pub(crate) fn new(listener: Listener) -> Sessions<L> {
@@ -130,11 +123,11 @@ impl<L> Sessions<L> {
         mut greet: impl FnMut(&Listener, &[Session<L>]) -> Option<Session<L>>,
     ) -> bool {
         let before = self.list.len();
-        let mut p = [pollin(self.listener.as_fd().as_raw_fd())];
+        let mut p = [PollFd::readable(self.listener.as_fd())];
         let mut wait = timeout;
         for _ in 0..ACCEPT_BURST {
             p[0].revents = 0;
-            if sys::poll(&mut p, Some(wait)).unwrap_or(0) == 0 {
+            if poll::poll(&mut p, Some(wait)).unwrap_or(0) == 0 {
                 break;
             }
             if let Some(s) = greet(&self.listener, &self.list) {
@@ -149,12 +142,12 @@ impl<L> Sessions<L> {
     /// on its session: any event is a hang-up), highest first, so that
     /// removing them in that order keeps the others' indices valid.
     pub(crate) fn hung_up(&self) -> Vec<usize> {
-        let mut p: Vec<libc::pollfd> = self
+        let mut p: Vec<PollFd> = self
             .list
             .iter()
-            .map(|s| pollin(s.sock.as_raw_fd()))
+            .map(|s| PollFd::readable(s.sock.as_fd()))
             .collect();
-        if sys::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
+        if poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
             return Vec::new();
         }
         (0..p.len()).rev().filter(|&i| p[i].revents != 0).collect()

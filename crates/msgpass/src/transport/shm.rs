@@ -43,10 +43,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{Guard, Session, Sessions};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use oslayer::mman::Mapping;
 
 /// How a side waits for the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,8 +96,8 @@ impl Transport for Shm {
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let listener = Listener::bind(path, Family::Shm, opts.max_msg)?;
-        let bell_fd =
-            sys::memfd("msgpass-doorbell", PAGE).map_err(|e| Error::io("memfd_create", e))?;
+        let bell_fd = oslayer::mman::memfd("msgpass-doorbell", PAGE)
+            .map_err(|e| Error::io("memfd_create", e))?;
         let bell =
             Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?;
         Ok(Box::new(ShmServer {
@@ -127,7 +127,7 @@ impl Transport for Shm {
         let bell_fd = fds.pop().expect("length checked");
         let slot_len = slot_size(hello.max_msg);
         let map = |fd: &OwnedFd, len, what| {
-            sys::map_sealed(fd.as_fd(), len, what).map_err(|e| match e.kind() {
+            oslayer::mman::map_sealed(fd.as_fd(), len, what).map_err(|e| match e.kind() {
                 std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
                 _ => Error::io(format!("map {what}"), e),
             })
@@ -268,7 +268,7 @@ struct ShmServer {
 /// passed along); hangs up on it when the slot cannot be made.
 fn greet(listener: &Listener, bell_fd: BorrowedFd<'_>, max_msg: usize) -> Option<Session<Slot>> {
     let slot_len = slot_size(max_msg);
-    let made = sys::memfd("msgpass-slot", slot_len)
+    let made = oslayer::mman::memfd("msgpass-slot", slot_len)
         .ok()
         .and_then(|fd| Some((Slot::map(&fd, slot_len).ok()?, fd)));
     let Some((slot, slot_fd)) = made else {
@@ -334,7 +334,7 @@ impl ShmServer {
     /// Publishes our CPU and says whether any client was last seen on
     /// another CPU (so that spinning for its next request can pay off).
     fn peers_elsewhere(&self) -> bool {
-        let me = sys::current_cpu();
+        let me = oslayer::cpu::current_cpu();
         let published = bell_server_cpu(&self.bell);
         if published.load(Relaxed) != me {
             published.store(me, Relaxed);
@@ -350,7 +350,7 @@ impl ShmServer {
         bell_sleeping(&self.bell).store(1, SeqCst);
         let s = bell_seq(&self.bell).load(SeqCst);
         if self.scan().is_none() && !stop.load(Relaxed) {
-            sys::futex_wait(bell_seq(&self.bell), s, Some(timeout), true);
+            oslayer::futex::wait(bell_seq(&self.bell), s, Some(timeout), true);
         }
         bell_sleeping(&self.bell).store(0, Relaxed);
     }
@@ -433,7 +433,7 @@ impl ServerChannel for ShmServer {
             // The client spins and never sets WAITER: publish only.
             st.store(REPLY, Release);
         } else if st.swap(REPLY, SeqCst) & WAITER != 0 {
-            sys::futex_wake(st, 1, true);
+            oslayer::futex::wake(st, 1, true);
         }
         Ok(())
     }
@@ -455,7 +455,7 @@ impl Drop for ShmServer {
                 match st.compare_exchange(s, CLOSED, SeqCst, SeqCst) {
                     Ok(_) => {
                         if s & WAITER != 0 {
-                            sys::futex_wake(st, 1, true);
+                            oslayer::futex::wake(st, 1, true);
                         }
                         break;
                     }
@@ -502,7 +502,7 @@ impl ShmClient {
                 spins = spins.wrapping_add(1);
                 if spins % 256 == 0 {
                     let now = Instant::now();
-                    if watch.due(now) && sys::peer_gone(self.sock.as_fd()) {
+                    if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
                         return Err(Error::Disconnected);
                     }
                     if until.is_some_and(|u| now >= u) {
@@ -524,10 +524,10 @@ impl ShmClient {
             if s & WAITER == 0 && st.compare_exchange(s, s | WAITER, SeqCst, Relaxed).is_err() {
                 continue;
             }
-            sys::futex_wait(st, s | WAITER, Some(self.tick), true);
+            oslayer::futex::wait(st, s | WAITER, Some(self.tick), true);
             if st.load(Acquire) & MASK != REPLY
                 && watch.due(Instant::now())
-                && sys::peer_gone(self.sock.as_fd())
+                && oslayer::socket::peer_gone(self.sock.as_fd())
             {
                 return Err(Error::Disconnected);
             }
@@ -577,7 +577,7 @@ impl ClientConnection for ShmClient {
             return Err(Error::Disconnected);
         }
         let me = match self.wait {
-            Wait::Hybrid => sys::current_cpu(),
+            Wait::Hybrid => oslayer::cpu::current_cpu(),
             _ => 0,
         };
         self.slot.client_cpu().store(me, Relaxed);
@@ -597,7 +597,7 @@ impl ClientConnection for ShmClient {
         }
         if bell_sleeping(&self.bell).load(SeqCst) != 0 {
             bell_seq(&self.bell).fetch_add(1, SeqCst);
-            sys::futex_wake(bell_seq(&self.bell), 1, true);
+            oslayer::futex::wake(bell_seq(&self.bell), 1, true);
         }
         self.wait_reply(me)?;
         let status = self.slot.status().load(Relaxed);

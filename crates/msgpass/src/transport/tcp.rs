@@ -23,12 +23,13 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
+
+use oslayer::poll::PollFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
@@ -205,11 +206,11 @@ fn connect_any(
 fn remote_socket_options(s: &TcpStream) -> io::Result<()> {
     s.set_nodelay(true)?;
     let fd = s.as_fd();
-    sys::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 2)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 5000)?;
+    oslayer::socket::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 2)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 5000)?;
     Ok(())
 }
 
@@ -347,7 +348,7 @@ impl Acceptor for TcpAcceptor {
     fn accept(&mut self, listener: &Listener) -> Option<Conn<StreamWire>> {
         let port = self.port?;
         let mut token = [0u8; TOKEN];
-        if sys::random_bytes(&mut token).is_err() {
+        if oslayer::random::fill(&mut token).is_err() {
             // No token, no pairing: hang up so the client hears at once.
             drop(listener.accept(&[]));
             return None;
@@ -367,10 +368,18 @@ impl Acceptor for TcpAcceptor {
 
     /// The TCP listener, then sessions awaiting their stream, then streams
     /// awaiting their token.
-    fn setup_fds(&self, out: &mut Vec<RawFd>) {
-        out.push(self.listener.as_raw_fd());
-        out.extend(self.pending.iter().map(|p| p.session.as_raw_fd()));
-        out.extend(self.unpaired.iter().map(|u| u.stream.as_raw_fd()));
+    fn setup_fds(&self, out: &mut Vec<PollFd>) {
+        out.push(PollFd::readable(self.listener.as_fd()));
+        out.extend(
+            self.pending
+                .iter()
+                .map(|p| PollFd::readable(p.session.as_fd())),
+        );
+        out.extend(
+            self.unpaired
+                .iter()
+                .map(|u| PollFd::readable(u.stream.as_fd())),
+        );
     }
 
     fn setup_ready(&mut self, k: usize) -> Option<Conn<StreamWire>> {

@@ -6,11 +6,10 @@
 //! reply's status) and `len: u32` (payload bytes), then the payload.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::Status;
 
 /// Header length of every wire message.
@@ -77,12 +76,8 @@ fn poll_then_recv<W: Wire + ?Sized>(
     timeout: Duration,
 ) -> io::Result<Option<usize>> {
     if !wire.has_buffered() {
-        let mut p = [libc::pollfd {
-            fd: wire.poll_fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        sys::poll(&mut p, Some(timeout))?;
+        let mut p = [oslayer::poll::PollFd::readable(wire.poll_fd())];
+        oslayer::poll::poll(&mut p, Some(timeout))?;
         if p[0].revents == 0 {
             return Err(io::ErrorKind::TimedOut.into());
         }
@@ -178,7 +173,7 @@ impl StreamWire {
             self.end -= self.start;
             self.start = 0;
         }
-        let n = sys::read_some(self.rx.as_fd(), &mut self.inb[self.end..])?;
+        let n = oslayer::fd::read_some(self.rx.as_fd(), &mut self.inb[self.end..])?;
         self.end += n;
         Ok(n)
     }
@@ -191,9 +186,9 @@ impl Wire for StreamWire {
             self.out.clear();
             self.out.extend_from_slice(head);
             self.out.extend_from_slice(data);
-            sys::write_all(fd, &[&self.out])
+            oslayer::fd::write_all(fd, &[&self.out])
         } else {
-            sys::write_all(fd, &[head, data])
+            oslayer::fd::write_all(fd, &[head, data])
         }
     }
 
@@ -219,7 +214,7 @@ impl Wire for StreamWire {
         self.start += have;
         let mut got = have;
         while got < HEAD + len {
-            match sys::read_some(self.rx.as_fd(), &mut frame[got..HEAD + len]) {
+            match oslayer::fd::read_some(self.rx.as_fd(), &mut frame[got..HEAD + len]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => got += n,
                 // A receive timeout in the middle of a payload.
@@ -237,7 +232,7 @@ impl Wire for StreamWire {
         }
         if self.start == self.end {
             if self.armed != Some(timeout) {
-                sys::set_recv_timeout(self.rx.as_fd(), Some(timeout))?;
+                oslayer::socket::set_recv_timeout(self.rx.as_fd(), Some(timeout))?;
                 self.armed = Some(timeout);
             }
             match self.fill() {
@@ -293,15 +288,19 @@ impl Wire for DatagramWire {
         if n <= self.small.len() {
             self.small[..HEAD].copy_from_slice(head);
             self.small[HEAD..n].copy_from_slice(data);
-            sys::send_bytes(self.fd.as_fd(), &self.small[..n]).map(|_| ())
+            oslayer::socket::send_bytes(self.fd.as_fd(), &self.small[..n]).map(|_| ())
         } else {
-            sys::send_parts(self.fd.as_fd(), &[head, data], &[]).map(|_| ())
+            oslayer::socket::send_parts(self.fd.as_fd(), &[head, data], &[]).map(|_| ())
         }
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         // The full length comes back even when truncated (MSG_TRUNC).
-        match sys::recv_bytes(self.fd.as_fd(), frame, 0)? {
+        match oslayer::socket::recv_bytes(
+            self.fd.as_fd(),
+            frame,
+            oslayer::socket::RecvFlags::empty(),
+        )? {
             0 => Ok(None),
             n if n < HEAD => Err(io::Error::new(io::ErrorKind::InvalidData, "short message")),
             n if n > frame.len() => Err(too_long()),
@@ -311,7 +310,7 @@ impl Wire for DatagramWire {
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         if self.armed != Some(timeout) {
-            sys::set_recv_timeout(self.fd.as_fd(), Some(timeout))?;
+            oslayer::socket::set_recv_timeout(self.fd.as_fd(), Some(timeout))?;
             self.armed = Some(timeout);
         }
         match self.recv(frame) {
