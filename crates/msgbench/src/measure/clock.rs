@@ -211,14 +211,7 @@ fn rdtsc() -> u64 {
 /// `CLOCK_MONOTONIC` in ns (vDSO, no system call).
 #[inline(always)]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
-    // exists on Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    oslayer::clock::monotonic_ns()
 }
 
 #[cfg(test)]

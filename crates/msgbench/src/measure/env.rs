@@ -170,26 +170,8 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
 }
 
 fn kernel() -> String {
-    // SAFETY: utsname is plain C data, for which all-zero is a valid value.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return UNKNOWN.into();
-    }
-    let field = |f: &[libc::c_char]| -> String {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    format!(
-        "{} {} {}",
-        field(&u.sysname),
-        field(&u.release),
-        field(&u.version)
-    )
+    let u = oslayer::system::uname();
+    format!("{} {} {}", u.sysname, u.release, u.version)
 }
 
 /// What the system tells about the hypervisor, gathered for `classify`.

@@ -169,21 +169,9 @@ fn tlt(ctx: &Ctx) -> Result<Vec<Variant>> {
 
 /// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), absolute.
 fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: `ts` is a valid timespec and the remainder pointer may be
-    // null with TIMER_ABSTIME; an interruption (EINTR) only wakes early,
-    // which the callers tolerate (they measure the actual wake time).
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
+    // An interruption (EINTR) only wakes early, which the callers tolerate
+    // (they measure the actual wake time).
+    let _ = oslayer::clock::sleep_until_ns(oslayer::clock::Clock::Monotonic, deadline_ns);
 }
 
 /// Waits until `deadline_ns`: sleeps for long waits, spins (on a normal,
