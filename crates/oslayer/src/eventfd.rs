@@ -1,0 +1,61 @@
+//! Event counters (`eventfd`). Backed by rustix.
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use rustix::event::EventfdFlags;
+
+use crate::retry_rustix;
+
+/// A new blocking, close-on-exec eventfd with counter semantics (a read
+/// returns the whole count and resets it to zero), starting at zero.
+pub fn new() -> io::Result<OwnedFd> {
+    Ok(rustix::event::eventfd(0, EventfdFlags::CLOEXEC)?)
+}
+
+/// Reads an eventfd's counter (blocking while it is zero, unless the
+/// descriptor is non-blocking) and resets it; retried on `EINTR`.
+#[inline]
+pub fn read(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut v = [0u8; 8];
+    let n = retry_rustix(|| rustix::io::read(fd, &mut v))?;
+    if n != v.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "short read from an eventfd",
+        ));
+    }
+    Ok(u64::from_ne_bytes(v))
+}
+
+/// Adds `v` to an eventfd's counter, waking its reader; retried on `EINTR`.
+#[inline]
+pub fn write(fd: BorrowedFd<'_>, v: u64) -> io::Result<()> {
+    let n = retry_rustix(|| rustix::io::write(fd, &v.to_ne_bytes()))?;
+    if n != 8 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "short write to an eventfd",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn writes_add_up_and_a_read_resets() {
+        let e = new().unwrap();
+        write(e.as_fd(), 2).unwrap();
+        write(e.as_fd(), 3).unwrap();
+        assert_eq!(read(e.as_fd()).unwrap(), 5);
+        crate::fd::set_nonblocking(e.as_fd(), true).unwrap();
+        assert_eq!(
+            read(e.as_fd()).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+    }
+}
