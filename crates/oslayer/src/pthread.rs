@@ -194,7 +194,8 @@ mod tests {
         };
         spawn(attrs, move || {
             s.store(
-                crate::sched::affinity().unwrap().len() * 1000 + crate::sched::current_cpu(),
+                crate::sched::affinity().unwrap().len() * 1000
+                    + crate::cpu::current_cpu().saturating_sub(1) as usize,
                 Ordering::SeqCst,
             );
             panic!("contained");

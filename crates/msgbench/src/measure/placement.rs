@@ -156,7 +156,8 @@ pub fn cpu_count() -> usize {
 
 /// The CPU the calling thread runs on now.
 pub fn current_cpu() -> usize {
-    oslayer::sched::current_cpu()
+    // oslayer counts from 1 (0: unknown); unknown reads as CPU 0, as before.
+    oslayer::cpu::current_cpu().saturating_sub(1) as usize
 }
 
 /// Pins the calling thread to `cpu` and verifies it now runs there.

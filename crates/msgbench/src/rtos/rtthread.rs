@@ -11,8 +11,8 @@ use anyhow::{anyhow, Result};
 use oslayer::pthread::Attrs;
 use oslayer::sched;
 
-use crate::futex::{self, Scope};
 use crate::measure::clock::monotonic_ns;
+use oslayer::futex;
 
 /// The scheduling a new thread is created with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl Gate {
     /// Opens it and wakes every waiter.
     pub fn open(&self) {
         self.0.store(1, Ordering::Release);
-        let _ = futex::wake(&self.0, i32::MAX, Scope::Private);
+        let _ = futex::wake(&self.0, i32::MAX as u32, false);
     }
 
     /// Waits until it opens, at most `limit`; true when it opened.
@@ -88,7 +88,7 @@ impl Gate {
                 return false;
             }
             let left = deadline - now;
-            let _ = futex::wait(&self.0, 0, Some(Duration::from_nanos(left)), Scope::Private);
+            futex::wait(&self.0, 0, Some(Duration::from_nanos(left)), false);
         }
     }
 }

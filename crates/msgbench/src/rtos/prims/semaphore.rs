@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use oslayer::sem::{self, SemSet, Taken};
 
-use crate::futex::{self, Scope};
 use crate::rtos::SemKind;
+use oslayer::futex;
 
 /// A counting semaphore shared between threads.
 pub trait Semaphore: Send + Sync {
@@ -164,7 +164,7 @@ impl Semaphore for FutexSem {
             self.waiters.fetch_add(1, Ordering::SeqCst);
             // Sleeps only while the count is still zero: a post in between
             // makes it return at once.
-            let _ = futex::wait(&self.count, 0, Some(left), Scope::Private);
+            futex::wait(&self.count, 0, Some(left), false);
             self.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -190,7 +190,7 @@ impl Semaphore for FutexSem {
             bail!("semaphore count overflow");
         }
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _ = futex::wake(&self.count, 1, Scope::Private);
+            let _ = futex::wake(&self.count, 1, false);
         }
         Ok(())
     }
@@ -253,7 +253,7 @@ impl Semaphore for FifoSem {
                 g.queue.retain(|t| !Arc::ptr_eq(t, &ticket));
                 return Ok(false);
             }
-            let _ = futex::wait(&ticket, 0, Some(left), Scope::Private);
+            futex::wait(&ticket, 0, Some(left), false);
         }
     }
 
@@ -278,7 +278,7 @@ impl Semaphore for FifoSem {
             }
         };
         next.store(1, Ordering::SeqCst);
-        let _ = futex::wake(&next, 1, Scope::Private);
+        let _ = futex::wake(&next, 1, false);
         Ok(())
     }
 }
