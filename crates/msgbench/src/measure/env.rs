@@ -255,7 +255,8 @@ fn classify(c: &VirtClues) -> String {
 fn cpuid_signature() -> Option<String> {
     // SAFETY: cpuid exists on every x86_64 CPU; leaf 0x40000000 is reserved
     // for hypervisors and only queried when the hypervisor bit is set.
-    // (`__cpuid` is a safe fn in recent Rust but unsafe under MSRV 1.80.)
+    // (`__cpuid` is a safe fn in recent Rust but unsafe under the MSRV.
+    // An instruction, not a system call: it stays here, not in oslayer.)
     #[allow(unused_unsafe)]
     let r = unsafe { core::arch::x86_64::__cpuid(0x4000_0000) };
     let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]
