@@ -148,6 +148,13 @@ mod tests {
     }
 
     #[test]
+    fn policy_raw_is_the_kernels_numbering() {
+        assert_eq!(Policy::Other.raw(), (libc::SCHED_OTHER, 0));
+        assert_eq!(Policy::Fifo(5).raw(), (libc::SCHED_FIFO, 5));
+        assert_eq!(Policy::Rr(7).raw(), (libc::SCHED_RR, 7));
+    }
+
+    #[test]
     fn yield_now_returns() {
         yield_now();
     }
