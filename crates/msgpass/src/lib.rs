@@ -32,7 +32,6 @@
 
 mod error;
 mod names;
-mod sys;
 pub mod transport;
 
 use std::net::{SocketAddr, ToSocketAddrs};

@@ -12,12 +12,11 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::sys;
 
 /// Environment variable that overrides the default namespace root.
 pub const NS_ENV: &str = "MSGBENCH_NS";
@@ -34,8 +33,8 @@ impl Namespace {
     pub fn default_root() -> PathBuf {
         match std::env::var_os("XDG_RUNTIME_DIR") {
             Some(d) if !d.is_empty() => PathBuf::from(d).join("msgbench"),
-            _ if sys::euid() == 0 => PathBuf::from("/run/msgbench"),
-            _ => PathBuf::from(format!("/tmp/msgbench-{}", sys::euid())),
+            _ if oslayer::ids::euid() == 0 => PathBuf::from("/run/msgbench"),
+            _ => PathBuf::from(format!("/tmp/msgbench-{}", oslayer::ids::euid())),
         }
     }
 
@@ -134,7 +133,7 @@ fn ensure_private_dir(dir: &Path) -> Result<()> {
     if !md.is_dir() {
         return Err(ns_err(dir, "exists and is not a directory".into()));
     }
-    let me = sys::euid();
+    let me = oslayer::ids::euid();
     if md.uid() != me {
         return Err(ns_err(
             dir,
@@ -216,18 +215,15 @@ impl EndpointClaim {
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&lock_path)
                 .map_err(|e| Error::io(format!("open {}", lock_path.display()), e))?;
-            // SAFETY: flock on a descriptor we own; no memory is involved.
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                    let mut s = String::new();
-                    let pid = f
-                        .read_to_string(&mut s)
-                        .ok()
-                        .and_then(|_| s.trim().parse().ok());
-                    return Err(Error::AlreadyServed { path, pid });
-                }
-                return Err(Error::io(format!("lock {}", lock_path.display()), e));
+            let locked = oslayer::fs::try_lock_exclusive(f.as_fd())
+                .map_err(|e| Error::io(format!("lock {}", lock_path.display()), e))?;
+            if !locked {
+                let mut s = String::new();
+                let pid = f
+                    .read_to_string(&mut s)
+                    .ok()
+                    .and_then(|_| s.trim().parse().ok());
+                return Err(Error::AlreadyServed { path, pid });
             }
             // The previous owner may have unlinked the file between our open
             // and our lock: only a lock on the file still at the path counts.

@@ -52,6 +52,17 @@ impl PollFd {
         PollFd::new(fd, IN)
     }
 
+    /// A placeholder entry that `poll` skips (descriptor -1): keeps an
+    /// array's positions when a slot has no descriptor.
+    #[inline]
+    pub fn unused() -> PollFd {
+        PollFd {
+            fd: -1,
+            events: 0,
+            revents: 0,
+        }
+    }
+
     /// True when the entry is for `fd`.
     #[inline]
     pub fn is_for(&self, fd: BorrowedFd<'_>) -> bool {
@@ -102,6 +113,16 @@ mod tests {
         crate::fd::write_all(w.as_fd(), &[b"x"]).unwrap();
         assert_eq!(poll(&mut p, None).unwrap(), 1);
         assert_ne!(p[0].revents & IN, 0);
+    }
+
+    #[test]
+    fn an_unused_entry_is_skipped() {
+        let (r, w) = crate::pipe::pipe().unwrap();
+        crate::fd::write_all(w.as_fd(), &[b"x"]).unwrap();
+        let mut p = [PollFd::unused(), PollFd::readable(r.as_fd())];
+        assert_eq!(poll(&mut p, None).unwrap(), 1);
+        assert_eq!(p[0].revents, 0);
+        assert_ne!(p[1].revents & IN, 0);
     }
 
     #[test]

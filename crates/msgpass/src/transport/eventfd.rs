@@ -34,16 +34,15 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sys::{self, Mapping};
 use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{parse_head, too_long, ConnCtx, Mechanism, Wire, HEAD};
 use crate::transport::Options;
+use oslayer::mman::Mapping;
 
 const PAGE: usize = 4096;
 /// Largest `max_msg` a client accepts from a server (the header's length
@@ -113,18 +112,16 @@ impl EventWire {
     /// is there.
     fn take(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         fence(Ordering::Acquire);
-        let area = self.map.ptr().wrapping_add(self.rx_off);
+        // The area at rx_off holds HEAD + max bytes inside the mapping
+        // (checked in `new`).
         let mut head = [0u8; HEAD];
-        // SAFETY: the area at rx_off holds at least HEAD bytes inside the
-        // mapping (checked in `new`); `head` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, head.as_mut_ptr(), HEAD) };
+        self.map.read_at(self.rx_off, &mut head);
         let (_, len) = parse_head(&head);
         if len > self.max || HEAD + len > frame.len() {
             return Err(too_long());
         }
-        // SAFETY: len <= max, so HEAD + len bytes lie inside the area;
-        // HEAD + len <= frame.len(); `frame` is our own memory.
-        unsafe { ptr::copy_nonoverlapping(area, frame.as_mut_ptr(), HEAD + len) };
+        // len <= max, so HEAD + len bytes lie inside the area.
+        self.map.read_at(self.rx_off, &mut frame[..HEAD + len]);
         Ok(Some(len))
     }
 }
@@ -137,22 +134,19 @@ impl Wire for EventWire {
                 "message longer than the channel maximum",
             ));
         }
-        // SAFETY: the area at tx_off spans HEAD + max bytes inside the mapping
-        // (checked in `new`) and data.len() <= max; our buffers do not overlap
-        // the mapping. The peer reads the area only after our eventfd write;
-        // if it misbehaves it only corrupts the message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.tx_off);
-            ptr::copy_nonoverlapping(head.as_ptr(), area, HEAD);
-            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
-        }
+        // The area at tx_off spans HEAD + max bytes inside the mapping
+        // (checked in `new`) and data.len() <= max. The peer reads the area
+        // only after our eventfd write; if it misbehaves it only corrupts
+        // the message it receives.
+        self.map.write_at(self.tx_off, head);
+        self.map.write_at(self.tx_off + HEAD, data);
         fence(Ordering::Release);
-        sys::eventfd_write(self.tx.as_fd(), 1)
+        oslayer::eventfd::write(self.tx.as_fd(), 1)
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         // Pokes alone are not a message: wait on.
-        while sys::eventfd_read(self.rx.as_fd())? & MESSAGES == 0 {}
+        while oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {}
         self.take(frame)
     }
 
@@ -162,7 +156,7 @@ impl Wire for EventWire {
         }
         let poke = self.poke.as_deref().expect("registered above");
         poke.begin();
-        let got = sys::eventfd_read(self.rx.as_fd());
+        let got = oslayer::eventfd::read(self.rx.as_fd());
         poke.end();
         if got? & MESSAGES == 0 {
             return Err(io::ErrorKind::TimedOut.into());
@@ -187,10 +181,10 @@ impl Mechanism for EventFd {
     ) -> io::Result<(EventWire, Vec<OwnedFd>, Vec<u8>)> {
         let max = opts.max_msg;
         let len = 2 * area_len(max);
-        let mem = sys::memfd("msgpass-eventfd", len)?;
+        let mem = oslayer::mman::memfd("msgpass-eventfd", len)?;
         let map = Mapping::new(mem.as_fd(), len)?;
-        let to_server = sys::eventfd()?;
-        let to_client = sys::eventfd()?;
+        let to_server = oslayer::eventfd::new()?;
+        let to_client = oslayer::eventfd::new()?;
         let theirs = vec![mem, to_server.try_clone()?, to_client.try_clone()?];
         let wire = EventWire::new(map, true, to_server, to_client, max)?;
         Ok((wire, theirs, (max as u64).to_le_bytes().to_vec()))
@@ -215,7 +209,7 @@ impl Mechanism for EventFd {
         }
         let max = max as usize;
         let len = 2 * area_len(max);
-        let map = sys::map_sealed(mem.as_fd(), len, "eventfd")?;
+        let map = oslayer::mman::map_sealed(mem.as_fd(), len, "eventfd")?;
         EventWire::new(map, false, to_client, to_server, max)
     }
 }

@@ -43,7 +43,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::sys;
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{head, parse_head, ConnCtx, Mechanism, StreamWire, Wire, HEAD};
 use crate::transport::Options;
@@ -159,7 +158,7 @@ fn open_fifo(path: &Path, access: Access, want: Option<Id>) -> io::Result<(Owned
         ));
     }
     let fd = OwnedFd::from(f);
-    sys::set_nonblocking(fd.as_fd(), false)?;
+    oslayer::fd::set_nonblocking(fd.as_fd(), false)?;
     Ok((fd, id))
 }
 
@@ -180,7 +179,7 @@ impl FifoWire {
     /// frame, swaps the placeholder for a write-only end, unlinks the names.
     fn finish_handshake(&mut self) -> io::Result<Option<usize>> {
         let mut h = [0u8; HEAD];
-        if !sys::read_exact(self.stream.rx.as_fd(), &mut h)? {
+        if !oslayer::fd::read_exact(self.stream.rx.as_fd(), &mut h)? {
             return Ok(None);
         }
         if parse_head(&h) != (OPENED, 0) {
@@ -250,8 +249,8 @@ impl Mechanism for Fifo {
         // First, so that any failure below unlinks what was made.
         let made = Made(Names::new(ctx.endpoint, std::process::id(), ctx.conn));
         let names = &made.0;
-        sys::mkfifo(&names.c2s, 0o600)?;
-        sys::mkfifo(&names.s2c, 0o600)?;
+        oslayer::fifo::mkfifo(&names.c2s, 0o600)?;
+        oslayer::fifo::mkfifo(&names.s2c, 0o600)?;
         let (rx, c2s_id) = open_fifo(&names.c2s, Access::Read, None)?;
         let (placeholder, s2c_id) = open_fifo(&names.s2c, Access::Both, None)?;
         let mut extra = Vec::with_capacity(IDS_LEN + names.base().len());
@@ -288,7 +287,7 @@ impl Mechanism for Fifo {
         // reader must exist before the server opens s2c write-only.
         let (rx, _) = open_fifo(&names.s2c, Access::Read, Some(s2c_id))?;
         let (tx, _) = open_fifo(&names.c2s, Access::Write, Some(c2s_id))?;
-        sys::write_all(tx.as_fd(), &[&head(OPENED, 0)])?;
+        oslayer::fd::write_all(tx.as_fd(), &[&head(OPENED, 0)])?;
         Ok(FifoWire {
             stream: StreamWire::new(rx, Some(tx)),
             pending: None,
@@ -371,8 +370,8 @@ mod tests {
         let ns = crate::Namespace::open(&dir).expect("namespace");
         let endpoint = dir.join("stale");
         let stale = Names::new(&endpoint, 1, 1);
-        sys::mkfifo(&stale.c2s, 0o600).expect("mkfifo");
-        sys::mkfifo(&stale.s2c, 0o600).expect("mkfifo");
+        oslayer::fifo::mkfifo(&stale.c2s, 0o600).expect("mkfifo");
+        oslayer::fifo::mkfifo(&stale.s2c, 0o600).expect("mkfifo");
         // Not ours: an endpoint that merely looks alike is left alone.
         let bystander = dir.join("stale.1.1.c2s");
         fs::write(&bystander, b"").expect("bystander");

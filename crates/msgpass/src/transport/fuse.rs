@@ -52,8 +52,7 @@ use std::collections::{HashSet, VecDeque};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,7 +61,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::{self, Family};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 
@@ -128,10 +126,10 @@ pub fn unavailable() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
         return Some("/dev/fuse does not exist (load the fuse module: modprobe fuse)".into());
     }
-    if sys::euid() != 0 {
+    if oslayer::ids::euid() != 0 {
         return Some(format!(
             "serving over fuse mounts a filesystem, which needs root (euid is {})",
-            sys::euid()
+            oslayer::ids::euid()
         ));
     }
     None
@@ -167,34 +165,16 @@ impl Transport for Fuse {
 
 // ------------------------------------------------------------ syscalls
 
-/// `path` as a C string.
-fn cpath(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
-}
-
-/// Detaches whatever is mounted at `path` (lazy unmount, never following a
-/// final symbolic link).
-fn detach(path: &Path) -> io::Result<()> {
-    let c = cpath(path)?;
-    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
-    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH | libc::UMOUNT_NOFOLLOW) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
+use oslayer::mount::{detach, MountFlags};
 
 /// True when `path` is a FUSE mount whose server is gone.
 fn is_dead_mount(path: &Path) -> bool {
-    let Ok(c) = cpath(path) else { return false };
-    // SAFETY: an all-zero statfs is a valid value to be overwritten.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid C string and `st` a writable statfs.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+    let fs_type = match oslayer::mount::fs_type(path) {
+        Ok(t) => t,
         // A dead FUSE connection refuses statfs with ENOTCONN.
-        return io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN);
-    }
-    st.f_type as i64 == FUSE_SUPER_MAGIC
+        Err(e) => return e.raw_os_error() == Some(libc::ENOTCONN),
+    };
+    fs_type == FUSE_SUPER_MAGIC
         && fs::symlink_metadata(path)
             .err()
             .and_then(|e| e.raw_os_error())
@@ -247,14 +227,7 @@ fn open_endpoint(path: &Path) -> io::Result<OwnedFd> {
 /// `ioctl(fd, cmd, buf)`; the kernel reads and writes at most the size
 /// encoded in `cmd`, which the caller makes no larger than `buf`.
 fn ioctl(fd: &OwnedFd, cmd: u32, buf: &mut [u8]) -> io::Result<()> {
-    debug_assert!(((cmd >> 16) & 0x3fff) as usize <= buf.len());
-    // SAFETY: `buf` is valid for reads and writes of its whole length, which
-    // covers the size encoded in `cmd` (the kernel touches no more).
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, buf.as_mut_ptr()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    oslayer::ioctl::read_write(fd.as_fd(), cmd, buf)
 }
 
 /// Sends the hello ioctl; returns (max payload, server pid).
@@ -282,22 +255,10 @@ fn is_gone(e: &io::Error) -> bool {
     )
 }
 
-/// Writes one reply (`parts` concatenated) to `/dev/fuse`.
-fn write_reply(dev: RawFd, parts: &[&[u8]]) -> io::Result<()> {
-    let iov: Vec<libc::iovec> = parts
-        .iter()
-        .map(|p| libc::iovec {
-            iov_base: p.as_ptr() as *mut libc::c_void,
-            iov_len: p.len(),
-        })
-        .collect();
-    // SAFETY: every iovec points into a slice borrowed for this call; the
-    // kernel only reads them.
-    let r = unsafe { libc::writev(dev, iov.as_ptr(), iov.len() as libc::c_int) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+/// Writes one reply (`parts` concatenated) to `/dev/fuse`, which takes a
+/// reply whole or not at all.
+fn write_reply(dev: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
+    oslayer::fd::write_vectored(dev, parts).map(|_| ())
 }
 
 /// The `fuse_out_header` of a reply to `unique` with `error` (0 or a
@@ -311,13 +272,13 @@ fn out_header(unique: u64, error: i32, body: usize) -> [u8; 16] {
 }
 
 /// Replies an error (positive errno) to request `unique`.
-fn reply_err(dev: RawFd, unique: u64, errno: i32) {
+fn reply_err(dev: BorrowedFd<'_>, unique: u64, errno: i32) {
     // The request may be gone (interrupted): nothing to do then.
     let _ = write_reply(dev, &[&out_header(unique, -errno, 0)]);
 }
 
 /// Replies `body` to request `unique`.
-fn reply_ok(dev: RawFd, unique: u64, body: &[u8]) {
+fn reply_ok(dev: BorrowedFd<'_>, unique: u64, body: &[u8]) {
     let _ = write_reply(dev, &[&out_header(unique, 0, body.len()), body]);
 }
 
@@ -387,39 +348,24 @@ impl FuseServer {
             .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| Error::io(format!("fuse: create {}", path.display()), e))?;
-        // SAFETY: the path is a valid C string; open returns a new
-        // descriptor we own, or -1.
-        let fd = unsafe { libc::open(c"/dev/fuse".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(Error::io(
-                "fuse: open /dev/fuse",
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `fd` was just returned by open and is owned by nobody else.
-        let dev = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
-        let wake = Arc::new(sys::eventfd().map_err(|e| Error::io("fuse: eventfd", e))?);
-        let target = cpath(path).map_err(|e| Error::io("fuse: endpoint path", e))?;
+        let dev = Arc::new(
+            oslayer::fuse::open_device().map_err(|e| Error::io("fuse: open /dev/fuse", e))?,
+        );
+        let fd = dev.as_raw_fd();
+        let wake = Arc::new(oslayer::eventfd::new().map_err(|e| Error::io("fuse: eventfd", e))?);
         let data = CString::new(format!(
             "fd={fd},rootmode=100600,user_id={uid},group_id={gid},allow_other,default_permissions",
-            uid = sys::euid(),
-            // SAFETY: getegid has no preconditions.
-            gid = unsafe { libc::getegid() },
+            uid = oslayer::ids::euid(),
+            gid = oslayer::ids::egid(),
         ))
         .map_err(|_| Error::Protocol("fuse: mount options contain NUL".into()))?;
-        // SAFETY: every pointer is a valid NUL-terminated string that lives
-        // across the call.
-        let r = unsafe {
-            libc::mount(
-                c"msgbench".as_ptr(),
-                target.as_ptr(),
-                c"fuse.msgbench".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                data.as_ptr() as *const libc::c_void,
-            )
-        };
-        if r != 0 {
-            let e = io::Error::last_os_error();
+        if let Err(e) = oslayer::mount::mount(
+            c"msgbench",
+            path,
+            c"fuse.msgbench",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            &data,
+        ) {
             return Err(Error::io(
                 format!(
                     "fuse: mount on {} (needs root or CAP_SYS_ADMIN)",
@@ -456,7 +402,7 @@ impl Drop for FuseServer {
     fn drop(&mut self) {
         // Stop the reader, then close /dev/fuse (which aborts the
         // connection: blocked clients hear at once), then detach the mount.
-        let _ = sys::eventfd_write(std::os::fd::AsFd::as_fd(&*self.wake), 1);
+        let _ = oslayer::eventfd::write(std::os::fd::AsFd::as_fd(&*self.wake), 1);
         if let Some(h) = self.reader.take() {
             let _ = h.join();
         }
@@ -477,18 +423,10 @@ fn read_loop(dev: &OwnedFd, wake: &OwnedFd, shared: &Shared, max_msg: usize) {
     let mut next_fh: u64 = 1;
     let why = loop {
         let mut fds = [
-            libc::pollfd {
-                fd: dev.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            oslayer::poll::PollFd::readable(dev.as_fd()),
+            oslayer::poll::PollFd::readable(wake.as_fd()),
         ];
-        match sys::poll(&mut fds, None) {
+        match oslayer::poll::poll(&mut fds, None) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => break format!("poll /dev/fuse: {e}"),
@@ -499,27 +437,16 @@ fn read_loop(dev: &OwnedFd, wake: &OwnedFd, shared: &Shared, max_msg: usize) {
         if fds[0].revents == 0 {
             continue;
         }
-        // SAFETY: `buf` is valid for writes of its whole length.
-        let n = unsafe {
-            libc::read(
-                dev.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            )
+        let n = match oslayer::fd::read_some(dev.as_fd(), &mut buf) {
+            Ok(n) => n,
+            // Interrupted before we read it, or nothing there after all.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EAGAIN)) => continue,
+            Err(e) => break format!("read /dev/fuse: {e}"),
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                // Interrupted before we read it, or nothing there after all.
-                Some(libc::ENOENT | libc::EINTR | libc::EAGAIN) => continue,
-                _ => break format!("read /dev/fuse: {e}"),
-            }
-        }
-        let n = n as usize;
         if n < IN_HEADER {
             continue;
         }
-        handle(dev.as_raw_fd(), &buf[..n], shared, &mut next_fh, max_msg);
+        handle(dev.as_fd(), &buf[..n], shared, &mut next_fh, max_msg);
     };
     let mut st = shared.lock();
     st.dead = Some(why);
@@ -550,15 +477,14 @@ fn attr_out() -> [u8; 104] {
     attr[0..8].copy_from_slice(&1u64.to_le_bytes()); // ino
     attr[60..64].copy_from_slice(&(libc::S_IFREG | 0o600).to_le_bytes()); // mode
     attr[64..68].copy_from_slice(&1u32.to_le_bytes()); // nlink
-    attr[68..72].copy_from_slice(&sys::euid().to_le_bytes()); // uid
-                                                              // SAFETY: getegid has no preconditions.
-    attr[72..76].copy_from_slice(&unsafe { libc::getegid() }.to_le_bytes()); // gid
+    attr[68..72].copy_from_slice(&oslayer::ids::euid().to_le_bytes()); // uid
+    attr[72..76].copy_from_slice(&oslayer::ids::egid().to_le_bytes()); // gid
     attr[80..84].copy_from_slice(&4096u32.to_le_bytes()); // blksize
     a
 }
 
 /// Handles one FUSE request.
-fn handle(dev: RawFd, req: &[u8], shared: &Shared, next_fh: &mut u64, max_msg: usize) {
+fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, max_msg: usize) {
     let opcode = u32_at(req, 4);
     let unique = u64_at(req, 8);
     let body = &req[IN_HEADER..];
@@ -636,7 +562,14 @@ fn handle(dev: RawFd, req: &[u8], shared: &Shared, next_fh: &mut u64, max_msg: u
 }
 
 /// Handles a FUSE ioctl: answers the hello, queues a request.
-fn handle_ioctl(dev: RawFd, unique: u64, pid: u32, body: &[u8], shared: &Shared, max_msg: usize) {
+fn handle_ioctl(
+    dev: BorrowedFd<'_>,
+    unique: u64,
+    pid: u32,
+    body: &[u8],
+    shared: &Shared,
+    max_msg: usize,
+) {
     if body.len() < IOCTL_IN {
         return reply_err(dev, unique, libc::EINVAL);
     }
@@ -788,7 +721,7 @@ impl ServerChannel for FuseServer {
             return Ok(());
         };
         let _ = write_reply(
-            dev.as_raw_fd(),
+            dev.as_fd(),
             &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
         );
         if too_large {

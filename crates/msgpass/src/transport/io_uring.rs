@@ -62,11 +62,13 @@ use std::time::Duration;
 
 use ::io_uring::{cqueue, opcode, squeue, types, IoUring as Ring, Probe};
 
+use oslayer::socket::{RecvFlags, SocketType};
+
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{parse_head, ConnCtx, Mechanism, Wire, WireTransport, HEAD};
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
+use oslayer::mman::Mapping;
 
 const PAGE: usize = 4096;
 /// Submission entries of each ring (the completion queue has twice as
@@ -133,7 +135,7 @@ fn bad(what: impl Into<String>) -> io::Error {
 /// Copies ring descriptor `num` of the process behind `pidfd` (the `peer`,
 /// named in errors) into this process.
 fn take_ring(pidfd: BorrowedFd<'_>, num: i32, peer: &str) -> io::Result<OwnedFd> {
-    sys::pidfd_getfd(pidfd, num).map_err(|e| {
+    oslayer::pidfd::getfd(pidfd, num).map_err(|e| {
         let why = match e.raw_os_error() {
             Some(libc::EPERM) => {
                 " (needs ptrace access to it: the same user with \
@@ -204,8 +206,9 @@ impl RingWire {
     fn take_peer_ring(&mut self) -> io::Result<OwnedFd> {
         let back = self.back.take().ok_or_else(|| bad("no client ring"))?;
         let mut num = [0u8; 4];
-        let got = sys::recv_parts(back.as_fd(), &mut num, &mut [], libc::MSG_DONTWAIT, true)
-            .map_err(|e| bad(format!("client ring descriptor: {e}")))?;
+        let got =
+            oslayer::socket::recv_parts(back.as_fd(), &mut num, &mut [], RecvFlags::DONTWAIT, true)
+                .map_err(|e| bad(format!("client ring descriptor: {e}")))?;
         let [pidfd]: [OwnedFd; 1] = got
             .fds
             .try_into()
@@ -363,14 +366,14 @@ impl Mechanism for IoUring {
     ) -> io::Result<(RingWire, Vec<OwnedFd>, Vec<u8>)> {
         let max = opts.max_msg;
         let len = 2 * area_len(max);
-        let mem = sys::memfd("msgpass-io-uring", len)?;
+        let mem = oslayer::mman::memfd("msgpass-io-uring", len)?;
         let map = Mapping::new(mem.as_fd(), len)?;
         let ring = new_ring()?;
         let mut extra = (max as u64).to_le_bytes().to_vec();
         extra.extend_from_slice(&ring.as_raw_fd().to_le_bytes());
-        let (back, theirs_back) = sys::socketpair(libc::SOCK_SEQPACKET)?;
+        let (back, theirs_back) = oslayer::socket::socketpair(SocketType::SEQPACKET)?;
         let wire = RingWire::new(ring, None, Some(back), map, true, max)?;
-        let theirs = vec![mem, sys::pidfd_self()?, theirs_back];
+        let theirs = vec![mem, oslayer::pidfd::pidfd_self()?, theirs_back];
         Ok((wire, theirs, extra))
     }
 
@@ -394,12 +397,12 @@ impl Mechanism for IoUring {
         }
         let max = max as usize;
         let len = 2 * area_len(max);
-        let map = sys::map_sealed(mem.as_fd(), len, "io-uring")?;
+        let map = oslayer::mman::map_sealed(mem.as_fd(), len, "io-uring")?;
         let server_ring = take_ring(server_pid.as_fd(), num, "server")?;
         let ring = new_ring()?;
         // The server takes our ring with this, before our first request.
-        let me = sys::pidfd_self()?;
-        sys::send_parts(
+        let me = oslayer::pidfd::pidfd_self()?;
+        oslayer::socket::send_parts(
             back.as_fd(),
             &[&ring.as_raw_fd().to_le_bytes()],
             &[me.as_fd()],

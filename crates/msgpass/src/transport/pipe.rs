@@ -5,7 +5,6 @@
 use std::io;
 use std::os::fd::OwnedFd;
 
-use crate::sys;
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{ConnCtx, Mechanism, StreamWire};
 use crate::transport::Options;
@@ -25,8 +24,8 @@ impl Mechanism for Pipe {
         _ctx: ConnCtx<'_>,
         _opts: &Options,
     ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
-        let (c2s_r, c2s_w) = sys::pipe()?;
-        let (s2c_r, s2c_w) = sys::pipe()?;
+        let (c2s_r, c2s_w) = oslayer::pipe::pipe()?;
+        let (s2c_r, s2c_w) = oslayer::pipe::pipe()?;
         let wire = StreamWire::new(c2s_r, Some(s2c_w));
         Ok((wire, vec![c2s_w, s2c_r], Vec::new()))
     }

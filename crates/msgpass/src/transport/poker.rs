@@ -21,8 +21,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread::Thread;
 use std::time::Duration;
 
-use crate::sys;
-
 /// What a poke adds to an eventfd counter: a message adds 1, so the low 32
 /// bits count messages and the high bits pokes.
 pub(crate) const POKE: u64 = 1 << 32;
@@ -116,7 +114,7 @@ fn run() {
                 if w & 1 == 1 && w == *seen {
                     // Nothing useful to do on failure: the wire's own read
                     // reports a broken descriptor.
-                    let _ = sys::eventfd_write(t.fd.as_fd(), POKE);
+                    let _ = oslayer::eventfd::write(t.fd.as_fd(), POKE);
                 }
                 *seen = w;
                 tick = Some(tick.map_or(t.tick, |d| d.min(t.tick)));

@@ -38,7 +38,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::sys;
+use oslayer::mqueue::Access;
+
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{too_long, ConnCtx, Mechanism, Wire, HEAD};
 use crate::transport::Options;
@@ -67,7 +68,7 @@ fn kernel_msgsize_max() -> usize {
 /// Largest payload a queue may carry here (see the module documentation).
 fn payload_limit() -> usize {
     let mut limit = kernel_msgsize_max().saturating_sub(HEAD);
-    if let Ok(Some(bytes)) = sys::soft_rlimit(libc::RLIMIT_MSGQUEUE) {
+    if let Some(bytes) = oslayer::rlimit::soft(oslayer::rlimit::Resource::Msgqueue) {
         let per_queue = (bytes / (2 * CONNECTIONS_BUDGET)).saturating_sub(QUEUE_OVERHEAD);
         let fits = (per_queue as usize).saturating_sub(HEAD);
         let pow2 = if fits == 0 {
@@ -92,7 +93,7 @@ fn make_queue(dir: &str, msgsize: usize) -> io::Result<(OwnedFd, OwnedFd)> {
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let name = CString::new(format!("/msgbench.{}.{seq}.{dir}", std::process::id()))
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "queue name has a NUL"))?;
-        match sys::mq_open(&name, libc::O_RDONLY, Some((1, msgsize))) {
+        match oslayer::mqueue::open(&name, Access::Read, false, Some((1, msgsize))) {
             Ok(rx) => break (name, rx),
             // Left by a dead process that had our pid: not ours to remove
             // (another IPC-sharing pid namespace could be using it); skip.
@@ -100,8 +101,8 @@ fn make_queue(dir: &str, msgsize: usize) -> io::Result<(OwnedFd, OwnedFd)> {
             Err(e) => return Err(e),
         }
     };
-    let tx = sys::mq_open(&name, libc::O_WRONLY | libc::O_NONBLOCK, None);
-    let unlinked = sys::mq_unlink(&name);
+    let tx = oslayer::mqueue::open(&name, Access::Write, true, None);
+    let unlinked = oslayer::mqueue::unlink(&name);
     let tx = tx?;
     unlinked?;
     Ok((rx, tx))
@@ -132,7 +133,7 @@ impl Wire for MqWire {
         }
         self.scratch[..HEAD].copy_from_slice(head);
         self.scratch[HEAD..n].copy_from_slice(data);
-        match sys::mq_send(self.tx.as_fd(), &self.scratch[..n]) {
+        match oslayer::mqueue::send(self.tx.as_fd(), &self.scratch[..n]) {
             // The protocol is synchronous: the queue's one slot is free
             // unless the peer stopped reading, which means it is gone.
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
@@ -143,12 +144,12 @@ impl Wire for MqWire {
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        let n = sys::mq_receive(self.rx.as_fd(), self.frame(frame)?)?;
+        let n = oslayer::mqueue::receive(self.rx.as_fd(), self.frame(frame)?)?;
         check_len(n)
     }
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
-        let n = sys::mq_timedreceive(self.rx.as_fd(), self.frame(frame)?, timeout)?;
+        let n = oslayer::mqueue::timed_receive(self.rx.as_fd(), self.frame(frame)?, timeout)?;
         check_len(n)
     }
 
@@ -209,7 +210,7 @@ impl Mechanism for PosixMq {
         let [c2s_w, s2c_r]: [OwnedFd; 2] = fds
             .try_into()
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 2 queues"))?;
-        let msgsize = sys::mq_msgsize(s2c_r.as_fd())?;
+        let msgsize = oslayer::mqueue::msgsize(s2c_r.as_fd())?;
         Ok(MqWire {
             rx: s2c_r,
             tx: c2s_w,

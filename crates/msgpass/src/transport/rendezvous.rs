@@ -11,8 +11,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use oslayer::socket::{RecvFlags, SocketType};
+
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::Options;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
@@ -97,7 +98,7 @@ pub(crate) struct Listener {
 impl Listener {
     /// Listens at `path`, which the caller has claimed and cleared.
     pub(crate) fn bind(path: &Path, family: Family, max_msg: usize) -> Result<Listener> {
-        let fd = sys::unix_listen(path, libc::SOCK_SEQPACKET)
+        let fd = oslayer::socket::unix_listen(path, SocketType::SEQPACKET)
             .map_err(|e| Error::io(format!("listen on {}", path.display()), e))?;
         Ok(Listener {
             fd,
@@ -117,9 +118,9 @@ impl Listener {
     /// (at most [`EXTRA_MAX`]).
     pub(crate) fn accept_with(&self, fds: &[BorrowedFd<'_>], extra: &[u8]) -> Result<OwnedFd> {
         assert!(extra.len() <= EXTRA_MAX, "hello extra too long");
-        let conn = sys::accept(self.fd.as_fd()).map_err(|e| Error::io("accept", e))?;
+        let conn = oslayer::socket::accept(self.fd.as_fd()).map_err(|e| Error::io("accept", e))?;
         let hello = hello_bytes(self.family, self.max_msg);
-        sys::send_parts(conn.as_fd(), &[&hello, extra], fds)
+        oslayer::socket::send_parts(conn.as_fd(), &[&hello, extra], fds)
             .map_err(|e| Error::io("send hello", e))?;
         Ok(conn)
     }
@@ -140,7 +141,7 @@ pub(crate) fn connect(
 ) -> Result<(OwnedFd, Hello, Vec<OwnedFd>)> {
     let deadline = opts.wait.map(|w| Instant::now() + w);
     let sock = loop {
-        match sys::unix_connect(path, libc::SOCK_SEQPACKET) {
+        match oslayer::socket::unix_connect(path, SocketType::SEQPACKET) {
             Ok(s) => break s,
             Err(e) => {
                 let absent = matches!(
@@ -167,11 +168,18 @@ pub(crate) fn connect(
             }
         }
     };
-    sys::set_recv_timeout(sock.as_fd(), Some(HANDSHAKE_TIMEOUT))
+    oslayer::socket::set_recv_timeout(sock.as_fd(), Some(HANDSHAKE_TIMEOUT))
         .map_err(|e| Error::io("set receive timeout", e))?;
     let mut hello = [0u8; HELLO_LEN];
     let mut extra = vec![0u8; EXTRA_MAX];
-    let got = sys::recv_parts(sock.as_fd(), &mut hello, &mut extra, 0, true).map_err(|e| {
+    let got = oslayer::socket::recv_parts(
+        sock.as_fd(),
+        &mut hello,
+        &mut extra,
+        RecvFlags::empty(),
+        true,
+    )
+    .map_err(|e| {
         if e.kind() == io::ErrorKind::WouldBlock {
             Error::Protocol(format!(
                 "{} accepted the connection but sent no hello within {:?}",
@@ -182,7 +190,8 @@ pub(crate) fn connect(
             Error::io("receive hello", e)
         }
     })?;
-    sys::set_recv_timeout(sock.as_fd(), None).map_err(|e| Error::io("clear receive timeout", e))?;
+    oslayer::socket::set_recv_timeout(sock.as_fd(), None)
+        .map_err(|e| Error::io("clear receive timeout", e))?;
     if got.len == 0 && got.fds.is_empty() {
         return Err(Error::Disconnected);
     }

@@ -37,15 +37,15 @@
 //! checks its peer's socket for a hang-up, which is how a dead server or a
 //! dead client is noticed.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use oslayer::mman::Mapping;
 
 /// How a side waits for the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,8 +98,8 @@ impl Transport for Shm {
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let listener = Listener::bind(path, Family::Shm, opts.max_msg)?;
-        let bell_fd =
-            sys::memfd("msgpass-doorbell", PAGE).map_err(|e| Error::io("memfd_create", e))?;
+        let bell_fd = oslayer::mman::memfd("msgpass-doorbell", PAGE)
+            .map_err(|e| Error::io("memfd_create", e))?;
         let bell =
             Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?;
         Ok(Box::new(ShmServer {
@@ -130,7 +130,7 @@ impl Transport for Shm {
         let bell_fd = fds.pop().expect("length checked");
         let slot_len = slot_size(hello.max_msg);
         let map = |fd: &OwnedFd, len, what| {
-            sys::map_sealed(fd.as_fd(), len, what).map_err(|e| match e.kind() {
+            oslayer::mman::map_sealed(fd.as_fd(), len, what).map_err(|e| match e.kind() {
                 std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
                 _ => Error::io(format!("map {what}"), e),
             })
@@ -294,7 +294,7 @@ impl ShmServer {
     /// Accepts a new client: a fresh slot, both memfds passed along.
     fn accept(&mut self) {
         let slot_len = slot_size(self.opts.max_msg);
-        let Ok(slot_fd) = sys::memfd("msgpass-slot", slot_len) else {
+        let Ok(slot_fd) = oslayer::mman::memfd("msgpass-slot", slot_len) else {
             return;
         };
         let Ok(slot) = Slot::map(&slot_fd, slot_len) else {
@@ -312,25 +312,22 @@ impl ShmServer {
     /// Accepts waiting clients and drops dead ones, waiting at most `timeout`.
     fn housekeep(&mut self, timeout: Duration) {
         self.last_housekeeping = Instant::now();
-        let mut p = [libc::pollfd {
-            fd: self.listener.as_fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        if sys::poll(&mut p, Some(timeout)).unwrap_or(0) > 0 {
+        let mut p = [oslayer::poll::PollFd::readable(self.listener.as_fd())];
+        if oslayer::poll::poll(&mut p, Some(timeout)).unwrap_or(0) > 0 {
             self.accept();
             // Take every client already queued, not one per tick: a burst of
             // connects would otherwise outlast the clients' hello timeout.
             for _ in 0..ACCEPT_BURST {
                 p[0].revents = 0;
-                if sys::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
+                if oslayer::poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
                     break;
                 }
                 self.accept();
             }
         }
         let before = self.conns.len();
-        self.conns.retain(|c| !sys::peer_gone(c.sock.as_fd()));
+        self.conns
+            .retain(|c| !oslayer::socket::peer_gone(c.sock.as_fd()));
         if self.conns.len() != before {
             self.current = None;
         }
@@ -359,7 +356,7 @@ impl ShmServer {
     /// Publishes our CPU and says whether any client was last seen on
     /// another CPU (so that spinning for its next request can pay off).
     fn peers_elsewhere(&self) -> bool {
-        let me = sys::current_cpu();
+        let me = oslayer::cpu::current_cpu();
         let published = bell_server_cpu(&self.bell);
         if published.load(Relaxed) != me {
             published.store(me, Relaxed);
@@ -374,7 +371,7 @@ impl ShmServer {
         bell_sleeping(&self.bell).store(1, SeqCst);
         let s = bell_seq(&self.bell).load(SeqCst);
         if self.scan().is_none() && !stop.load(Relaxed) {
-            sys::futex_wait(bell_seq(&self.bell), s, Some(timeout), true);
+            oslayer::futex::wait(bell_seq(&self.bell), s, Some(timeout), true);
         }
         bell_sleeping(&self.bell).store(0, Relaxed);
     }
@@ -459,7 +456,7 @@ impl ServerChannel for ShmServer {
             // The client spins and never sets WAITER: publish only.
             st.store(REPLY, Release);
         } else if st.swap(REPLY, SeqCst) & WAITER != 0 {
-            sys::futex_wake(st, 1, true);
+            oslayer::futex::wake(st, 1, true);
         }
         Ok(())
     }
@@ -481,7 +478,7 @@ impl Drop for ShmServer {
                 match st.compare_exchange(s, CLOSED, SeqCst, SeqCst) {
                     Ok(_) => {
                         if s & WAITER != 0 {
-                            sys::futex_wake(st, 1, true);
+                            oslayer::futex::wake(st, 1, true);
                         }
                         break;
                     }
@@ -528,7 +525,7 @@ impl ShmClient {
                 spins = spins.wrapping_add(1);
                 if spins % 256 == 0 {
                     let now = Instant::now();
-                    if watch.due(now) && sys::peer_gone(self.sock.as_fd()) {
+                    if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
                         return Err(Error::Disconnected);
                     }
                     if until.is_some_and(|u| now >= u) {
@@ -550,10 +547,10 @@ impl ShmClient {
             if s & WAITER == 0 && st.compare_exchange(s, s | WAITER, SeqCst, Relaxed).is_err() {
                 continue;
             }
-            sys::futex_wait(st, s | WAITER, Some(self.tick), true);
+            oslayer::futex::wait(st, s | WAITER, Some(self.tick), true);
             if st.load(Acquire) & MASK != REPLY
                 && watch.due(Instant::now())
-                && sys::peer_gone(self.sock.as_fd())
+                && oslayer::socket::peer_gone(self.sock.as_fd())
             {
                 return Err(Error::Disconnected);
             }
@@ -603,7 +600,7 @@ impl ClientConnection for ShmClient {
             return Err(Error::Disconnected);
         }
         let me = match self.wait {
-            Wait::Hybrid => sys::current_cpu(),
+            Wait::Hybrid => oslayer::cpu::current_cpu(),
             _ => 0,
         };
         self.slot.client_cpu().store(me, Relaxed);
@@ -623,7 +620,7 @@ impl ClientConnection for ShmClient {
         }
         if bell_sleeping(&self.bell).load(SeqCst) != 0 {
             bell_seq(&self.bell).fetch_add(1, SeqCst);
-            sys::futex_wake(bell_seq(&self.bell), 1, true);
+            oslayer::futex::wake(bell_seq(&self.bell), 1, true);
         }
         self.wait_reply(me)?;
         let status = self.slot.status().load(Relaxed);

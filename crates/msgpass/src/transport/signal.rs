@@ -69,18 +69,18 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::mem::{size_of, zeroed};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys::{self, Mapping};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use oslayer::mman::Mapping;
+use oslayer::signal::{self, SigInfo, SigSet};
+use oslayer::thread::gettid;
 
 const PAGE: usize = 4096;
 /// Largest `max_msg` a client accepts from a server (the header's length
@@ -91,49 +91,24 @@ const QUEUE_FULL_RETRY: Duration = Duration::from_millis(1);
 
 /// The signal that announces a request to a server thread (`SIGRTMIN+4`).
 pub fn req_signal() -> libc::c_int {
-    libc::SIGRTMIN() + 4
+    signal::rt(4)
 }
 
 /// The signal that announces a reply to a client thread (`SIGRTMIN+5`).
 pub fn rep_signal() -> libc::c_int {
-    libc::SIGRTMIN() + 5
+    signal::rt(5)
 }
 
 /// Real-time signal notification, shared-memory payload.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Signal;
 
-// ------------------------------------------------------------ system calls
+// ------------------------------------------------------------ signals
 
 thread_local! {
     /// Signals this thread has blocked for the library (bit 0: request,
     /// bit 1: reply).
     static BLOCKED: Cell<u8> = const { Cell::new(0) };
-    /// This thread's id, once asked.
-    static TID: Cell<i32> = const { Cell::new(0) };
-}
-
-/// The calling thread's id.
-fn gettid() -> i32 {
-    TID.with(|t| {
-        if t.get() == 0 {
-            // SAFETY: gettid takes no arguments and cannot fail.
-            t.set(unsafe { libc::syscall(libc::SYS_gettid) } as i32);
-        }
-        t.get()
-    })
-}
-
-/// A signal set holding `sig` alone.
-fn sigset_of(sig: libc::c_int) -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; sigemptyset initialises it before use.
-    let mut set: libc::sigset_t = unsafe { zeroed() };
-    // SAFETY: set is a valid sigset_t; sig is a valid real-time signal number.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-    }
-    set
 }
 
 /// Blocks `sig` (bit `bit` of [`BLOCKED`]) in the calling thread, once.
@@ -141,12 +116,7 @@ fn block_in_this_thread(sig: libc::c_int, bit: u8) -> io::Result<()> {
     if BLOCKED.with(|b| b.get() & bit != 0) {
         return Ok(());
     }
-    let set = sigset_of(sig);
-    // SAFETY: set is a valid signal set; the old mask is not asked for.
-    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, ptr::null_mut()) };
-    if r != 0 {
-        return Err(io::Error::from_raw_os_error(r));
-    }
+    signal::block_in_thread(&SigSet::of(sig))?;
     BLOCKED.with(|b| b.set(b.get() | bit));
     Ok(())
 }
@@ -162,19 +132,7 @@ fn ignore_when_unblocked() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         for sig in [req_signal(), rep_signal()] {
-            // SAFETY: sigaction is plain data; all-zero is valid.
-            let mut old: libc::sigaction = unsafe { zeroed() };
-            // SAFETY: a null new action only reads the current one into old.
-            if unsafe { libc::sigaction(sig, ptr::null(), &mut old) } != 0
-                || old.sa_sigaction != libc::SIG_DFL
-            {
-                continue;
-            }
-            // SAFETY: as above; the new action ignores the signal.
-            let mut act: libc::sigaction = unsafe { zeroed() };
-            act.sa_sigaction = libc::SIG_IGN;
-            // SAFETY: act is a valid action; the old one is not asked for.
-            unsafe { libc::sigaction(sig, &act, ptr::null_mut()) };
+            let _ = signal::ignore_if_default(sig);
         }
     });
 }
@@ -182,115 +140,22 @@ fn ignore_when_unblocked() {
 /// A non-blocking signalfd for `sig`; reads report the signals pending for
 /// the reading thread.
 fn signalfd(sig: libc::c_int) -> io::Result<OwnedFd> {
-    let set = sigset_of(sig);
-    // SAFETY: set is a valid signal set; -1 asks for a new descriptor.
-    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Reads the signals pending for the calling thread on `fd` into `out`
-/// (without blocking); returns how many.
-fn read_signals(fd: BorrowedFd<'_>, out: &mut [libc::signalfd_siginfo]) -> io::Result<usize> {
-    // SAFETY: out is valid for writes of out.len() whole siginfo records.
-    let r = unsafe {
-        libc::read(
-            fd.as_raw_fd(),
-            out.as_mut_ptr() as *mut libc::c_void,
-            std::mem::size_of_val(out),
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-            _ => Err(e),
-        };
-    }
-    Ok(r as usize / size_of::<libc::signalfd_siginfo>())
-}
-
-/// The `siginfo_t` of a queued signal (`SI_QUEUE` layout on Linux).
-#[repr(C)]
-struct QueueInfo {
-    signo: i32,
-    errno: i32,
-    code: i32,
-    _pad: i32,
-    pid: i32,
-    uid: u32,
-    value: u64,
-    _rest: [u64; 12],
-}
-
-/// Queues `sig` with `value` to thread `tid` of process `pid`.
-fn queue_to_thread(pid: i32, tid: i32, sig: libc::c_int, value: u64) -> io::Result<()> {
-    let info = QueueInfo {
-        signo: sig,
-        errno: 0,
-        code: libc::SI_QUEUE,
-        _pad: 0,
-        // SAFETY: getpid and getuid have no preconditions and cannot fail.
-        pid: unsafe { libc::getpid() },
-        // SAFETY: as above.
-        uid: unsafe { libc::getuid() },
-        value,
-        _rest: [0; 12],
-    };
-    // SAFETY: info is a 128-byte siginfo_t with the SI_QUEUE layout, valid
-    // for reads for the duration of the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            pid,
-            tid,
-            sig,
-            &info as *const QueueInfo,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// The pid of the process at the other end of a Unix socket.
-fn peer_pid(fd: BorrowedFd<'_>) -> io::Result<i32> {
-    // SAFETY: ucred is plain data; all-zero is valid.
-    let mut cred: libc::ucred = unsafe { zeroed() };
-    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: cred and len are valid for writes and len gives cred's size.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            &mut cred as *mut libc::ucred as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred.pid)
+    signal::signalfd(&SigSet::of(sig))
 }
 
 // ------------------------------------------------------------ shared memory
 
-/// The control page at the start of a connection's memory.
-#[repr(C)]
-struct Control {
+/// The control page at the start of a connection's memory (offsets 0, 4,
+/// 8 and 16).
+struct Control<'a> {
     /// The thread serving the channel (written by the server).
-    server_tid: AtomicU32,
+    server_tid: &'a AtomicU32,
     /// The thread of the client's current call (written by the client).
-    client_tid: AtomicU32,
+    client_tid: &'a AtomicU32,
     /// Number of the client's latest request.
-    req_seq: AtomicU64,
+    req_seq: &'a AtomicU64,
     /// Number of the request the latest reply answers.
-    rep_seq: AtomicU64,
+    rep_seq: &'a AtomicU64,
 }
 
 /// Bytes of one direction's area for `max_msg`.
@@ -321,11 +186,13 @@ impl Shared {
         Ok(Shared { map, max })
     }
 
-    fn ctl(&self) -> &Control {
-        // SAFETY: the mapping is page-aligned and at least a page long
-        // (checked in `new`); Control is made of atomics, valid for any bits,
-        // and lives as long as the mapping borrowed here.
-        unsafe { &*(self.map.ptr() as *const Control) }
+    fn ctl(&self) -> Control<'_> {
+        Control {
+            server_tid: self.map.atomic_u32(0),
+            client_tid: self.map.atomic_u32(4),
+            req_seq: self.map.atomic_u64(8),
+            rep_seq: self.map.atomic_u64(16),
+        }
     }
 
     /// Offset of the client-to-server area (`c2s`) or the other one.
@@ -345,16 +212,12 @@ impl Shared {
                 "message longer than the channel maximum",
             ));
         }
-        let h = head(code, data.len());
-        // SAFETY: the area spans HEAD + max bytes inside the mapping (checked
-        // in `new`) and data.len() <= max; our buffers do not overlap the
-        // mapping. The peer reads it only after our signal; if it misbehaves
+        // The area spans HEAD + max bytes inside the mapping (checked in
+        // `new`). The peer reads it only after our signal; if it misbehaves
         // it only corrupts the message it receives.
-        unsafe {
-            let area = self.map.ptr().add(self.area(c2s));
-            ptr::copy_nonoverlapping(h.as_ptr(), area, HEAD);
-            ptr::copy_nonoverlapping(data.as_ptr(), area.add(HEAD), data.len());
-        }
+        let area = self.area(c2s);
+        self.map.write_at(area, &head(code, data.len()));
+        self.map.write_at(area + HEAD, data);
         Ok(())
     }
 
@@ -362,10 +225,7 @@ impl Shared {
     /// checked against the maximum (read once: the peer may change it).
     fn head(&self, c2s: bool) -> io::Result<(u32, usize)> {
         let mut h = [0u8; HEAD];
-        // SAFETY: the area holds at least HEAD bytes inside the mapping.
-        unsafe {
-            ptr::copy_nonoverlapping(self.map.ptr().add(self.area(c2s)), h.as_mut_ptr(), HEAD)
-        };
+        self.map.read_at(self.area(c2s), &mut h);
         let (code, len) = parse_head(&h);
         if len > self.max {
             return Err(io::Error::new(
@@ -379,15 +239,8 @@ impl Shared {
     /// Copies `out.len()` payload bytes (at most `max`) out of an area.
     fn take(&self, c2s: bool, out: &mut [u8]) {
         let n = out.len().min(self.max);
-        // SAFETY: HEAD + n <= HEAD + max bytes lie inside the area; `out` is
-        // our own memory.
-        unsafe {
-            ptr::copy_nonoverlapping(
-                self.map.ptr().add(self.area(c2s) + HEAD),
-                out.as_mut_ptr(),
-                n,
-            )
-        };
+        // HEAD + n <= HEAD + max bytes lie inside the area.
+        self.map.read_at(self.area(c2s) + HEAD, &mut out[..n]);
     }
 }
 
@@ -441,8 +294,8 @@ impl Transport for Signal {
         }
         let max = max as usize;
         let len = mem_len(max);
-        let map =
-            sys::map_sealed(mem.as_fd(), len, "signal").map_err(|e| Error::io("map memfd", e))?;
+        let map = oslayer::mman::map_sealed(mem.as_fd(), len, "signal")
+            .map_err(|e| Error::io("map memfd", e))?;
         let shared = Shared::new(map, max).map_err(|e| Error::io("map memfd", e))?;
         let sfd = signalfd(rep_signal()).map_err(|e| Error::io("signalfd", e))?;
         let seq = shared.ctl().req_seq.load(Ordering::SeqCst);
@@ -483,7 +336,7 @@ struct SignalServer {
     /// sender's pid (`None`: found by a re-scan, no signal to check).
     pending: VecDeque<(u64, Option<i32>)>,
     /// `[signalfd, listener, each session]`, emptied when stale.
-    pollfds: Vec<libc::pollfd>,
+    pollfds: Vec<oslayer::poll::PollFd>,
     /// The tid published in every connection (0: none yet).
     tid: i32,
     next_id: u64,
@@ -494,12 +347,8 @@ struct SignalServer {
     opts: Options,
 }
 
-fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
-    libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }
+fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
+    oslayer::poll::PollFd::readable(fd)
 }
 
 impl SignalServer {
@@ -535,7 +384,7 @@ impl SignalServer {
         self.next_id += 1;
         let id = self.next_id;
         let max = self.opts.max_msg;
-        let made = sys::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
+        let made = oslayer::mman::memfd("msgpass-signal", mem_len(max)).and_then(|mem| {
             let map = Mapping::new(mem.as_fd(), mem_len(max))?;
             Ok((mem, Shared::new(map, max)?))
         });
@@ -555,7 +404,7 @@ impl SignalServer {
         let Ok(sock) = self.listener.accept_with(&[mem.as_fd()], &extra) else {
             return;
         };
-        let Ok(pid) = peer_pid(sock.as_fd()) else {
+        let Ok(pid) = oslayer::socket::peer_cred(sock.as_fd()).map(|c| c.pid) else {
             return;
         };
         self.conns.push(Conn {
@@ -570,17 +419,15 @@ impl SignalServer {
 
     /// Reads every request signal pending for this thread into `pending`.
     fn drain(&mut self) -> Result<usize> {
-        // SAFETY: signalfd_siginfo is plain data; all-zero is valid.
-        let mut infos: [libc::signalfd_siginfo; 16] = unsafe { zeroed() };
+        let mut infos = [SigInfo::default(); 16];
         let mut total = 0;
         loop {
-            let n = read_signals(self.sfd.as_fd(), &mut infos)
+            let n = signal::read_siginfo(self.sfd.as_fd(), &mut infos)
                 .map_err(|e| Error::io("read signalfd", e))?;
             for si in &infos[..n] {
-                if si.ssi_code == libc::SI_QUEUE {
+                if si.is_queued() {
                     // The value names the connection; `take` checks si_pid.
-                    self.pending
-                        .push_back((si.ssi_ptr, Some(si.ssi_pid as i32)));
+                    self.pending.push_back((si.value(), Some(si.pid())));
                 }
             }
             total += n;
@@ -652,7 +499,7 @@ impl ServerChannel for SignalServer {
             for p in &mut self.pollfds {
                 p.revents = 0;
             }
-            if sys::poll(&mut self.pollfds, Some(self.opts.tick))
+            if oslayer::poll::poll(&mut self.pollfds, Some(self.opts.tick))
                 .map_err(|e| Error::io("poll", e))?
                 == 0
             {
@@ -697,11 +544,11 @@ impl ServerChannel for SignalServer {
         ctl.rep_seq.store(c.served, Ordering::SeqCst);
         let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
         loop {
-            match queue_to_thread(c.pid, tid, rep_signal(), c.id) {
+            match signal::queue_to_thread(c.pid, tid, rep_signal(), c.id) {
                 Ok(()) => return Ok(()),
                 Err(e)
                     if e.raw_os_error() == Some(libc::EAGAIN)
-                        && !sys::peer_gone(c.sock.as_fd()) =>
+                        && !oslayer::socket::peer_gone(c.sock.as_fd()) =>
                 {
                     std::thread::sleep(QUEUE_FULL_RETRY)
                 }
@@ -742,7 +589,7 @@ impl SignalClient {
         let ctl = self.shared.ctl();
         let mut tid = ctl.server_tid.load(Ordering::SeqCst);
         loop {
-            match queue_to_thread(self.server_pid, tid as i32, req_signal(), self.id) {
+            match signal::queue_to_thread(self.server_pid, tid as i32, req_signal(), self.id) {
                 Ok(()) => return Ok(()),
                 Err(e) => match e.raw_os_error() {
                     Some(libc::ESRCH) => {
@@ -754,7 +601,7 @@ impl SignalClient {
                         tid = now;
                     }
                     Some(libc::EAGAIN) => {
-                        if sys::peer_gone(self.sock.as_fd()) {
+                        if oslayer::socket::peer_gone(self.sock.as_fd()) {
                             return Err(Error::Disconnected);
                         }
                         std::thread::sleep(QUEUE_FULL_RETRY);
@@ -768,17 +615,14 @@ impl SignalClient {
     /// Reads the reply signals pending for this thread; true when one is
     /// this connection's.
     fn drain(&self) -> Result<bool> {
-        // SAFETY: signalfd_siginfo is plain data; all-zero is valid.
-        let mut infos: [libc::signalfd_siginfo; 4] = unsafe { zeroed() };
+        let mut infos = [SigInfo::default(); 4];
         let mut ours = false;
         loop {
-            let n = read_signals(self.sfd.as_fd(), &mut infos)
+            let n = signal::read_siginfo(self.sfd.as_fd(), &mut infos)
                 .map_err(|e| Error::io("read signalfd", e))?;
-            ours |= infos[..n].iter().any(|si| {
-                si.ssi_code == libc::SI_QUEUE
-                    && si.ssi_pid as i32 == self.server_pid
-                    && si.ssi_ptr == self.id
-            });
+            ours |= infos[..n]
+                .iter()
+                .any(|si| si.is_queued() && si.pid() == self.server_pid && si.value() == self.id);
             if n < infos.len() {
                 return Ok(ours);
             }
@@ -797,7 +641,7 @@ impl SignalClient {
             }
             p[0].revents = 0;
             p[1].revents = 0;
-            sys::poll(&mut p, None::<Duration>).map_err(|e| Error::io("poll", e))?;
+            oslayer::poll::poll(&mut p, None::<Duration>).map_err(|e| Error::io("poll", e))?;
             if p[1].revents != 0 && p[0].revents == 0 {
                 // A reply sent just before the server closed is already
                 // pending: look once more before giving up.

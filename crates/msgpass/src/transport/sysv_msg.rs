@@ -49,7 +49,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,18 +58,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::sys::{self, MsgBuf, MsgQueueStamp};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{
     ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
 };
+use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 
 /// Type of the ticker's wake-up messages in a request queue (connections
 /// use 2 and up).
-const MTYPE_WAKE: libc::c_long = 1;
+const MTYPE_WAKE: MsgType = 1;
 /// Type of replies in a reply queue.
-const MTYPE_REPLY: libc::c_long = 1;
+const MTYPE_REPLY: MsgType = 1;
 /// Length of the hello's extra bytes: request queue id (i32), reply queue
 /// id (i32), the connection's message type (a `long`), little-endian.
 const EXTRA_LEN: usize = 16;
@@ -114,14 +114,14 @@ impl Transport for SysvMsg {
         }) {
             Ok(r) => r,
             Err(e) => {
-                let _ = sys::msg_remove(req_q);
+                let _ = oslayer::sysv_msg::remove(req_q);
                 return Err(Error::io("sysv-msg: write the queue record", e));
             }
         };
         let listener = match Listener::bind(path, Family::SysvMsg, max_msg) {
             Ok(l) => l,
             Err(e) => {
-                let _ = sys::msg_remove(req_q);
+                let _ = oslayer::sysv_msg::remove(req_q);
                 return Err(e);
             }
         };
@@ -141,7 +141,8 @@ impl Transport for SysvMsg {
             ticker: None,
         };
         // From here on, dropping `server` removes the queues.
-        let kick = Arc::new(sys::eventfd().map_err(|e| Error::io("sysv-msg: eventfd", e))?);
+        let kick =
+            Arc::new(oslayer::eventfd::new().map_err(|e| Error::io("sysv-msg: eventfd", e))?);
         let listen = server
             .listener
             .as_fd()
@@ -174,11 +175,11 @@ impl Transport for SysvMsg {
         })?;
         let i32_at =
             |i: usize| i32::from_le_bytes([extra[i], extra[i + 1], extra[i + 2], extra[i + 3]]);
-        let req_q = i32_at(0);
-        let reply_q = i32_at(4);
-        let mtype = libc::c_long::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
+        let req_q = MsgQueueId(i32_at(0));
+        let reply_q = MsgQueueId(i32_at(4));
+        let mtype = MsgType::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
         let dead = Arc::new(AtomicBool::new(false));
-        let (stop_r, stop_w) = sys::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
+        let (stop_r, stop_w) = oslayer::pipe::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
         let watchdog = Watchdog {
             sock,
             stop: stop_r,
@@ -191,7 +192,7 @@ impl Transport for SysvMsg {
         {
             Ok(h) => h,
             Err(e) => {
-                let _ = sys::msg_remove(reply_q);
+                let _ = oslayer::sysv_msg::remove(reply_q);
                 return Err(Error::io("sysv-msg: start the watchdog thread", e));
             }
         };
@@ -209,12 +210,12 @@ impl Transport for SysvMsg {
 }
 
 /// Creates a private queue and reads its stamp.
-fn new_queue() -> io::Result<(libc::c_int, MsgQueueStamp)> {
-    let id = sys::msgget_private()?;
-    match sys::msg_stamp(id) {
+fn new_queue() -> io::Result<(MsgQueueId, MsgQueueStamp)> {
+    let id = oslayer::sysv_msg::create_private()?;
+    match oslayer::sysv_msg::stamp(id) {
         Ok(st) => Ok((id, st)),
         Err(e) => {
-            let _ = sys::msg_remove(id);
+            let _ = oslayer::sysv_msg::remove(id);
             Err(e)
         }
     }
@@ -247,10 +248,10 @@ impl Record {
     }
 
     /// Replaces the record's content with `queues`.
-    fn write(&self, queues: &[(libc::c_int, MsgQueueStamp)]) -> io::Result<()> {
+    fn write(&self, queues: &[(MsgQueueId, MsgQueueStamp)]) -> io::Result<()> {
         let mut s = format!("{RECORD_HEADER}\n");
         for (id, st) in queues {
-            s.push_str(&format!("{id} {}\n", st.ctime));
+            s.push_str(&format!("{} {}\n", id.0, st.ctime));
         }
         // Overwrite, then cut: a crash in between leaves old lines after
         // the new ones, which the cleanup validates like any other.
@@ -280,18 +281,18 @@ pub(crate) fn clean_stale(endpoint: &Path) {
     };
     let mut text = String::new();
     if f.read_to_string(&mut text).is_ok() && text.starts_with(RECORD_HEADER) {
-        let me = sys::euid();
+        let me = oslayer::ids::euid();
         for line in text.lines().skip(1) {
             let mut w = line.split_whitespace();
             let (Some(Ok(id)), Some(Ok(ctime))) = (
-                w.next().map(str::parse::<libc::c_int>),
+                w.next().map(|s| s.parse::<i32>().map(MsgQueueId)),
                 w.next().map(str::parse::<i64>),
             ) else {
                 continue;
             };
-            match sys::msg_stamp(id) {
+            match oslayer::sysv_msg::stamp(id) {
                 Ok(st) if st.cuid == me && st.mode == 0o600 && st.ctime == ctime => {
-                    let _ = sys::msg_remove(id);
+                    let _ = oslayer::sysv_msg::remove(id);
                 }
                 _ => {}
             }
@@ -311,12 +312,8 @@ struct Shared {
     shutdown: AtomicBool,
 }
 
-fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
-    libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }
+fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
+    oslayer::poll::PollFd::readable(fd)
 }
 
 /// The server's helper thread (see the module documentation).
@@ -326,7 +323,7 @@ struct Ticker {
     /// Written by the server after it handled a wake-up, and on drop.
     kick: Arc<OwnedFd>,
     shared: Arc<Shared>,
-    req_q: libc::c_int,
+    req_q: MsgQueueId,
     tick: Duration,
 }
 
@@ -340,7 +337,7 @@ impl Ticker {
             let watch_listener = !self.shared.attention.load(Ordering::Acquire);
             let mut p = [pollfd(self.kick.as_fd()), pollfd(self.listener.as_fd())];
             let n = if watch_listener { 2 } else { 1 };
-            let ready = match sys::poll(&mut p[..n], Some(self.tick)) {
+            let ready = match oslayer::poll::poll(&mut p[..n], Some(self.tick)) {
                 Ok(r) => r,
                 Err(_) => {
                     std::thread::sleep(self.tick);
@@ -348,7 +345,7 @@ impl Ticker {
                 }
             };
             if p[0].revents != 0 {
-                let _ = sys::eventfd_read(self.kick.as_fd());
+                let _ = oslayer::eventfd::read(self.kick.as_fd());
             }
             if self.shared.shutdown.load(Ordering::Acquire) {
                 return;
@@ -357,7 +354,7 @@ impl Ticker {
             if newcomer || ready == 0 {
                 self.shared.attention.store(true, Ordering::Release);
                 if !self.shared.wake_sent.swap(true, Ordering::AcqRel)
-                    && sys::msgsnd(self.req_q, &wake, 0, libc::IPC_NOWAIT).is_err()
+                    && oslayer::sysv_msg::send(self.req_q, &wake, 0, MsgFlags::NOWAIT).is_err()
                 {
                     // Full: the server has requests to read and sees the
                     // attention flag on its next receive anyway.
@@ -370,8 +367,8 @@ impl Ticker {
 
 struct Conn {
     /// The message type of this connection's requests.
-    mtype: libc::c_long,
-    reply_q: libc::c_int,
+    mtype: MsgType,
+    reply_q: MsgQueueId,
     stamp: MsgQueueStamp,
     /// The rendezvous session: its hang-up means the client is gone.
     sock: OwnedFd,
@@ -379,11 +376,11 @@ struct Conn {
 
 struct SysvServer {
     listener: Listener,
-    req_q: libc::c_int,
+    req_q: MsgQueueId,
     req_stamp: MsgQueueStamp,
     record: Record,
     conns: Vec<Conn>,
-    next_mtype: libc::c_long,
+    next_mtype: MsgType,
     /// The request last received (and the reply being sent).
     buf: MsgBuf,
     len: usize,
@@ -396,7 +393,7 @@ struct SysvServer {
 
 impl SysvServer {
     /// Rewrites the queue record; a failure only weakens crash cleanup.
-    fn save_record(&self, extra: Option<(libc::c_int, MsgQueueStamp)>) {
+    fn save_record(&self, extra: Option<(MsgQueueId, MsgQueueStamp)>) {
         let mut q = vec![(self.req_q, self.req_stamp)];
         q.extend(self.conns.iter().map(|c| (c.reply_q, c.stamp)));
         q.extend(extra);
@@ -405,7 +402,7 @@ impl SysvServer {
 
     fn drop_conn(&mut self, i: usize) {
         let c = self.conns.swap_remove(i);
-        let _ = sys::msg_remove(c.reply_q);
+        let _ = oslayer::sysv_msg::remove(c.reply_q);
         self.current = None;
         self.save_record(None);
     }
@@ -421,8 +418,8 @@ impl SysvServer {
         let mtype = self.next_mtype;
         self.next_mtype += 1;
         let mut extra = [0u8; EXTRA_LEN];
-        extra[0..4].copy_from_slice(&self.req_q.to_le_bytes());
-        extra[4..8].copy_from_slice(&reply_q.to_le_bytes());
+        extra[0..4].copy_from_slice(&self.req_q.0.to_le_bytes());
+        extra[4..8].copy_from_slice(&reply_q.0.to_le_bytes());
         extra[8..16].copy_from_slice(&mtype.to_le_bytes());
         match self.listener.accept_with(&[], &extra) {
             Ok(sock) => self.conns.push(Conn {
@@ -432,7 +429,7 @@ impl SysvServer {
                 sock,
             }),
             Err(_) => {
-                let _ = sys::msg_remove(reply_q);
+                let _ = oslayer::sysv_msg::remove(reply_q);
                 self.save_record(None);
             }
         }
@@ -442,13 +439,14 @@ impl SysvServer {
     fn housekeeping(&mut self) {
         loop {
             let mut p = [pollfd(self.listener.as_fd())];
-            match sys::poll(&mut p, Some(Duration::ZERO)) {
+            match oslayer::poll::poll(&mut p, Some(Duration::ZERO)) {
                 Ok(1) => self.accept(),
                 _ => break,
             }
         }
-        let mut p: Vec<libc::pollfd> = self.conns.iter().map(|c| pollfd(c.sock.as_fd())).collect();
-        if matches!(sys::poll(&mut p, Some(Duration::ZERO)), Ok(n) if n > 0) {
+        let mut p: Vec<oslayer::poll::PollFd> =
+            self.conns.iter().map(|c| pollfd(c.sock.as_fd())).collect();
+        if matches!(oslayer::poll::poll(&mut p, Some(Duration::ZERO)), Ok(n) if n > 0) {
             // Highest index first, so swap_remove keeps lower indices valid.
             for i in (0..p.len()).rev() {
                 if p[i].revents != 0 {
@@ -469,14 +467,15 @@ impl ServerChannel for SysvServer {
             if self.shared.attention.swap(false, Ordering::AcqRel) {
                 self.housekeeping();
                 if let Some(k) = &self.kick {
-                    let _ = sys::eventfd_write(k.as_fd(), 1);
+                    let _ = oslayer::eventfd::write(k.as_fd(), 1);
                 }
             }
-            let n = match sys::msgrcv(self.req_q, &mut self.buf, 0, libc::MSG_NOERROR) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("sysv-msg: receive a request", e)),
-            };
+            let n =
+                match oslayer::sysv_msg::receive(self.req_q, &mut self.buf, 0, MsgFlags::NOERROR) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io("sysv-msg: receive a request", e)),
+                };
             let t = self.buf.mtype();
             if t == MTYPE_WAKE {
                 self.shared.wake_sent.store(false, Ordering::Release);
@@ -524,11 +523,11 @@ impl ServerChannel for SysvServer {
         text[HEAD..HEAD + data.len()].copy_from_slice(data);
         // The reply queue is empty (the client sent its request after
         // taking its last reply): a failure means the client is gone.
-        if sys::msgsnd(
+        if oslayer::sysv_msg::send(
             self.conns[i].reply_q,
             &self.buf,
             HEAD + data.len(),
-            libc::IPC_NOWAIT,
+            MsgFlags::NOWAIT,
         )
         .is_err()
         {
@@ -546,7 +545,7 @@ impl Drop for SysvServer {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
         if let Some(k) = &self.kick {
-            let _ = sys::eventfd_write(k.as_fd(), 1);
+            let _ = oslayer::eventfd::write(k.as_fd(), 1);
         }
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
@@ -554,7 +553,7 @@ impl Drop for SysvServer {
         // Live clients' reply queues are theirs to remove: one may still
         // hold the reply to its last call. (Their watchdogs remove them at
         // once when nothing is waiting.)
-        let _ = sys::msg_remove(self.req_q);
+        let _ = oslayer::sysv_msg::remove(self.req_q);
         // The record file goes with `self.record`.
     }
 }
@@ -566,14 +565,14 @@ struct Watchdog {
     /// Hangs up when the client is dropped.
     stop: OwnedFd,
     dead: Arc<AtomicBool>,
-    reply_q: libc::c_int,
+    reply_q: MsgQueueId,
 }
 
 impl Watchdog {
     fn run(self) {
         loop {
             let mut p = [pollfd(self.sock.as_fd()), pollfd(self.stop.as_fd())];
-            if sys::poll(&mut p, None).is_err() {
+            if oslayer::poll::poll(&mut p, None).is_err() {
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
@@ -587,8 +586,8 @@ impl Watchdog {
                 // reply is waiting, leave it for the client to read (its
                 // next call sees the flag); otherwise remove the queue,
                 // which ends a blocked receive at once.
-                if !sys::msg_count(self.reply_q).is_ok_and(|n| n > 0) {
-                    let _ = sys::msg_remove(self.reply_q);
+                if !oslayer::sysv_msg::count(self.reply_q).is_ok_and(|n| n > 0) {
+                    let _ = oslayer::sysv_msg::remove(self.reply_q);
                 }
                 return;
             }
@@ -597,9 +596,9 @@ impl Watchdog {
 }
 
 struct SysvClient {
-    req_q: libc::c_int,
-    reply_q: libc::c_int,
-    mtype: libc::c_long,
+    req_q: MsgQueueId,
+    reply_q: MsgQueueId,
+    mtype: MsgType,
     buf: MsgBuf,
     max_msg: usize,
     dead: Arc<AtomicBool>,
@@ -633,7 +632,8 @@ impl SysvClient {
         text[HEAD..HEAD + req.len()].copy_from_slice(req);
         let mut backoff = Duration::from_micros(50);
         loop {
-            match sys::msgsnd(self.req_q, &self.buf, HEAD + req.len(), libc::IPC_NOWAIT) {
+            match oslayer::sysv_msg::send(self.req_q, &self.buf, HEAD + req.len(), MsgFlags::NOWAIT)
+            {
                 Ok(()) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     if self.dead.load(Ordering::Acquire) {
@@ -653,7 +653,7 @@ impl ClientConnection for SysvClient {
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
         self.send_request(cmd, req)?;
         let n = loop {
-            match sys::msgrcv(self.reply_q, &mut self.buf, 0, libc::MSG_NOERROR) {
+            match oslayer::sysv_msg::receive(self.reply_q, &mut self.buf, 0, MsgFlags::NOERROR) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if self.dead.load(Ordering::Acquire) {
@@ -701,6 +701,6 @@ impl Drop for SysvClient {
         if let Some(w) = self.watchdog.take() {
             let _ = w.join();
         }
-        let _ = sys::msg_remove(self.reply_q);
+        let _ = oslayer::sysv_msg::remove(self.reply_q);
     }
 }

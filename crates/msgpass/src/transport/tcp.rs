@@ -23,13 +23,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
 use crate::transport::wire::{
     frame_head, head, unpack_reply, StreamWire, Wire, ACCEPT_EVERY, HEAD,
@@ -220,11 +219,11 @@ fn connect_any(
 fn remote_socket_options(s: &TcpStream) -> io::Result<()> {
     s.set_nodelay(true)?;
     let fd = s.as_fd();
-    sys::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 2)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3)?;
-    sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 5000)?;
+    oslayer::socket::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 2)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3)?;
+    oslayer::socket::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 5000)?;
     Ok(())
 }
 
@@ -269,7 +268,7 @@ struct TcpServer {
     conns: Vec<Conn>,
     /// Setup entries (see `slots`), then `(wire, session)` per connection
     /// (a session of -1 in remote mode). Emptied when the sets change.
-    pollfds: Vec<libc::pollfd>,
+    pollfds: Vec<oslayer::poll::PollFd>,
     slots: Vec<Slot>,
     buf: Vec<u8>,
     len: usize,
@@ -284,12 +283,8 @@ struct TcpServer {
     opts: Options,
 }
 
-fn pollfd(fd: libc::c_int) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
+fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
+    oslayer::poll::PollFd::readable(fd)
 }
 
 /// Compares tokens without an early exit.
@@ -338,23 +333,26 @@ impl TcpServer {
         }
         self.slots.clear();
         if let Some((l, _)) = &self.rendezvous {
-            self.pollfds.push(pollfd(l.as_fd().as_raw_fd()));
+            self.pollfds.push(pollfd(l.as_fd()));
             self.slots.push(Slot::Rendezvous);
         }
-        self.pollfds.push(pollfd(self.listener.as_raw_fd()));
+        self.pollfds.push(pollfd(self.listener.as_fd()));
         self.slots.push(Slot::Listener);
         for (i, p) in self.pending.iter().enumerate() {
-            self.pollfds.push(pollfd(p.session.as_raw_fd()));
+            self.pollfds.push(pollfd(p.session.as_fd()));
             self.slots.push(Slot::Pending(i));
         }
         for (i, u) in self.unpaired.iter().enumerate() {
-            self.pollfds.push(pollfd(u.stream.as_raw_fd()));
+            self.pollfds.push(pollfd(u.stream.as_fd()));
             self.slots.push(Slot::Unpaired(i));
         }
         for c in &self.conns {
-            self.pollfds.push(pollfd(c.wire.poll_fd().as_raw_fd()));
-            self.pollfds
-                .push(pollfd(c.session.as_ref().map_or(-1, |s| s.as_raw_fd())));
+            self.pollfds.push(pollfd(c.wire.poll_fd()));
+            self.pollfds.push(
+                c.session
+                    .as_ref()
+                    .map_or(oslayer::poll::PollFd::unused(), |s| pollfd(s.as_fd())),
+            );
         }
     }
 
@@ -380,7 +378,7 @@ impl TcpServer {
             return;
         };
         let mut token = [0u8; TOKEN];
-        if sys::random_bytes(&mut token).is_err() {
+        if oslayer::random::fill(&mut token).is_err() {
             // No token, no pairing: hang up so the client hears at once.
             drop(l.accept(&[]));
             return;
@@ -513,7 +511,10 @@ impl TcpServer {
         for p in &mut self.pollfds {
             p.revents = 0;
         }
-        if sys::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
+        if oslayer::poll::poll(&mut self.pollfds, Some(timeout))
+            .map_err(|e| Error::io("poll", e))?
+            == 0
+        {
             return Ok(None);
         }
         // Connection set-up first, one event per round.

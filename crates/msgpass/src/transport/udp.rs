@@ -11,9 +11,8 @@
 
 use std::io;
 use std::net::{Ipv4Addr, UdpSocket};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
-use crate::sys;
 use crate::transport::rendezvous::Family;
 use crate::transport::uds_pair::one_fd;
 use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, HEAD};
@@ -59,7 +58,7 @@ impl Mechanism for Udp {
         // A datagram must fit the send buffer whole, and the receive
         // buffer must hold it (with the kernel's per-packet overhead).
         for fd in [&mine, &theirs] {
-            sys::set_buffer_sizes(fd, 2 * (opts.max_msg + HEAD + 1024))?;
+            oslayer::socket::set_buffer_sizes(fd.as_fd(), 2 * (opts.max_msg + HEAD + 1024))?;
         }
         Ok((DatagramWire::new(mine), vec![theirs], Vec::new()))
     }

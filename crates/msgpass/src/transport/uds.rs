@@ -9,13 +9,14 @@
 //! which saves copying the payload. With a single client the server blocks
 //! in `recv` on it (as a bare ping-pong does) instead of `poll` + `recv`.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use oslayer::socket::RecvFlags;
+
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::ACCEPT_EVERY;
 use crate::transport::{
@@ -38,7 +39,7 @@ impl Transport for Uds {
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let listener = Listener::bind(path, Family::Uds, opts.max_msg)?;
         Ok(Box::new(UdsServer {
-            pollfds: vec![pollfd(listener.as_fd().as_raw_fd())],
+            pollfds: vec![pollfd(listener.as_fd())],
             listener,
             conns: Vec::new(),
             buf: vec![0; 4 + opts.max_msg],
@@ -63,12 +64,8 @@ impl Transport for Uds {
     }
 }
 
-fn pollfd(fd: i32) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
+fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
+    oslayer::poll::PollFd::readable(fd)
 }
 
 /// Sends a 4-byte header and a payload as one message: copied into `out`
@@ -83,9 +80,9 @@ fn send(
         out.clear();
         out.extend_from_slice(&head);
         out.extend_from_slice(data);
-        sys::send_bytes(fd, out)
+        oslayer::socket::send_bytes(fd, out)
     } else {
-        sys::send_parts(fd, &[&head, data], &[])
+        oslayer::socket::send_parts(fd, &[&head, data], &[])
     }
 }
 
@@ -97,7 +94,7 @@ struct UdsServer {
     listener: Listener,
     /// Connected clients; `pollfds[i + 1]` watches `conns[i]`.
     conns: Vec<OwnedFd>,
-    pollfds: Vec<libc::pollfd>,
+    pollfds: Vec<oslayer::poll::PollFd>,
     /// The last request as received: 4-byte command, then the payload.
     buf: Vec<u8>,
     /// Staging for small replies.
@@ -123,8 +120,8 @@ impl UdsServer {
     /// single-client path blocks at most that long.
     fn accept(&mut self) {
         if let Ok(c) = self.listener.accept(&[]) {
-            if sys::set_recv_timeout(c.as_fd(), Some(self.tick)).is_ok() {
-                self.pollfds.push(pollfd(c.as_raw_fd()));
+            if oslayer::socket::set_recv_timeout(c.as_fd(), Some(self.tick)).is_ok() {
+                self.pollfds.push(pollfd(c.as_fd()));
                 self.conns.push(c);
             }
         }
@@ -133,8 +130,8 @@ impl UdsServer {
     /// Accepts every client already waiting, without blocking.
     fn accept_waiting(&mut self) {
         self.last_accept = Instant::now();
-        let mut p = [pollfd(self.pollfds[0].fd)];
-        while sys::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) > 0 {
+        let mut p = [pollfd(self.listener.as_fd())];
+        while oslayer::poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) > 0 {
             self.accept();
             p[0].revents = 0;
         }
@@ -143,8 +140,8 @@ impl UdsServer {
     /// Reads the request waiting on connection `i` (`flags` 0 blocks up to
     /// a tick). `Ok(None)` when there was none, or it was not a request
     /// (the client left, or sent garbage, and was dropped).
-    fn read_request(&mut self, i: usize, flags: libc::c_int) -> Result<Option<Incoming>> {
-        let n = match sys::recv_bytes(self.conns[i].as_fd(), &mut self.buf, flags) {
+    fn read_request(&mut self, i: usize, flags: RecvFlags) -> Result<Option<Incoming>> {
+        let n = match oslayer::socket::recv_bytes(self.conns[i].as_fd(), &mut self.buf, flags) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
             Err(_) => {
@@ -178,7 +175,10 @@ impl UdsServer {
         for p in &mut self.pollfds {
             p.revents = 0;
         }
-        if sys::poll(&mut self.pollfds, Some(self.tick)).map_err(|e| Error::io("poll", e))? == 0 {
+        if oslayer::poll::poll(&mut self.pollfds, Some(self.tick))
+            .map_err(|e| Error::io("poll", e))?
+            == 0
+        {
             return Ok(None);
         }
         if self.pollfds[0].revents != 0 {
@@ -193,7 +193,7 @@ impl UdsServer {
             }
             self.next = i + 1;
             if rev & libc::POLLIN != 0 {
-                return self.read_request(i, libc::MSG_DONTWAIT);
+                return self.read_request(i, RecvFlags::DONTWAIT);
             }
             self.drop_conn(i);
             // The connection set changed: poll again.
@@ -216,7 +216,7 @@ impl ServerChannel for UdsServer {
                     self.accept_waiting();
                     continue;
                 }
-                let got = self.read_request(0, 0)?;
+                let got = self.read_request(0, RecvFlags::empty())?;
                 if got.is_none() {
                     // Timed out, or the client left: look for new ones.
                     self.accept_waiting();
@@ -279,7 +279,8 @@ impl UdsClient {
     /// status, whether the payload did not fit `reply`).
     fn recv_reply(&mut self, reply: &mut [u8]) -> std::io::Result<(usize, i32, bool)> {
         if 4 + reply.len() <= SMALL {
-            let n = sys::recv_bytes(self.sock.as_fd(), &mut self.inb, 0)?;
+            let n =
+                oslayer::socket::recv_bytes(self.sock.as_fd(), &mut self.inb, RecvFlags::empty())?;
             if n < 4 {
                 return Ok((n, 0, false));
             }
@@ -292,7 +293,13 @@ impl UdsClient {
             Ok((n, status, false))
         } else {
             let mut head = [0u8; 4];
-            let got = sys::recv_parts(self.sock.as_fd(), &mut head, reply, 0, false)?;
+            let got = oslayer::socket::recv_parts(
+                self.sock.as_fd(),
+                &mut head,
+                reply,
+                RecvFlags::empty(),
+                false,
+            )?;
             Ok((got.len, i32::from_le_bytes(head), got.truncated))
         }
     }

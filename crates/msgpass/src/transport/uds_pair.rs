@@ -6,9 +6,10 @@
 //! watches for a dead peer.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
-use crate::sys;
+use oslayer::socket::SocketType;
+
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{ConnCtx, DatagramWire, Mechanism, StreamWire};
 use crate::transport::Options;
@@ -36,7 +37,7 @@ impl Mechanism for UdsStream {
         _ctx: ConnCtx<'_>,
         _opts: &Options,
     ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
-        let (mine, theirs) = sys::socketpair(libc::SOCK_STREAM)?;
+        let (mine, theirs) = oslayer::socket::socketpair(SocketType::STREAM)?;
         Ok((StreamWire::new(mine, None), vec![theirs], Vec::new()))
     }
 
@@ -66,10 +67,10 @@ impl Mechanism for UdsDgram {
         _ctx: ConnCtx<'_>,
         opts: &Options,
     ) -> io::Result<(DatagramWire, Vec<OwnedFd>, Vec<u8>)> {
-        let (mine, theirs) = sys::socketpair(libc::SOCK_DGRAM)?;
+        let (mine, theirs) = oslayer::socket::socketpair(SocketType::DGRAM)?;
         // A datagram must fit the send buffer whole.
         for fd in [&mine, &theirs] {
-            sys::set_buffer_sizes(fd, 2 * (opts.max_msg + 64))?;
+            oslayer::socket::set_buffer_sizes(fd.as_fd(), 2 * (opts.max_msg + 64))?;
         }
         Ok((DatagramWire::new(mine), vec![theirs], Vec::new()))
     }

@@ -13,13 +13,12 @@
 //! hang-up means the peer died.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::{
     ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY as ONEWAY_BIT,
@@ -94,7 +93,7 @@ fn poll_then_recv<W: Wire + ?Sized>(
 ) -> io::Result<Option<usize>> {
     if !wire.has_buffered() {
         let mut p = [pollfd(wire.poll_fd())];
-        sys::poll(&mut p, Some(timeout))?;
+        oslayer::poll::poll(&mut p, Some(timeout))?;
         if p[0].revents == 0 {
             return Err(io::ErrorKind::TimedOut.into());
         }
@@ -243,7 +242,7 @@ struct WireServer<M: Mechanism> {
     conns: Vec<Conn<M::W>>,
     /// `[listener, (wire, session) for each connection]`, rebuilt when the
     /// connection set changes (emptied to mark it stale).
-    pollfds: Vec<libc::pollfd>,
+    pollfds: Vec<oslayer::poll::PollFd>,
     buf: Vec<u8>,
     len: usize,
     current: Option<usize>,
@@ -257,12 +256,8 @@ struct WireServer<M: Mechanism> {
     opts: Options,
 }
 
-fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
-    libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }
+fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
+    oslayer::poll::PollFd::readable(fd)
 }
 
 impl<M: Mechanism> WireServer<M> {
@@ -355,7 +350,10 @@ impl<M: Mechanism> WireServer<M> {
         for p in &mut self.pollfds {
             p.revents = 0;
         }
-        if sys::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
+        if oslayer::poll::poll(&mut self.pollfds, Some(timeout))
+            .map_err(|e| Error::io("poll", e))?
+            == 0
+        {
             return Ok(None);
         }
         if self.pollfds[0].revents != 0 {
@@ -471,7 +469,7 @@ impl<M: Mechanism> WireClient<M> {
             loop {
                 match self.wire.recv_timeout(&mut self.buf, self.tick) {
                     Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                        if sys::peer_gone(self.sock.as_fd()) {
+                        if oslayer::socket::peer_gone(self.sock.as_fd()) {
                             return Err(Error::Disconnected);
                         }
                     }
@@ -605,7 +603,7 @@ impl StreamWire {
             self.end -= self.start;
             self.start = 0;
         }
-        let n = sys::read_some(self.rx.as_fd(), &mut self.inb[self.end..])?;
+        let n = oslayer::fd::read_some(self.rx.as_fd(), &mut self.inb[self.end..])?;
         self.end += n;
         Ok(n)
     }
@@ -618,9 +616,9 @@ impl Wire for StreamWire {
             self.out.clear();
             self.out.extend_from_slice(head);
             self.out.extend_from_slice(data);
-            sys::write_all(fd, &[&self.out])
+            oslayer::fd::write_all(fd, &[&self.out])
         } else {
-            sys::write_all(fd, &[head, data])
+            oslayer::fd::write_all(fd, &[head, data])
         }
     }
 
@@ -646,7 +644,7 @@ impl Wire for StreamWire {
         self.start += have;
         let mut got = have;
         while got < HEAD + len {
-            match sys::read_some(self.rx.as_fd(), &mut frame[got..HEAD + len]) {
+            match oslayer::fd::read_some(self.rx.as_fd(), &mut frame[got..HEAD + len]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => got += n,
                 // A receive timeout in the middle of a payload.
@@ -664,7 +662,7 @@ impl Wire for StreamWire {
         }
         if self.start == self.end {
             if self.armed != Some(timeout) {
-                sys::set_recv_timeout(self.rx.as_fd(), Some(timeout))?;
+                oslayer::socket::set_recv_timeout(self.rx.as_fd(), Some(timeout))?;
                 self.armed = Some(timeout);
             }
             match self.fill() {
@@ -720,15 +718,19 @@ impl Wire for DatagramWire {
         if n <= self.small.len() {
             self.small[..HEAD].copy_from_slice(head);
             self.small[HEAD..n].copy_from_slice(data);
-            sys::send_bytes(self.fd.as_fd(), &self.small[..n]).map(|_| ())
+            oslayer::socket::send_bytes(self.fd.as_fd(), &self.small[..n]).map(|_| ())
         } else {
-            sys::send_parts(self.fd.as_fd(), &[head, data], &[]).map(|_| ())
+            oslayer::socket::send_parts(self.fd.as_fd(), &[head, data], &[]).map(|_| ())
         }
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         // The full length comes back even when truncated (MSG_TRUNC).
-        match sys::recv_bytes(self.fd.as_fd(), frame, 0)? {
+        match oslayer::socket::recv_bytes(
+            self.fd.as_fd(),
+            frame,
+            oslayer::socket::RecvFlags::empty(),
+        )? {
             0 => Ok(None),
             n if n < HEAD => Err(io::Error::new(io::ErrorKind::InvalidData, "short message")),
             n if n > frame.len() => Err(too_long()),
@@ -738,7 +740,7 @@ impl Wire for DatagramWire {
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         if self.armed != Some(timeout) {
-            sys::set_recv_timeout(self.fd.as_fd(), Some(timeout))?;
+            oslayer::socket::set_recv_timeout(self.fd.as_fd(), Some(timeout))?;
             self.armed = Some(timeout);
         }
         match self.recv(frame) {
