@@ -6,7 +6,6 @@
 pub mod adder;
 pub mod cli;
 pub mod floor;
-pub mod futex;
 pub mod measure;
 pub mod report;
 pub mod rtos;

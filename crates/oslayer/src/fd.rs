@@ -19,6 +19,13 @@ pub fn read_some(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     retry_rustix(|| rustix::io::read(fd, &mut *buf))
 }
 
+/// One `write` of `buf` (not `writev`: the floors time exactly this
+/// call), retried on `EINTR`; returns the bytes written (maybe fewer).
+#[inline]
+pub fn write_some(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    retry_rustix(|| rustix::io::write(fd, buf))
+}
+
 /// Fills `buf` from a stream. Returns `false` on end of file before the
 /// first byte; end of file in the middle is `UnexpectedEof`.
 #[inline]
@@ -110,6 +117,16 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn write_some_then_read_some_move_the_bytes() {
+        use std::os::fd::AsFd;
+        let (r, w) = crate::pipe::pipe().unwrap();
+        assert_eq!(write_some(w.as_fd(), b"abc").unwrap(), 3);
+        let mut b = [0u8; 8];
+        assert_eq!(read_some(r.as_fd(), &mut b).unwrap(), 3);
+        assert_eq!(&b[..3], b"abc");
+    }
     use super::*;
     use std::os::fd::AsFd;
 

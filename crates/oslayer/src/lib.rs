@@ -12,6 +12,7 @@
 //! message queues, eventfd). Which crate backs a module, and why when it is
 //! hand-written, is said at the top of each module.
 
+pub mod clock;
 pub mod cpu;
 pub mod eventfd;
 pub mod fd;
@@ -21,16 +22,23 @@ pub mod fuse;
 pub mod futex;
 pub mod ids;
 pub mod ioctl;
+pub mod mem;
 pub mod mman;
 pub mod mount;
 pub mod mqueue;
 pub mod pidfd;
 pub mod pipe;
+pub mod pmutex;
 pub mod poll;
+pub mod process;
+pub mod pthread;
 pub mod random;
 pub mod rlimit;
+pub mod sched;
+pub mod sem;
 pub mod signal;
 pub mod socket;
+pub mod system;
 pub mod sysv_msg;
 pub mod thread;
 

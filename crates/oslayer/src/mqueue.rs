@@ -21,6 +21,8 @@ pub enum Access {
     Read,
     /// Send end (`O_WRONLY`).
     Write,
+    /// Both ends on one descriptor (`O_RDWR`).
+    ReadWrite,
 }
 
 /// Opens queue `name` (like `/msgbench.1.2.c2s`) for `access`, close-on-exec,
@@ -37,6 +39,7 @@ pub fn open(
         | match access {
             Access::Read => libc::O_RDONLY,
             Access::Write => libc::O_WRONLY,
+            Access::ReadWrite => libc::O_RDWR,
         };
     if nonblocking {
         oflag |= libc::O_NONBLOCK;
@@ -86,6 +89,23 @@ pub fn send(fd: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
                 msg.as_ptr() as *const libc::c_char,
                 msg.len(),
                 0,
+            )
+        })
+    })?;
+    Ok(())
+}
+
+/// Sends `msg` as one message of priority `prio` (retried on `EINTR`).
+#[inline]
+pub fn send_priority(fd: BorrowedFd<'_>, msg: &[u8], prio: u32) -> io::Result<()> {
+    retry(|| {
+        // SAFETY: msg is valid for reads of msg.len() bytes.
+        check(unsafe {
+            libc::mq_send(
+                fd.as_raw_fd(),
+                msg.as_ptr() as *const libc::c_char,
+                msg.len(),
+                prio,
             )
         })
     })?;
@@ -177,5 +197,20 @@ mod tests {
         assert_eq!(&buf[..4], b"ping");
         let e = timed_receive(rx.as_fd(), &mut buf, Duration::from_millis(1)).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn one_read_write_descriptor_sends_to_itself() {
+        let name =
+            std::ffi::CString::new(format!("/oslayer-test-rw-{}", std::process::id())).unwrap();
+        let q = open(&name, Access::ReadWrite, false, Some((1, 16))).unwrap();
+        unlink(&name).unwrap();
+        send_priority(q.as_fd(), b"self", 1).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            timed_receive(q.as_fd(), &mut buf, Duration::from_secs(5)).unwrap(),
+            4
+        );
+        assert_eq!(&buf[..4], b"self");
     }
 }

@@ -244,8 +244,70 @@ pub fn queue_to_thread(pid: i32, tid: i32, sig: i32, value: u64) -> io::Result<(
     Ok(())
 }
 
+/// Waits up to `timeout` for a signal of `set` (sigtimedwait; the set
+/// should be blocked in the calling thread) and takes it: its number.
+/// `EAGAIN` when none came in time, `EINTR` when another signal
+/// interrupted the wait. (nix and rustix do not wrap sigtimedwait.)
+#[inline]
+pub fn timed_wait(set: &SigSet, timeout: std::time::Duration) -> io::Result<i32> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: set and ts are valid for the call; no siginfo is asked for.
+    check(unsafe { libc::sigtimedwait(&set.0, ptr::null_mut(), &ts) })
+}
+
+/// Sends `sig` to thread `tid` of this process (tgkill, what
+/// `pthread_kill` does). `ESRCH` when no such thread lives here.
+#[inline]
+pub fn send_to_thread(tid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: tgkill takes plain integers and touches no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            crate::ids::pid(),
+            tid,
+            sig as libc::c_long,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn send_to_thread_is_taken_by_timed_wait() {
+        std::thread::spawn(|| {
+            let sig = rt(7);
+            let set = SigSet::of(sig);
+            block_in_thread(&set).unwrap();
+            let short = std::time::Duration::from_millis(1);
+            assert_eq!(
+                timed_wait(&set, short).unwrap_err().raw_os_error(),
+                Some(libc::EAGAIN)
+            );
+            send_to_thread(crate::thread::gettid(), sig).unwrap();
+            assert_eq!(
+                timed_wait(&set, std::time::Duration::from_secs(5)).unwrap(),
+                sig
+            );
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn send_to_thread_refuses_an_unknown_thread() {
+        assert_eq!(
+            send_to_thread(i32::MAX, 0).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+    }
     use super::*;
     use std::os::fd::AsFd;
 

@@ -143,6 +143,15 @@ pub fn recv_bytes(fd: BorrowedFd<'_>, buf: &mut [u8], flags: RecvFlags) -> io::R
     })
 }
 
+/// One plain `recv` (no flags: on a stream, as many bytes as are there,
+/// up to `buf.len()`; on a datagram socket, one message, cut to
+/// `buf.len()`), retried on `EINTR`. Returns the bytes received; 0 is the
+/// peer's end of stream.
+#[inline]
+pub fn recv_some(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    retry_rustix(|| rustix::net::recv(fd, &mut *buf, RecvFlags::empty()).map(|(n, _)| n))
+}
+
 /// What [`recv_parts`] received.
 #[derive(Debug)]
 pub struct Received {
@@ -283,6 +292,20 @@ pub fn peer_gone(fd: BorrowedFd<'_>) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn recv_some_reads_what_a_stream_has_and_cuts_a_datagram() {
+        use std::os::fd::AsFd;
+        let (a, b) = socketpair(SocketType::STREAM).unwrap();
+        send_bytes(a.as_fd(), b"hello").unwrap();
+        let mut buf = [0u8; 3];
+        assert_eq!(recv_some(b.as_fd(), &mut buf).unwrap(), 3);
+        assert_eq!(recv_some(b.as_fd(), &mut buf).unwrap(), 2, "the rest stays");
+        let (a, b) = socketpair(SocketType::DGRAM).unwrap();
+        send_bytes(a.as_fd(), b"hello").unwrap();
+        assert_eq!(recv_some(b.as_fd(), &mut buf).unwrap(), 3);
+        drop(a);
+    }
     use super::*;
     use std::os::fd::AsFd;
 

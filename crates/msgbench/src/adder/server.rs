@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use msgpass::{Channel, Namespace};
+use oslayer::process;
 
 use super::options::{self, Common};
 use super::{endpoint, ADDER_INCREMENT};
@@ -159,21 +160,9 @@ fn serve(mut ch: Channel, cpu: Option<usize>) -> Result<()> {
 /// Asks the kernel to send SIGTERM when the parent dies, then checks the
 /// parent did not die before the request took effect.
 fn die_with_parent(ppid: i32) -> Result<()> {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers.
-    let r = unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGTERM as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error()).context("prctl(PR_SET_PDEATHSIG)");
-    }
-    // SAFETY: getppid has no preconditions.
-    if unsafe { libc::getppid() } != ppid {
+    process::set_parent_death_signal(Some(process::Signal::TERM))
+        .context("prctl(PR_SET_PDEATHSIG)")?;
+    if process::parent_pid().map_or(0, |p| p.as_raw_nonzero().get()) != ppid {
         anyhow::bail!("parent {ppid} is gone");
     }
     Ok(())

@@ -61,8 +61,7 @@ fn wait_change(word: &AtomicU32, last: u32, mode: Mode) -> u32 {
                 looks += 1;
                 if looks >= n {
                     looks = 0;
-                    // SAFETY: sched_yield has no preconditions.
-                    unsafe { libc::sched_yield() };
+                    oslayer::sched::yield_now();
                 } else {
                     std::hint::spin_loop();
                 }

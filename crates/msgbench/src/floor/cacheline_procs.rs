@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use oslayer::process::{self, Fork, Pid, Signal, WaitStatus};
 
 use super::shared::SharedPage;
 use super::{counts, mismatch, reply_of, request_of, result, timed, PingPong, POISON};
@@ -60,8 +61,7 @@ fn wait_change(
             return Some(v);
         }
         if yield_each {
-            // SAFETY: sched_yield has no preconditions.
-            unsafe { libc::sched_yield() };
+            oslayer::sched::yield_now();
         } else {
             std::hint::spin_loop();
         }
@@ -78,90 +78,62 @@ fn wait_change(
     }
 }
 
-/// Whether process `pid` (our child) has not exited yet; does not reap it.
-fn running(pid: libc::pid_t) -> bool {
-    // SAFETY: siginfo_t is plain data; waitid with WNOWAIT only reports.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        r == 0 && info.si_pid() == 0
-    }
-}
-
 /// The child: pins itself, answers `total` requests, exits. Never returns.
-fn child(
-    word: &AtomicU32,
-    cpu: Option<usize>,
-    parent: libc::pid_t,
-    total: u64,
-    yield_each: bool,
-) -> ! {
-    // SAFETY: prctl, getppid, sched_setaffinity and _exit are system calls
-    // (async-signal-safe); the cpu_set_t is plain data on the stack and
-    // the CPU number is checked below CPU_SETSIZE.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != parent {
-            libc::_exit(CHILD_FAILED);
+/// Every call here is one system call or a vDSO read that allocates
+/// nothing (the CPU is checked below CPU_SETSIZE first, so that
+/// `set_affinity` cannot take its error path, which formats a message).
+fn child(word: &AtomicU32, cpu: Option<usize>, parent: Pid, total: u64, yield_each: bool) -> ! {
+    let _ = process::set_parent_death_signal(Some(Signal::KILL));
+    if process::parent_pid() != Some(parent) {
+        process::exit_now(CHILD_FAILED);
+    }
+    if let Some(c) = cpu {
+        if c >= oslayer::sched::MAX_CPUS {
+            process::exit_now(CHILD_FAILED);
         }
-        if let Some(c) = cpu {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if c >= libc::CPU_SETSIZE as usize {
-                libc::_exit(CHILD_FAILED);
-            }
-            libc::CPU_SET(c, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                word.store(POISON, Ordering::Release);
-                libc::_exit(CHILD_FAILED);
-            }
+        if oslayer::sched::set_affinity(&[c]).is_err() {
+            word.store(POISON, Ordering::Release);
+            process::exit_now(CHILD_FAILED);
         }
     }
     let mut last = 0;
     for i in 0..total {
-        // SAFETY: getppid is a system call with no preconditions.
-        let alive = || unsafe { libc::getppid() } == parent;
+        let alive = || process::parent_pid() == Some(parent);
         match wait_change(word, last, yield_each, &alive) {
             Some(v) if v == request_of(i) => {}
             _ => {
                 word.store(POISON, Ordering::Release);
-                // SAFETY: _exit ends the process without running anything.
-                unsafe { libc::_exit(CHILD_FAILED) };
+                process::exit_now(CHILD_FAILED);
             }
         }
         last = reply_of(i);
         word.store(last, Ordering::Release);
     }
-    // SAFETY: as above.
-    unsafe { libc::_exit(0) }
+    process::exit_now(0)
 }
 
 /// The forked peer: killed (if still running) and reaped on drop.
 struct Peer {
-    pid: libc::pid_t,
+    pid: Pid,
     reaped: bool,
 }
 
 impl Peer {
     /// Waits up to [`PEER_TIMEOUT`] for the child to exit, then kills it;
     /// returns its wait status.
-    fn reap(&mut self) -> anyhow::Result<i32> {
+    fn reap(&mut self) -> anyhow::Result<WaitStatus> {
         let start = Instant::now();
         loop {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child, status is a valid out-pointer.
-            let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-            if r == self.pid {
-                self.reaped = true;
-                return Ok(status);
-            }
-            if r < 0 {
-                self.reaped = true;
-                bail!("waitpid: {}", std::io::Error::last_os_error());
+            match process::try_reap(self.pid) {
+                Ok(Some(status)) => {
+                    self.reaped = true;
+                    return Ok(status);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.reaped = true;
+                    bail!("waitpid: {e}");
+                }
             }
             if start.elapsed() > PEER_TIMEOUT {
                 bail!("the peer process did not exit within {PEER_TIMEOUT:?}");
@@ -174,12 +146,10 @@ impl Peer {
 impl Drop for Peer {
     fn drop(&mut self) {
         if !self.reaped {
-            // SAFETY: kill and a blocking waitpid on our own, unreaped
-            // child (SIGKILL cannot be caught, so the wait ends).
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-            }
+            // Our own, unreaped child: SIGKILL cannot be caught, so the
+            // blocking wait ends.
+            let _ = process::kill(self.pid, Signal::KILL);
+            let _ = process::reap(self.pid);
         }
     }
 }
@@ -202,22 +172,19 @@ pub fn cacheline_processes(
             if let Some(c) = cpus.0 {
                 pin_current_thread(c).context("pinning side A")?;
             }
-            // SAFETY: getpid has no preconditions.
-            let parent = unsafe { libc::getpid() };
+            let parent = process::pid();
             // SAFETY: the child runs only `child`, which keeps to
-            // async-signal-safe operations and ends in _exit.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                return Err(std::io::Error::last_os_error()).context("fork");
-            }
-            if pid == 0 {
-                child(word, cpus.1, parent, total, yield_each);
-            }
+            // async-signal-safe operations (system calls, atomics, vDSO
+            // clock reads; no allocation) and ends in _exit.
+            let pid = match unsafe { process::fork() }.context("fork")? {
+                Fork::Child => child(word, cpus.1, parent, total, yield_each),
+                Fork::Parent(pid) => pid,
+            };
             let mut peer = Peer { pid, reaped: false };
             let d = timed(warmup, round_trips, |i| {
                 let req = request_of(i);
                 word.store(req, Ordering::Release);
-                match wait_change(word, req, yield_each, &|| running(pid)) {
+                match wait_change(word, req, yield_each, &|| process::child_running(pid)) {
                     Some(v) if v == reply_of(i) => Ok(()),
                     Some(v) => Err(mismatch("A", i, reply_of(i), v)),
                     None => Err(anyhow!(
@@ -231,8 +198,11 @@ pub fn cacheline_processes(
             let status = peer.reap();
             let d = d?;
             let status = status?;
-            if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-                bail!("the peer process failed (wait status {status:#x})");
+            if status.exit_status() != Some(0) {
+                bail!(
+                    "the peer process failed (wait status {:#x})",
+                    status.as_raw()
+                );
             }
             Ok(d)
         })

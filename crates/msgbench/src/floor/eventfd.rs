@@ -9,7 +9,7 @@
 //! The library transport moves its payload (and 8-byte header) through a
 //! shared-memory area besides: those copies are part of what it adds.
 
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use anyhow::{anyhow, Context};
 
@@ -18,13 +18,7 @@ use super::{counts, exchange, reply_of, End, PingPong};
 
 /// A new blocking eventfd.
 fn make_eventfd() -> anyhow::Result<OwnedFd> {
-    // SAFETY: eventfd takes no pointers.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error()).context("eventfd");
-    }
-    // SAFETY: fd was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    oslayer::eventfd::new().context("eventfd")
 }
 
 /// One side: its own eventfd and the peer's.

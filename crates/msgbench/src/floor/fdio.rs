@@ -3,7 +3,9 @@
 //! transfers (which a 4-byte message on these mechanisms never sees in
 //! practice, but a floor must not misread one if it happens).
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
+
+use oslayer::{fd, socket};
 
 use anyhow::anyhow;
 
@@ -16,55 +18,32 @@ pub(crate) enum Call {
     SendRecv,
 }
 
-/// One transfer: the syscall's return value.
-fn transfer_out(fd: BorrowedFd<'_>, how: Call, b: &[u8]) -> isize {
+/// One transfer out: one `write(2)` or `send(2)` (MSG_NOSIGNAL); oslayer
+/// absorbs `EINTR`.
+#[inline]
+fn transfer_out(fd: BorrowedFd<'_>, how: Call, b: &[u8]) -> anyhow::Result<usize> {
     match how {
-        // SAFETY: b is valid for reads of b.len() bytes; fd is open.
-        Call::ReadWrite => unsafe { libc::write(fd.as_raw_fd(), b.as_ptr().cast(), b.len()) },
-        // SAFETY: as above; fd is a socket.
-        Call::SendRecv => unsafe {
-            libc::send(
-                fd.as_raw_fd(),
-                b.as_ptr().cast(),
-                b.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        },
+        Call::ReadWrite => fd::write_some(fd, b),
+        Call::SendRecv => socket::send_bytes(fd, b),
     }
+    .map_err(|e| anyhow::Error::new(e).context(name_out(how)))
 }
 
-/// One transfer in: the syscall's return value.
-fn transfer_in(fd: BorrowedFd<'_>, how: Call, b: &mut [u8]) -> isize {
+/// One transfer in: one `read(2)` or `recv(2)` with no flags.
+#[inline]
+fn transfer_in(fd: BorrowedFd<'_>, how: Call, b: &mut [u8]) -> anyhow::Result<usize> {
     match how {
-        // SAFETY: b is valid for writes of b.len() bytes; fd is open.
-        Call::ReadWrite => unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), b.len()) },
-        // SAFETY: as above; fd is a socket.
-        Call::SendRecv => unsafe { libc::recv(fd.as_raw_fd(), b.as_mut_ptr().cast(), b.len(), 0) },
+        Call::ReadWrite => fd::read_some(fd, b),
+        Call::SendRecv => socket::recv_some(fd, b),
     }
-}
-
-/// The error of a failed call named `what`, or `None` for `EINTR`.
-fn failed(what: &str) -> Option<anyhow::Error> {
-    let e = std::io::Error::last_os_error();
-    if e.kind() == std::io::ErrorKind::Interrupted {
-        None
-    } else {
-        Some(anyhow::Error::new(e).context(what.to_string()))
-    }
+    .map_err(|e| anyhow::Error::new(e).context(name_in(how)))
 }
 
 /// Writes all of `b` on a byte stream (or one whole datagram).
 pub(crate) fn put(fd: BorrowedFd<'_>, how: Call, b: &[u8]) -> anyhow::Result<()> {
     let mut done = 0;
     while done < b.len() {
-        let n = transfer_out(fd, how, &b[done..]);
-        if n < 0 {
-            match failed(name_out(how)) {
-                Some(e) => return Err(e),
-                None => continue,
-            }
-        }
-        done += n as usize;
+        done += transfer_out(fd, how, &b[done..])?;
     }
     Ok(())
 }
@@ -74,17 +53,11 @@ pub(crate) fn put(fd: BorrowedFd<'_>, how: Call, b: &[u8]) -> anyhow::Result<()>
 pub(crate) fn take(fd: BorrowedFd<'_>, how: Call, b: &mut [u8]) -> anyhow::Result<()> {
     let mut done = 0;
     while done < b.len() {
-        let n = transfer_in(fd, how, &mut b[done..]);
-        if n < 0 {
-            match failed(name_in(how)) {
-                Some(e) => return Err(e),
-                None => continue,
-            }
-        }
+        let n = transfer_in(fd, how, &mut b[done..])?;
         if n == 0 {
             return Err(anyhow!("the peer closed its end"));
         }
-        done += n as usize;
+        done += n;
     }
     Ok(())
 }
@@ -105,18 +78,9 @@ pub(crate) fn take_u32(fd: BorrowedFd<'_>, how: Call) -> anyhow::Result<u32> {
 /// spare byte so that a longer one shows up as too long).
 pub(crate) fn recv_datagram_u32(fd: BorrowedFd<'_>) -> anyhow::Result<u32> {
     let mut b = [0u8; 5];
-    loop {
-        let n = transfer_in(fd, Call::SendRecv, &mut b);
-        if n < 0 {
-            match failed("recv") {
-                Some(e) => return Err(e),
-                None => continue,
-            }
-        }
-        return match n {
-            4 => Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            n => Err(anyhow!("expected a 4-byte datagram, got {n} bytes")),
-        };
+    match transfer_in(fd, Call::SendRecv, &mut b)? {
+        4 => Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+        n => Err(anyhow!("expected a 4-byte datagram, got {n} bytes")),
     }
 }
 

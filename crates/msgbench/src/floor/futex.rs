@@ -13,17 +13,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::shared::SharedPage;
 use super::{counts, mismatch, reply_of, request_of, result, run_pair, timed, PingPong, POISON};
-use crate::futex::{self, Scope};
+use oslayer::futex;
 
 /// Sleeps while `word` holds `expected` (process-shared, no time limit).
 fn futex_wait(word: &AtomicU32, expected: u32) {
     // Only a misuse could fail; the caller re-checks the word anyway.
-    let _ = futex::wait(word, expected, None, Scope::Shared);
+    futex::wait(word, expected, None, true);
 }
 
 /// Wakes up to `n` waiters on `word`.
-fn futex_wake(word: &AtomicU32, n: i32) {
-    let _ = futex::wake(word, n, Scope::Shared);
+fn futex_wake(word: &AtomicU32, n: u32) {
+    let _ = futex::wake(word, n, true);
 }
 
 /// Waits until `word` no longer holds `last`, and returns what it holds.
@@ -55,7 +55,7 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.word.store(POISON, Ordering::Release);
-            futex_wake(self.word, i32::MAX);
+            futex_wake(self.word, i32::MAX as u32);
         }
     }
 }

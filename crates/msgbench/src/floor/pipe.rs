@@ -7,7 +7,7 @@
 //! that fails closes its ends, which the peer reads as EOF (and it sends
 //! the poison value first).
 
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use anyhow::Context;
 
@@ -16,13 +16,7 @@ use super::{counts, exchange, reply_of, End, PingPong};
 
 /// A pipe pair as made by `pipe2`: (read end, write end).
 fn make_pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is valid for writes of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    oslayer::pipe::pipe().context("pipe2")
 }
 
 /// One side: the pipe it reads, the pipe it writes.

@@ -25,7 +25,7 @@ fn run(
     answer: fn(u64) -> u32,
 ) -> anyhow::Result<PingPong> {
     counts(round_trips)?;
-    let (a, b) = unix_pair(libc::SOCK_SEQPACKET)?;
+    let (a, b) = unix_pair(oslayer::socket::SocketType::SEQPACKET)?;
     exchange(cpus, round_trips, answer, DatagramEnd(a), DatagramEnd(b))
 }
 

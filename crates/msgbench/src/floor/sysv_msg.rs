@@ -9,104 +9,76 @@
 //! value first.
 
 use anyhow::{anyhow, Context};
+use oslayer::sysv_msg::{self, MsgBuf, MsgFlags, MsgQueueId, MsgType};
 
 use super::{counts, exchange, reply_of, End, PingPong};
 
 /// Message type of A-to-B messages.
-const TO_B: libc::c_long = 1;
+const TO_B: MsgType = 1;
 /// Message type of B-to-A messages.
-const TO_A: libc::c_long = 2;
-
-/// A message as `msgsnd`/`msgrcv` lay it out: the type, then the text.
-#[repr(C)]
-struct Msg {
-    mtype: libc::c_long,
-    text: [u8; 4],
-}
+const TO_A: MsgType = 2;
 
 /// The queue, removed on drop.
-struct Queue(libc::c_int);
+struct Queue(MsgQueueId);
 
 impl Queue {
     fn new() -> anyhow::Result<Queue> {
-        // SAFETY: msgget takes no pointers.
-        let id = unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) };
-        if id < 0 {
-            return Err(std::io::Error::last_os_error()).context("msgget(IPC_PRIVATE)");
-        }
-        Ok(Queue(id))
+        Ok(Queue(
+            sysv_msg::create_private().context("msgget(IPC_PRIVATE)")?,
+        ))
     }
 }
 
 impl Drop for Queue {
     fn drop(&mut self) {
-        // SAFETY: IPC_RMID ignores the buffer pointer, which may be null.
-        unsafe { libc::msgctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
+        let _ = sysv_msg::remove(self.0);
     }
 }
 
-/// One side: the queue, the type it sends and the type it receives.
+/// One side: the queue, the type it sends and the type it receives, and
+/// its two 4-byte message buffers (made once, reused for every message).
 struct SysvEnd {
-    id: libc::c_int,
-    tx: libc::c_long,
-    rx: libc::c_long,
+    id: MsgQueueId,
+    tx: MsgType,
+    rx: MsgType,
+    out: MsgBuf,
+    inb: MsgBuf,
+}
+
+impl SysvEnd {
+    fn new(id: MsgQueueId, tx: MsgType, rx: MsgType) -> SysvEnd {
+        SysvEnd {
+            id,
+            tx,
+            rx,
+            out: MsgBuf::new(4),
+            inb: MsgBuf::new(4),
+        }
+    }
 }
 
 impl End for SysvEnd {
     fn send(&mut self, v: u32) -> anyhow::Result<()> {
-        let m = Msg {
-            mtype: self.tx,
-            text: v.to_ne_bytes(),
-        };
-        loop {
-            // SAFETY: m is a type word followed by 4 text bytes, as msgsnd
-            // reads them.
-            let r = unsafe {
-                libc::msgsnd(
-                    self.id,
-                    (&m as *const Msg).cast(),
-                    m.text.len(),
-                    libc::IPC_NOWAIT,
-                )
-            };
-            if r == 0 {
-                return Ok(());
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(anyhow::Error::new(e).context("msgsnd"));
-            }
-        }
+        self.out.set_mtype(self.tx);
+        self.out.text_mut()[..4].copy_from_slice(&v.to_ne_bytes());
+        // oslayer retries EINTR.
+        sysv_msg::send(self.id, &self.out, 4, MsgFlags::NOWAIT).context("msgsnd")
     }
 
     fn recv(&mut self) -> anyhow::Result<u32> {
-        let mut m = Msg {
-            mtype: 0,
-            text: [0; 4],
-        };
-        loop {
-            // SAFETY: m has room for a type word and 4 text bytes, as
-            // msgrcv writes them (a longer message fails with E2BIG).
-            let n = unsafe {
-                libc::msgrcv(
-                    self.id,
-                    (&mut m as *mut Msg).cast(),
-                    m.text.len(),
-                    self.rx,
-                    0,
-                )
-            };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(anyhow::Error::new(e).context("msgrcv"));
+        let n = loop {
+            match sysv_msg::receive(self.id, &mut self.inb, self.rx, MsgFlags::EMPTY) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(anyhow::Error::new(e).context("msgrcv")),
             }
-            return match n {
-                4 => Ok(u32::from_ne_bytes(m.text)),
-                n => Err(anyhow!("expected a 4-byte message, got {n} bytes")),
-            };
+        };
+        match n {
+            4 => {
+                let t = self.inb.text();
+                Ok(u32::from_ne_bytes([t[0], t[1], t[2], t[3]]))
+            }
+            n => Err(anyhow!("expected a 4-byte message, got {n} bytes")),
         }
     }
 }
@@ -127,16 +99,8 @@ fn run(
 ) -> anyhow::Result<PingPong> {
     counts(round_trips)?;
     let q = Queue::new()?;
-    let a = SysvEnd {
-        id: q.0,
-        tx: TO_B,
-        rx: TO_A,
-    };
-    let b = SysvEnd {
-        id: q.0,
-        tx: TO_A,
-        rx: TO_B,
-    };
+    let a = SysvEnd::new(q.0, TO_B, TO_A);
+    let b = SysvEnd::new(q.0, TO_A, TO_B);
     // `q` outlives both sides: it is removed after they have joined.
     exchange(cpus, round_trips, answer, a, b)
 }

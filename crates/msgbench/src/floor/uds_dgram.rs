@@ -39,7 +39,7 @@ fn run(
     answer: fn(u64) -> u32,
 ) -> anyhow::Result<PingPong> {
     counts(round_trips)?;
-    let (a, b) = unix_pair(libc::SOCK_DGRAM)?;
+    let (a, b) = unix_pair(oslayer::socket::SocketType::DGRAM)?;
     exchange(cpus, round_trips, answer, DatagramEnd(a), DatagramEnd(b))
 }
 

@@ -5,24 +5,17 @@
 //! other end. A side that fails closes its end, which the peer reads as
 //! EOF.
 
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use anyhow::Context;
+use oslayer::socket::SocketType;
 
 use super::fdio::{put_u32, take_u32, Call};
 use super::{counts, exchange, reply_of, End, PingPong};
 
 /// A connected `AF_UNIX` socket pair of type `ty`.
-pub(crate) fn unix_pair(ty: libc::c_int) -> anyhow::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is valid for writes of two ints.
-    let r =
-        unsafe { libc::socketpair(libc::AF_UNIX, ty | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error()).context("socketpair(AF_UNIX)");
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+pub(crate) fn unix_pair(ty: SocketType) -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    oslayer::socket::socketpair(ty).context("socketpair(AF_UNIX)")
 }
 
 /// One end of a byte-stream socket (also used by the TCP floor).
@@ -53,7 +46,7 @@ fn run(
     answer: fn(u64) -> u32,
 ) -> anyhow::Result<PingPong> {
     counts(round_trips)?;
-    let (a, b) = unix_pair(libc::SOCK_STREAM)?;
+    let (a, b) = unix_pair(SocketType::STREAM)?;
     exchange(cpus, round_trips, answer, StreamEnd(a), StreamEnd(b))
 }
 

@@ -192,18 +192,21 @@ fn paired_read() -> (f64, u64) {
         .map_or((monotonic_ns() as f64, rdtsc()), |(_, m, t)| (m, t))
 }
 
+/// The TSC, read inline. Kept here rather than in oslayer: it is the
+/// timer itself (an instruction, not a system call), and any wrapper
+/// around it would be inside every interval it times.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn rdtsc() -> u64 {
-    // SAFETY: rdtsc is part of the x86_64 baseline and
-    // have no memory effects; user-mode rdtsc is allowed unless the kernel
-    // set CR4.TSD, which Linux does not do for ordinary processes.
+pub(crate) fn rdtsc() -> u64 {
+    // SAFETY: rdtsc is part of the x86_64 baseline and has no memory
+    // effects; user-mode rdtsc is allowed unless the kernel set CR4.TSD,
+    // which Linux does not do for ordinary processes.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn rdtsc() -> u64 {
+pub(crate) fn rdtsc() -> u64 {
     // Never selected off x86_64 (best() falls back to monotonic).
     monotonic_ns()
 }
@@ -211,14 +214,7 @@ fn rdtsc() -> u64 {
 /// `CLOCK_MONOTONIC` in ns (vDSO, no system call).
 #[inline(always)]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
-    // exists on Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    oslayer::clock::monotonic_ns()
 }
 
 #[cfg(test)]

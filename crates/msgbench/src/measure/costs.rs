@@ -28,11 +28,7 @@ pub fn clock_gettime_ns(calls: u64) -> f64 {
 pub fn rdtsc_ns(calls: u64) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
-        Some(per_call(calls, || {
-            // SAFETY: rdtsc is part of the x86_64 baseline, has no memory
-            // effects, and Linux allows it in user mode.
-            unsafe { core::arch::x86_64::_rdtsc() }
-        }))
+        Some(per_call(calls, crate::measure::clock::rdtsc))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -44,10 +40,17 @@ pub fn rdtsc_ns(calls: u64) -> Option<f64> {
 /// A trivial system call, `syscall(SYS_getppid)` (raw: the C library may
 /// cache process ids, never a raw system call), ns per call.
 pub fn syscall_ns(calls: u64) -> f64 {
-    per_call(calls, || {
-        // SAFETY: getppid takes no arguments and cannot fail.
-        unsafe { libc::syscall(libc::SYS_getppid) }
-    })
+    per_call(calls, raw_getppid)
+}
+
+/// One `syscall(SYS_getppid)`: the cheapest real system call, whose cost
+/// IS the measurement (here and in MUT-P-ARN). Deliberately raw and kept
+/// out of oslayer: the C library may cache process ids, and a wrapper
+/// would change what is timed.
+#[inline(always)]
+pub(crate) fn raw_getppid() -> libc::c_long {
+    // SAFETY: getppid takes no arguments, touches no memory and cannot fail.
+    unsafe { libc::syscall(libc::SYS_getppid) }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! CPU accounting: machine-wide usage from /proc/stat and per-thread or
 //! per-process CPU time from the kernel's CPU-time clocks.
 
+use oslayer::clock::{now_ns, Clock};
 use std::io;
 use std::time::Duration;
 
@@ -119,23 +120,12 @@ pub fn idle_baseline(d: Duration) -> io::Result<CpuUsage> {
 
 /// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), ns.
 pub fn thread_cpu_ns() -> u64 {
-    cpu_clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    now_ns(Clock::ThreadCpu)
 }
 
 /// CPU time of the whole process (CLOCK_PROCESS_CPUTIME_ID), ns.
 pub fn process_cpu_ns() -> u64 {
-    cpu_clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-fn cpu_clock_ns(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; on failure (not expected
-    // for these clock ids) it stays zero.
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    now_ns(Clock::ProcessCpu)
 }
 
 #[cfg(test)]

@@ -170,26 +170,8 @@ fn mem_total_bytes(meminfo: &str) -> Option<u64> {
 }
 
 fn kernel() -> String {
-    // SAFETY: utsname is plain C data, for which all-zero is a valid value.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return UNKNOWN.into();
-    }
-    let field = |f: &[libc::c_char]| -> String {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    format!(
-        "{} {} {}",
-        field(&u.sysname),
-        field(&u.release),
-        field(&u.version)
-    )
+    let u = oslayer::system::uname();
+    format!("{} {} {}", u.sysname, u.release, u.version)
 }
 
 /// What the system tells about the hypervisor, gathered for `classify`.
@@ -273,7 +255,8 @@ fn classify(c: &VirtClues) -> String {
 fn cpuid_signature() -> Option<String> {
     // SAFETY: cpuid exists on every x86_64 CPU; leaf 0x40000000 is reserved
     // for hypervisors and only queried when the hypervisor bit is set.
-    // (`__cpuid` is a safe fn in recent Rust but unsafe under MSRV 1.80.)
+    // (`__cpuid` is a safe fn in recent Rust but unsafe under the MSRV.
+    // An instruction, not a system call: it stays here, not in oslayer.)
     #[allow(unused_unsafe)]
     let r = unsafe { core::arch::x86_64::__cpuid(0x4000_0000) };
     let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]

@@ -156,31 +156,22 @@ pub fn cpu_count() -> usize {
 
 /// The CPU the calling thread runs on now.
 pub fn current_cpu() -> usize {
-    // SAFETY: sched_getcpu has no preconditions.
-    let c = unsafe { libc::sched_getcpu() };
-    c.max(0) as usize
+    // oslayer counts from 1 (0: unknown); unknown reads as CPU 0, as before.
+    oslayer::cpu::current_cpu().saturating_sub(1) as usize
 }
 
 /// Pins the calling thread to `cpu` and verifies it now runs there.
 pub fn pin_current_thread(cpu: usize) -> Result<(), PlacementError> {
-    if cpu >= libc::CPU_SETSIZE as usize {
+    if cpu >= oslayer::sched::MAX_CPUS {
         return Err(PlacementError::PinFailed {
             cpu,
             reason: "CPU number beyond CPU_SETSIZE".into(),
         });
     }
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it
-    // (cpu is below CPU_SETSIZE); sched_setaffinity reads it.
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r != 0 {
+    if let Err(e) = oslayer::sched::set_affinity(&[cpu]) {
         return Err(PlacementError::PinFailed {
             cpu,
-            reason: std::io::Error::last_os_error().to_string(),
+            reason: e.to_string(),
         });
     }
     // The migration happens at the latest on the next schedule: yield once.
@@ -195,23 +186,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), PlacementError> {
 /// Restricts the calling thread (and the threads it creates later) to the
 /// set `cpus`, as `taskset -c` does; the thread may run on any of them.
 pub fn restrict_current_thread(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("CPU {c} is beyond CPU_SETSIZE"),
-            ));
-        }
-        // SAFETY: c is below CPU_SETSIZE, so CPU_SET writes inside `set`.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: set is a valid cpu_set_t of the size given; pid 0 is the
-    // calling thread.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    oslayer::sched::set_affinity(cpus)?;
     std::thread::yield_now();
     Ok(())
 }

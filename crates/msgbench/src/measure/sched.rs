@@ -138,11 +138,7 @@ fn parse_prio(v: &str) -> std::result::Result<u8, &'static str> {
 /// Locks all current and future memory of the process
 /// (mlockall(MCL_CURRENT | MCL_FUTURE)).
 pub fn lock_memory() -> std::io::Result<()> {
-    // SAFETY: mlockall takes flags only and touches no memory of ours.
-    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    oslayer::mem::lock_all()
 }
 
 /// [`lock_memory`], its error naming `--mlock`.
@@ -188,15 +184,7 @@ fn hold_dma_latency(us: u32) -> Result<File> {
 /// Puts the calling thread (and so the threads it starts later) in
 /// SCHED_FIFO at `prio`.
 pub fn set_thread_fifo(prio: i32) -> std::io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: prio,
-    };
-    // SAFETY: param is a valid sched_param for the duration of the call;
-    // pid 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    oslayer::sched::set_policy(oslayer::sched::Policy::Fifo(prio))
 }
 
 /// [`set_thread_fifo`], its errors naming `--fifo` and the privilege.
@@ -212,17 +200,10 @@ fn set_fifo(prio: u8) -> Result<()> {
 
 /// The calling thread's SCHED_FIFO priority, or `None` for another policy.
 pub fn current_fifo_priority() -> Option<u8> {
-    // SAFETY: pid 0 is the calling thread; no memory is passed.
-    let policy = unsafe { libc::sched_getscheduler(0) };
-    if policy != libc::SCHED_FIFO {
-        return None;
+    match oslayer::sched::policy() {
+        Ok(oslayer::sched::Policy::Fifo(p)) => u8::try_from(p).ok(),
+        _ => None,
     }
-    let mut p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: p is a valid, writable sched_param.
-    if unsafe { libc::sched_getparam(0, &mut p) } != 0 {
-        return None;
-    }
-    u8::try_from(p.sched_priority).ok()
 }
 
 #[cfg(test)]

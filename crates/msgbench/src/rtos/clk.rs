@@ -2,9 +2,10 @@
 //! granularity of nanosleep) and CLK-P-DUR (time the kernel takes from a
 //! busy CPU at each tick).
 
+use oslayer::clock::Clock;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
@@ -37,38 +38,13 @@ pub fn tests() -> Vec<TestDef> {
 }
 
 /// Resolution of `clock`, ns.
-fn clock_res_ns(clock: libc::clockid_t) -> Result<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    if unsafe { libc::clock_getres(clock, &mut ts) } != 0 {
-        return Err(anyhow!("clock_getres: {}", std::io::Error::last_os_error()));
-    }
-    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+fn clock_res_ns(clock: Clock) -> Result<u64> {
+    Ok(oslayer::clock::resolution_ns(clock))
 }
 
 /// Sleeps `ns` with nanosleep (restarted on EINTR with the remainder).
 fn nanosleep_ns(ns: u64) {
-    let mut req = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    let mut rem = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    for _ in 0..100 {
-        // SAFETY: req and rem are valid timespecs.
-        if unsafe { libc::nanosleep(&req, &mut rem) } == 0 {
-            return;
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-        req = rem;
-    }
+    oslayer::clock::sleep(Duration::from_nanos(ns));
 }
 
 /// The "adjustable" verdict: sleeps are finer than the tick when a
@@ -85,8 +61,8 @@ fn median(v: &[f64]) -> f64 {
 
 /// CLK-B-CFG: clock resolutions and the actual length of short sleeps.
 fn cfg(ctx: &Ctx) -> Result<Vec<Variant>> {
-    let res = clock_res_ns(libc::CLOCK_MONOTONIC)?;
-    let tick = clock_res_ns(libc::CLOCK_MONOTONIC_COARSE)?;
+    let res = clock_res_ns(Clock::Monotonic)?;
+    let tick = clock_res_ns(Clock::MonotonicCoarse)?;
     let n = ctx.samples(200);
     let clock = ctx.clock;
     let ts = ctx.timestamp_ns;
@@ -286,7 +262,7 @@ fn dur(ctx: &Ctx) -> Result<Vec<Variant>> {
         out.push(
             Variant::new("gap period", Outcome::Timing(t)).note(format!(
                 "time between consecutive gaps; the tick period (1/HZ = {:.3} ms) if the tick interrupts the busy CPU",
-                clock_res_ns(libc::CLOCK_MONOTONIC_COARSE).unwrap_or(0) as f64 / 1e6
+                clock_res_ns(Clock::MonotonicCoarse).unwrap_or(0) as f64 / 1e6
             )),
         );
     }

@@ -19,10 +19,14 @@
 //!   is then confirmed over up to 1,000,000 events (100,000 with
 //!   `--quick`), within a bounded time.
 
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
+use oslayer::poll::{self, PollFd};
+use oslayer::signal::{self, SigSet};
+use oslayer::{eventfd, thread};
 
 use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
@@ -35,7 +39,7 @@ const WAKE_PRIO: i32 = 90;
 /// Priority of the thread that raises events.
 const RAISE_PRIO: i32 = 80;
 /// How long one blocking wait lasts before the waiter looks at its flags.
-const POLL_MS: i32 = 50;
+const POLL_MS: u64 = 50;
 /// Longest wait for a peer before a run is abandoned.
 const PEER_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -169,21 +173,9 @@ fn tlt(ctx: &Ctx) -> Result<Vec<Variant>> {
 
 /// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), absolute.
 fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: `ts` is a valid timespec and the remainder pointer may be
-    // null with TIMER_ABSTIME; an interruption (EINTR) only wakes early,
-    // which the callers tolerate (they measure the actual wake time).
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
+    // An interruption (EINTR) only wakes early, which the callers tolerate
+    // (they measure the actual wake time).
+    let _ = oslayer::clock::sleep_until_ns(oslayer::clock::Clock::Monotonic, deadline_ns);
 }
 
 /// Waits until `deadline_ns`: sleeps for long waits, spins (on a normal,
@@ -252,98 +244,38 @@ impl EventKind {
     }
 }
 
-/// An owned file descriptor closed on drop.
-struct Fd(libc::c_int);
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: we own the descriptor and close it once.
-        unsafe { libc::close(self.0) };
-    }
-}
-
-fn eventfd() -> Result<Fd> {
-    // SAFETY: eventfd has no memory arguments; the result is checked.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        bail!("eventfd: {}", std::io::Error::last_os_error());
-    }
-    Ok(Fd(fd))
-}
-
 /// Adds 1 to eventfd `fd`.
-fn post(fd: libc::c_int) -> Result<()> {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to a descriptor we own.
-    let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-    if r != 8 {
-        bail!("eventfd write: {}", std::io::Error::last_os_error());
-    }
-    Ok(())
+fn post(fd: BorrowedFd<'_>) -> Result<()> {
+    eventfd::write(fd, 1).map_err(|e| anyhow!("eventfd write: {e}"))
 }
 
 /// Waits up to `POLL_MS` for eventfd `fd`; `Some(count)` when it had one.
-fn take(fd: libc::c_int) -> Result<Option<u64>> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; the timeout bounds the wait.
-    let r = unsafe { libc::poll(&mut p, 1, POLL_MS) };
-    if r < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            return Ok(None);
-        }
-        bail!("poll: {e}");
-    }
+fn take(fd: BorrowedFd<'_>) -> Result<Option<u64>> {
+    let mut p = [PollFd::readable(fd)];
+    // An interruption counts as nothing ready.
+    let r = poll::poll(&mut p, Some(Duration::from_millis(POLL_MS)))
+        .map_err(|e| anyhow!("poll: {e}"))?;
     if r == 0 {
         return Ok(None);
     }
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a live u64 from a descriptor we own.
-    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    if n != 8 {
-        bail!("eventfd read: {}", std::io::Error::last_os_error());
-    }
+    let v = eventfd::read(fd).map_err(|e| anyhow!("eventfd read: {e}"))?;
     Ok(Some(v))
 }
 
-fn rt_signal() -> libc::c_int {
-    libc::SIGRTMIN() + 6
-}
-
-fn gettid() -> i32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+fn rt_signal() -> i32 {
+    signal::rt(6)
 }
 
 /// Blocks `sig` in the calling thread; returns the set holding it.
-fn block_signal(sig: libc::c_int) -> Result<libc::sigset_t> {
-    // SAFETY: the set is initialised by sigemptyset before use, and
-    // pthread_sigmask only changes the calling thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        let r = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        if r != 0 {
-            bail!("pthread_sigmask: {}", std::io::Error::from_raw_os_error(r));
-        }
-        Ok(set)
-    }
+fn block_signal(sig: i32) -> Result<SigSet> {
+    let set = SigSet::of(sig);
+    signal::block_in_thread(&set).map_err(|e| anyhow!("pthread_sigmask: {e}"))?;
+    Ok(set)
 }
 
 /// Waits up to `POLL_MS` for a signal of `set`; true when one came.
-fn wait_signal(set: &libc::sigset_t) -> bool {
-    let ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: POLL_MS as libc::c_long * 1_000_000,
-    };
-    // SAFETY: `set` is initialised, the info pointer may be null, and the
-    // timeout bounds the wait.
-    unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) > 0 }
+fn wait_signal(set: &SigSet) -> bool {
+    signal::timed_wait(set, Duration::from_millis(POLL_MS)).is_ok_and(|s| s > 0)
 }
 
 /// State shared by the raising and the woken thread.
@@ -367,8 +299,8 @@ fn event_latency(
     wake_cpu: usize,
     n: usize,
 ) -> Result<Vec<f64>> {
-    let efd = eventfd()?;
-    let fd = efd.0;
+    let efd = eventfd::new().map_err(|e| anyhow!("eventfd: {e}"))?;
+    let fd = efd.as_fd();
     let sh = Shared {
         t0: AtomicU64::new(0),
         acked: AtomicU64::new(0),
@@ -384,7 +316,7 @@ fn event_latency(
                     EventKind::Signal => Some(block_signal(rt_signal())?),
                     EventKind::Eventfd => None,
                 };
-                sh.tid.store(gettid(), Ordering::Release);
+                sh.tid.store(thread::gettid(), Ordering::Release);
                 let mut samples = Vec::with_capacity(n);
                 while samples.len() < n && !sh.done.load(Ordering::Acquire) {
                     let got = match &set {
@@ -425,7 +357,7 @@ fn event_latency(
 fn raise(
     ctx: &Ctx,
     kind: EventKind,
-    fd: libc::c_int,
+    fd: BorrowedFd<'_>,
     cpu: usize,
     sh: &Shared,
     n: usize,
@@ -460,19 +392,9 @@ fn raise(
         match kind {
             EventKind::Eventfd => post(fd)?,
             EventKind::Signal => {
-                // SAFETY: tgkill takes plain integers; the target thread
-                // blocks the signal, so it stays pending for sigtimedwait.
-                let r = unsafe {
-                    libc::syscall(
-                        libc::SYS_tgkill,
-                        libc::getpid(),
-                        tid,
-                        rt_signal() as libc::c_long,
-                    )
-                };
-                if r != 0 {
-                    bail!("tgkill: {}", std::io::Error::last_os_error());
-                }
+                // The target thread blocks the signal, so it stays
+                // pending for sigtimedwait.
+                signal::send_to_thread(tid, rt_signal()).map_err(|e| anyhow!("tgkill: {e}"))?
             }
         }
         next = monotonic_ns() + GAP_NS;
@@ -677,8 +599,8 @@ fn sus(ctx: &Ctx) -> Result<Vec<Variant>> {
 /// Posts `n` events `period_ns` apart from `raise_cpu`, acknowledged one
 /// by one by a SCHED_FIFO consumer on `wake_cpu`.
 fn sustain(ctx: &Ctx, period_ns: u64, n: u64, raise_cpu: usize, wake_cpu: usize) -> Result<Trial> {
-    let efd = eventfd()?;
-    let fd = efd.0;
+    let efd = eventfd::new().map_err(|e| anyhow!("eventfd: {e}"))?;
+    let fd = efd.as_fd();
     let acked = AtomicU64::new(0);
     let ready = AtomicBool::new(false);
     let done = AtomicBool::new(false);

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use msgpass::{Channel, Connection, Namespace, Options};
+use oslayer::pmutex::{Protocol, PthreadMutex};
+use oslayer::sem::{NamedSem, PosixSem};
 
 use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
@@ -118,8 +120,7 @@ fn rss_kib() -> Result<u64> {
         .nth(1)
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| anyhow!("/proc/self/statm: unexpected contents"))?;
-    // SAFETY: sysconf has no memory arguments.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let page = oslayer::system::page_size().max(1) as u64;
     Ok(pages * page / 1024)
 }
 
@@ -284,48 +285,23 @@ fn os_objects_round() -> Result<()> {
         .join()
         .map_err(|_| anyhow!("thread panicked"))?;
 
-    let mut sem = Box::new(std::mem::MaybeUninit::<libc::sem_t>::uninit());
-    // SAFETY: the boxed sem_t is initialised by sem_init before any other
-    // use, used only here, and destroyed before the box is freed.
-    unsafe {
-        if libc::sem_init(sem.as_mut_ptr(), 0, 1) != 0 {
-            bail!("sem_init: {}", std::io::Error::last_os_error());
-        }
-        libc::sem_wait(sem.as_mut_ptr());
-        libc::sem_post(sem.as_mut_ptr());
-        libc::sem_destroy(sem.as_mut_ptr());
-    }
+    let e = |what: &'static str| move |e: std::io::Error| anyhow!("{what}: {e}");
+    let sem = PosixSem::new(1).map_err(e("sem_init"))?;
+    let _ = sem.wait();
+    let _ = sem.post();
+    drop(sem);
 
     let name = CString::new(sem_name())?;
-    // SAFETY: `name` is a valid C string; the returned semaphore is checked
-    // and closed, and the name unlinked, before returning.
-    unsafe {
-        let s = libc::sem_open(name.as_ptr(), libc::O_CREAT, 0o600 as libc::c_uint, 1u32);
-        if s == libc::SEM_FAILED {
-            bail!("sem_open: {}", std::io::Error::last_os_error());
-        }
-        libc::sem_wait(s);
-        libc::sem_post(s);
-        libc::sem_close(s);
-        libc::sem_unlink(name.as_ptr());
-    }
+    let s = NamedSem::create(&name, 1).map_err(e("sem_open"))?;
+    let _ = s.wait();
+    let _ = s.post();
+    drop(s);
+    let _ = NamedSem::unlink(&name);
 
-    let mut m = Box::new(std::mem::MaybeUninit::<libc::pthread_mutex_t>::uninit());
-    // SAFETY: the boxed mutex is initialised by pthread_mutex_init (default
-    // attributes) before use, unlocked before it is destroyed, and destroyed
-    // before the box is freed.
-    unsafe {
-        let r = libc::pthread_mutex_init(m.as_mut_ptr(), std::ptr::null());
-        if r != 0 {
-            bail!(
-                "pthread_mutex_init: {}",
-                std::io::Error::from_raw_os_error(r)
-            );
-        }
-        libc::pthread_mutex_lock(m.as_mut_ptr());
-        libc::pthread_mutex_unlock(m.as_mut_ptr());
-        libc::pthread_mutex_destroy(m.as_mut_ptr());
-    }
+    let m = PthreadMutex::new(Protocol::Default).map_err(e("pthread_mutex_init"))?;
+    let _ = m.lock();
+    let _ = m.unlock();
+    drop(m);
     Ok(())
 }
 

@@ -177,29 +177,6 @@ pub fn run(m: &dyn Mechanism, setup: Setup) -> Result<Latency> {
     }
 }
 
-/// An absolute `CLOCK_REALTIME` deadline `limit` from now (for the calls
-/// that take one).
-pub fn realtime_deadline(limit: Duration) -> libc::timespec {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    let ns = ts.tv_nsec as u64 + limit.subsec_nanos() as u64;
-    ts.tv_sec += limit.as_secs() as libc::time_t + (ns / 1_000_000_000) as libc::time_t;
-    ts.tv_nsec = (ns % 1_000_000_000) as libc::c_long;
-    ts
-}
-
-/// `limit` as a relative timespec.
-pub fn relative(limit: Duration) -> libc::timespec {
-    libc::timespec {
-        tv_sec: limit.as_secs() as libc::time_t,
-        tv_nsec: limit.subsec_nanos() as libc::c_long,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::handover::{Mechanism, Side};
-use crate::futex::{self, Scope};
+use oslayer::futex;
 
 /// One low-level lock.
 struct Lock(AtomicU32);
@@ -23,7 +23,7 @@ struct Lock(AtomicU32);
 impl Lock {
     fn unlock(&self) -> Result<()> {
         if self.0.swap(0, Ordering::Release) == 2 {
-            futex::wake(&self.0, 1, Scope::Private)?;
+            futex::wake(&self.0, 1, false);
         }
         Ok(())
     }
@@ -42,7 +42,7 @@ impl Lock {
             if left.is_zero() {
                 bail!("mutex not released within {limit:?}");
             }
-            futex::wait(&self.0, 2, Some(left), Scope::Private)?;
+            futex::wait(&self.0, 2, Some(left), false);
         }
         Ok(())
     }

@@ -30,25 +30,11 @@ pub fn run(cpu: usize, fifo: Option<i32>, loops: u64, interval: Duration) -> Res
             let mut next = monotonic_ns();
             for _ in 0..loops {
                 next += period;
-                let ts = libc::timespec {
-                    tv_sec: (next / 1_000_000_000) as libc::time_t,
-                    tv_nsec: (next % 1_000_000_000) as libc::c_long,
-                };
                 loop {
-                    // SAFETY: ts is a valid timespec; no remainder wanted
-                    // with TIMER_ABSTIME.
-                    let r = unsafe {
-                        libc::clock_nanosleep(
-                            libc::CLOCK_MONOTONIC,
-                            libc::TIMER_ABSTIME,
-                            &ts,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    match r {
-                        0 => break,
-                        libc::EINTR => continue,
-                        e => bail!("clock_nanosleep: error {e}"),
+                    match oslayer::clock::sleep_until_ns(oslayer::clock::Clock::Monotonic, next) {
+                        Ok(()) => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => bail!("clock_nanosleep: error {}", e.raw_os_error().unwrap_or(0)),
                     }
                 }
                 samples.push(monotonic_ns().saturating_sub(next));

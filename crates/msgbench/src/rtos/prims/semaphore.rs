@@ -2,17 +2,16 @@
 //! System V (`semget` + `semtimedop`), a futex semaphore of our own, and
 //! [`FifoSem`], a test double that wakes waiters in arrival order.
 
-use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
+use oslayer::sem::{self, SemSet, Taken};
 
-use crate::futex::{self, Scope};
 use crate::rtos::SemKind;
+use oslayer::futex;
 
 /// A counting semaphore shared between threads.
 pub trait Semaphore: Send + Sync {
@@ -34,151 +33,70 @@ pub fn new_sem(kind: SemKind, initial: u32) -> Result<Arc<dyn Semaphore>> {
     })
 }
 
-/// `errno` of the last failed call.
-fn errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-/// `d` as a timespec (saturating).
-fn timespec(d: Duration) -> libc::timespec {
-    libc::timespec {
-        tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::from(i32::try_from(d.subsec_nanos()).unwrap_or(0)),
-    }
-}
-
-/// CLOCK_REALTIME now plus `d`, for the calls that take an absolute
-/// deadline on that clock.
-pub(crate) fn realtime_deadline(d: Duration) -> libc::timespec {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
-    let d = timespec(d);
-    let mut sec = now.tv_sec.saturating_add(d.tv_sec);
-    let mut nsec = now.tv_nsec + d.tv_nsec;
-    if nsec >= 1_000_000_000 {
-        nsec -= 1_000_000_000;
-        sec = sec.saturating_add(1);
-    }
-    libc::timespec {
-        tv_sec: sec,
-        tv_nsec: nsec,
-    }
-}
-
 /// A POSIX unnamed semaphore (`sem_init`, process-private).
-pub struct PosixSem {
-    sem: Box<UnsafeCell<libc::sem_t>>,
-}
-
-// SAFETY: sem_t is designed to be used from several threads at once
-// through its functions; it lives in a Box, so its address never changes.
-unsafe impl Send for PosixSem {}
-// SAFETY: as above.
-unsafe impl Sync for PosixSem {}
+pub struct PosixSem(sem::PosixSem);
 
 impl PosixSem {
     /// `sem_init(pshared = 0, initial)`.
     pub fn new(initial: u32) -> Result<PosixSem> {
-        // SAFETY: an all-zero sem_t is a valid bit pattern; sem_init
-        // initialises it next.
-        let sem = Box::new(UnsafeCell::new(unsafe {
-            std::mem::zeroed::<libc::sem_t>()
-        }));
-        // SAFETY: `sem` points to a sem_t that outlives the semaphore.
-        if unsafe { libc::sem_init(sem.get(), 0, initial) } != 0 {
-            bail!("sem_init: {}", io::Error::last_os_error());
-        }
-        Ok(PosixSem { sem })
+        Ok(PosixSem(
+            sem::PosixSem::new(initial).map_err(|e| anyhow!("sem_init: {e}"))?,
+        ))
     }
 }
 
 impl Semaphore for PosixSem {
     fn wait(&self, timeout: Duration) -> Result<bool> {
-        let deadline = realtime_deadline(timeout);
+        // The deadline is fixed once: a retry after EINTR keeps it.
+        let end = Instant::now() + timeout;
         loop {
-            // SAFETY: the semaphore was initialised by sem_init and is
-            // live; `deadline` is a valid timespec.
-            if unsafe { libc::sem_timedwait(self.sem.get(), &deadline) } == 0 {
-                return Ok(true);
-            }
-            match errno() {
-                libc::EINTR => continue,
-                libc::ETIMEDOUT => return Ok(false),
-                e => bail!("sem_timedwait: {}", io::Error::from_raw_os_error(e)),
+            match self
+                .0
+                .wait_timeout(end.saturating_duration_since(Instant::now()))
+            {
+                Ok(Taken::Yes) => return Ok(true),
+                Ok(Taken::Interrupted) => continue,
+                Ok(Taken::No) => return Ok(false),
+                Err(e) => bail!("sem_timedwait: {e}"),
             }
         }
     }
 
     fn try_wait(&self) -> Result<bool> {
         loop {
-            // SAFETY: the semaphore is initialised and live.
-            if unsafe { libc::sem_trywait(self.sem.get()) } == 0 {
-                return Ok(true);
-            }
-            match errno() {
-                libc::EINTR => continue,
-                libc::EAGAIN => return Ok(false),
-                e => bail!("sem_trywait: {}", io::Error::from_raw_os_error(e)),
+            match self.0.try_wait() {
+                Ok(Taken::Yes) => return Ok(true),
+                Ok(Taken::Interrupted) => continue,
+                Ok(Taken::No) => return Ok(false),
+                Err(e) => bail!("sem_trywait: {e}"),
             }
         }
     }
 
     fn post(&self) -> Result<()> {
-        // SAFETY: the semaphore is initialised and live.
-        if unsafe { libc::sem_post(self.sem.get()) } != 0 {
-            bail!("sem_post: {}", io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for PosixSem {
-    fn drop(&mut self) {
-        // SAFETY: initialised, and no thread can be waiting on it any more
-        // (we own it exclusively).
-        unsafe { libc::sem_destroy(self.sem.get()) };
+        self.0.post().map_err(|e| anyhow!("sem_post: {e}"))
     }
 }
 
 /// A System V semaphore set of one semaphore (`semget(IPC_PRIVATE)`),
 /// removed (`IPC_RMID`) on drop.
-pub struct SysvSem {
-    id: libc::c_int,
-}
+pub struct SysvSem(SemSet);
 
 impl SysvSem {
     /// `semget(IPC_PRIVATE, 1)` then `SETVAL initial`.
     pub fn new(initial: u32) -> Result<SysvSem> {
-        // SAFETY: plain system call, no memory passed.
-        let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
-        if id < 0 {
-            bail!("semget: {}", io::Error::last_os_error());
-        }
-        let s = SysvSem { id };
-        let v = libc::c_int::try_from(initial).map_err(|_| anyhow!("initial count too large"))?;
-        // SAFETY: SETVAL takes an int as its fourth (variadic) argument.
-        if unsafe { libc::semctl(id, 0, libc::SETVAL, v) } != 0 {
-            bail!("semctl SETVAL: {}", io::Error::last_os_error());
-        }
-        Ok(s)
+        let set = SemSet::private(1).map_err(|e| anyhow!("semget: {e}"))?;
+        let v = i32::try_from(initial).map_err(|_| anyhow!("initial count too large"))?;
+        set.set_value(0, v)
+            .map_err(|e| anyhow!("semctl SETVAL: {e}"))?;
+        Ok(SysvSem(set))
     }
 
-    /// One `semtimedop` of `op` with `flags`; the raw result and errno.
-    fn op(&self, op: i16, flags: i16, timeout: Option<&libc::timespec>) -> (libc::c_long, i32) {
-        let mut b = libc::sembuf {
-            sem_num: 0,
-            sem_op: op,
-            sem_flg: flags,
-        };
-        let ts = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: `b` is one valid sembuf; `ts` is null or a valid
-        // relative timeout; both outlive the call.
-        let r = unsafe { libc::syscall(libc::SYS_semtimedop, self.id, &mut b, 1usize, ts) };
-        (r, if r < 0 { errno() } else { 0 })
+    /// One `semtimedop` of `op`; the error named.
+    fn op(&self, op: i16, nowait: bool, timeout: Option<Duration>) -> Result<Taken> {
+        self.0
+            .op(0, op, nowait, timeout)
+            .map_err(|e| anyhow!("semtimedop: {e}"))
     }
 }
 
@@ -186,39 +104,30 @@ impl Semaphore for SysvSem {
     fn wait(&self, timeout: Duration) -> Result<bool> {
         let end = Instant::now() + timeout;
         loop {
-            let ts = timespec(end.saturating_duration_since(Instant::now()));
-            match self.op(-1, 0, Some(&ts)) {
-                (0, _) => return Ok(true),
-                (_, libc::EINTR) => continue,
-                (_, libc::EAGAIN) => return Ok(false),
-                (_, e) => bail!("semtimedop: {}", io::Error::from_raw_os_error(e)),
+            let left = end.saturating_duration_since(Instant::now());
+            match self.op(-1, false, Some(left))? {
+                Taken::Yes => return Ok(true),
+                Taken::Interrupted => continue,
+                Taken::No => return Ok(false),
             }
         }
     }
 
     fn try_wait(&self) -> Result<bool> {
         loop {
-            match self.op(-1, libc::IPC_NOWAIT as i16, None) {
-                (0, _) => return Ok(true),
-                (_, libc::EINTR) => continue,
-                (_, libc::EAGAIN) => return Ok(false),
-                (_, e) => bail!("semtimedop: {}", io::Error::from_raw_os_error(e)),
+            match self.op(-1, true, None)? {
+                Taken::Yes => return Ok(true),
+                Taken::Interrupted => continue,
+                Taken::No => return Ok(false),
             }
         }
     }
 
     fn post(&self) -> Result<()> {
-        match self.op(1, 0, None) {
-            (0, _) => Ok(()),
-            (_, e) => bail!("semtimedop: {}", io::Error::from_raw_os_error(e)),
+        match self.op(1, false, None)? {
+            Taken::Yes => Ok(()),
+            _ => bail!("semtimedop: interrupted"),
         }
-    }
-}
-
-impl Drop for SysvSem {
-    fn drop(&mut self) {
-        // SAFETY: plain system call on our own set; no memory passed.
-        unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) };
     }
 }
 
@@ -255,7 +164,7 @@ impl Semaphore for FutexSem {
             self.waiters.fetch_add(1, Ordering::SeqCst);
             // Sleeps only while the count is still zero: a post in between
             // makes it return at once.
-            let _ = futex::wait(&self.count, 0, Some(left), Scope::Private);
+            futex::wait(&self.count, 0, Some(left), false);
             self.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -281,7 +190,7 @@ impl Semaphore for FutexSem {
             bail!("semaphore count overflow");
         }
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _ = futex::wake(&self.count, 1, Scope::Private);
+            let _ = futex::wake(&self.count, 1, false);
         }
         Ok(())
     }
@@ -344,7 +253,7 @@ impl Semaphore for FifoSem {
                 g.queue.retain(|t| !Arc::ptr_eq(t, &ticket));
                 return Ok(false);
             }
-            let _ = futex::wait(&ticket, 0, Some(left), Scope::Private);
+            futex::wait(&ticket, 0, Some(left), false);
         }
     }
 
@@ -369,7 +278,7 @@ impl Semaphore for FifoSem {
             }
         };
         next.store(1, Ordering::SeqCst);
-        let _ = futex::wake(&next, 1, Scope::Private);
+        let _ = futex::wake(&next, 1, false);
         Ok(())
     }
 }
@@ -434,10 +343,8 @@ mod tests {
     #[test]
     fn sysv_set_is_removed_on_drop() {
         let s = SysvSem::new(0).unwrap();
-        let id = s.id;
+        let id = s.0.id();
         drop(s);
-        // SAFETY: plain system call, no memory passed.
-        let r = unsafe { libc::semctl(id, 0, libc::GETVAL) };
-        assert!(r < 0, "the set still exists after drop");
+        assert!(id.value(0).is_err(), "the set still exists after drop");
     }
 }

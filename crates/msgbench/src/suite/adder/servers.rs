@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use msgpass::Namespace;
+use oslayer::process::{self, Pid, Signal};
 
 use super::Mode;
 use crate::measure::placement::CpuList;
@@ -73,9 +74,9 @@ impl Servers {
     /// Stops every server with SIGTERM and checks each exited cleanly.
     pub(super) fn stop(&mut self) -> Result<()> {
         for c in &self.children {
-            // SAFETY: kill() with a pid we spawned and have not reaped.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+            // A pid we spawned and have not reaped.
+            if let Some(pid) = Pid::from_raw(c.id() as i32) {
+                let _ = process::kill(pid, Signal::TERM);
             }
         }
         let deadline = Instant::now() + Duration::from_secs(5);

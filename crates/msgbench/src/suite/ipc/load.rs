@@ -115,8 +115,7 @@ impl LoadMeter {
 
 /// Two clock ticks per CPU over `secs`, as a share of one CPU, percent.
 fn resolution_pct(secs: f64, cpus: usize) -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = oslayer::system::clock_ticks_per_second();
     let hz = if hz > 0 { hz as f64 } else { 100.0 };
     2.0 * cpus.max(1) as f64 / hz / secs.max(1e-3) * 100.0
 }

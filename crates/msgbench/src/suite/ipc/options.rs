@@ -362,23 +362,9 @@ fn parse_placements(list: &str) -> Result<Vec<Placement>, String> {
 /// Online CPUs that this process's affinity mask allows, in order.
 fn usable_cpus() -> Vec<usize> {
     let online = placement::online_cpus();
-    // SAFETY: cpu_set_t is plain data, zero is a valid (empty) set;
-    // sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into it.
-    let mask = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
-            .then_some(set)
-    };
-    match mask {
-        Some(set) => online
-            .into_iter()
-            .filter(|&c| {
-                // SAFETY: CPU_ISSET only reads the set; c is checked
-                // against CPU_SETSIZE first.
-                c < libc::CPU_SETSIZE as usize && unsafe { libc::CPU_ISSET(c, &set) }
-            })
-            .collect(),
-        None => online,
+    match oslayer::sched::affinity() {
+        Ok(allowed) => online.into_iter().filter(|c| allowed.contains(c)).collect(),
+        Err(_) => online,
     }
 }
 

@@ -1,0 +1,185 @@
+//! Clocks and sleeps: `clock_gettime`/`clock_getres` (rustix, through the
+//! vDSO), `clock_nanosleep` absolute and `nanosleep` relative (rustix).
+
+use std::io;
+use std::time::Duration;
+
+use rustix::time::{ClockId, Timespec};
+
+/// The clocks msgbench reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// CLOCK_MONOTONIC_COARSE (the tick-resolution clock).
+    MonotonicCoarse,
+    /// CLOCK_REALTIME.
+    Realtime,
+    /// CLOCK_THREAD_CPUTIME_ID: CPU time of the calling thread.
+    ThreadCpu,
+    /// CLOCK_PROCESS_CPUTIME_ID: CPU time of the whole process.
+    ProcessCpu,
+}
+
+impl Clock {
+    #[inline(always)]
+    fn id(self) -> ClockId {
+        match self {
+            Clock::Monotonic => ClockId::Monotonic,
+            Clock::MonotonicCoarse => ClockId::MonotonicCoarse,
+            Clock::Realtime => ClockId::Realtime,
+            Clock::ThreadCpu => ClockId::ThreadCPUTime,
+            Clock::ProcessCpu => ClockId::ProcessCPUTime,
+        }
+    }
+}
+
+#[inline(always)]
+fn ns_of(ts: Timespec) -> u64 {
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+#[inline(always)]
+fn timespec_of_ns(ns: u64) -> Timespec {
+    Timespec {
+        tv_sec: (ns / 1_000_000_000) as _,
+        tv_nsec: (ns % 1_000_000_000) as _,
+    }
+}
+
+/// `d` as a timespec (seconds saturate).
+#[inline]
+pub fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX) as _,
+        tv_nsec: d.subsec_nanos() as _,
+    }
+}
+
+/// `clock` now, in ns (one vDSO read, no system call for the monotonic
+/// and realtime clocks; no allocation).
+#[inline(always)]
+pub fn now_ns(clock: Clock) -> u64 {
+    ns_of(rustix::time::clock_gettime(clock.id()))
+}
+
+/// CLOCK_MONOTONIC now, in ns.
+#[inline(always)]
+pub fn monotonic_ns() -> u64 {
+    now_ns(Clock::Monotonic)
+}
+
+/// The resolution of `clock`, in ns (clock_getres).
+pub fn resolution_ns(clock: Clock) -> u64 {
+    ns_of(rustix::time::clock_getres(clock.id()))
+}
+
+/// CLOCK_REALTIME now plus `d`: the absolute deadline the POSIX timed
+/// calls (`sem_timedwait`, `mq_timedreceive`, ...) take.
+pub fn realtime_deadline(d: Duration) -> Timespec {
+    let now = rustix::time::clock_gettime(ClockId::Realtime);
+    let d = timespec(d);
+    let mut sec = now.tv_sec.saturating_add(d.tv_sec);
+    let mut nsec = now.tv_nsec + d.tv_nsec;
+    if nsec >= 1_000_000_000 {
+        nsec -= 1_000_000_000;
+        sec = sec.saturating_add(1);
+    }
+    Timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    }
+}
+
+/// Sleeps until `deadline_ns` on `clock` (clock_nanosleep with
+/// TIMER_ABSTIME). An interruption returns `ErrorKind::Interrupted`: the
+/// caller decides whether to sleep again.
+#[inline]
+pub fn sleep_until_ns(clock: Clock, deadline_ns: u64) -> io::Result<()> {
+    Ok(rustix::thread::clock_nanosleep_absolute(
+        clock.id(),
+        &timespec_of_ns(deadline_ns),
+    )?)
+}
+
+/// Sleeps `d` with nanosleep, restarted with the remainder on EINTR (at
+/// most 100 times).
+pub fn sleep(d: Duration) {
+    use rustix::thread::NanosleepRelativeResult as R;
+    let mut req = timespec(d);
+    for _ in 0..100 {
+        match rustix::thread::nanosleep(&req) {
+            R::Interrupted(rem) => req = rem,
+            R::Ok | R::Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_ns_is_monotonic_on_monotonic() {
+        let a = now_ns(Clock::Monotonic);
+        let b = monotonic_ns();
+        assert!(b >= a && a > 0);
+        assert!(now_ns(Clock::Realtime) > 1_500_000_000 * 1_000_000_000);
+    }
+
+    #[test]
+    fn thread_cpu_clock_advances_with_work() {
+        let a = now_ns(Clock::ThreadCpu);
+        let mut x = 0u64;
+        while now_ns(Clock::ThreadCpu) == a {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(now_ns(Clock::ProcessCpu) >= now_ns(Clock::ThreadCpu));
+    }
+
+    #[test]
+    fn monotonic_ns_matches_now_ns() {
+        let a = monotonic_ns();
+        assert!(now_ns(Clock::Monotonic) >= a);
+    }
+
+    #[test]
+    fn resolution_is_positive_and_coarse_is_coarser() {
+        let fine = resolution_ns(Clock::Monotonic);
+        let coarse = resolution_ns(Clock::MonotonicCoarse);
+        assert!(fine > 0 && coarse >= fine);
+    }
+
+    #[test]
+    fn realtime_deadline_is_ahead_and_normalised() {
+        let now = now_ns(Clock::Realtime);
+        let d = realtime_deadline(Duration::from_millis(1500));
+        assert!((0..1_000_000_000).contains(&d.tv_nsec));
+        assert!(ns_of(d) >= now + 1_500_000_000);
+    }
+
+    #[test]
+    fn timespec_splits_and_saturates() {
+        let t = timespec(Duration::new(3, 7));
+        assert_eq!((t.tv_sec, t.tv_nsec), (3, 7));
+        assert_eq!(timespec(Duration::MAX).tv_sec, i64::MAX as _);
+    }
+
+    #[test]
+    fn sleep_until_ns_does_not_wake_early() {
+        let end = monotonic_ns() + 2_000_000;
+        sleep_until_ns(Clock::Monotonic, end).unwrap();
+        assert!(monotonic_ns() >= end);
+        // A deadline in the past returns at once.
+        sleep_until_ns(Clock::Monotonic, 0).unwrap();
+    }
+
+    #[test]
+    fn sleep_sleeps_at_least_the_duration() {
+        let t = std::time::Instant::now();
+        sleep(Duration::from_millis(2));
+        assert!(t.elapsed() >= Duration::from_millis(2));
+    }
+}
