@@ -31,11 +31,14 @@ pub(crate) mod rendezvous;
 pub mod shm;
 pub mod signal;
 pub mod sysv_msg;
+pub(crate) mod table;
 pub mod tcp;
 pub mod udp;
 pub mod uds;
 pub mod uds_pair;
 pub(crate) mod wire;
+
+pub use table::{info, SizeLimit, TransportInfo, Wait, TRANSPORTS};
 
 /// Tuning shared by every transport. The defaults suit most uses.
 #[derive(Debug, Clone)]
@@ -171,7 +174,7 @@ pub trait ClientConnection: Send {
 
 /// A message-passing mechanism.
 pub trait Transport: Send + Sync + std::fmt::Debug {
-    /// The name it is selected by (`-t NAME`).
+    /// Its name in the transport table ([`TransportInfo::name`]).
     fn name(&self) -> &'static str;
     /// Serves the endpoint at `path` (already claimed by the caller).
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>>;
@@ -185,141 +188,12 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Every transport name, in the order tables list them.
-pub const NAMES: &[&str] = &[
-    "shm",
-    "shm-spin",
-    "shm-block",
-    "shm-hybrid",
-    "uds",
-    "uds-stream",
-    "uds-dgram",
-    "pipe",
-    "fifo",
-    "posix-mq",
-    "sysv-msg",
-    "eventfd",
-    "io-uring",
-    "signal",
-    "fuse",
-    "tcp",
-    "udp",
-];
+/// Every name a transport is selected by (aliases included), in table
+/// order: derived from [`TRANSPORTS`].
+pub const NAMES: &[&str] = &table::NAME_LIST;
 
-/// One-line description of each transport, for `--help` texts.
-pub const DESCRIPTIONS: &[(&str, &str)] = &[
-    (
-        "shm",
-        "shared-memory slot, futex wake-ups, spin then sleep (same as shm-hybrid)",
-    ),
-    (
-        "shm-spin",
-        "shared-memory slot, both sides poll (lowest latency, burns a CPU each)",
-    ),
-    (
-        "shm-block",
-        "shared-memory slot, both sides sleep on a futex at once",
-    ),
-    (
-        "shm-hybrid",
-        "shared-memory slot, spin for --spin-us then sleep on a futex",
-    ),
-    ("uds", "Unix domain SOCK_SEQPACKET socket"),
-    (
-        "uds-stream",
-        "Unix domain SOCK_STREAM socket pair, framed messages",
-    ),
-    (
-        "uds-dgram",
-        "Unix domain SOCK_DGRAM socket pair, one datagram per message",
-    ),
-    (
-        "pipe",
-        "two anonymous pipes per connection, framed messages",
-    ),
-    (
-        "posix-mq",
-        "two POSIX message queues per connection (payloads up to 2 KiB with default limits)",
-    ),
-    (
-        "sysv-msg",
-        "System V message queues: one per channel for requests, one per client for replies",
-    ),
-    (
-        "fifo",
-        "two named pipes (FIFOs) per connection, opened by name, framed messages",
-    ),
-    (
-        "eventfd",
-        "shared-memory message areas, eventfd wake-ups (blocking)",
-    ),
-    (
-        "io-uring",
-        "shared-memory message areas, IORING_OP_MSG_RING wake-ups between two io_urings",
-    ),
-    (
-        "signal",
-        "shared-memory message areas, real-time signal wake-ups (rt_tgsigqueueinfo + signalfd)",
-    ),
-    (
-        "fuse",
-        "FUSE file mounted at the endpoint, one ioctl per message (root; payloads up to 16375 bytes)",
-    ),
-    (
-        "tcp",
-        "TCP on loopback per connection, TCP_NODELAY, framed messages",
-    ),
-    (
-        "udp",
-        "connected UDP socket pair on loopback, one datagram per message",
-    ),
-];
-
-/// Looks a transport up by name.
+/// Looks a transport up by name or alias in [`TRANSPORTS`]; an unknown name
+/// is [`Error::UnknownTransport`], listing the known ones.
 pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
-    Ok(match name {
-        "uds" => Box::new(uds::Uds),
-        "uds-stream" => Box::new(wire::WireTransport {
-            mech: uds_pair::UdsStream,
-            name: "uds-stream",
-        }),
-        "uds-dgram" => Box::new(wire::WireTransport {
-            mech: uds_pair::UdsDgram,
-            name: "uds-dgram",
-        }),
-        "pipe" => Box::new(wire::WireTransport {
-            mech: pipe::Pipe,
-            name: "pipe",
-        }),
-        "posix-mq" => Box::new(wire::WireTransport {
-            mech: posix_mq::PosixMq,
-            name: "posix-mq",
-        }),
-        "sysv-msg" => Box::new(sysv_msg::SysvMsg),
-        "fifo" => Box::new(wire::WireTransport {
-            mech: fifo::Fifo,
-            name: "fifo",
-        }),
-        "eventfd" => Box::new(wire::WireTransport {
-            mech: eventfd::EventFd,
-            name: "eventfd",
-        }),
-        "io-uring" => Box::new(io_uring::IoUringTransport::new()),
-        "signal" => Box::new(signal::Signal),
-        "tcp" => Box::new(tcp::Tcp),
-        "fuse" => Box::new(fuse::Fuse),
-        "udp" => Box::new(wire::WireTransport {
-            mech: udp::Udp,
-            name: "udp",
-        }),
-        "shm" | "shm-hybrid" => Box::new(shm::Shm::new(shm::Wait::Hybrid)),
-        "shm-spin" => Box::new(shm::Shm::new(shm::Wait::Spin)),
-        "shm-block" => Box::new(shm::Shm::new(shm::Wait::Block)),
-        _ => {
-            return Err(Error::UnknownTransport {
-                name: name.to_string(),
-                known: NAMES.join(", "),
-            })
-        }
-    })
+    info(name).map(TransportInfo::transport)
 }

@@ -29,7 +29,6 @@ impl Mechanism for UdsStream {
     type W = StreamWire;
     const FAMILY: Family = Family::UdsStream;
     const EOF_ON_DEATH: bool = true;
-    const ONEWAY: bool = true;
 
     fn server_side(
         &self,
@@ -59,7 +58,6 @@ impl Mechanism for UdsDgram {
     const FAMILY: Family = Family::UdsDgram;
     const EOF_ON_DEATH: bool = false;
     // A full peer blocks the sender (unix_wait_for_peer), never drops.
-    const ONEWAY: bool = true;
 
     fn server_side(
         &self,

@@ -22,7 +22,8 @@ use crate::error::{Error, Result};
 use crate::sys;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::{
-    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY as ONEWAY_BIT,
+    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, TransportInfo,
+    ONEWAY as ONEWAY_BIT,
 };
 
 /// Requests between two looks at the listener while a single client keeps
@@ -148,20 +149,12 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// True when [`Wire::recv`] returns `None` once the peer has died.
     const EOF_ON_DEATH: bool;
-    /// True when the mechanism carries one-way messages: its wire queues
-    /// several messages and a send to a full one blocks (never drops the
-    /// message, never fails with `EAGAIN`).
-    const ONEWAY: bool = false;
     /// The largest payload this mechanism carries when `requested` is asked
     /// for (a mechanism with a lower limit lowers it; clients learn it from
     /// the hello).
     fn max_msg(&self, requested: usize) -> usize {
         requested
     }
-    /// Called once when a server starts on a freshly claimed endpoint,
-    /// before it listens: removes what a dead server of this mechanism may
-    /// have left beside the endpoint.
-    fn clean_stale(&self, _endpoint: &Path) {}
     /// Makes a new connection's objects: the server's wire, the descriptors
     /// and extra hello bytes that let the client make its own.
     fn server_side(
@@ -177,12 +170,13 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
 #[derive(Debug, Clone)]
 pub(crate) struct WireTransport<M: Mechanism> {
     pub(crate) mech: M,
-    pub(crate) name: &'static str,
+    /// Its entry in the transport table (name, one-way support).
+    pub(crate) info: &'static TransportInfo,
 }
 
 impl<M: Mechanism> Transport for WireTransport<M> {
     fn name(&self) -> &'static str {
-        self.name
+        self.info.name
     }
 
     fn max_msg(&self, requested: usize) -> usize {
@@ -192,7 +186,6 @@ impl<M: Mechanism> Transport for WireTransport<M> {
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let mut opts = opts.clone();
         opts.max_msg = self.mech.max_msg(opts.max_msg);
-        self.mech.clean_stale(path);
         let listener = Listener::bind(path, M::FAMILY, opts.max_msg)?;
         Ok(Box::new(WireServer {
             mech: self.mech.clone(),
@@ -217,13 +210,14 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         let wire = self
             .mech
             .client_side(fds, &hello.extra, opts)
-            .map_err(|e| Error::io(format!("{}: set up the client side", self.name), e))?;
+            .map_err(|e| Error::io(format!("{}: set up the client side", self.info.name), e))?;
         Ok(Box::new(WireClient::<M> {
             wire,
             sock,
             buf: vec![0; HEAD + hello.max_msg],
             max_msg: hello.max_msg,
             tick: opts.tick,
+            oneway: self.info.oneway,
             _mech: std::marker::PhantomData,
         }))
     }
@@ -457,6 +451,10 @@ struct WireClient<M: Mechanism> {
     max_msg: usize,
     /// How long a wait for the reply goes between looks at the session.
     tick: Duration,
+    /// The table says the mechanism carries one-way messages: its wire
+    /// queues several and a send to a full one blocks (never drops the
+    /// message, never fails with `EAGAIN`).
+    oneway: bool,
     _mech: std::marker::PhantomData<M>,
 }
 
@@ -529,7 +527,7 @@ impl<M: Mechanism> ClientConnection for WireClient<M> {
     }
 
     fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
-        if !M::ONEWAY {
+        if !self.oneway {
             return Err(Error::Unsupported {
                 what: "one-way messages",
                 transport: "this transport",
@@ -542,7 +540,7 @@ impl<M: Mechanism> ClientConnection for WireClient<M> {
     }
 
     fn oneway(&self) -> bool {
-        M::ONEWAY
+        self.oneway
     }
 }
 
