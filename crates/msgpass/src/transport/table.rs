@@ -425,6 +425,35 @@ mod tests {
         assert_eq!(Family::name_of(999), "unknown family 999");
     }
 
+    /// Each rendezvous transport's server says the family its table entry
+    /// names (a client of that family is let in), so the table's family and
+    /// the transport's own agree.
+    #[test]
+    fn servers_greet_with_the_table_family() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let dir = std::env::temp_dir().join(format!("msgpass-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let opts = crate::transport::Options::default();
+        for t in TRANSPORTS {
+            let Some(family) = t.family else { continue };
+            let path = dir.join(t.name);
+            let mut server = t.transport().serve(&path, &opts).expect(t.name);
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&stop);
+            let receiver =
+                std::thread::spawn(move || while let Ok(Some(_)) = server.receive(&flag) {});
+            let met = crate::transport::rendezvous::connect(&path, family, &opts);
+            stop.store(true, Ordering::Relaxed);
+            receiver.join().expect("receiver");
+            let _ = std::fs::remove_file(&path);
+            if let Err(e) = met {
+                panic!("{}: a client of its table family: {e}", t.name);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn unknown_names_list_the_known_ones() {
         match by_name("carrier-pigeon") {
