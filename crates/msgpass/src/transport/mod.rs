@@ -1,4 +1,9 @@
-//! The [`Transport`] trait and the registry of mechanisms.
+//! The [`Transport`] trait and the transport table.
+//!
+//! Every transport is described once, in [`TRANSPORTS`] (name and aliases,
+//! description, [`Wait`], one-way support, [`SizeLimit`], requirements,
+//! constructor); [`by_name`], [`info`] and [`NAMES`] are derived from it.
+//! `shm` (an alias of `shm-hybrid`) is the recommended default.
 //!
 //! A transport turns an endpoint path into a server side ([`ServerChannel`])
 //! and a client side ([`ClientConnection`]). Every transport honours the same
