@@ -24,7 +24,7 @@ pub struct Common {
         long = "transport",
         value_name = "NAME",
         default_value = "shm",
-        help = format!("Transport: {}", crate::cli::transport_help()),
+        help = format!("Transport: {} (--help describes them)", crate::cli::transport_help()),
         long_help = crate::cli::transport_long_help("Transport, one of:"),
     )]
     pub transport: String,
