@@ -28,3 +28,61 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     }
     Ok(stop)
 }
+
+/// The `-t`/`--transport` short help: every transport name from msgpass's
+/// transport table, aliases shown as `shm (= shm-hybrid)` (`--help` has
+/// the descriptions and requirements).
+pub fn transport_help() -> String {
+    let names: Vec<String> = msgpass::transport::TRANSPORTS
+        .iter()
+        .flat_map(|t| {
+            t.aliases
+                .iter()
+                .map(move |a| format!("{a} (= {})", t.name))
+                .chain(std::iter::once(t.name.to_string()))
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// The `--transport` long help: one line per transport (its names, then
+/// its description, size limit and requirements), after `intro`.
+pub fn transport_long_help(intro: &str) -> String {
+    use msgpass::transport::SizeLimit;
+    let mut out = format!("{intro}\n");
+    for t in msgpass::transport::TRANSPORTS {
+        let names: Vec<&str> = t.names().collect();
+        out.push_str(&format!("\n  {:<18} {}", names.join(", "), t.description));
+        match t.limit {
+            SizeLimit::None => {}
+            SizeLimit::Fixed(n) => out.push_str(&format!("; payloads up to {n} bytes")),
+            SizeLimit::System(how) => out.push_str(&format!("; payload limit {how}")),
+        }
+        if let Some(r) = t.requires {
+            out.push_str(&format!("; needs {r}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_helps_come_from_the_table() {
+        let short = transport_help();
+        let long = transport_long_help("Transport.");
+        assert!(
+            short.starts_with("shm (= shm-hybrid), shm-hybrid, "),
+            "{short}"
+        );
+        for t in msgpass::transport::TRANSPORTS {
+            assert!(long.contains(t.description), "{long}");
+            for n in t.names() {
+                assert!(short.contains(n), "{short} lacks {n}");
+            }
+        }
+        assert!(long.contains("needs root"), "{long}");
+    }
+}

@@ -42,7 +42,9 @@ pub enum Error {
     },
 
     /// The endpoint is served with a different transport than requested.
-    #[error("{} is served over transport {found}, not {expected}: use -t {found}", path.display())]
+    /// Connect with a transport of the server's family (see
+    /// [`crate::transport::by_name`]).
+    #[error("{} is served over transport {found}, not {expected}", path.display())]
     WrongTransport {
         /// The endpoint.
         path: PathBuf,

@@ -5,7 +5,7 @@
 //! [`Request::reply_error`]. A client opens a [`Connection`] by name and
 //! calls [`Connection::call`], which blocks until the reply (or error) comes
 //! back. Names live in a [`Namespace`] directory; the mechanism underneath is
-//! a [`Transport`] chosen by name (see [`transport::NAMES`]).
+//! a [`Transport`] chosen by name (see [`transport::TRANSPORTS`]).
 //! Across hosts, [`Channel::listen_tcp`] and [`Connection::connect_tcp`]
 //! do the same over TCP without a namespace.
 //!

@@ -240,9 +240,10 @@ impl EndpointClaim {
                 _ => continue,
             }
         };
-        // A fuse server killed with its mount in place leaves a dead mount
-        // (stat fails with ENOTCONN); we hold the lock, so its owner is dead.
-        let dead_mount = crate::transport::fuse::clear_dead_mount(&path);
+        // We hold the lock, so whoever left anything at or beside the path
+        // is dead: every transport's stale-endpoint hook clears its kind
+        // (a fuse server's dead mount, a sysv-msg server's queues, FIFOs).
+        let cleaned = crate::transport::table::clean_stale(&path);
         let replaced_file = match fs::symlink_metadata(&path) {
             Ok(md) if md.is_dir() => {
                 // Still holding the lock: leave no lock file behind.
@@ -259,7 +260,7 @@ impl EndpointClaim {
             }
             Err(_) => false,
         };
-        let replaced_stale = dead_mount || replaced_file;
+        let replaced_stale = cleaned || replaced_file;
         Ok(EndpointClaim {
             ns: ns.clone(),
             path,

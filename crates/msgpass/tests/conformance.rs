@@ -1,6 +1,7 @@
 //! The transport conformance suite: one set of tests, written once and
 //! instantiated for every transport in `msgpass::transport::NAMES` by
-//! [`conformance_tests!`].
+//! [`conformance_tests!`], which also lists what it instantiated
+//! (`INSTANTIATED`) so that a test can check it against the transport table.
 //!
 //! Every test runs under a watchdog (a hang is a failure, not a stuck CI
 //! job) in its own private namespace directory, which must be empty at the
@@ -32,8 +33,8 @@ const CHILD_ENTRY: &str = "child_entry";
 const DEATH_BOUND: Duration = Duration::from_secs(1);
 
 macro_rules! conformance_tests {
-    ($module:ident, $transport:literal) => {
-        mod $module {
+    ($($module:ident: $transport:literal),* $(,)?) => {
+        $(mod $module {
             const T: &str = $transport;
 
             #[test]
@@ -132,48 +133,32 @@ macro_rules! conformance_tests {
             fn oneway_to_dead_server() {
                 super::suite::oneway_to_dead_server(T)
             }
-        }
+        })*
+
+        /// The transports instantiated, from the same invocation.
+        const INSTANTIATED: &[&str] = &[$($transport),*];
     };
 }
 
-conformance_tests!(shm, "shm");
-conformance_tests!(shm_spin, "shm-spin");
-conformance_tests!(shm_block, "shm-block");
-conformance_tests!(shm_hybrid, "shm-hybrid");
-conformance_tests!(uds, "uds");
-conformance_tests!(uds_stream, "uds-stream");
-conformance_tests!(uds_dgram, "uds-dgram");
-conformance_tests!(pipe, "pipe");
-conformance_tests!(posix_mq, "posix-mq");
-conformance_tests!(sysv_msg, "sysv-msg");
-conformance_tests!(fifo, "fifo");
-conformance_tests!(eventfd, "eventfd");
-conformance_tests!(io_uring, "io-uring");
-conformance_tests!(signal, "signal");
-conformance_tests!(fuse, "fuse");
-conformance_tests!(tcp, "tcp");
-conformance_tests!(udp, "udp");
-
-/// The transports instantiated above; must match the registry.
-const INSTANTIATED: &[&str] = &[
-    "shm",
-    "shm-spin",
-    "shm-block",
-    "shm-hybrid",
-    "uds",
-    "uds-stream",
-    "uds-dgram",
-    "pipe",
-    "posix-mq",
-    "sysv-msg",
-    "fifo",
-    "eventfd",
-    "io-uring",
-    "signal",
-    "fuse",
-    "tcp",
-    "udp",
-];
+conformance_tests! {
+    shm: "shm",
+    shm_spin: "shm-spin",
+    shm_block: "shm-block",
+    shm_hybrid: "shm-hybrid",
+    uds: "uds",
+    uds_stream: "uds-stream",
+    uds_dgram: "uds-dgram",
+    pipe: "pipe",
+    posix_mq: "posix-mq",
+    sysv_msg: "sysv-msg",
+    fifo: "fifo",
+    eventfd: "eventfd",
+    io_uring: "io-uring",
+    signal: "signal",
+    fuse: "fuse",
+    tcp: "tcp",
+    udp: "udp",
+}
 
 #[test]
 fn every_transport_is_instantiated() {
@@ -185,13 +170,13 @@ fn every_transport_is_instantiated() {
     assert_eq!(
         sorted(INSTANTIATED),
         sorted(msgpass::transport::NAMES),
-        "add a conformance_tests!(..) line for each transport"
+        "conformance_tests! must list every name in the transport table, and only those"
     );
-    for name in msgpass::transport::NAMES {
-        let t = msgpass::transport::by_name(name).expect("registered transport");
-        // shm is an alias of shm-hybrid.
-        if *name != "shm" {
-            assert_eq!(t.name(), *name);
+    for info in msgpass::transport::TRANSPORTS {
+        for name in info.names() {
+            let t = msgpass::transport::by_name(name).expect("registered transport");
+            // An alias (shm) selects its entry (shm-hybrid).
+            assert_eq!(t.name(), info.name);
         }
     }
 }
@@ -329,12 +314,11 @@ mod suite {
         F: FnOnce(&Cx) + Send + 'static,
     {
         let label = format!("{t}::{test}");
-        if t == "fuse" {
-            if let Some(why) = msgpass::transport::fuse::unavailable() {
-                assert!(std::env::var_os("CI").is_none(), "{label}: {why}");
-                println!("{label}: skipped: {why}");
-                return;
-            }
+        let info = msgpass::transport::info(t).expect("known transport");
+        if let Some(why) = info.unavailable() {
+            assert!(std::env::var_os("CI").is_none(), "{label}: {why}");
+            println!("{label}: skipped: {why}");
+            return;
         }
         // Owned out here, so that even a hung body's directory is removed.
         let tns = TestNs::new();
@@ -1022,11 +1006,10 @@ mod suite {
     }
 
     /// Transports that must carry one-way messages (blocking when full).
+    /// What the transport table says: this checks each transport's
+    /// connections against it.
     fn oneway_expected(t: &str) -> bool {
-        matches!(
-            t,
-            "uds" | "uds-stream" | "uds-dgram" | "pipe" | "fifo" | "sysv-msg" | "tcp"
-        )
+        msgpass::transport::info(t).expect("known transport").oneway
     }
 
     /// 1000 one-way messages (sequence number, random payload of random

@@ -148,6 +148,9 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
                 cfg.transport,
                 ns_flag(cfg.ns)
             ),
+            msgpass::Error::WrongTransport { ref found, .. } => {
+                anyhow!("{e}: use -t {found}").context(format!("cannot connect to {}", endpoint(k)))
+            }
             e => anyhow!(e).context(format!("cannot connect to {}", endpoint(k))),
         })?;
         conns.push(c);

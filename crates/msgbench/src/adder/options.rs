@@ -18,14 +18,14 @@ pub struct Common {
     /// Number of the first instance: `-n1 -i3` is adder/3.
     #[arg(short = 'i', value_name = "K", default_value_t = 0)]
     pub i: u32,
-    /// Transport: shm (= shm-hybrid), shm-spin, shm-block, shm-hybrid, uds,
-    /// uds-stream, uds-dgram, pipe, fifo, eventfd, io-uring, signal,
-    /// posix-mq, sysv-msg, fuse (root: a FUSE file answering ioctl), tcp, udp.
+    /// Transport (the help lists msgpass's transport table).
     #[arg(
         short = 't',
         long = "transport",
         value_name = "NAME",
-        default_value = "shm"
+        default_value = "shm",
+        help = format!("Transport: {} (--help describes them)", crate::cli::transport_help()),
+        long_help = crate::cli::transport_long_help("Transport, one of:"),
     )]
     pub transport: String,
     /// Endpoint namespace directory [default: $MSGBENCH_NS, else

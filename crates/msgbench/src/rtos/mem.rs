@@ -193,8 +193,11 @@ fn lek(ctx: &Ctx) -> Result<Vec<Variant>> {
     let mut transports = Vec::new();
     let mut skipped = Vec::new();
     for name in msgpass::transport::NAMES {
-        if *name == "fuse" && !Path::new("/dev/fuse").exists() {
-            skipped.push(format!("{name} (no /dev/fuse)"));
+        let unavailable = msgpass::transport::info(name)
+            .ok()
+            .and_then(|t| t.unavailable());
+        if let Some(why) = unavailable {
+            skipped.push(format!("{name} ({why})"));
             continue;
         }
         match channel_round(&ns.ns, name, &opts) {

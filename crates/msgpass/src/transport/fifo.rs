@@ -27,8 +27,9 @@
 //!
 //! A client that dies during the handshake is dropped like any other, and
 //! the server unlinks the names then. A server killed during a handshake
-//! leaves them behind: the next server of the endpoint removes them before it
-//! listens ([`Mechanism::clean_stale`]), as it replaces the stale endpoint.
+//! leaves them behind: whoever claims the endpoint next removes them
+//! ([`clean_stale`], the transport table's hook), as it replaces the stale
+//! endpoint.
 //!
 //! **Liveness.** After the handshake each side holds only its own ends (it
 //! reads one FIFO and writes the other), so a dead peer reads as end of file
@@ -218,29 +219,32 @@ impl Wire for FifoWire {
     }
 }
 
+/// Removes the FIFOs a dead server of `endpoint` left beside it (the
+/// caller holds the endpoint's claim); true if there were any.
+pub(crate) fn clean_stale(endpoint: &Path) -> bool {
+    let (Some(dir), Some(base)) = (endpoint.parent(), endpoint.file_name()) else {
+        return false;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    let mut found = false;
+    // We hold the endpoint's claim and have made nothing yet: any FIFO
+    // of this endpoint was left by a dead server.
+    for e in entries.flatten() {
+        if is_fifo_name(base.as_bytes(), e.file_name().as_bytes())
+            && e.file_type().is_ok_and(|t| t.is_fifo())
+        {
+            found |= fs::remove_file(e.path()).is_ok();
+        }
+    }
+    found
+}
+
 impl Mechanism for Fifo {
     type W = FifoWire;
     const FAMILY: Family = Family::Fifo;
     const EOF_ON_DEATH: bool = true;
-    const ONEWAY: bool = true;
-
-    fn clean_stale(&self, endpoint: &Path) {
-        let (Some(dir), Some(base)) = (endpoint.parent(), endpoint.file_name()) else {
-            return;
-        };
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        // We hold the endpoint's claim and have made nothing yet: any FIFO
-        // of this endpoint was left by a dead server.
-        for e in entries.flatten() {
-            if is_fifo_name(base.as_bytes(), e.file_name().as_bytes())
-                && e.file_type().is_ok_and(|t| t.is_fifo())
-            {
-                let _ = fs::remove_file(e.path());
-            }
-        }
-    }
 
     fn server_side(
         &self,

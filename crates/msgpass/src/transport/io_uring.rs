@@ -66,7 +66,7 @@ use crate::transport::mechanism::WireTransport;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{Wire, HEAD};
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
+use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
 const PAGE: usize = 4096;
 /// Submission entries of each ring (the completion queue has twice as
@@ -74,7 +74,7 @@ const PAGE: usize = 4096;
 /// keep 64 connections cheap.
 const RING_ENTRIES: u32 = 8;
 /// Largest payload: the length travels in a completion's `res`, an `i32`.
-const MAX_AREA_MSG: usize = i32::MAX as usize - PAGE;
+pub(crate) const MAX_AREA_MSG: usize = i32::MAX as usize - PAGE;
 /// `user_data` of our own `MSG_RING` submissions: only a failed one leaves
 /// a completion (with a negative `res`) on our ring.
 const OWN_TAG: u64 = u64::MAX;
@@ -354,11 +354,11 @@ impl Mechanism for IoUring {
 pub(crate) struct IoUringTransport(WireTransport<IoUring>);
 
 impl IoUringTransport {
-    /// The transport, selected as `io-uring`.
-    pub(crate) fn new() -> IoUringTransport {
+    /// The transport `info` describes (the table's `io-uring`).
+    pub(crate) fn new(info: &'static TransportInfo) -> IoUringTransport {
         IoUringTransport(WireTransport {
             mech: IoUring,
-            name: "io-uring",
+            info,
         })
     }
 }

@@ -18,7 +18,7 @@ use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::wire::Wire;
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
+use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
 /// What a mechanism knows about the connection it is making.
 #[derive(Debug, Clone, Copy)]
@@ -37,20 +37,12 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// True when [`Wire::recv`] returns `None` once the peer has died.
     const EOF_ON_DEATH: bool;
-    /// True when the mechanism carries one-way messages: its wire queues
-    /// several messages and a send to a full one blocks (never drops the
-    /// message, never fails with `EAGAIN`).
-    const ONEWAY: bool = false;
     /// The largest payload this mechanism carries when `requested` is asked
     /// for (a mechanism with a lower limit lowers it; clients learn it from
     /// the hello).
     fn max_msg(&self, requested: usize) -> usize {
         requested
     }
-    /// Called once when a server starts on a freshly claimed endpoint,
-    /// before it listens: removes what a dead server of this mechanism may
-    /// have left beside the endpoint.
-    fn clean_stale(&self, _endpoint: &Path) {}
     /// Makes a new connection's objects: the server's wire, the descriptors
     /// and extra hello bytes that let the client make its own.
     fn server_side(
@@ -66,12 +58,13 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
 #[derive(Debug, Clone)]
 pub(crate) struct WireTransport<M: Mechanism> {
     pub(crate) mech: M,
-    pub(crate) name: &'static str,
+    /// Its entry in the transport table (name, one-way support).
+    pub(crate) info: &'static TransportInfo,
 }
 
 impl<M: Mechanism> Transport for WireTransport<M> {
     fn name(&self) -> &'static str {
-        self.name
+        self.info.name
     }
 
     fn max_msg(&self, requested: usize) -> usize {
@@ -81,7 +74,6 @@ impl<M: Mechanism> Transport for WireTransport<M> {
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let mut opts = opts.clone();
         opts.max_msg = self.mech.max_msg(opts.max_msg);
-        self.mech.clean_stale(path);
         let listener = Listener::bind(path, M::FAMILY, opts.max_msg)?;
         let (max_msg, tick) = (opts.max_msg, opts.tick);
         let acceptor = MechAcceptor {
@@ -103,10 +95,10 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         let wire = self
             .mech
             .client_side(fds, &hello.extra, opts)
-            .map_err(|e| Error::io(format!("{}: set up the client side", self.name), e))?;
+            .map_err(|e| Error::io(format!("{}: set up the client side", self.info.name), e))?;
         let traits = Traits {
             eof_on_death: M::EOF_ON_DEATH,
-            oneway: M::ONEWAY,
+            oneway: self.info.oneway,
         };
         Ok(Box::new(WireClient::new(
             wire,

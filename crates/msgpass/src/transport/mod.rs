@@ -1,4 +1,9 @@
-//! The [`Transport`] trait and the registry of mechanisms.
+//! The [`Transport`] trait and the transport table.
+//!
+//! Every transport is described once, in [`TRANSPORTS`] (name and aliases,
+//! description, [`Wait`], one-way support, [`SizeLimit`], requirements,
+//! constructor); [`by_name`], [`info`] and [`NAMES`] are derived from it.
+//! `shm` (an alias of `shm-hybrid`) is the recommended default.
 //!
 //! A transport turns an endpoint path into a server side ([`ServerChannel`])
 //! and a client side ([`ClientConnection`]). Every transport honours the same
@@ -36,11 +41,14 @@ mod server;
 pub mod shm;
 pub mod signal;
 pub mod sysv_msg;
+pub(crate) mod table;
 pub mod tcp;
 pub mod udp;
 pub mod uds;
 pub mod uds_pair;
 pub(crate) mod wire;
+
+pub use table::{info, SizeLimit, TransportInfo, Wait, TRANSPORTS};
 
 /// Tuning shared by every transport. The defaults suit most uses.
 #[derive(Debug, Clone)]
@@ -176,7 +184,7 @@ pub trait ClientConnection: Send {
 
 /// A message-passing mechanism.
 pub trait Transport: Send + Sync + std::fmt::Debug {
-    /// The name it is selected by (`-t NAME`).
+    /// Its name in the transport table ([`TransportInfo::name`]).
     fn name(&self) -> &'static str;
     /// Serves the endpoint at `path` (already claimed by the caller).
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>>;
@@ -190,141 +198,12 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Every transport name, in the order tables list them.
-pub const NAMES: &[&str] = &[
-    "shm",
-    "shm-spin",
-    "shm-block",
-    "shm-hybrid",
-    "uds",
-    "uds-stream",
-    "uds-dgram",
-    "pipe",
-    "fifo",
-    "posix-mq",
-    "sysv-msg",
-    "eventfd",
-    "io-uring",
-    "signal",
-    "fuse",
-    "tcp",
-    "udp",
-];
+/// Every name a transport is selected by (aliases included), in table
+/// order: derived from [`TRANSPORTS`].
+pub const NAMES: &[&str] = &table::NAME_LIST;
 
-/// One-line description of each transport, for `--help` texts.
-pub const DESCRIPTIONS: &[(&str, &str)] = &[
-    (
-        "shm",
-        "shared-memory slot, futex wake-ups, spin then sleep (same as shm-hybrid)",
-    ),
-    (
-        "shm-spin",
-        "shared-memory slot, both sides poll (lowest latency, burns a CPU each)",
-    ),
-    (
-        "shm-block",
-        "shared-memory slot, both sides sleep on a futex at once",
-    ),
-    (
-        "shm-hybrid",
-        "shared-memory slot, spin for --spin-us then sleep on a futex",
-    ),
-    ("uds", "Unix domain SOCK_SEQPACKET socket"),
-    (
-        "uds-stream",
-        "Unix domain SOCK_STREAM socket pair, framed messages",
-    ),
-    (
-        "uds-dgram",
-        "Unix domain SOCK_DGRAM socket pair, one datagram per message",
-    ),
-    (
-        "pipe",
-        "two anonymous pipes per connection, framed messages",
-    ),
-    (
-        "posix-mq",
-        "two POSIX message queues per connection (payloads up to 2 KiB with default limits)",
-    ),
-    (
-        "sysv-msg",
-        "System V message queues: one per channel for requests, one per client for replies",
-    ),
-    (
-        "fifo",
-        "two named pipes (FIFOs) per connection, opened by name, framed messages",
-    ),
-    (
-        "eventfd",
-        "shared-memory message areas, eventfd wake-ups (blocking)",
-    ),
-    (
-        "io-uring",
-        "shared-memory message areas, IORING_OP_MSG_RING wake-ups between two io_urings",
-    ),
-    (
-        "signal",
-        "shared-memory message areas, real-time signal wake-ups (rt_tgsigqueueinfo + signalfd)",
-    ),
-    (
-        "fuse",
-        "FUSE file mounted at the endpoint, one ioctl per message (root; payloads up to 16375 bytes)",
-    ),
-    (
-        "tcp",
-        "TCP on loopback per connection, TCP_NODELAY, framed messages",
-    ),
-    (
-        "udp",
-        "connected UDP socket pair on loopback, one datagram per message",
-    ),
-];
-
-/// Looks a transport up by name.
+/// Looks a transport up by name or alias in [`TRANSPORTS`]; an unknown name
+/// is [`Error::UnknownTransport`], listing the known ones.
 pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
-    Ok(match name {
-        "uds" => Box::new(uds::Uds),
-        "uds-stream" => Box::new(mechanism::WireTransport {
-            mech: uds_pair::UdsStream,
-            name: "uds-stream",
-        }),
-        "uds-dgram" => Box::new(mechanism::WireTransport {
-            mech: uds_pair::UdsDgram,
-            name: "uds-dgram",
-        }),
-        "pipe" => Box::new(mechanism::WireTransport {
-            mech: pipe::Pipe,
-            name: "pipe",
-        }),
-        "posix-mq" => Box::new(mechanism::WireTransport {
-            mech: posix_mq::PosixMq,
-            name: "posix-mq",
-        }),
-        "sysv-msg" => Box::new(sysv_msg::SysvMsg),
-        "fifo" => Box::new(mechanism::WireTransport {
-            mech: fifo::Fifo,
-            name: "fifo",
-        }),
-        "eventfd" => Box::new(mechanism::WireTransport {
-            mech: eventfd::EventFd,
-            name: "eventfd",
-        }),
-        "io-uring" => Box::new(io_uring::IoUringTransport::new()),
-        "signal" => Box::new(signal::Signal),
-        "tcp" => Box::new(tcp::Tcp),
-        "fuse" => Box::new(fuse::Fuse),
-        "udp" => Box::new(mechanism::WireTransport {
-            mech: udp::Udp,
-            name: "udp",
-        }),
-        "shm" | "shm-hybrid" => Box::new(shm::Shm::new(shm::Wait::Hybrid)),
-        "shm-spin" => Box::new(shm::Shm::new(shm::Wait::Spin)),
-        "shm-block" => Box::new(shm::Shm::new(shm::Wait::Block)),
-        _ => {
-            return Err(Error::UnknownTransport {
-                name: name.to_string(),
-                known: NAMES.join(", "),
-            })
-        }
-    })
+    info(name).map(TransportInfo::transport)
 }

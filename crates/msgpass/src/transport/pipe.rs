@@ -18,7 +18,6 @@ impl Mechanism for Pipe {
     type W = StreamWire;
     const FAMILY: Family = Family::Pipe;
     const EOF_ON_DEATH: bool = true;
-    const ONEWAY: bool = true;
 
     fn server_side(
         &self,

@@ -27,6 +27,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Transport families that share the rendezvous. A client of one family
 /// refuses an endpoint of another with a clear message.
+/// Their names come from the transport table (`Family::name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u16)]
 pub(crate) enum Family {
@@ -43,39 +44,6 @@ pub(crate) enum Family {
     Signal = 11,
     IoUring = 12,
     Fifo = 13,
-}
-
-/// Every family with the name a user selects it by.
-const FAMILIES: &[(Family, &str)] = &[
-    (Family::Uds, "uds"),
-    (Family::Shm, "shm"),
-    (Family::Pipe, "pipe"),
-    (Family::UdsStream, "uds-stream"),
-    (Family::UdsDgram, "uds-dgram"),
-    (Family::Eventfd, "eventfd"),
-    (Family::PosixMq, "posix-mq"),
-    (Family::SysvMsg, "sysv-msg"),
-    (Family::Udp, "udp"),
-    (Family::Tcp, "tcp"),
-    (Family::Signal, "signal"),
-    (Family::IoUring, "io-uring"),
-    (Family::Fifo, "fifo"),
-];
-
-impl Family {
-    pub(crate) fn name(self) -> &'static str {
-        FAMILIES
-            .iter()
-            .find(|(f, _)| *f == self)
-            .map_or("?", |(_, n)| n)
-    }
-
-    fn from_u16(v: u16) -> String {
-        FAMILIES
-            .iter()
-            .find(|(f, _)| *f as u16 == v)
-            .map_or_else(|| format!("unknown family {v}"), |(_, n)| n.to_string())
-    }
 }
 
 /// What the server says first.
@@ -151,15 +119,16 @@ pub(crate) fn connect(
                 if !absent {
                     return Err(Error::io(format!("connect to {}", path.display()), e));
                 }
-                // A regular file that answers the fuse hello: a fuse server.
-                if e.raw_os_error() == Some(libc::ECONNREFUSED)
-                    && crate::transport::fuse::serves(path)
-                {
-                    return Err(Error::WrongTransport {
-                        path: path.to_path_buf(),
-                        expected: family.name(),
-                        found: "fuse".into(),
-                    });
+                // Not a socket: perhaps the live endpoint of a transport that
+                // does not meet here (a fuse mount).
+                if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+                    if let Some(found) = crate::transport::table::served_by(path) {
+                        return Err(Error::WrongTransport {
+                            path: path.to_path_buf(),
+                            expected: family.name(),
+                            found: found.into(),
+                        });
+                    }
                 }
                 match deadline {
                     Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(10)),
@@ -250,7 +219,7 @@ pub(crate) fn check_hello(
         return Err(Error::WrongTransport {
             path: peer.to_path_buf(),
             expected: family.name(),
-            found: Family::from_u16(fam),
+            found: Family::name_of(fam),
         });
     }
     Ok((u32_at(8) as usize, u32_at(12)))

@@ -48,16 +48,8 @@ use crate::transport::server::{Guard, Session, Sessions};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 use oslayer::mman::Mapping;
 
-/// How a side waits for the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    /// Poll the shared word only: lowest latency, burns the CPU.
-    Spin,
-    /// Sleep on the futex at once.
-    Block,
-    /// Spin for [`Options::spin`], then sleep on the futex.
-    Hybrid,
-}
+/// How a side waits for the other: the transport table's [`Wait`].
+pub use crate::transport::Wait;
 
 /// The shared-memory transport with a given wait strategy.
 #[derive(Debug, Clone, Copy)]

@@ -105,7 +105,6 @@ impl Transport for SysvMsg {
     }
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
-        clean_stale(path);
         let max_msg = self.max_msg(opts.max_msg);
         let (req_q, req_stamp) =
             new_queue().map_err(|e| Error::io("sysv-msg: create the request queue", e))?;

@@ -21,6 +21,8 @@ use crate::transport::Options;
 
 /// Largest UDP payload over IPv4: 65535 - 20 (IP header) - 8 (UDP header).
 const DATAGRAM_MAX: usize = 65507;
+/// Largest payload: a datagram less the message header.
+pub(crate) const MAX_PAYLOAD: usize = DATAGRAM_MAX - HEAD;
 
 /// A connected pair of UDP sockets on loopback.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,7 +43,7 @@ impl Mechanism for Udp {
     const EOF_ON_DEATH: bool = false;
 
     fn max_msg(&self, requested: usize) -> usize {
-        requested.min(DATAGRAM_MAX - HEAD)
+        requested.min(MAX_PAYLOAD)
     }
 
     fn server_side(

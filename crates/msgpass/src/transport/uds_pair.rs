@@ -31,7 +31,6 @@ impl Mechanism for UdsStream {
     type W = StreamWire;
     const FAMILY: Family = Family::UdsStream;
     const EOF_ON_DEATH: bool = true;
-    const ONEWAY: bool = true;
 
     fn server_side(
         &self,
@@ -61,7 +60,6 @@ impl Mechanism for UdsDgram {
     const FAMILY: Family = Family::UdsDgram;
     const EOF_ON_DEATH: bool = false;
     // A full peer blocks the sender (unix_wait_for_peer), never drops.
-    const ONEWAY: bool = true;
 
     fn server_side(
         &self,

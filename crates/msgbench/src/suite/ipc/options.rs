@@ -35,7 +35,14 @@ const MIN_ROW_SECS: f64 = 0.02;
 #[derive(Debug, Clone, Args)]
 pub struct IpcArgs {
     /// Transports, comma-separated [default: every transport msgpass has].
-    #[arg(short = 't', long = "transport", value_name = "LIST")]
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        long_help = crate::cli::transport_long_help(
+            "Transports, comma-separated [default: every transport msgpass has]:"
+        ),
+    )]
     pub transports: Option<String>,
     /// Message sizes in bytes, comma-separated (0 is allowed)
     /// [default: 1,64,1024,4096,65536; with --quick: 1,4096].

@@ -26,8 +26,8 @@ impl Placement {
     }
 }
 
-/// How a transport waits for its peer, from its canonical name: "spin"
-/// polls, "hybrid" polls then blocks, anything else blocks.
+/// How a transport waits for its peer: msgpass's transport table says
+/// ([`msgpass::transport::Wait`]); this is its name in results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitClass {
@@ -40,15 +40,11 @@ pub enum WaitClass {
 }
 
 impl WaitClass {
-    /// Classifies a transport by its canonical name.
-    pub fn of(mechanism: &str) -> WaitClass {
-        if mechanism.contains("spin") {
-            WaitClass::Polling
-        } else if mechanism.contains("hybrid") {
-            WaitClass::Hybrid
-        } else {
-            WaitClass::Blocking
-        }
+    /// The wait class of the transport named `transport` (a name or an
+    /// alias) in msgpass's transport table; a name it lacks (which no
+    /// option lets through) counts as blocking.
+    pub fn of(transport: &str) -> WaitClass {
+        msgpass::transport::info(transport).map_or(WaitClass::Blocking, |t| t.wait.into())
     }
 
     /// Short label for the table.
@@ -57,6 +53,16 @@ impl WaitClass {
             WaitClass::Polling => "poll",
             WaitClass::Hybrid => "hybrid",
             WaitClass::Blocking => "block",
+        }
+    }
+}
+
+impl From<msgpass::transport::Wait> for WaitClass {
+    fn from(w: msgpass::transport::Wait) -> WaitClass {
+        match w {
+            msgpass::transport::Wait::Spin => WaitClass::Polling,
+            msgpass::transport::Wait::Hybrid => WaitClass::Hybrid,
+            msgpass::transport::Wait::Block => WaitClass::Blocking,
         }
     }
 }
@@ -322,8 +328,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classifies_by_canonical_name() {
+    fn classifies_by_the_transport_table() {
         assert_eq!(WaitClass::of("shm-spin"), WaitClass::Polling);
+        assert_eq!(WaitClass::of("shm"), WaitClass::Hybrid);
         assert_eq!(WaitClass::of("shm-hybrid"), WaitClass::Hybrid);
         assert_eq!(WaitClass::of("shm-block"), WaitClass::Blocking);
         assert_eq!(WaitClass::of("uds"), WaitClass::Blocking);
