@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{head, parse_head, StreamWire, Wire, HEAD};
+use crate::transport::wire::{head, parse_head, poll_then_recv, Packets, StreamWire, Wire, HEAD};
 use crate::transport::Options;
 
 /// Name suffix of the client-to-server FIFO.
@@ -210,6 +210,18 @@ impl Wire for FifoWire {
         self.stream.recv(frame)
     }
 
+    fn recv_timeout(
+        &mut self,
+        frame: &mut [u8],
+        timeout: std::time::Duration,
+    ) -> io::Result<Option<usize>> {
+        if self.pending.is_some() {
+            // The handshake's "opened" frame: waited for as any wire would.
+            return poll_then_recv(self, frame, timeout);
+        }
+        self.stream.recv_timeout(frame, timeout)
+    }
+
     fn poll_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.stream.poll_fd()
     }
@@ -264,7 +276,7 @@ impl Mechanism for Fifo {
         }
         extra.extend_from_slice(names.base());
         let wire = FifoWire {
-            stream: StreamWire::new(rx, Some(placeholder)),
+            stream: StreamWire::pipes(rx, placeholder, Packets::Receive)?,
             pending: Some((made, s2c_id)),
         };
         Ok((wire, Vec::new(), extra))
@@ -292,9 +304,10 @@ impl Mechanism for Fifo {
         // reader must exist before the server opens s2c write-only.
         let (rx, _) = open_fifo(&names.s2c, Access::Read, Some(s2c_id))?;
         let (tx, _) = open_fifo(&names.c2s, Access::Write, Some(c2s_id))?;
-        oslayer::fd::write_all(tx.as_fd(), &[&head(OPENED, 0)])?;
+        let mut stream = StreamWire::pipes(rx, tx, Packets::Send)?;
+        stream.send(&head(OPENED, 0), &[])?;
         Ok(FifoWire {
-            stream: StreamWire::new(rx, Some(tx)),
+            stream,
             pending: None,
         })
     }

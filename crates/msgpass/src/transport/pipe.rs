@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::StreamWire;
+use crate::transport::wire::{Packets, StreamWire};
 use crate::transport::Options;
 
 /// Anonymous pipes.
@@ -26,7 +26,7 @@ impl Mechanism for Pipe {
     ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
         let (c2s_r, c2s_w) = oslayer::pipe::pipe()?;
         let (s2c_r, s2c_w) = oslayer::pipe::pipe()?;
-        let wire = StreamWire::new(c2s_r, Some(s2c_w));
+        let wire = StreamWire::pipes(c2s_r, s2c_w, Packets::Receive)?;
         Ok((wire, vec![c2s_w, s2c_r], Vec::new()))
     }
 
@@ -39,6 +39,6 @@ impl Mechanism for Pipe {
         let [c2s_w, s2c_r]: [OwnedFd; 2] = fds
             .try_into()
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "expected 2 pipe ends"))?;
-        Ok(StreamWire::new(s2c_r, Some(c2s_w)))
+        StreamWire::pipes(s2c_r, c2s_w, Packets::Send)
     }
 }

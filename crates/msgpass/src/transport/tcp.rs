@@ -292,7 +292,7 @@ impl TcpAcceptor {
             remote_socket_options(&stream).ok()?;
             (&stream).write_all(&hello).ok()?;
             return Some(Conn {
-                wire: StreamWire::new(OwnedFd::from(stream), None),
+                wire: StreamWire::socket(OwnedFd::from(stream)),
                 session: None,
             });
         }
@@ -334,7 +334,7 @@ impl TcpAcceptor {
         let p = self.pending.swap_remove(p);
         u.stream.set_nonblocking(false).ok()?;
         Some(Conn {
-            wire: StreamWire::new(OwnedFd::from(u.stream), None),
+            wire: StreamWire::socket(OwnedFd::from(u.stream)),
             session: Some(p.session),
         })
     }
@@ -426,6 +426,6 @@ fn client(
         eof_on_death: true,
         oneway: true,
     };
-    let wire = StreamWire::new(OwnedFd::from(stream), None);
+    let wire = StreamWire::socket(OwnedFd::from(stream));
     Box::new(WireClient::new(wire, session, max_msg, tick, traits))
 }

@@ -38,7 +38,7 @@ impl Mechanism for UdsStream {
         _opts: &Options,
     ) -> io::Result<(StreamWire, Vec<OwnedFd>, Vec<u8>)> {
         let (mine, theirs) = oslayer::socket::socketpair(SocketType::STREAM)?;
-        Ok((StreamWire::new(mine, None), vec![theirs], Vec::new()))
+        Ok((StreamWire::socket(mine), vec![theirs], Vec::new()))
     }
 
     fn client_side(
@@ -47,7 +47,7 @@ impl Mechanism for UdsStream {
         _extra: &[u8],
         _opts: &Options,
     ) -> io::Result<StreamWire> {
-        Ok(StreamWire::new(one_fd(fds)?, None))
+        Ok(StreamWire::socket(one_fd(fds)?))
     }
 }
 

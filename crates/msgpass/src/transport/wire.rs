@@ -7,9 +7,11 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::transport::poker::{self, Target};
 use crate::transport::Status;
 
 /// Header length of every wire message.
@@ -70,7 +72,7 @@ pub(crate) trait Wire: Send {
 
 /// [`Wire::recv_timeout`] for a wire without a timed receive of its own:
 /// waits in `poll` on [`Wire::poll_fd`], then receives.
-fn poll_then_recv<W: Wire + ?Sized>(
+pub(crate) fn poll_then_recv<W: Wire + ?Sized>(
     wire: &mut W,
     frame: &mut [u8],
     timeout: Duration,
@@ -137,6 +139,27 @@ pub(crate) struct StreamWire {
     /// with one set may report `WouldBlock` in the middle of a message,
     /// which only means "keep reading".
     armed: Option<Duration>,
+    /// How a pipe's messages are cut into packets (sockets: not at all).
+    packets: Packets,
+    /// A pipe's registration with the poker (a pipe has no receive
+    /// timeout), made at its first timed receive; `Err` when the poker
+    /// cannot serve it and timed receives use `poll`.
+    poke: Option<Result<Arc<Target>, ()>>,
+}
+
+/// A pipe's part in the packet protocol that lets the poker end a wait in
+/// `read` (see `poker.rs`): the client writes its messages to the server in
+/// packets (`O_DIRECT`) of two bytes or more, so the server tells a
+/// one-byte poke from a message and a poke never lands inside one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Packets {
+    /// A socket, or a direction nobody pokes.
+    No,
+    /// Writes go out in packets (the client's end of its requests).
+    Send,
+    /// Reads come in packets, and one-byte packets are pokes (the
+    /// server's end of the requests).
+    Receive,
 }
 
 /// Largest message (header included) staged or read in one piece, by
@@ -144,8 +167,22 @@ pub(crate) struct StreamWire {
 const SMALL: usize = 4096;
 
 impl StreamWire {
-    /// A wire reading from `rx` and writing to `tx` (or to `rx` when `None`).
-    pub(crate) fn new(rx: OwnedFd, tx: Option<OwnedFd>) -> StreamWire {
+    /// A wire on a stream socket `fd`.
+    pub(crate) fn socket(fd: OwnedFd) -> StreamWire {
+        StreamWire::new(fd, None, Packets::No)
+    }
+
+    /// A wire on two pipes (or FIFOs): reading `rx`, writing `tx`, taking
+    /// `packets` part in the packet protocol. The client's `tx` is put in
+    /// packet mode here.
+    pub(crate) fn pipes(rx: OwnedFd, tx: OwnedFd, packets: Packets) -> io::Result<StreamWire> {
+        if packets == Packets::Send {
+            oslayer::pipe::set_packet_mode(tx.as_fd())?;
+        }
+        Ok(StreamWire::new(rx, Some(tx), packets))
+    }
+
+    fn new(rx: OwnedFd, tx: Option<OwnedFd>, packets: Packets) -> StreamWire {
         StreamWire {
             rx,
             tx,
@@ -154,6 +191,8 @@ impl StreamWire {
             start: 0,
             end: 0,
             armed: None,
+            packets,
+            poke: None,
         }
     }
 
@@ -174,13 +213,70 @@ impl StreamWire {
             self.start = 0;
         }
         let n = oslayer::fd::read_some(self.rx.as_fd(), &mut self.inb[self.end..])?;
+        if self.packets == Packets::Receive {
+            // A whole packet, read into the whole (empty) buffer: a poke,
+            // or the start of a message with its header.
+            if n == 1 {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            if n != 0 && (self.end != 0 || n < HEAD) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a message packet without its header",
+                ));
+            }
+        }
         self.end += n;
         Ok(n)
+    }
+
+    /// Writes one message in packets of at most a pipe's atomic write and
+    /// at least two bytes (a one-byte packet is a poke).
+    fn send_packets(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        let fd = self.tx.as_ref().unwrap_or(&self.rx).as_fd();
+        let total = HEAD + data.len();
+        let mut at = 0;
+        while at < total {
+            let mut n = (total - at).min(oslayer::pipe::PIPE_BUF);
+            if total - at - n == 1 {
+                n -= 1;
+            }
+            let part = |from: usize, to: usize| -> [&[u8]; 2] {
+                let h = &head[from.min(HEAD)..to.min(HEAD)];
+                let d = &data[from.max(HEAD) - HEAD..to.max(HEAD) - HEAD];
+                [h, d]
+            };
+            // One write of at most PIPE_BUF bytes is atomic: one packet.
+            oslayer::fd::write_all(fd, &part(at, at + n))?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// [`Wire::recv_timeout`] on a pipe: blocks in `read` until the poker
+    /// ends the wait (see `poker.rs`), or waits in `poll` where it cannot.
+    fn recv_poked(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+        if self.has_buffered() {
+            return self.recv(frame);
+        }
+        let poke = self
+            .poke
+            .get_or_insert_with(|| poker::register_pipe(&self.rx, timeout).map_err(|_| ()));
+        let Ok(target) = poke.as_ref().map(Arc::clone) else {
+            return poll_then_recv(self, frame, timeout);
+        };
+        target.begin();
+        let got = self.recv(frame);
+        target.end();
+        got
     }
 }
 
 impl Wire for StreamWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        if self.packets == Packets::Send && HEAD + data.len() > SMALL {
+            return self.send_packets(head, data);
+        }
         let fd = self.tx.as_ref().unwrap_or(&self.rx).as_fd();
         if HEAD + data.len() <= SMALL {
             self.out.clear();
@@ -216,6 +312,8 @@ impl Wire for StreamWire {
         while got < HEAD + len {
             match oslayer::fd::read_some(self.rx.as_fd(), &mut frame[got..HEAD + len]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                // A poke between two packets of the message.
+                Ok(1) if self.packets == Packets::Receive && HEAD + len - got > 1 => {}
                 Ok(n) => got += n,
                 // A receive timeout in the middle of a payload.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -227,8 +325,10 @@ impl Wire for StreamWire {
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         if !self.is_socket() {
-            // A pipe has no receive timeout.
-            return poll_then_recv(self, frame, timeout);
+            return match self.packets {
+                Packets::Receive => self.recv_poked(frame, timeout),
+                _ => poll_then_recv(self, frame, timeout),
+            };
         }
         if self.start == self.end {
             if self.armed != Some(timeout) {
@@ -321,5 +421,65 @@ impl Wire for DatagramWire {
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client's end and a server's end of a pipe pair's request
+    /// direction (the reply direction is a pipe nobody writes).
+    fn pipe_pair() -> (StreamWire, StreamWire) {
+        let (c2s_r, c2s_w) = oslayer::pipe::pipe().expect("pipe");
+        let (s2c_r, s2c_w) = oslayer::pipe::pipe().expect("pipe");
+        let client = StreamWire::pipes(s2c_r, c2s_w, Packets::Send).expect("client");
+        let server = StreamWire::pipes(c2s_r, s2c_w, Packets::Receive).expect("server");
+        (client, server)
+    }
+
+    fn poke(server: &StreamWire) {
+        let tx = oslayer::pipe::open_writer(server.rx.as_fd()).expect("writer");
+        oslayer::pipe::set_packet_mode(tx.as_fd()).expect("packets");
+        oslayer::fd::write_all(tx.as_fd(), &[&[0]]).expect("poke");
+    }
+
+    #[test]
+    fn a_poke_between_messages_is_a_time_out_and_inside_one_is_skipped() {
+        let (mut client, mut server) = pipe_pair();
+        let mut frame = vec![0u8; HEAD + 3 * 4096];
+        poke(&server);
+        let got = server.recv_timeout(&mut frame, Duration::from_secs(5));
+        assert_eq!(got.map_err(|e| e.kind()), Err(io::ErrorKind::TimedOut));
+        // A message whose last packet would be one byte: none is.
+        let data: Vec<u8> = (0..2 * 4096 + 1 - HEAD).map(|i| i as u8).collect();
+        assert_eq!((HEAD + data.len()) % 4096, 1);
+        let mut bytes = head(7, data.len()).to_vec();
+        bytes.extend_from_slice(&data);
+        // The packets the client sends, each followed by a poke.
+        let mut sizes = Vec::new();
+        let mut at = 0;
+        client.send(&head(7, data.len()), &data).expect("send");
+        let mut probe = vec![0u8; 4096];
+        while at < bytes.len() {
+            let n = oslayer::fd::read_some(server.rx.as_fd(), &mut probe).expect("read");
+            sizes.push(n);
+            at += n;
+        }
+        assert_eq!(sizes, [4096, 4095, 2]);
+        // Again, the same packets with pokes between them.
+        let tx = client.tx.as_ref().expect("tx").as_fd();
+        let mut at = 0;
+        for n in sizes {
+            oslayer::fd::write_all(tx, &[&bytes[at..at + n]]).expect("packet");
+            poke(&server);
+            at += n;
+        }
+        let len = server
+            .recv(&mut frame)
+            .expect("receive")
+            .expect("a message");
+        assert_eq!(frame_head(&frame), (7, data.len()));
+        assert_eq!(&frame[HEAD..HEAD + len], &data[..]);
     }
 }
