@@ -46,8 +46,8 @@ pub fn read_exact(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<bool> {
 }
 
 /// Writes all of `parts` (at most [`MAX_PARTS`]), in order, retrying short
-/// writes and `EINTR`: one `writev` when the descriptor takes everything at
-/// once. Allocates nothing.
+/// writes and `EINTR`: one `write` (one part) or `writev` when the
+/// descriptor takes everything at once. Allocates nothing.
 ///
 /// # Panics
 /// With more than [`MAX_PARTS`] parts (a caller's bug).
@@ -69,7 +69,12 @@ pub fn write_all(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
         if n == 0 {
             return Ok(());
         }
-        let mut written = retry_rustix(|| rustix::io::writev(fd, &iov[..n]))?;
+        // One part (a staged small message) goes with a plain `write`,
+        // which costs the kernel less than `writev`.
+        let mut written = match n {
+            1 => retry_rustix(|| rustix::io::write(fd, &iov[0]))?,
+            _ => retry_rustix(|| rustix::io::writev(fd, &iov[..n]))?,
+        };
         while written > 0 {
             let left = parts[first].len() - offset;
             if written >= left {

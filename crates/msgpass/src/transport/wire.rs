@@ -259,15 +259,21 @@ impl StreamWire {
         if self.has_buffered() {
             return self.recv(frame);
         }
-        let poke = self
-            .poke
-            .get_or_insert_with(|| poker::register_pipe(&self.rx, timeout).map_err(|_| ()));
-        let Ok(target) = poke.as_ref().map(Arc::clone) else {
-            return poll_then_recv(self, frame, timeout);
+        // Taken out while `recv` has the wire, put back after.
+        let poke = match self.poke.take() {
+            Some(p) => p,
+            None => poker::register_pipe(&self.rx, timeout).map_err(|_| ()),
         };
-        target.begin();
-        let got = self.recv(frame);
-        target.end();
+        let got = match &poke {
+            Ok(target) => {
+                target.begin();
+                let got = self.recv(frame);
+                target.end();
+                got
+            }
+            Err(()) => poll_then_recv(self, frame, timeout),
+        };
+        self.poke = Some(poke);
         got
     }
 }
