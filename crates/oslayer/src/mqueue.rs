@@ -81,18 +81,7 @@ pub fn unlink(name: &CStr) -> io::Result<()> {
 /// Sends `msg` as one message of priority 0 (retried on `EINTR`).
 #[inline]
 pub fn send(fd: BorrowedFd<'_>, msg: &[u8]) -> io::Result<()> {
-    retry(|| {
-        // SAFETY: msg is valid for reads of msg.len() bytes.
-        check(unsafe {
-            libc::mq_send(
-                fd.as_raw_fd(),
-                msg.as_ptr() as *const libc::c_char,
-                msg.len(),
-                0,
-            )
-        })
-    })?;
-    Ok(())
+    send_priority(fd, msg, 0)
 }
 
 /// Sends `msg` as one message of priority `prio` (retried on `EINTR`).
