@@ -43,7 +43,7 @@ pub enum Error {
 
     /// The endpoint is served with a different transport than requested.
     /// Connect with a transport of the server's family (see
-    /// [`crate::transport::by_name`]).
+    /// `transport::by_name`).
     #[error("{} is served over transport {found}, not {expected}", path.display())]
     WrongTransport {
         /// The endpoint.

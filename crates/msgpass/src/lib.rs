@@ -274,6 +274,17 @@ impl Connection {
         opts: &Options,
     ) -> Result<Connection> {
         let path = ns.path_of(name)?;
+        // The live endpoint of a transport that does not meet on a socket
+        // (a fuse mount) refuses every other transport's connect.
+        if let Some(found) = transport::table::served_by(&path) {
+            if found != transport.name() {
+                return Err(Error::WrongTransport {
+                    path,
+                    expected: transport.name(),
+                    found: found.into(),
+                });
+            }
+        }
         Ok(Connection {
             inner: transport.connect(&path, opts)?,
             transport: transport.name(),

@@ -25,9 +25,11 @@ pub(crate) const EXTRA_MAX: usize = 1024;
 /// How long a client waits for the hello once connected.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Transport families that share the rendezvous. A client of one family
-/// refuses an endpoint of another with a clear message.
-/// Their names come from the transport table (`Family::name`).
+/// Transport families that share the rendezvous, numbered as on the wire
+/// (a protocol constant, like a port number: never renumbered). A client of
+/// one family refuses an endpoint of another with a clear message. Each
+/// entry of the transport table names its family; a test there checks
+/// that a family's name here is the name of its table entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u16)]
 pub(crate) enum Family {
@@ -44,6 +46,52 @@ pub(crate) enum Family {
     Signal = 11,
     IoUring = 12,
     Fifo = 13,
+}
+
+impl Family {
+    /// Every family.
+    const ALL: [Family; 13] = [
+        Family::Uds,
+        Family::Shm,
+        Family::Pipe,
+        Family::UdsStream,
+        Family::UdsDgram,
+        Family::Eventfd,
+        Family::PosixMq,
+        Family::SysvMsg,
+        Family::Udp,
+        Family::Tcp,
+        Family::Signal,
+        Family::IoUring,
+        Family::Fifo,
+    ];
+
+    /// The name a family is reported by.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Family::Uds => "uds",
+            Family::Shm => "shm",
+            Family::Pipe => "pipe",
+            Family::UdsStream => "uds-stream",
+            Family::UdsDgram => "uds-dgram",
+            Family::Eventfd => "eventfd",
+            Family::PosixMq => "posix-mq",
+            Family::SysvMsg => "sysv-msg",
+            Family::Udp => "udp",
+            Family::Tcp => "tcp",
+            Family::Signal => "signal",
+            Family::IoUring => "io-uring",
+            Family::Fifo => "fifo",
+        }
+    }
+
+    /// The name of the family numbered `v` on the wire.
+    pub(crate) fn name_of(v: u16) -> String {
+        Family::ALL
+            .iter()
+            .find(|f| **f as u16 == v)
+            .map_or_else(|| format!("unknown family {v}"), |f| f.name().to_string())
+    }
 }
 
 /// What the server says first.
@@ -118,17 +166,6 @@ pub(crate) fn connect(
                 );
                 if !absent {
                     return Err(Error::io(format!("connect to {}", path.display()), e));
-                }
-                // Not a socket: perhaps the live endpoint of a transport that
-                // does not meet here (a fuse mount).
-                if e.raw_os_error() == Some(libc::ECONNREFUSED) {
-                    if let Some(found) = crate::transport::table::served_by(path) {
-                        return Err(Error::WrongTransport {
-                            path: path.to_path_buf(),
-                            expected: family.name(),
-                            found: found.into(),
-                        });
-                    }
                 }
                 match deadline {
                     Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(10)),

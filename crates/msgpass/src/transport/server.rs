@@ -2,7 +2,7 @@
 //! guard, the reply size rule, and the set of rendezvous sessions of the
 //! servers whose requests do not arrive on a descriptor per connection
 //! (shm, signal, sysv-msg). The descriptor-driven servers share a whole
-//! loop besides ([`crate::transport::reactor`]).
+//! loop besides (`reactor.rs`).
 
 use std::os::fd::{AsFd, OwnedFd};
 

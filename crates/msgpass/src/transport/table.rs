@@ -333,26 +333,6 @@ pub(crate) fn served_by(path: &Path) -> Option<&'static str> {
         .map(|t| t.name)
 }
 
-impl Family {
-    /// The name a family is reported by: the first name of its first entry.
-    pub(crate) fn name(self) -> &'static str {
-        TRANSPORTS
-            .iter()
-            .find(|t| t.family == Some(self))
-            .and_then(|t| t.names().next())
-            .unwrap_or("?")
-    }
-
-    /// The name of the family numbered `v` on the wire.
-    pub(crate) fn name_of(v: u16) -> String {
-        TRANSPORTS
-            .iter()
-            .filter_map(|t| t.family)
-            .find(|f| *f as u16 == v)
-            .map_or_else(|| format!("unknown family {v}"), |f| f.name().to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
