@@ -34,7 +34,9 @@
 //! **Liveness.** After the handshake each side holds only its own ends (it
 //! reads one FIFO and writes the other), so a dead peer reads as end of file
 //! and a write to it fails with `EPIPE` (raising SIGPIPE, which Rust
-//! programs ignore, as with `pipe`): `EOF_ON_DEATH` holds.
+//! programs ignore, as with `pipe`): `EOF_ON_DEATH` holds. The client
+//! writes its requests in packets, as with `pipe`, and a poke's write end
+//! is opened through `/proc/self/fd` (the names are gone by then).
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};

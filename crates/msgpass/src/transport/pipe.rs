@@ -1,6 +1,8 @@
 //! `pipe`: two anonymous pipes per connection (one each way), made by the
 //! server and passed to the client through the rendezvous. Messages are
-//! framed on the byte stream; a dead peer reads as EOF.
+//! framed on the byte stream; a dead peer reads as EOF. The client writes
+//! its requests in packets (`O_DIRECT`), so that the server can wait in a
+//! plain `read` that the poker ends with a one-byte packet (`poker.rs`).
 
 use std::io;
 use std::os::fd::OwnedFd;
