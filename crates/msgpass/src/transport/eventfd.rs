@@ -75,8 +75,13 @@ impl Wire for EventWire {
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        // Pokes alone are not a message: wait on.
-        while oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {}
+        // Called once `poll` saw the counter non-zero. Pokes alone (one
+        // that came after the wait it was meant for ended) are no message:
+        // waiting on here, outside any wait the poker knows of, could block
+        // the server for good once the client is gone.
+        if oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
         self.areas.take(frame).map(Some)
     }
 
@@ -133,5 +138,30 @@ impl Mechanism for EventFd {
             .map_err(|_| bad("hello lacks the message size".into()))?;
         let areas = Areas::adopt(mem.as_fd(), "eventfd", 0, u64::from_le_bytes(max))?;
         Ok(EventWire::new(areas, to_client, to_server))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_poke_alone_is_no_message_and_does_not_block() {
+        let (_mem, areas) = Areas::create("eventfd-test", 0, 64).expect("areas");
+        let rx = oslayer::eventfd::new().expect("eventfd");
+        let tx = oslayer::eventfd::new().expect("eventfd");
+        // A poke meant for a wait that has ended: the counter reads
+        // readable, with no message.
+        oslayer::eventfd::write(rx.as_fd(), poker::POKE).expect("poke");
+        let mut wire = EventWire::new(areas, rx, tx);
+        let (done, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut frame = [0u8; HEAD + 64];
+            let _ = done.send(wire.recv(&mut frame).map_err(|e| e.kind()));
+        });
+        let got = got
+            .recv_timeout(Duration::from_secs(10))
+            .expect("recv blocked on a poke alone");
+        assert_eq!(got, Err(io::ErrorKind::TimedOut));
     }
 }

@@ -47,8 +47,9 @@ pub(crate) trait Wire: Send {
     /// with one plain `recv` (or `mq_receive`) and no copy.
     ///
     /// On the server side, a `WouldBlock` error means the wire consumed a
-    /// message of the mechanism's own (a handshake step): there is no
-    /// request, and the connection stays.
+    /// message of the mechanism's own (a handshake step), and a `TimedOut`
+    /// error that it consumed only a late poke (see `poker.rs`): there is
+    /// no request, and the connection stays.
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>>;
     /// Like [`Wire::recv`], but gives up with an `ErrorKind::TimedOut`
     /// error when no message starts arriving within `timeout`.
