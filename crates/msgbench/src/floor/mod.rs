@@ -18,8 +18,7 @@
 //!
 //! The other kernel mechanisms, each with one message-moving syscall per
 //! message and side, no `poll`, no header (the library's 8-byte header is
-//! part of what it adds): [`pipe`] (also the floor of `fifo`: a FIFO is a
-//! pipe), [`uds_stream`], [`uds_dgram`], [`eventfd`], [`posix_mq`],
+//! part of what it adds): [`pipe`], [`fifo`] (two named pipes), [`uds_stream`], [`uds_dgram`], [`eventfd`], [`posix_mq`],
 //! [`sysv_msg`], [`tcp`], [`udp`]. They share one loop (`exchange`) over
 //! an `End` per side; a side that fails sends the poison value to its
 //! peer (a datagram or queue does not tell the peer that it went away).
@@ -51,7 +50,7 @@ pub use cacheline::cacheline;
 pub use cacheline_procs::cacheline_processes;
 pub use eventfd::eventfd;
 pub use futex::futex;
-pub use pipe::pipe;
+pub use pipe::{fifo, pipe};
 pub use posix_mq::posix_mq;
 pub use seqpacket::seqpacket;
 pub use sysv_msg::sysv_msg;
