@@ -5,6 +5,7 @@
 
 use std::io::{self, IoSlice};
 use std::os::fd::BorrowedFd;
+use std::time::{Duration, Instant};
 
 use rustix::fs::OFlags;
 
@@ -53,6 +54,48 @@ pub fn read_exact(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<bool> {
 /// With more than [`MAX_PARTS`] parts (a caller's bug).
 #[inline]
 pub fn write_all(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
+    all_parts(parts, |iov| {
+        // One part (a staged small message) goes with a plain `write`,
+        // which costs the kernel less than `writev`.
+        match iov.len() {
+            1 => retry_rustix(|| rustix::io::write(fd, &iov[0])),
+            _ => retry_rustix(|| rustix::io::writev(fd, iov)),
+        }
+    })
+}
+
+/// [`write_all`] on a non-blocking descriptor, for a peer that must not
+/// hold the writer: while the descriptor is full, waits for room for at
+/// most `limit` in all (counted from the first time it is full, so a write
+/// that goes through at once reads no clock), then gives up with
+/// `TimedOut` (part of the parts may be written).
+pub fn write_all_within(fd: BorrowedFd<'_>, parts: &[&[u8]], limit: Duration) -> io::Result<()> {
+    let mut by = None;
+    all_parts(parts, |iov| loop {
+        let r = match iov.len() {
+            1 => retry_rustix(|| rustix::io::write(fd, &iov[0])),
+            _ => retry_rustix(|| rustix::io::writev(fd, iov)),
+        };
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let by = *by.get_or_insert_with(|| Instant::now() + limit);
+                crate::poll::wait_writable(fd, by)?
+            }
+            r => return r,
+        }
+    })
+}
+
+/// Sends `parts` in order through `send`, which takes the parts left (as
+/// iovecs) and returns how many bytes went, until all went.
+///
+/// # Panics
+/// With more than [`MAX_PARTS`] parts (a caller's bug).
+#[inline]
+pub(crate) fn all_parts(
+    parts: &[&[u8]],
+    mut send: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+) -> io::Result<()> {
     assert!(parts.len() <= MAX_PARTS, "at most {MAX_PARTS} parts");
     // What is left to write: parts[first][offset..], then the later parts.
     let (mut first, mut offset) = (0, 0);
@@ -69,12 +112,7 @@ pub fn write_all(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
         if n == 0 {
             return Ok(());
         }
-        // One part (a staged small message) goes with a plain `write`,
-        // which costs the kernel less than `writev`.
-        let mut written = match n {
-            1 => retry_rustix(|| rustix::io::write(fd, &iov[0]))?,
-            _ => retry_rustix(|| rustix::io::writev(fd, &iov[..n]))?,
-        };
+        let mut written = send(&iov[..n])?;
         while written > 0 {
             let left = parts[first].len() - offset;
             if written >= left {
@@ -87,6 +125,17 @@ pub fn write_all(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
             }
         }
     }
+}
+
+/// One `read` into `buf` of what is there now, without blocking: a
+/// `WouldBlock` error when nothing is (checked with a zero-timeout `poll`,
+/// so the descriptor can stay blocking for its other readers).
+pub fn read_now(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    let mut p = [crate::poll::PollFd::readable(fd)];
+    if crate::poll::poll(&mut p, Some(std::time::Duration::ZERO))? == 0 {
+        return Err(io::ErrorKind::WouldBlock.into());
+    }
+    read_some(fd, buf)
 }
 
 /// One `writev` of `parts` (at most [`MAX_PARTS`]), retried on `EINTR`;
@@ -174,5 +223,32 @@ mod tests {
         assert!(!rustix::fs::fcntl_getfl(r.as_fd())
             .unwrap()
             .contains(OFlags::NONBLOCK));
+    }
+
+    #[test]
+    fn a_full_pipe_is_waited_for_until_the_deadline_only() {
+        use std::os::fd::AsFd;
+        let (r, w) = crate::pipe::pipe().unwrap();
+        set_nonblocking(w.as_fd(), true).unwrap();
+        let big = vec![7u8; 1 << 20];
+        let start = Instant::now();
+        let e = write_all_within(w.as_fd(), &[&big], Duration::from_millis(50)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        // Room again: a small write goes through.
+        let mut sink = vec![0u8; 1 << 20];
+        while read_now(r.as_fd(), &mut sink).is_ok() {}
+        write_all_within(w.as_fd(), &[b"ok"], Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn read_now_never_waits() {
+        use std::os::fd::AsFd;
+        let (r, w) = crate::pipe::pipe().unwrap();
+        let mut b = [0u8; 4];
+        let e = read_now(r.as_fd(), &mut b).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        write_all(w.as_fd(), &[b"abc"]).unwrap();
+        assert_eq!(read_now(r.as_fd(), &mut b).unwrap(), 3);
     }
 }

@@ -9,7 +9,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Data to read (or a connection to accept).
 pub const IN: i16 = libc::POLLIN;
@@ -67,6 +67,22 @@ impl PollFd {
     #[inline]
     pub fn is_for(&self, fd: BorrowedFd<'_>) -> bool {
         self.fd == fd.as_raw_fd()
+    }
+}
+
+/// Waits until `fd` has room for a write (or an error or hang-up to
+/// report), at the latest until `by`; `TimedOut` after that.
+pub fn wait_writable(fd: BorrowedFd<'_>, by: Instant) -> io::Result<()> {
+    loop {
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        // Rounded up: a wait of less than a millisecond is not a busy loop.
+        let mut p = [PollFd::new(fd, OUT)];
+        if poll(&mut p, Some(left + Duration::from_micros(999)))? > 0 {
+            return Ok(());
+        }
     }
 }
 

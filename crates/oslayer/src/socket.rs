@@ -126,6 +126,39 @@ pub fn send_parts(
     })
 }
 
+/// Sends all of `parts` (at most [`MAX_PARTS`]) waiting at most `limit`
+/// in all, never raising `SIGPIPE`: each send is non-blocking
+/// (`MSG_DONTWAIT`), and while the socket is full it waits for room in
+/// `poll` (the clock is read only then), then gives up with `TimedOut` (on
+/// a stream, part of the parts may have gone). On a message socket one
+/// send carries all.
+pub fn send_all_within(fd: BorrowedFd<'_>, parts: &[&[u8]], limit: Duration) -> io::Result<()> {
+    let flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
+    let mut by = None;
+    crate::fd::all_parts(parts, |iov| loop {
+        let r = match iov {
+            [one] => retry_rustix(|| rustix::net::send(fd, one, flags)),
+            _ => retry_rustix(|| {
+                rustix::net::sendmsg(fd, iov, &mut SendAncillaryBuffer::default(), flags)
+            }),
+        };
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let by = *by.get_or_insert_with(|| std::time::Instant::now() + limit);
+                crate::poll::wait_writable(fd, by)?
+            }
+            r => return r,
+        }
+    })
+}
+
+/// One `recv` of what is there now (`MSG_DONTWAIT`): `WouldBlock` when
+/// nothing is. Returns the bytes received; 0 is the peer's end of stream.
+#[inline]
+pub fn recv_now(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    retry_rustix(|| rustix::net::recv(fd, &mut *buf, RecvFlags::DONTWAIT).map(|(n, _)| n))
+}
+
 /// Sends one message from a contiguous buffer, never raising `SIGPIPE`;
 /// retried on `EINTR`. Returns the bytes sent.
 #[inline]
@@ -405,5 +438,24 @@ mod tests {
         assert!(!peer_gone(a.as_fd()), "pending data is not a hang-up");
         drop(b);
         assert!(peer_gone(a.as_fd()));
+    }
+
+    #[test]
+    fn a_peer_that_does_not_read_holds_a_sender_only_until_the_deadline() {
+        use std::os::fd::AsFd;
+        let (a, b) = socketpair(SocketType::STREAM).unwrap();
+        let big = vec![7u8; 8 << 20];
+        let e = send_all_within(a.as_fd(), &[&big], Duration::from_millis(50)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let mut buf = [0u8; 16];
+        assert_eq!(recv_now(b.as_fd(), &mut buf).unwrap(), 16);
+        drop(a);
+        let (c, d) = socketpair(SocketType::SEQPACKET).unwrap();
+        send_all_within(c.as_fd(), &[b"he", b"llo"], Duration::ZERO).unwrap();
+        assert_eq!(recv_now(d.as_fd(), &mut buf).unwrap(), 5);
+        assert_eq!(
+            recv_now(d.as_fd(), &mut buf).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
     }
 }

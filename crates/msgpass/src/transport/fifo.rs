@@ -194,7 +194,7 @@ impl FifoWire {
         };
         // Never blocks: our own placeholder is a reader, so is the client.
         let (tx, _) = open_fifo(&made.0.s2c, Access::Write, Some(*s2c_id))?;
-        self.stream.tx = Some(tx);
+        self.stream.set_tx(tx)?;
         self.pending = None;
         Err(io::ErrorKind::WouldBlock.into())
     }
@@ -226,6 +226,14 @@ impl Wire for FifoWire {
 
     fn poll_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.stream.poll_fd()
+    }
+
+    fn bound(&mut self, limit: std::time::Duration) -> io::Result<()> {
+        self.stream.bound(limit)
+    }
+
+    fn overdue(&self, now: std::time::Instant) -> bool {
+        self.stream.overdue(now)
     }
 
     fn has_buffered(&self) -> bool {

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::server::starved;
 use crate::transport::wire::Wire;
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
@@ -122,7 +123,7 @@ struct MechAcceptor<M: Mechanism> {
 impl<M: Mechanism> Acceptor for MechAcceptor<M> {
     type W = M::W;
 
-    fn accept(&mut self, listener: &Listener) -> Option<Conn<M::W>> {
+    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<M::W>>> {
         self.next_conn += 1;
         let ctx = ConnCtx {
             endpoint: &self.endpoint,
@@ -131,14 +132,17 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
         let Ok((wire, fds, extra)) = self.mech.server_side(ctx, &self.opts) else {
             // Cannot make the objects: take the client and hang up on it,
             // so it hears at once instead of timing out.
-            drop(listener.accept(&[]));
-            return None;
+            return listener.accept(&[]).map(|_| None);
         };
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
-        let session = listener.accept_with(&borrowed, &extra).ok()?;
-        Some(Conn {
-            wire,
-            session: Some(session),
-        })
+        match listener.accept_with(&borrowed, &extra) {
+            Ok(session) => Ok(Some(Conn {
+                wire,
+                session: Some(session),
+            })),
+            Err(e) if starved(&e) => Err(e),
+            // The client left during the greeting.
+            Err(_) => Ok(None),
+        }
     }
 }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::Listener;
-use crate::transport::server::{reply_parts, Guard, ACCEPT_EVERY};
+use crate::transport::server::{reply_parts, starved, Guard, ACCEPT_EVERY};
 use crate::transport::wire::{frame_head, head, Wire, HEAD};
 use crate::transport::{Incoming, ServerChannel, Status};
 
@@ -53,8 +53,10 @@ pub(crate) trait Acceptor: Send {
     /// A client waits on the rendezvous listener: makes its objects and
     /// greets it. Returns the connection when it can be served at once;
     /// `None` when making it failed (the client hears a hang-up) or the
-    /// mechanism finishes it later through [`Acceptor::setup_ready`].
-    fn accept(&mut self, listener: &Listener) -> Option<Conn<Self::W>>;
+    /// mechanism finishes it later through [`Acceptor::setup_ready`]; an
+    /// error when the client could not even be taken off the listener
+    /// ([`starved`]: the server then leaves its listeners alone a tick).
+    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<Self::W>>>;
 
     /// Appends the descriptors of connections still being set up by the
     /// mechanism itself (tcp: its listener, sessions awaiting their stream,
@@ -63,9 +65,10 @@ pub(crate) trait Acceptor: Send {
 
     /// The set-up descriptor `k` (an index into what
     /// [`setup_fds`](Acceptor::setup_fds) appended) is ready: one step.
-    /// Returns a connection that is now complete.
-    fn setup_ready(&mut self, _k: usize) -> Option<Conn<Self::W>> {
-        None
+    /// Returns a connection that is now complete; an error as for
+    /// [`Acceptor::accept`].
+    fn setup_ready(&mut self, _k: usize) -> Result<Option<Conn<Self::W>>> {
+        Ok(None)
     }
 
     /// True while connections are being set up (the single-client path
@@ -103,9 +106,16 @@ pub(crate) struct Reactor<A: Acceptor> {
     last_look: Instant,
     /// The last timed receive gave up.
     timed_out: bool,
+    /// Until when the listener and set-up descriptors are left alone
+    /// (accepting failed for want of descriptors).
+    paused: Option<Instant>,
     max_msg: usize,
     tick: Duration,
 }
+
+/// How many ticks a peer has to finish a message it began, or to take a
+/// reply, before it is dropped.
+const PEER_TICKS: u32 = 10;
 
 impl<A: Acceptor> Reactor<A> {
     /// A server taking clients from `listener` (if any) through `acceptor`,
@@ -129,6 +139,7 @@ impl<A: Acceptor> Reactor<A> {
             calls: 0,
             last_look: Instant::now(),
             timed_out: false,
+            paused: None,
             max_msg,
             tick,
         }
@@ -141,9 +152,18 @@ impl<A: Acceptor> Reactor<A> {
         self.guard.clear();
     }
 
-    fn add(&mut self, conn: Option<Conn<A::W>>) {
-        if let Some(c) = conn {
-            self.conns.push(c);
+    /// After a set-up step: a new connection (bounded: its peer is not
+    /// trusted to keep its pace), or accepting starved (pause a tick).
+    fn add(&mut self, made: Result<Option<Conn<A::W>>>) {
+        match made {
+            Ok(Some(mut c)) => {
+                if c.wire.bound(self.tick * PEER_TICKS).is_ok() {
+                    self.conns.push(c);
+                }
+            }
+            Ok(None) => {}
+            Err(e) if starved(&e) => self.paused = Some(Instant::now() + self.tick),
+            Err(_) => {}
         }
         self.changed();
     }
@@ -162,6 +182,10 @@ impl<A: Acceptor> Reactor<A> {
         }
         self.acceptor.setup_fds(&mut self.pollfds);
         self.setup = self.pollfds.len();
+        if self.paused.is_some() {
+            // Kept in place (the indices stay), skipped by poll.
+            self.pollfds.fill(PollFd::unused());
+        }
         for c in &self.conns {
             self.pollfds.push(PollFd::readable(c.wire.poll_fd()));
             self.pollfds.push(
@@ -213,9 +237,19 @@ impl<A: Acceptor> Reactor<A> {
     /// set-up step (accept, a mechanism's own handshake), or a dead client
     /// dropped, or a waiting request read.
     fn receive_polling(&mut self, timeout: Duration) -> Result<Option<Incoming>> {
-        self.last_look = Instant::now();
+        let now = Instant::now();
+        self.last_look = now;
         if self.acceptor.expire() {
             self.changed();
+        }
+        if self.paused.is_some_and(|until| now >= until) {
+            self.paused = None;
+            self.changed();
+        }
+        // A peer that began a message and did not finish it in time.
+        if let Some(i) = self.conns.iter().position(|c| c.wire.overdue(now)) {
+            self.drop_conn(i);
+            return Ok(None);
         }
         // A message already buffered by a wire is not seen by poll.
         if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
@@ -269,6 +303,9 @@ impl<A: Acceptor> Reactor<A> {
         match self.read_request(0, Some(self.tick)) {
             Some(inc) => Ok(Some(inc)),
             None if self.timed_out => self.receive_polling(Duration::ZERO),
+            // A message begun and not finished (or a handshake step): look
+            // around once a tick, as while waiting.
+            None if self.last_look.elapsed() >= self.tick => self.receive_polling(Duration::ZERO),
             None => Ok(None),
         }
     }

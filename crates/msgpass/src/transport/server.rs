@@ -75,6 +75,17 @@ pub(crate) fn reply_parts(status: Status, data: &[u8], max: usize) -> (u32, &[u8
     (code, data, Ok(()))
 }
 
+/// True when accepting failed for want of descriptors or memory: the
+/// client stays queued and the listener polls readable until the process
+/// has room again, so a server must stop looking at it for a while rather
+/// than spin.
+pub(crate) fn starved(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if matches!(
+        source.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    ))
+}
+
 /// Most queued clients accepted in one round (the listen backlog): a
 /// burst of connects must not outlast the clients' hello timeout.
 const ACCEPT_BURST: usize = 128;

@@ -33,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
+use crate::transport::server::starved;
 use crate::transport::wire::StreamWire;
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
@@ -285,16 +286,26 @@ fn server(
 impl TcpAcceptor {
     /// Accepts a TCP connection: a remote client is greeted and served at
     /// once; a local one must first present its token.
-    fn accept_stream(&mut self) -> Option<Conn<StreamWire>> {
-        let (stream, _) = self.listener.accept().ok()?;
+    fn accept_stream(&mut self) -> Result<Option<Conn<StreamWire>>> {
+        let stream = match self.listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Gone before we took it, or (an error to report: see
+                // `starved`) no descriptor to take it with.
+                let e = Error::io("tcp: accept", e);
+                return if starved(&e) { Err(e) } else { Ok(None) };
+            }
+        };
         if self.port.is_none() {
             let hello = rendezvous::hello_bytes(Family::Tcp, self.max_msg);
-            remote_socket_options(&stream).ok()?;
-            (&stream).write_all(&hello).ok()?;
-            return Some(Conn {
+            // A fresh socket's buffer takes the hello at once.
+            if remote_socket_options(&stream).is_err() || (&stream).write_all(&hello).is_err() {
+                return Ok(None);
+            }
+            return Ok(Some(Conn {
                 wire: StreamWire::socket(OwnedFd::from(stream)),
                 session: None,
-            });
+            }));
         }
         if stream.set_nodelay(true).is_ok() && stream.set_nonblocking(true).is_ok() {
             self.unpaired.push(Unpaired {
@@ -304,7 +315,7 @@ impl TcpAcceptor {
                 since: Instant::now(),
             });
         }
-        None
+        Ok(None)
     }
 
     /// Reads what unpaired stream `i` has of its token; pairs it with its
@@ -345,25 +356,28 @@ impl Acceptor for TcpAcceptor {
 
     /// Greets a rendezvous client with the port and a fresh token; its
     /// stream comes later.
-    fn accept(&mut self, listener: &Listener) -> Option<Conn<StreamWire>> {
-        let port = self.port?;
+    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<StreamWire>>> {
+        let Some(port) = self.port else {
+            return Ok(None);
+        };
         let mut token = [0u8; TOKEN];
         if oslayer::random::fill(&mut token).is_err() {
             // No token, no pairing: hang up so the client hears at once.
-            drop(listener.accept(&[]));
-            return None;
+            return listener.accept(&[]).map(|_| None);
         }
         let mut extra = [0u8; EXTRA];
         extra[..2].copy_from_slice(&port.to_le_bytes());
         extra[2..].copy_from_slice(&token);
-        if let Ok(session) = listener.accept_with(&[], &extra) {
-            self.pending.push(Pending {
+        match listener.accept_with(&[], &extra) {
+            Ok(session) => self.pending.push(Pending {
                 session,
                 token,
                 since: Instant::now(),
-            });
+            }),
+            Err(e) if starved(&e) => return Err(e),
+            Err(_) => {}
         }
-        None
+        Ok(None)
     }
 
     /// The TCP listener, then sessions awaiting their stream, then streams
@@ -382,7 +396,7 @@ impl Acceptor for TcpAcceptor {
         );
     }
 
-    fn setup_ready(&mut self, k: usize) -> Option<Conn<StreamWire>> {
+    fn setup_ready(&mut self, k: usize) -> Result<Option<Conn<StreamWire>>> {
         let np = self.pending.len();
         match k {
             0 => self.accept_stream(),
@@ -390,9 +404,9 @@ impl Acceptor for TcpAcceptor {
             // hang-up.
             k if k <= np => {
                 self.pending.swap_remove(k - 1);
-                None
+                Ok(None)
             }
-            k => self.read_token(k - 1 - np),
+            k => Ok(self.read_token(k - 1 - np)),
         }
     }
 

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener};
+use crate::transport::server::starved;
 use crate::transport::wire::DatagramWire;
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
@@ -61,11 +62,14 @@ struct SessionAcceptor;
 impl Acceptor for SessionAcceptor {
     type W = DatagramWire;
 
-    fn accept(&mut self, listener: &Listener) -> Option<Conn<DatagramWire>> {
-        let session = listener.accept(&[]).ok()?;
-        Some(Conn {
-            wire: DatagramWire::new(session),
-            session: None,
-        })
+    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<DatagramWire>>> {
+        match listener.accept(&[]) {
+            Ok(session) => Ok(Some(Conn {
+                wire: DatagramWire::new(session),
+                session: None,
+            })),
+            Err(e) if starved(&e) => Err(e),
+            Err(_) => Ok(None),
+        }
     }
 }

@@ -8,7 +8,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::poker::{self, Target};
@@ -64,6 +64,20 @@ pub(crate) trait Wire: Send {
     }
     /// A descriptor that polls readable when a message is waiting.
     fn poll_fd(&self) -> BorrowedFd<'_>;
+    /// Server side: the peer is not trusted to keep its pace. A message it
+    /// began must be finished within `limit` (until then [`Wire::recv`]
+    /// keeps what came and reports `WouldBlock`, never waiting for more),
+    /// and a reply must be taken within `limit` (else the send fails).
+    /// The default, for wires whose messages arrive whole and whose sends
+    /// never wait, does nothing.
+    fn bound(&mut self, _limit: Duration) -> io::Result<()> {
+        Ok(())
+    }
+    /// True when the peer began a message longer than its limit ago and
+    /// has not finished it (see [`Wire::bound`]).
+    fn overdue(&self, _now: Instant) -> bool {
+        false
+    }
     /// True when a message (or part of one) was already read from the
     /// descriptor into the wire's buffer, where `poll` cannot see it.
     fn has_buffered(&self) -> bool {
@@ -142,6 +156,14 @@ pub(crate) struct StreamWire {
     armed: Option<Duration>,
     /// How a pipe's messages are cut into packets (sockets: not at all).
     packets: Packets,
+    /// Server side: how long the peer may take to finish a message or to
+    /// take a reply ([`Wire::bound`]); `None` on the client side.
+    limit: Option<Duration>,
+    /// A message begun and not finished, header included (server side),
+    /// once its header is in; before that its bytes are in `inb`.
+    partial: Vec<u8>,
+    /// Since when a message has been begun and not finished.
+    since: Option<Instant>,
     /// A pipe's registration with the poker (a pipe has no receive
     /// timeout), made at its first timed receive; `Err` when the poker
     /// cannot serve it and timed receives use `poll`.
@@ -161,6 +183,15 @@ pub(crate) enum Packets {
     /// Reads come in packets, and one-byte packets are pokes (the
     /// server's end of the requests).
     Receive,
+}
+
+/// Reads what is there now on `rx` (a socket, or a pipe), without waiting:
+/// `WouldBlock` when nothing.
+fn read_now(rx: BorrowedFd<'_>, socket: bool, buf: &mut [u8]) -> io::Result<usize> {
+    match socket {
+        true => oslayer::socket::recv_now(rx, buf),
+        false => oslayer::fd::read_now(rx, buf),
+    }
 }
 
 /// Largest message (header included) staged or read in one piece, by
@@ -194,6 +225,137 @@ impl StreamWire {
             armed: None,
             packets,
             poke: None,
+            limit: None,
+            partial: Vec::new(),
+            since: None,
+        }
+    }
+
+    /// Replaces the pipe written to (a FIFO's server end, once its client
+    /// opened it), keeping it non-blocking when the wire is bounded.
+    pub(crate) fn set_tx(&mut self, tx: OwnedFd) -> io::Result<()> {
+        if self.limit.is_some() {
+            oslayer::fd::set_nonblocking(tx.as_fd(), true)?;
+        }
+        self.tx = Some(tx);
+        Ok(())
+    }
+
+    /// Reads what is there now, without waiting: `WouldBlock` when nothing.
+    fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        read_now(self.rx.as_fd(), self.is_socket(), buf)
+    }
+
+    /// Like [`StreamWire::fill`], without waiting: `WouldBlock` when
+    /// nothing is there.
+    fn fill_now(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        let n = read_now(self.rx.as_fd(), self.is_socket(), &mut self.inb[self.end..])?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// The peer stopped in the middle of a message: no request yet, the
+    /// connection stays, and the clock of its limit runs.
+    fn unfinished(&mut self) -> io::Result<Option<usize>> {
+        self.since.get_or_insert_with(Instant::now);
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+
+    /// Reads the rest of a message into `msg`, of which `got` bytes are
+    /// there: blocking for the first read only when `may_block` (the caller
+    /// bounded it), then only what is there. Returns how far it got.
+    fn read_rest(
+        &mut self,
+        msg: &mut [u8],
+        mut got: usize,
+        mut may_block: bool,
+    ) -> io::Result<usize> {
+        while got < msg.len() {
+            let r = match may_block {
+                true => oslayer::fd::read_some(self.rx.as_fd(), &mut msg[got..]),
+                false => self.read_now(&mut msg[got..]),
+            };
+            may_block = false;
+            match r {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                // A poke between two packets of the message.
+                Ok(1) if self.packets == Packets::Receive && msg.len() - got > 1 => {}
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(got),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(got)
+    }
+
+    /// [`Wire::recv`] on the server side (bounded): never waits for the
+    /// rest of a message once its first read is done. A message that
+    /// stops short is kept (in `inb`, then in `partial`) and finished by
+    /// later calls, as its bytes come.
+    fn recv_bounded(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        // The first read may block: the caller saw the descriptor readable
+        // or bounded the wait (a receive timeout, the poker).
+        let mut may_block = true;
+        while self.partial.is_empty() && self.end - self.start < HEAD {
+            let got = match may_block {
+                true => self.fill(),
+                false => self.fill_now(),
+            };
+            may_block = false;
+            match got {
+                Ok(0) if self.start == self.end => return Ok(None),
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.unfinished(),
+                Err(e) => return Err(e),
+            }
+        }
+        // What is there of the message, at the start of `frame`.
+        let (len, have) = if self.partial.is_empty() {
+            let (_, len) = frame_head(&self.inb[self.start..]);
+            if HEAD + len > frame.len() {
+                return Err(too_long());
+            }
+            let have = (self.end - self.start).min(HEAD + len);
+            frame[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
+            self.start += have;
+            (len, have)
+        } else {
+            let (_, len) = frame_head(&self.partial);
+            let have = self.partial.len();
+            frame[..have].copy_from_slice(&self.partial);
+            self.partial.clear();
+            (len, have)
+        };
+        let got = self.read_rest(&mut frame[..HEAD + len], have, may_block)?;
+        if got < HEAD + len {
+            self.partial.extend_from_slice(&frame[..got]);
+            return self.unfinished();
+        }
+        self.since = None;
+        Ok(Some(len))
+    }
+
+    /// [`Wire::send`] on the server side: the peer has `limit` to take it.
+    fn send_within(&mut self, head: &[u8; HEAD], data: &[u8], limit: Duration) -> io::Result<()> {
+        let parts: [&[u8]; 2];
+        let parts: &[&[u8]] = if HEAD + data.len() <= SMALL {
+            self.out.clear();
+            self.out.extend_from_slice(head);
+            self.out.extend_from_slice(data);
+            parts = [&self.out, &[]];
+            &parts[..1]
+        } else {
+            parts = [head, data];
+            &parts
+        };
+        match &self.tx {
+            None => oslayer::socket::send_all_within(self.rx.as_fd(), parts, limit),
+            Some(tx) => oslayer::fd::write_all_within(tx.as_fd(), parts, limit),
         }
     }
 
@@ -281,6 +443,9 @@ impl StreamWire {
 
 impl Wire for StreamWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        if let Some(limit) = self.limit {
+            return self.send_within(head, data, limit);
+        }
         if self.packets == Packets::Send && HEAD + data.len() > SMALL {
             return self.send_packets(head, data);
         }
@@ -296,6 +461,9 @@ impl Wire for StreamWire {
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        if self.limit.is_some() {
+            return self.recv_bounded(frame);
+        }
         while self.end - self.start < HEAD {
             match self.fill() {
                 Ok(0) if self.start == self.end => return Ok(None),
@@ -337,11 +505,13 @@ impl Wire for StreamWire {
                 _ => poll_then_recv(self, frame, timeout),
             };
         }
-        if self.start == self.end {
-            if self.armed != Some(timeout) {
-                oslayer::socket::set_recv_timeout(self.rx.as_fd(), Some(timeout))?;
-                self.armed = Some(timeout);
-            }
+        // Armed before any read here may block (a message begun in the
+        // poll path is finished here with blocking reads too).
+        if self.armed != Some(timeout) {
+            oslayer::socket::set_recv_timeout(self.rx.as_fd(), Some(timeout))?;
+            self.armed = Some(timeout);
+        }
+        if self.start == self.end && self.partial.is_empty() {
             match self.fill() {
                 Ok(0) => return Ok(None),
                 Ok(_) => {}
@@ -358,8 +528,26 @@ impl Wire for StreamWire {
         self.rx.as_fd()
     }
 
+    /// A whole message is in the buffer, where `poll` cannot see it (a
+    /// part of one is not: the rest must come through the descriptor).
     fn has_buffered(&self) -> bool {
-        self.start < self.end
+        let n = self.end - self.start;
+        n >= HEAD && HEAD + frame_head(&self.inb[self.start..]).1 <= n
+    }
+
+    fn bound(&mut self, limit: Duration) -> io::Result<()> {
+        if let Some(tx) = &self.tx {
+            oslayer::fd::set_nonblocking(tx.as_fd(), true)?;
+        }
+        self.limit = Some(limit);
+        Ok(())
+    }
+
+    fn overdue(&self, now: Instant) -> bool {
+        match (self.since, self.limit) {
+            (Some(since), Some(limit)) => now.saturating_duration_since(since) > limit,
+            _ => false,
+        }
     }
 }
 
@@ -376,6 +564,9 @@ pub(crate) struct DatagramWire {
     armed: Option<Duration>,
     /// Staging for small messages, both ways.
     small: Box<[u8]>,
+    /// Server side: how long the peer may take to make room for a reply
+    /// ([`Wire::bound`]; a datagram arrives whole, so reads need none).
+    limit: Option<Duration>,
 }
 
 impl DatagramWire {
@@ -385,6 +576,7 @@ impl DatagramWire {
             fd,
             armed: None,
             small: vec![0; SMALL].into_boxed_slice(),
+            limit: None,
         }
     }
 }
@@ -395,10 +587,27 @@ impl Wire for DatagramWire {
         if n <= self.small.len() {
             self.small[..HEAD].copy_from_slice(head);
             self.small[HEAD..n].copy_from_slice(data);
-            oslayer::socket::send_bytes(self.fd.as_fd(), &self.small[..n]).map(|_| ())
+            match self.limit {
+                Some(limit) => {
+                    oslayer::socket::send_all_within(self.fd.as_fd(), &[&self.small[..n]], limit)
+                }
+                None => oslayer::socket::send_bytes(self.fd.as_fd(), &self.small[..n]).map(|_| ()),
+            }
         } else {
-            oslayer::socket::send_parts(self.fd.as_fd(), &[head, data], &[]).map(|_| ())
+            match self.limit {
+                Some(limit) => {
+                    oslayer::socket::send_all_within(self.fd.as_fd(), &[head, data], limit)
+                }
+                None => {
+                    oslayer::socket::send_parts(self.fd.as_fd(), &[head, data], &[]).map(|_| ())
+                }
+            }
         }
+    }
+
+    fn bound(&mut self, limit: Duration) -> io::Result<()> {
+        self.limit = Some(limit);
+        Ok(())
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
@@ -488,5 +697,28 @@ mod tests {
             .expect("a message");
         assert_eq!(frame_head(&frame), (7, data.len()));
         assert_eq!(&frame[HEAD..HEAD + len], &data[..]);
+    }
+
+    #[test]
+    fn a_bounded_pipe_keeps_a_message_begun_and_never_waits_for_its_rest() {
+        let (client, mut server) = pipe_pair();
+        server.bound(Duration::from_millis(30)).expect("bound");
+        let mut frame = vec![0u8; HEAD + 3 * 4096];
+        let data: Vec<u8> = (0..6000u32).map(|i| i as u8).collect();
+        let mut bytes = head(9, data.len()).to_vec();
+        bytes.extend_from_slice(&data);
+        let tx = client.tx.as_ref().expect("tx").as_fd();
+        // The first packet only: the server takes it and returns.
+        oslayer::fd::write_all(tx, &[&bytes[..4096]]).expect("packet");
+        let got = server.recv(&mut frame).map_err(|e| e.kind());
+        assert_eq!(got, Err(io::ErrorKind::WouldBlock));
+        assert!(!server.overdue(Instant::now()));
+        assert!(server.overdue(Instant::now() + Duration::from_millis(31)));
+        // The rest comes: the message is whole.
+        oslayer::fd::write_all(tx, &[&bytes[4096..]]).expect("packet");
+        let len = server.recv(&mut frame).expect("receive").expect("message");
+        assert_eq!(frame_head(&frame), (9, data.len()));
+        assert_eq!(&frame[HEAD..HEAD + len], &data[..]);
+        assert!(!server.overdue(Instant::now() + Duration::from_secs(1)));
     }
 }
