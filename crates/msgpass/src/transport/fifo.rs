@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{head, parse_head, poll_then_recv, Packets, StreamWire, Wire, HEAD};
+use crate::transport::wire::{frame_head, head, poll_then_recv, Packets, StreamWire, Wire, HEAD};
 use crate::transport::Options;
 
 /// Name suffix of the client-to-server FIFO.
@@ -181,12 +181,13 @@ pub(crate) struct FifoWire {
 impl FifoWire {
     /// Server side, step 3: the client has both FIFOs open. Reads its
     /// frame, swaps the placeholder for a write-only end, unlinks the names.
-    fn finish_handshake(&mut self) -> io::Result<Option<usize>> {
-        let mut h = [0u8; HEAD];
-        if !oslayer::fd::read_exact(self.stream.rx.as_fd(), &mut h)? {
+    /// Read as any message (so a client that stops inside it holds
+    /// nobody: see [`Wire::bound`]), into `frame`.
+    fn finish_handshake(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        if self.stream.recv(frame)?.is_none() {
             return Ok(None);
         }
-        if parse_head(&h) != (OPENED, 0) {
+        if frame_head(frame) != (OPENED, 0) {
             return Err(invalid("expected the client's opened frame"));
         }
         let Some((made, s2c_id)) = &self.pending else {
@@ -207,7 +208,7 @@ impl Wire for FifoWire {
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         if self.pending.is_some() {
-            return self.finish_handshake();
+            return self.finish_handshake(frame);
         }
         self.stream.recv(frame)
     }
