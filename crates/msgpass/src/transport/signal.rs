@@ -457,14 +457,20 @@ impl ServerChannel for SignalServer {
         let ctl = c.shared.ctl();
         ctl.rep_seq.store(c.served, Ordering::SeqCst);
         let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
+        // A full signal queue is waited out while the client lives, for
+        // ten ticks at most: a client that lets its signals pile up must
+        // not hold the server.
+        let mut waited = Duration::ZERO;
         loop {
             match signal::queue_to_thread(c.pid, tid, rep_signal(), c.id) {
                 Ok(()) => return verdict,
                 Err(e)
                     if e.raw_os_error() == Some(libc::EAGAIN)
+                        && waited < self.opts.tick * 10
                         && !oslayer::socket::peer_gone(sock.as_fd()) =>
                 {
-                    std::thread::sleep(QUEUE_FULL_RETRY)
+                    std::thread::sleep(QUEUE_FULL_RETRY);
+                    waited += QUEUE_FULL_RETRY;
                 }
                 // ESRCH (the client died) or anything else: drop it.
                 Err(_) => {
