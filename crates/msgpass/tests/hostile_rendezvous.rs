@@ -1,0 +1,190 @@
+//! Hostile clients of the rendezvous transports, speaking raw bytes on the
+//! descriptors the server hands out: one that stops inside a message
+//! (stream transports), and one that sends requests and never reads the
+//! replies (every transport whose reply can wait for room). Each runs
+//! beside an honest client of the same endpoint, which must keep being
+//! answered, and each must be dropped (its session hung up) once past its
+//! limit of ten ticks.
+
+mod common;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use msgpass::{Channel, Connection, Options};
+use oslayer::poll::{self, PollFd};
+use oslayer::socket::{RecvFlags, SocketType};
+
+const TICK: Duration = Duration::from_millis(20);
+/// Bounds a hang; does not time speed.
+const BOUND: Duration = Duration::from_secs(10);
+
+fn options() -> Options {
+    Options {
+        tick: TICK,
+        ..Options::default()
+    }
+}
+
+/// A server of `transport` on a fresh endpoint, and the endpoint's path.
+fn server(t: &TestNs, transport: &str) -> (Server, PathBuf) {
+    let tr = msgpass::transport::by_name(transport).expect("transport");
+    let chan = Channel::create(&t.ns, "hostile/0", &*tr, &options()).expect("create");
+    let path = chan.path().to_path_buf();
+    (Server::serve_channel(chan), path)
+}
+
+/// A client that met the server through the rendezvous by hand: its
+/// session and the descriptors the hello carried.
+struct Raw {
+    session: OwnedFd,
+    fds: Vec<OwnedFd>,
+}
+
+fn raw(path: &Path) -> Raw {
+    let session = oslayer::socket::unix_connect(path, SocketType::SEQPACKET).expect("connect");
+    oslayer::socket::set_recv_timeout(session.as_fd(), Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut hello = [0u8; 16];
+    let mut extra = [0u8; 1024];
+    let got = oslayer::socket::recv_parts(
+        session.as_fd(),
+        &mut hello,
+        &mut extra,
+        RecvFlags::empty(),
+        true,
+    )
+    .expect("hello");
+    assert_eq!(&hello[..4], b"MSGP");
+    Raw {
+        session,
+        fds: got.fds,
+    }
+}
+
+/// A frame: header (command 1, an echo), then `len` bytes.
+fn frame(len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(8 + len);
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&(len as u32).to_le_bytes());
+    f.resize(8 + len, 7);
+    f
+}
+
+/// `calls` honest echo calls over `transport` from another thread, all
+/// answered correctly within [`BOUND`].
+fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
+    let ns_dir = ns_dir.to_path_buf();
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || {
+        let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
+        let tr = msgpass::transport::by_name(transport).expect("transport");
+        let mut c = Connection::open(&ns, "hostile/0", &*tr, &options()).expect("honest open");
+        let mut buf = vec![0u8; 256];
+        for i in 0..calls {
+            let req = format!("honest {i}").into_bytes();
+            let n = c.call(1, &req, &mut buf).expect("honest call");
+            assert_eq!(buf[..n], echo_reply(1, &req, c.max_msg())[..]);
+        }
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(BOUND)
+        .unwrap_or_else(|_| panic!("{transport}: the honest client was not served"));
+}
+
+/// True once the server hung up the session (within [`BOUND`]).
+fn hung_up(session: &OwnedFd) -> bool {
+    let deadline = Instant::now() + BOUND;
+    while Instant::now() < deadline {
+        let mut p = [PollFd::readable(session.as_fd())];
+        if poll::poll(&mut p, Some(Duration::from_millis(50))).expect("poll") > 0 {
+            let mut b = [0u8; 64];
+            match oslayer::socket::recv_now(session.as_fd(), &mut b) {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => {}
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn a_client_silent_inside_a_message_stops_nobody() {
+    // (transport, index of the descriptor requests are written to)
+    for (transport, req_fd) in [("uds-stream", 0), ("pipe", 0)] {
+        watchdog(transport, WATCHDOG, move || {
+            let t = TestNs::new();
+            let (s, path) = server(&t, transport);
+            let attacker = raw(&path);
+            let w = attacker.fds[req_fd].as_fd();
+            if transport == "pipe" {
+                oslayer::pipe::set_packet_mode(w).expect("packets");
+            }
+            // A header and part of a payload: a whole packet, then silence.
+            oslayer::fd::write_all(w, &[&frame(6000)[..4096]]).expect("part");
+            honest_calls(t.dir(), transport, 50);
+            assert!(
+                hung_up(&attacker.session),
+                "{transport}: silent client kept"
+            );
+            drop(attacker);
+            s.stop();
+            t.finish();
+        });
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_its_replies_stops_nobody() {
+    // (transport, index of the request descriptor, None: the session)
+    for (transport, req_fd) in [
+        ("uds", None),
+        ("uds-stream", Some(0)),
+        ("uds-dgram", Some(0)),
+        ("pipe", Some(0)),
+    ] {
+        watchdog(transport, WATCHDOG, move || {
+            let t = TestNs::new();
+            let (s, path) = server(&t, transport);
+            let attacker = raw(&path);
+            let w = match req_fd {
+                Some(i) => attacker.fds[i].try_clone().expect("dup"),
+                None => attacker.session.try_clone().expect("dup"),
+            };
+            if transport == "pipe" {
+                oslayer::pipe::set_packet_mode(w.as_fd()).expect("packets");
+            }
+            // Requests for 4000-byte replies, until the server drops us
+            // (a send fails) or the bound passes.
+            let flood = thread::spawn(move || {
+                let f = frame(4000);
+                let deadline = Instant::now() + BOUND;
+                while Instant::now() < deadline {
+                    let sent = match req_fd {
+                        Some(_) if transport == "pipe" => {
+                            oslayer::fd::write_all_within(w.as_fd(), &[&f], BOUND)
+                        }
+                        _ => oslayer::socket::send_all_within(w.as_fd(), &[&f], BOUND),
+                    };
+                    if sent.is_err() {
+                        return;
+                    }
+                }
+            });
+            honest_calls(t.dir(), transport, 50);
+            assert!(
+                hung_up(&attacker.session),
+                "{transport}: non-reading client kept"
+            );
+            drop(attacker);
+            flood.join().expect("flood");
+            s.stop();
+            t.finish();
+        });
+    }
+}
