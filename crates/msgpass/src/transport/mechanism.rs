@@ -129,10 +129,19 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
             endpoint: &self.endpoint,
             conn: self.next_conn,
         };
-        let Ok((wire, fds, extra)) = self.mech.server_side(ctx, &self.opts) else {
-            // Cannot make the objects: take the client and hang up on it,
-            // so it hears at once instead of timing out.
-            return listener.accept(&[]).map(|_| None);
+        let (wire, fds, extra) = match self.mech.server_side(ctx, &self.opts) {
+            Ok(made) => made,
+            Err(e) => {
+                let e = Error::io("make a connection", e);
+                if starved(&e) {
+                    // Out of descriptors: the client stays queued until
+                    // there are some again.
+                    return Err(e);
+                }
+                // Cannot make the objects: take the client and hang up on
+                // it, so it hears at once instead of timing out.
+                return listener.accept(&[]).map(|_| None);
+            }
         };
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
         match listener.accept_with(&borrowed, &extra) {

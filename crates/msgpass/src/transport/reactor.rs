@@ -71,6 +71,13 @@ pub(crate) trait Acceptor: Send {
         Ok(None)
     }
 
+    /// How many of the leading set-up descriptors are listeners (taking
+    /// a client needs a descriptor: they are left alone while accepting
+    /// starves, while the others, whose events free descriptors, are not).
+    fn listeners(&self) -> usize {
+        0
+    }
+
     /// True while connections are being set up (the single-client path
     /// is off: their descriptors must be polled).
     fn setting_up(&self) -> bool {
@@ -89,9 +96,13 @@ pub(crate) struct Reactor<A: Acceptor> {
     /// The rendezvous listener (`None` for a remote tcp channel).
     listener: Option<Listener>,
     conns: Vec<Conn<A::W>>,
-    /// `[listener?, set-up descriptors..., (wire, session) per connection]`,
-    /// rebuilt when the sets change (emptied to mark it stale).
+    /// `[listener?, set-up descriptors..., (wire, session?) per
+    /// connection]`, rebuilt when the sets change (emptied to mark it
+    /// stale). Only real descriptors: `poll` refuses more entries than
+    /// the process may have descriptors (`EINVAL`).
     pollfds: Vec<PollFd>,
+    /// Where each connection's entries start in `pollfds`.
+    conn_at: Vec<usize>,
     /// Entries of `pollfds` before the connections'.
     setup: usize,
     /// The request as received: header, then payload.
@@ -131,6 +142,7 @@ impl<A: Acceptor> Reactor<A> {
             listener,
             conns: Vec::new(),
             pollfds: Vec::new(),
+            conn_at: Vec::new(),
             setup: 0,
             buf: vec![0; HEAD + max_msg],
             len: 0,
@@ -180,19 +192,20 @@ impl<A: Acceptor> Reactor<A> {
         if let Some(l) = &self.listener {
             self.pollfds.push(PollFd::readable(l.as_fd()));
         }
+        let listeners = usize::from(self.listener.is_some()) + self.acceptor.listeners();
         self.acceptor.setup_fds(&mut self.pollfds);
         self.setup = self.pollfds.len();
         if self.paused.is_some() {
             // Kept in place (the indices stay), skipped by poll.
-            self.pollfds.fill(PollFd::unused());
+            self.pollfds[..listeners].fill(PollFd::unused());
         }
+        self.conn_at.clear();
         for c in &self.conns {
+            self.conn_at.push(self.pollfds.len());
             self.pollfds.push(PollFd::readable(c.wire.poll_fd()));
-            self.pollfds.push(
-                c.session
-                    .as_ref()
-                    .map_or(PollFd::unused(), |s| PollFd::readable(s.as_fd())),
-            );
+            if let Some(s) = &c.session {
+                self.pollfds.push(PollFd::readable(s.as_fd()));
+            }
         }
     }
 
@@ -262,8 +275,14 @@ impl<A: Acceptor> Reactor<A> {
         if poll::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
             return Ok(None);
         }
-        // Connection set-up first, one event per pass.
-        if let Some(k) = (0..self.setup).find(|&k| self.pollfds[k].revents != 0) {
+        // Connection set-up first, one event per pass: half-made
+        // connections (whose end frees descriptors) before new clients.
+        let listeners = usize::from(self.listener.is_some()) + self.acceptor.listeners();
+        let ready = |k: &usize| self.pollfds[*k].revents != 0;
+        if let Some(k) = (listeners..self.setup)
+            .find(ready)
+            .or_else(|| (0..listeners).find(ready))
+        {
             let made = match (&self.listener, k) {
                 (Some(l), 0) => self.acceptor.accept(l),
                 (Some(_), k) => self.acceptor.setup_ready(k - 1),
@@ -275,8 +294,12 @@ impl<A: Acceptor> Reactor<A> {
         let count = self.conns.len();
         for j in 0..count {
             let i = (self.next + j) % count;
-            let at = self.setup + 2 * i;
-            let (wire_rev, session_rev) = (self.pollfds[at].revents, self.pollfds[at + 1].revents);
+            let at = self.conn_at[i];
+            let wire_rev = self.pollfds[at].revents;
+            let session_rev = match self.conns[i].session {
+                Some(_) => self.pollfds[at + 1].revents,
+                None => 0,
+            };
             if wire_rev & poll::IN != 0 {
                 self.next = i + 1;
                 return Ok(self.read_request(i, None));

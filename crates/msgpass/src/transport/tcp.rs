@@ -410,6 +410,11 @@ impl Acceptor for TcpAcceptor {
         }
     }
 
+    /// The TCP listener.
+    fn listeners(&self) -> usize {
+        1
+    }
+
     fn setting_up(&self) -> bool {
         !self.pending.is_empty() || !self.unpaired.is_empty()
     }
