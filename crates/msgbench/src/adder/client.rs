@@ -111,8 +111,9 @@ pub struct ClientRun {
     pub samples: u64,
     /// Per-thread results.
     pub threads: Vec<ThreadResult>,
-    /// Machine busy during the run (summed over CPUs).
-    pub busy: CpuUsage,
+    /// Machine busy during the run (summed over CPUs); `None` (JSON
+    /// `null`) when /proc/stat could not be read: never a made-up 0.
+    pub busy: Option<CpuUsage>,
     /// Mean of the thread durations, ns.
     pub ave_duration_ns: f64,
     /// samples / mean duration: the seed's per-thread rate.
@@ -182,8 +183,8 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
             .collect();
         let after = CpuStat::read();
         let busy = match (before, after) {
-            (Ok(b), Ok(a)) => cpu::usage(&b, &a, placement::cpu_count()),
-            _ => CpuUsage::default(),
+            (Ok(b), Ok(a)) => Some(cpu::usage(&b, &a, placement::cpu_count())),
+            _ => None,
         };
         (results, busy)
     });

@@ -136,10 +136,11 @@ pub struct Row {
     pub samples_per_thread: u64,
     /// Busy during the idle baseline, % summed over CPUs.
     pub idle_pct: Option<f64>,
-    /// Busy during the run, % summed over CPUs.
-    pub busy_pct: f64,
-    /// CPU stolen by the hypervisor during the run, %.
-    pub steal_pct: f64,
+    /// Busy during the run, % summed over CPUs; `None` (JSON `null`) when
+    /// /proc/stat could not be read.
+    pub busy_pct: Option<f64>,
+    /// CPU stolen by the hypervisor during the run, %; `None` as `busy_pct`.
+    pub steal_pct: Option<f64>,
     /// Mean thread duration, ms.
     pub ave_duration_ms: f64,
     /// Samples / mean duration (the seed's "Rate").
@@ -366,8 +367,8 @@ fn make_row(
         threads: x,
         samples_per_thread: run.samples,
         idle_pct: idle.map(|i| i.busy_pct),
-        busy_pct: run.busy.busy_pct,
-        steal_pct: run.busy.steal_pct,
+        busy_pct: run.busy.map(|b| b.busy_pct),
+        steal_pct: run.busy.map(|b| b.steal_pct),
         ave_duration_ms: run.ave_duration_ns / 1e6,
         rate_per_thread: run.rate_per_thread,
         aggregate_rate: run.aggregate_rate,
