@@ -37,7 +37,8 @@ pub struct ClientArgs {
     /// Before the run, sleep 5 s and measure how busy the machine is idle.
     #[arg(short = 'I')]
     pub idle: bool,
-    /// Wait up to SECS for the endpoints to appear (like QNX waitfor).
+    /// Wait up to SECS (at most a day) for the endpoints to appear (like
+    /// QNX waitfor).
     #[arg(long = "wait", value_name = "SECS", allow_negative_numbers = true)]
     pub wait: Option<f64>,
     /// Write all figures and the environment to FILE as JSON.
@@ -365,6 +366,9 @@ struct ClientReport<'a> {
     run: &'a ClientRun,
 }
 
+/// The longest `--wait`, seconds: a day.
+pub const MAX_WAIT_SECS: f64 = 86_400.0;
+
 /// The `client-adder` program.
 pub fn main(args: &ClientArgs) -> Result<()> {
     let cpus = args.common.validate()?;
@@ -374,9 +378,10 @@ pub fn main(args: &ClientArgs) -> Result<()> {
         None => None,
     };
     let wait = match args.wait {
-        Some(w) if !(w.is_finite() && w >= 0.0) => {
-            bail!("--wait {w}: must be a number of seconds, 0 or more")
-        }
+        Some(w) if !(w.is_finite() && (0.0..=MAX_WAIT_SECS).contains(&w)) => bail!(
+            "--wait {}: must be a number of seconds from 0 to {MAX_WAIT_SECS} (a day)",
+            crate::cli::show_num(w)
+        ),
         w => w.map(Duration::from_secs_f64),
     };
     let ns = Namespace::resolve(args.common.ns.as_deref())?;

@@ -186,7 +186,7 @@ struct Plan {
 
 fn plan(args: &AdderArgs) -> Result<Plan> {
     let threads: Vec<u32> = match &args.threads {
-        Some(l) => placement::parse_ranges(l)
+        Some(l) => placement::parse_ranges(l, crate::adder::MAX_INSTANCES as usize)
             .map_err(|e| anyhow::anyhow!("--threads {l}: {e}"))?
             .into_iter()
             .map(|x| x as u32)
@@ -213,15 +213,16 @@ fn plan(args: &AdderArgs) -> Result<Plan> {
     if !(args.row_secs.is_finite() && args.row_secs > 0.0 && args.row_secs <= 3600.0) {
         bail!(
             "--row-secs {}: must be more than 0 and at most 3600 seconds",
-            args.row_secs
+            crate::cli::show_num(args.row_secs)
         );
     }
     if !(args.idle_secs.is_finite() && (0.0..=600.0).contains(&args.idle_secs)) {
         bail!(
             "--idle-secs {}: must be between 0 and 600 seconds",
-            args.idle_secs
+            crate::cli::show_num(args.idle_secs)
         );
     }
+    crate::cli::check_spin_us(args.spin_us)?;
     if args.modes.is_empty() {
         bail!("--modes: give at least one of one, multi");
     }
