@@ -119,6 +119,13 @@ fn absurd_durations_are_refused_with_their_bound() {
             "86400",
         );
     }
+    // A baseline shorter than /proc/stat's tick would measure nothing.
+    refused(
+        Bin::Msgbench,
+        &["adder", "--idle-secs", "0.001"],
+        "--idle-secs 0.001",
+        "0.1 to 600",
+    );
     refused(
         Bin::Msgbench,
         &["rtos", "--duration", "86401"],

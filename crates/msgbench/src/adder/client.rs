@@ -113,7 +113,8 @@ pub struct ClientRun {
     /// Per-thread results.
     pub threads: Vec<ThreadResult>,
     /// Machine busy during the run (summed over CPUs); `None` (JSON
-    /// `null`) when /proc/stat could not be read: never a made-up 0.
+    /// `null`) when /proc/stat could not be read or counted no tick
+    /// during the run: never a made-up 0.
     pub busy: Option<CpuUsage>,
     /// Mean of the thread durations, ns.
     pub ave_duration_ns: f64,
@@ -184,7 +185,7 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
             .collect();
         let after = CpuStat::read();
         let busy = match (before, after) {
-            (Ok(b), Ok(a)) => Some(cpu::usage(&b, &a, placement::cpu_count())),
+            (Ok(b), Ok(a)) => cpu::usage(&b, &a, placement::cpu_count()),
             _ => None,
         };
         (results, busy)

@@ -74,7 +74,8 @@ pub struct AdderArgs {
         allow_negative_numbers = true
     )]
     pub row_secs: f64,
-    /// Length of the idle baseline measured once before the runs (0: skip).
+    /// Length of the idle baseline measured once before the runs (0: skip;
+    /// else 0.1 to 600).
     #[arg(
         long = "idle-secs",
         value_name = "SECS",
@@ -216,9 +217,10 @@ fn plan(args: &AdderArgs) -> Result<Plan> {
             crate::cli::show_num(args.row_secs)
         );
     }
-    if !(args.idle_secs.is_finite() && (0.0..=600.0).contains(&args.idle_secs)) {
+    if !(args.idle_secs == 0.0 || (0.1..=600.0).contains(&args.idle_secs)) {
         bail!(
-            "--idle-secs {}: must be between 0 and 600 seconds",
+            "--idle-secs {}: must be 0 (no baseline) or from 0.1 to 600 seconds \
+             (a shorter baseline is below /proc/stat's resolution)",
             crate::cli::show_num(args.idle_secs)
         );
     }

@@ -682,6 +682,29 @@ pub fn assert_busy_range(pct: f64, what: &str) {
     );
 }
 
+/// Parses a busy figure as printed: `None` for `n/a` (a run too short for
+/// /proc/stat's tick, or /proc/stat unreadable), else a percentage within
+/// [`assert_busy_range`].
+pub fn parse_busy(s: &str, what: &str) -> Option<f64> {
+    if s.trim() == "n/a" {
+        return None;
+    }
+    let pct = parse_pct(s, what);
+    assert_busy_range(pct, what);
+    Some(pct)
+}
+
+/// Checks a busy figure in JSON: `null` (not measured) or a percentage
+/// within [`assert_busy_range`], never anything else.
+pub fn check_busy_json(v: &serde_json::Value, what: &str) {
+    if !v.is_null() {
+        let pct = v
+            .as_f64()
+            .unwrap_or_else(|| panic!("{what}: not a number or null: {v}"));
+        assert_busy_range(pct, what);
+    }
+}
+
 /// Parses a duration as printed ("571ns", "56.9us", "6.61ms", "1.20s") to ns.
 pub fn parse_dur_ns(s: &str) -> f64 {
     let s = s.trim();
