@@ -16,6 +16,30 @@ pub fn finish(prog: &str, result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// A number as given back in an error message: as written when short,
+/// in exponent form when long (`--wait 1e300`, not 301 digits).
+pub fn show_num(v: f64) -> String {
+    let plain = v.to_string();
+    if plain.len() <= 20 {
+        plain
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// The longest `--spin-us` (hybrid spin budget) any program takes: one
+/// second, far beyond any useful spin.
+pub const MAX_SPIN_US: u64 = 1_000_000;
+
+/// Checks a `--spin-us` value: at most [`MAX_SPIN_US`] (a larger one
+/// would overflow a deadline inside msgpass).
+pub fn check_spin_us(us: u64) -> anyhow::Result<()> {
+    if us > MAX_SPIN_US {
+        anyhow::bail!("--spin-us {us}: must be a whole number of microseconds, 0 to {MAX_SPIN_US}");
+    }
+    Ok(())
+}
+
 /// A flag set by the first SIGINT or SIGTERM, so the program can stop
 /// cleanly; a second SIGINT ends the process at once.
 pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
@@ -84,5 +108,23 @@ mod tests {
             }
         }
         assert!(long.contains("needs root"), "{long}");
+    }
+
+    #[test]
+    fn numbers_in_errors_stay_short() {
+        assert_eq!(show_num(-1.0), "-1");
+        assert_eq!(show_num(0.5), "0.5");
+        assert_eq!(show_num(1e300), "1e300");
+        assert_eq!(show_num(f64::INFINITY), "inf");
+        assert_eq!(show_num(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn spin_budgets_are_bounded() {
+        assert!(check_spin_us(0).is_ok());
+        assert!(check_spin_us(MAX_SPIN_US).is_ok());
+        let e = check_spin_us(u64::MAX).unwrap_err().to_string();
+        assert!(e.starts_with("--spin-us 18446744073709551615: "), "{e}");
+        assert!(e.contains("1000000"), "{e}");
     }
 }

@@ -37,7 +37,8 @@ pub struct ClientArgs {
     /// Before the run, sleep 5 s and measure how busy the machine is idle.
     #[arg(short = 'I')]
     pub idle: bool,
-    /// Wait up to SECS for the endpoints to appear (like QNX waitfor).
+    /// Wait up to SECS (at most a day) for the endpoints to appear (like
+    /// QNX waitfor).
     #[arg(long = "wait", value_name = "SECS", allow_negative_numbers = true)]
     pub wait: Option<f64>,
     /// Write all figures and the environment to FILE as JSON.
@@ -111,8 +112,10 @@ pub struct ClientRun {
     pub samples: u64,
     /// Per-thread results.
     pub threads: Vec<ThreadResult>,
-    /// Machine busy during the run (summed over CPUs).
-    pub busy: CpuUsage,
+    /// Machine busy during the run (summed over CPUs); `None` (JSON
+    /// `null`) when /proc/stat could not be read or counted no tick
+    /// during the run: never a made-up 0.
+    pub busy: Option<CpuUsage>,
     /// Mean of the thread durations, ns.
     pub ave_duration_ns: f64,
     /// samples / mean duration: the seed's per-thread rate.
@@ -183,7 +186,7 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
         let after = CpuStat::read();
         let busy = match (before, after) {
             (Ok(b), Ok(a)) => cpu::usage(&b, &a, placement::cpu_count()),
-            _ => CpuUsage::default(),
+            _ => None,
         };
         (results, busy)
     });
@@ -364,6 +367,9 @@ struct ClientReport<'a> {
     run: &'a ClientRun,
 }
 
+/// The longest `--wait`, seconds: a day.
+pub const MAX_WAIT_SECS: f64 = 86_400.0;
+
 /// The `client-adder` program.
 pub fn main(args: &ClientArgs) -> Result<()> {
     let cpus = args.common.validate()?;
@@ -373,9 +379,10 @@ pub fn main(args: &ClientArgs) -> Result<()> {
         None => None,
     };
     let wait = match args.wait {
-        Some(w) if !(w.is_finite() && w >= 0.0) => {
-            bail!("--wait {w}: must be a number of seconds, 0 or more")
-        }
+        Some(w) if !(w.is_finite() && (0.0..=MAX_WAIT_SECS).contains(&w)) => bail!(
+            "--wait {}: must be a number of seconds from 0 to {MAX_WAIT_SECS} (a day)",
+            crate::cli::show_num(w)
+        ),
         w => w.map(Duration::from_secs_f64),
     };
     let ns = Namespace::resolve(args.common.ns.as_deref())?;

@@ -36,15 +36,17 @@ pub struct Common {
     /// there are more threads than CPUs). Verified with sched_getcpu.
     #[arg(long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Hybrid waiting: how long to spin before sleeping, in microseconds.
+    /// Hybrid waiting: how long to spin before sleeping, in microseconds
+    /// (0 to 1000000).
     #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
     pub spin_us: u64,
 }
 
 impl Common {
-    /// Checks -n and -i, and parses --cpus.
+    /// Checks -n, -i and --spin-us, and parses --cpus.
     pub fn validate(&self) -> Result<CpuList> {
         check_instances(self.n, self.i)?;
+        crate::cli::check_spin_us(self.spin_us)?;
         msgpass::transport::by_name(&self.transport)
             .map_err(|e| anyhow::anyhow!("-t {}: {e}", self.transport))?;
         match &self.cpus {

@@ -88,34 +88,43 @@ pub struct CpuUsage {
 
 /// Busy percentage over the interval SUMMED over CPUs (2 fully busy CPUs =
 /// 200%): busy = total - idle - iowait - steal, as a share of total, times
-/// cpus*100. steal_pct likewise. An empty interval gives 0.
-pub fn usage(before: &CpuStat, after: &CpuStat, cpus: usize) -> CpuUsage {
+/// cpus*100. steal_pct likewise. `None` when no clock tick was counted in
+/// between (an interval shorter than /proc/stat's resolution, or a
+/// counter that went backwards): nothing was measured, and a 0% would be
+/// a figure made up.
+pub fn usage(before: &CpuStat, after: &CpuStat, cpus: usize) -> Option<CpuUsage> {
     let d = |a: u64, b: u64| b.saturating_sub(a);
     let total = d(before.total(), after.total());
+    if total == 0 {
+        return None;
+    }
     let idle = d(before.idle, after.idle);
     let iowait = d(before.iowait, after.iowait);
     let steal = d(before.steal, after.steal);
     let busy = total.saturating_sub(idle + iowait + steal);
-    let pct = |x: u64| {
-        if total == 0 {
-            0.0
-        } else {
-            x as f64 / total as f64 * cpus as f64 * 100.0
-        }
-    };
-    CpuUsage {
+    let pct = |x: u64| x as f64 / total as f64 * cpus as f64 * 100.0;
+    Some(CpuUsage {
         busy_pct: pct(busy),
         steal_pct: pct(steal),
         cpus,
-    }
+    })
 }
 
-/// Sleeps `d` and returns the usage meanwhile (the "idle baseline").
+/// Sleeps `d` and returns the usage meanwhile (the "idle baseline"); an
+/// error when /proc/stat is unreadable or counted no tick meanwhile.
 pub fn idle_baseline(d: Duration) -> io::Result<CpuUsage> {
     let before = CpuStat::read()?;
     std::thread::sleep(d);
     let after = CpuStat::read()?;
-    Ok(usage(&before, &after, super::placement::cpu_count()))
+    usage(&before, &after, super::placement::cpu_count()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "/proc/stat counted no clock tick in {} s: too short to measure",
+                d.as_secs_f64()
+            ),
+        )
+    })
 }
 
 /// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), ns.
@@ -167,11 +176,27 @@ mod tests {
         let a = parse_proc_stat("cpu 100 0 100 1000 0 0 0 0 0 0\n").unwrap();
         // +150 user, +40 system, +0 idle, +10 steal over 200 jiffies
         let b = parse_proc_stat("cpu 250 0 140 1000 0 0 0 10 0 0\n").unwrap();
-        let u = usage(&a, &b, 2);
+        let u = usage(&a, &b, 2).expect("200 jiffies counted");
         assert_eq!(u.cpus, 2);
         assert!((u.busy_pct - 190.0).abs() < 1e-9, "{u:?}");
         assert!((u.steal_pct - 10.0).abs() < 1e-9, "{u:?}");
-        assert_eq!(usage(&a, &a, 2).busy_pct, 0.0);
+    }
+
+    #[test]
+    fn an_interval_without_a_tick_is_unmeasured_not_zero() {
+        let a = parse_proc_stat(
+            "cpu 100 0 100 1000 0 0 0 0 0 0
+",
+        )
+        .unwrap();
+        assert_eq!(usage(&a, &a, 2), None);
+        // Counters that went backwards (a wrapped or reset /proc) neither.
+        let b = parse_proc_stat(
+            "cpu 50 0 50 500 0 0 0 0 0 0
+",
+        )
+        .unwrap();
+        assert_eq!(usage(&a, &b, 2), None);
     }
 
     #[test]

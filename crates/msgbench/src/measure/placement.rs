@@ -86,15 +86,25 @@ pub fn parse_cpus_arg(s: &str) -> Result<CpuList, String> {
 }
 
 fn parse_list(list: &str) -> Result<Vec<usize>, PlacementError> {
-    parse_ranges(list).map_err(|reason| PlacementError::BadList {
+    parse_ranges(list, MAX_CPU_ID).map_err(|reason| PlacementError::BadList {
         list: list.to_string(),
         reason,
     })
 }
 
+/// The highest CPU number a list may name: the last one an affinity set
+/// (`CPU_SETSIZE`) can hold. Checked while parsing, so `0-4294967295`
+/// is refused at once instead of allocating gigabytes.
+pub const MAX_CPU_ID: usize = oslayer::sched::MAX_CPUS - 1;
+
+/// The most entries a list may expand to (ranges counted in full,
+/// repeats included).
+pub const MAX_LIST_LEN: usize = 4096;
+
 /// Parses a list of numbers and inclusive ranges, like `1,2,4-6`, keeping
-/// order and duplicates. The error says what is wrong with it.
-pub fn parse_ranges(list: &str) -> Result<Vec<usize>, String> {
+/// order and duplicates; every number must be at most `max` and the list
+/// at most [`MAX_LIST_LEN`] entries long. The error says what is wrong.
+pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     if list.trim().is_empty() {
         return Err("empty".into());
@@ -102,20 +112,30 @@ pub fn parse_ranges(list: &str) -> Result<Vec<usize>, String> {
     for part in list.split(',') {
         let part = part.trim();
         let num = |s: &str| {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("{s:?} is not a number"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("range {a}-{b} runs backwards"));
+            let s = s.trim();
+            match s.parse::<usize>() {
+                Ok(v) if v <= max => Ok(v),
+                Ok(v) => Err(format!("{v} is above the maximum, {max}")),
+                Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                    Err(format!("{s} is above the maximum, {max}"))
                 }
-                out.extend(a..=b);
+                Err(_) => Err(format!("{s:?} is not a number")),
             }
-            None => out.push(num(part)?),
+        };
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let v = num(part)?;
+                (v, v)
+            }
+        };
+        if a > b {
+            return Err(format!("range {a}-{b} runs backwards"));
         }
+        if out.len() + (b - a) >= MAX_LIST_LEN {
+            return Err(format!("longer than {MAX_LIST_LEN} entries"));
+        }
+        out.extend(a..=b);
     }
     Ok(out)
 }
@@ -216,11 +236,45 @@ mod tests {
 
     #[test]
     fn refuses_missing_cpu() {
-        let err = CpuList::parse("9999").unwrap_err();
+        let missing = (0..=MAX_CPU_ID)
+            .rev()
+            .find(|c| !online_cpus().contains(c))
+            .expect("fewer online CPUs than CPU_SETSIZE");
+        let err = CpuList::parse(&missing.to_string()).unwrap_err();
         assert!(
-            matches!(err, PlacementError::NoSuchCpu { cpu: 9999, .. }),
+            matches!(err, PlacementError::NoSuchCpu { cpu, .. } if cpu == missing),
             "{err}"
         );
+    }
+
+    #[test]
+    fn refuses_cpus_beyond_the_affinity_set_without_allocating() {
+        let beyond = (MAX_CPU_ID + 1).to_string();
+        for (list, why) in [
+            (
+                "0-4294967295",
+                format!("4294967295 is above the maximum, {MAX_CPU_ID}"),
+            ),
+            ("4294967295", "4294967295 is above the maximum".into()),
+            ("0-18446744073709551615", "is above the maximum".into()),
+            ("99999999999999999999999", "is above the maximum".into()),
+            (&beyond, format!("{beyond} is above the maximum")),
+        ] {
+            let e = CpuList::parse(list).unwrap_err();
+            assert!(matches!(e, PlacementError::BadList { .. }), "{list}: {e}");
+            assert!(e.to_string().contains(&why), "{list}: {e}");
+        }
+    }
+
+    #[test]
+    fn bounds_the_length_of_a_list() {
+        let long = ["0-1023"; 5].join(",");
+        let e = parse_ranges(&long, 1023).unwrap_err();
+        assert!(e.contains("longer than 4096"), "{e}");
+        let fits = ["0-1023"; 4].join(",");
+        assert_eq!(parse_ranges(&fits, 1023).unwrap().len(), MAX_LIST_LEN);
+        assert!(parse_ranges("0-5", 4).unwrap_err().contains("5 is above"));
+        assert!(parse_ranges("-1", 4).unwrap_err().contains("not a number"));
     }
 
     #[test]

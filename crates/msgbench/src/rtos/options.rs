@@ -26,7 +26,7 @@ pub struct RtosArgs {
     #[arg(long = "sem", value_name = "KIND", default_value = "posix")]
     pub sem: String,
     /// How long MEM-B-LEK creates and destroys objects, seconds (hours
-    /// when asked: 3600 and more are fine) [default: 10, 2 with --quick].
+    /// when asked: up to 86400, a day) [default: 10, 2 with --quick].
     #[arg(long = "duration", value_name = "SECS", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Hide the QNX 6.5 reference figures.
@@ -45,6 +45,8 @@ pub struct RtosArgs {
 
 /// `--duration` when not given, seconds.
 const DEFAULT_DURATION_S: u64 = 10;
+/// The longest `--duration`, seconds: a day.
+const MAX_DURATION_S: f64 = 86_400.0;
 /// `--duration` when not given, with `--quick`, seconds.
 const QUICK_DURATION_S: u64 = 2;
 
@@ -88,8 +90,10 @@ pub fn plan(args: &RtosArgs) -> Result<Plan> {
         None if args.quick => Duration::from_secs(QUICK_DURATION_S),
         None => Duration::from_secs(DEFAULT_DURATION_S),
         Some(d) => match d.trim().parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 && s <= 1e7 => Duration::from_secs_f64(s),
-            _ => bail!("--duration {d}: expected seconds, more than 0"),
+            Ok(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION_S => Duration::from_secs_f64(s),
+            _ => bail!(
+                "--duration {d}: expected seconds, more than 0 and at most {MAX_DURATION_S} (a day)"
+            ),
         },
     };
     let format = match args.format.as_str() {
@@ -160,6 +164,14 @@ mod tests {
         let e = plan(&a).err().unwrap().to_string();
         assert!(e.starts_with("--duration 0:"), "{e}");
         assert!(!e.contains('\n'));
+        a.duration = Some("86400".into());
+        assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(86_400));
+        for bad in ["1e300", "86401", "inf", "NaN", "-1", "x"] {
+            a.duration = Some(bad.into());
+            let e = plan(&a).err().unwrap().to_string();
+            assert!(e.starts_with(&format!("--duration {bad}: ")), "{e}");
+            assert!(e.contains("at most 86400"), "{e}");
+        }
     }
 
     #[test]

@@ -74,7 +74,8 @@ pub struct AdderArgs {
         allow_negative_numbers = true
     )]
     pub row_secs: f64,
-    /// Length of the idle baseline measured once before the runs (0: skip).
+    /// Length of the idle baseline measured once before the runs (0: skip;
+    /// else 0.1 to 600).
     #[arg(
         long = "idle-secs",
         value_name = "SECS",
@@ -136,10 +137,11 @@ pub struct Row {
     pub samples_per_thread: u64,
     /// Busy during the idle baseline, % summed over CPUs.
     pub idle_pct: Option<f64>,
-    /// Busy during the run, % summed over CPUs.
-    pub busy_pct: f64,
-    /// CPU stolen by the hypervisor during the run, %.
-    pub steal_pct: f64,
+    /// Busy during the run, % summed over CPUs; `None` (JSON `null`) when
+    /// /proc/stat could not be read.
+    pub busy_pct: Option<f64>,
+    /// CPU stolen by the hypervisor during the run, %; `None` as `busy_pct`.
+    pub steal_pct: Option<f64>,
     /// Mean thread duration, ms.
     pub ave_duration_ms: f64,
     /// Samples / mean duration (the seed's "Rate").
@@ -185,7 +187,7 @@ struct Plan {
 
 fn plan(args: &AdderArgs) -> Result<Plan> {
     let threads: Vec<u32> = match &args.threads {
-        Some(l) => placement::parse_ranges(l)
+        Some(l) => placement::parse_ranges(l, crate::adder::MAX_INSTANCES as usize)
             .map_err(|e| anyhow::anyhow!("--threads {l}: {e}"))?
             .into_iter()
             .map(|x| x as u32)
@@ -212,15 +214,17 @@ fn plan(args: &AdderArgs) -> Result<Plan> {
     if !(args.row_secs.is_finite() && args.row_secs > 0.0 && args.row_secs <= 3600.0) {
         bail!(
             "--row-secs {}: must be more than 0 and at most 3600 seconds",
-            args.row_secs
+            crate::cli::show_num(args.row_secs)
         );
     }
-    if !(args.idle_secs.is_finite() && (0.0..=600.0).contains(&args.idle_secs)) {
+    if !(args.idle_secs == 0.0 || (0.1..=600.0).contains(&args.idle_secs)) {
         bail!(
-            "--idle-secs {}: must be between 0 and 600 seconds",
-            args.idle_secs
+            "--idle-secs {}: must be 0 (no baseline) or from 0.1 to 600 seconds \
+             (a shorter baseline is below /proc/stat's resolution)",
+            crate::cli::show_num(args.idle_secs)
         );
     }
+    crate::cli::check_spin_us(args.spin_us)?;
     if args.modes.is_empty() {
         bail!("--modes: give at least one of one, multi");
     }
@@ -366,8 +370,8 @@ fn make_row(
         threads: x,
         samples_per_thread: run.samples,
         idle_pct: idle.map(|i| i.busy_pct),
-        busy_pct: run.busy.busy_pct,
-        steal_pct: run.busy.steal_pct,
+        busy_pct: run.busy.map(|b| b.busy_pct),
+        steal_pct: run.busy.map(|b| b.steal_pct),
         ave_duration_ms: run.ave_duration_ns / 1e6,
         rate_per_thread: run.rate_per_thread,
         aggregate_rate: run.aggregate_rate,

@@ -682,6 +682,29 @@ pub fn assert_busy_range(pct: f64, what: &str) {
     );
 }
 
+/// Parses a busy figure as printed: `None` for `n/a` (a run too short for
+/// /proc/stat's tick, or /proc/stat unreadable), else a percentage within
+/// [`assert_busy_range`].
+pub fn parse_busy(s: &str, what: &str) -> Option<f64> {
+    if s.trim() == "n/a" {
+        return None;
+    }
+    let pct = parse_pct(s, what);
+    assert_busy_range(pct, what);
+    Some(pct)
+}
+
+/// Checks a busy figure in JSON: `null` (not measured) or a percentage
+/// within [`assert_busy_range`], never anything else.
+pub fn check_busy_json(v: &serde_json::Value, what: &str) {
+    if !v.is_null() {
+        let pct = v
+            .as_f64()
+            .unwrap_or_else(|| panic!("{what}: not a number or null: {v}"));
+        assert_busy_range(pct, what);
+    }
+}
+
 /// Parses a duration as printed ("571ns", "56.9us", "6.61ms", "1.20s") to ns.
 pub fn parse_dur_ns(s: &str) -> f64 {
     let s = s.trim();
@@ -781,12 +804,20 @@ pub fn unused_port() -> u16 {
 }
 
 /// Reports a test skipped for `reason` (a missing privilege or tool), or
-/// fails it when `CI` is set: CI must really exercise every test.
+/// fails it when `CI` is set: CI must really exercise every test. The
+/// line goes straight to stderr, past the test harness's capture, so a
+/// skip is seen in a plain `cargo test` run, not mistaken for a pass.
 pub fn skip(reason: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
     if std::env::var_os("CI").is_some() {
-        panic!("CI is set, so this test may not be skipped: {reason}");
+        panic!("CI is set, so {test} may not be skipped: {reason}");
     }
-    println!("skipped: {reason}");
+    use std::io::Write;
+    // Best effort: a closed stderr must not fail the test.
+    let _ = writeln!(std::io::stderr(), "skipped {test}: {reason}");
 }
 
 /// True when running as root (euid 0).

@@ -77,16 +77,24 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 pub static RT_TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// For unit tests that need SCHED_FIFO: true when it is available;
-/// otherwise prints why the test is skipped (or fails under `CI`).
+/// otherwise prints why the test is skipped (or fails under `CI`). The
+/// line goes straight to stderr, past the test harness's capture, so the
+/// skip is seen in a plain `cargo test` run.
 #[cfg(test)]
 pub fn fifo_or_skip() -> bool {
     if super::rt::fifo_allowed() {
         return true;
     }
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
     assert!(
         std::env::var_os("CI").is_none(),
-        "CI is set, so this test may not be skipped: needs CAP_SYS_NICE"
+        "CI is set, so {test} may not be skipped: needs CAP_SYS_NICE"
     );
-    println!("skipped: needs CAP_SYS_NICE");
+    use std::io::Write;
+    // Best effort: a closed stderr must not fail the test.
+    let _ = writeln!(std::io::stderr(), "skipped {test}: needs CAP_SYS_NICE");
     false
 }

@@ -43,7 +43,7 @@ pub(super) fn line(r: &Row, first_of_mode: bool) -> String {
         if first_of_mode { r.mode.label() } else { "" },
         &r.threads.to_string(),
         &r.idle_pct.map_or("-".into(), |i| format!("{i:.2}%")),
-        &format!("{:.2}%", r.busy_pct),
+        &r.busy_pct.map_or("n/a".into(), |b| format!("{b:.2}%")),
         &format!(
             "{:.0} ms{}",
             r.ave_duration_ms,
@@ -67,4 +67,33 @@ pub(super) fn legend(clock: &Clock) -> String {
         crate::measure::placement::cpu_count() * 100,
         clock.describe()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adder::client::ClientRun;
+    use crate::suite::adder::Mode;
+
+    #[test]
+    fn unmeasured_busy_is_na_in_the_table_and_null_in_json() {
+        let run = ClientRun {
+            transport: "shm".into(),
+            samples: 1000,
+            threads: Vec::new(),
+            busy: None,
+            ave_duration_ns: 1e6,
+            rate_per_thread: 1e6,
+            aggregate_rate: 1e6,
+            latency: None,
+        };
+        let row = super::super::make_row(Mode::One, 1, run, None, None);
+        let l = line(&row, true);
+        let cells: Vec<&str> = l.split_whitespace().collect();
+        assert!(cells.contains(&"n/a"), "{l}");
+        assert!(!l.contains("0.00%"), "{l}");
+        let json = serde_json::to_value(&row).expect("serialises");
+        assert!(json["busy_pct"].is_null(), "{json}");
+        assert!(json["steal_pct"].is_null(), "{json}");
+    }
 }

@@ -97,13 +97,14 @@ impl LoadMeter {
         }
     }
 
-    /// Other load since `start`; `None` if /proc/stat is unreadable.
+    /// Other load since `start`; `None` if /proc/stat is unreadable or
+    /// counted no clock tick since (nothing measured, not "no load").
     pub fn finish(&self) -> Option<OtherLoad> {
         let before = self.stat?;
         let after = CpuStat::read().ok()?;
         let secs = self.t0.elapsed().as_secs_f64();
         let own_pct = (process_cpu_ns().saturating_sub(self.own_ns)) as f64 / 1e9 / secs * 100.0;
-        let u = cpu::usage(&before, &after, cpu_count());
+        let u = cpu::usage(&before, &after, cpu_count())?;
         Some(OtherLoad {
             other_pct: (u.busy_pct - own_pct).max(0.0),
             steal_pct: u.steal_pct,

@@ -44,7 +44,7 @@ pub struct IpcArgs {
         ),
     )]
     pub transports: Option<String>,
-    /// Message sizes in bytes, comma-separated (0 is allowed)
+    /// Message sizes in bytes, comma-separated (0 to 16777216, 16 MiB)
     /// [default: 1,64,1024,4096,65536; with --quick: 1,4096].
     #[arg(long = "sizes", value_name = "LIST", allow_hyphen_values = true)]
     pub sizes: Option<String>,
@@ -337,13 +337,29 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses `1,64,4096` (bytes, 0 allowed), keeping order, dropping repeats.
+/// The largest `--sizes` entry, bytes (16 MiB): each side holds a few
+/// buffers of this size, so a larger one only ends in an allocation
+/// failure (an abort, not an error).
+const MAX_SIZE: usize = 16 << 20;
+
+/// Parses `1,64,4096` (bytes, 0 to [`MAX_SIZE`]), keeping order, dropping
+/// repeats.
 fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim) {
-        let v = s
-            .parse::<usize>()
-            .map_err(|_| format!("{s:?} is not a size in bytes (a whole number, 0 or more)"))?;
+        let too_big = || format!("{s} bytes is above the maximum, {MAX_SIZE} (16 MiB)");
+        let v = match s.parse::<usize>() {
+            Ok(v) if v <= MAX_SIZE => v,
+            Ok(_) => return Err(too_big()),
+            Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(too_big())
+            }
+            Err(_) => {
+                return Err(format!(
+                    "{s:?} is not a size in bytes (a whole number, 0 or more)"
+                ))
+            }
+        };
         if !out.contains(&v) {
             out.push(v);
         }
@@ -386,6 +402,15 @@ mod tests {
         assert!(parse_sizes("4k").is_err());
         assert!(parse_sizes("").is_err());
         assert!(parse_sizes("1,,2").is_err());
+        assert_eq!(parse_sizes("16777216").unwrap(), vec![MAX_SIZE]);
+        for big in [
+            "16777217",
+            "18446744073709551615",
+            "99999999999999999999999",
+        ] {
+            let e = parse_sizes(big).unwrap_err();
+            assert!(e.contains("above the maximum, 16777216"), "{big}: {e}");
+        }
     }
 
     #[test]
