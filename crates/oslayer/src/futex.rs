@@ -37,6 +37,59 @@ pub fn wake(word: &AtomicU32, n: u32, shared: bool) -> usize {
     rfutex::wake(word, flags(shared), n).unwrap_or(0)
 }
 
+/// The most words one [`wait_any`] watches (the kernel's `FUTEX_WAITV_MAX`).
+pub const WAIT_ANY_MAX: usize = 128;
+
+/// Blocks while every word equals its expected value, until any of them is
+/// woken, at most `timeout` (`None`: no limit): `futex_waitv` (Linux 5.16).
+/// As with [`wait`], every return is to be re-checked by the caller.
+/// `shared` as in [`wait`]. Returns at once when `words` is empty.
+///
+/// # Panics
+/// When given more than [`WAIT_ANY_MAX`] words (a caller's bug).
+pub fn wait_any<'a>(
+    words: impl IntoIterator<Item = (&'a AtomicU32, u32)>,
+    timeout: Option<Duration>,
+    shared: bool,
+) {
+    let mut list = [rfutex::Wait::new(); WAIT_ANY_MAX];
+    let mut n = 0;
+    for (word, expected) in words {
+        assert!(n < WAIT_ANY_MAX, "more than {WAIT_ANY_MAX} futex words");
+        let w = &mut list[n];
+        w.val = u64::from(expected);
+        w.uaddr = rfutex::WaitPtr::new(word.as_ptr().cast());
+        w.flags = rfutex::WaitFlags::SIZE_U32
+            | if shared {
+                rfutex::WaitFlags::empty()
+            } else {
+                rfutex::WaitFlags::PRIVATE
+            };
+        n += 1;
+    }
+    if n == 0 {
+        return;
+    }
+    // The timeout of futex_waitv is a deadline on the given clock.
+    let deadline = timeout.map(|d| {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        let nanos = now.tv_nsec as u64 + u64::from(d.subsec_nanos());
+        let secs = (now.tv_sec as u64)
+            .saturating_add(d.as_secs())
+            .saturating_add(nanos / 1_000_000_000);
+        Timespec {
+            tv_sec: secs.min(i64::MAX as u64) as i64,
+            tv_nsec: (nanos % 1_000_000_000) as _,
+        }
+    });
+    let _ = rfutex::waitv(
+        &list[..n],
+        rfutex::WaitvFlags::empty(),
+        deadline.as_ref(),
+        rfutex::ClockId::Monotonic,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,6 +102,24 @@ mod tests {
         wait(&w, 0, None, false); // value differs: returns at once
         wait(&w, 1, Some(Duration::from_millis(1)), true);
         assert_eq!(wake(&w, 1, false), 0);
+    }
+
+    #[test]
+    fn wait_any_returns_on_a_changed_word_a_wake_or_the_deadline() {
+        let (a, b) = (AtomicU32::new(1), AtomicU32::new(2));
+        wait_any([(&a, 1), (&b, 0)], None, true); // b differs: at once
+        wait_any([(&a, 1), (&b, 2)], Some(Duration::from_millis(1)), true);
+        wait_any([], None, true);
+        let words = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+        let w2 = Arc::clone(&words);
+        let t = std::thread::spawn(move || {
+            while w2[1].load(Ordering::SeqCst) == 0 {
+                wait_any([(&w2[0], 0), (&w2[1], 0)], None, false);
+            }
+        });
+        words[1].store(1, Ordering::SeqCst);
+        wake(&words[1], 1, false);
+        t.join().unwrap();
     }
 
     #[test]

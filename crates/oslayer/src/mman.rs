@@ -6,9 +6,9 @@
 //! else, so that only code with a real protocol reason needs `unsafe`.
 
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
@@ -21,6 +21,95 @@ pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     rustix::fs::ftruncate(&fd, len as u64)?;
     rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
     Ok(fd)
+}
+
+/// Creates an anonymous memory file of `len` bytes that only the returned
+/// mapping can write: sealed like [`memfd`], and also with
+/// `F_SEAL_FUTURE_WRITE` (Linux 5.1), so a peer handed the descriptor can
+/// map it only for reading (a writable shared mapping, `write`, hole
+/// punching and `mprotect` to writable all fail). Close-on-exec.
+pub fn memfd_owned(name: &str, len: usize) -> io::Result<(OwnedFd, Mapping)> {
+    let fd = rustix::fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    rustix::fs::ftruncate(&fd, len as u64)?;
+    // Mapped writable before the seal: existing mappings keep their rights.
+    let map = Mapping::new(fd.as_fd(), len)?;
+    rustix::fs::fcntl_add_seals(
+        &fd,
+        SealFlags::SHRINK | SealFlags::GROW | SealFlags::FUTURE_WRITE | SealFlags::SEAL,
+    )?;
+    Ok((fd, map))
+}
+
+/// Maps `len` bytes of a memory file a peer passed us for reading only,
+/// after the same checks as [`map_sealed`].
+pub fn map_sealed_read_only(
+    fd: BorrowedFd<'_>,
+    len: usize,
+    what: &str,
+) -> io::Result<ReadOnlyMapping> {
+    let size = crate::fs::file_size(fd)?;
+    if size < len || !seals(fd)?.contains(SealFlags::SHRINK) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{what}: shared memory is {size} bytes (need {len}) or not sealed"),
+        ));
+    }
+    // SAFETY: a null hint lets the kernel pick fresh addresses, so no
+    // existing Rust memory is replaced.
+    let p = unsafe {
+        rustix::mm::mmap(
+            ptr::null_mut(),
+            len,
+            ProtFlags::READ,
+            MapFlags::SHARED,
+            fd,
+            0,
+        )
+    }?;
+    Ok(ReadOnlyMapping {
+        ptr: p as *const u8,
+        len,
+    })
+}
+
+/// A shared, read-only memory mapping, unmapped on drop. Page-aligned.
+/// Offers loads only: a store would fault.
+#[derive(Debug)]
+pub struct ReadOnlyMapping {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: read-only plain memory; all access goes through atomic loads.
+unsafe impl Send for ReadOnlyMapping {}
+// SAFETY: as above.
+unsafe impl Sync for ReadOnlyMapping {}
+
+impl ReadOnlyMapping {
+    /// Loads the 32-bit word at `offset` (a multiple of 4).
+    ///
+    /// # Panics
+    /// When misaligned or outside the mapping (a caller's bug).
+    #[inline]
+    pub fn load_u32(&self, offset: usize, order: Ordering) -> u32 {
+        assert!(
+            offset % 4 == 0 && offset.checked_add(4).is_some_and(|e| e <= self.len),
+            "word at {offset} misaligned or outside a {}-byte mapping",
+            self.len
+        );
+        // SAFETY: inside the mapping and aligned (checked; the mapping is
+        // page-aligned), valid for any bits, alive while self is; only
+        // loaded, never stored (the pages are read-only).
+        unsafe { (*(self.ptr.add(offset) as *const AtomicU32)).load(order) }
+    }
+}
+
+impl Drop for ReadOnlyMapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping created by mmap and not yet
+        // unmapped; no borrow of it outlives a call.
+        let _ = unsafe { rustix::mm::munmap(self.ptr as *mut _, self.len) };
+    }
 }
 
 /// The seals present on a memory file.
@@ -203,6 +292,28 @@ mod tests {
         rustix::fs::ftruncate(&plain, 4096).unwrap();
         let e = map_sealed(plain.as_fd(), 4096, "plain").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn an_owned_memfd_is_read_only_for_everyone_else() {
+        let (fd, mine) = memfd_owned("oslayer-owned", 4096).unwrap();
+        mine.atomic_u32(4).store(9, Ordering::SeqCst);
+        assert!(Mapping::new(fd.as_fd(), 4096).is_err(), "writable mapping");
+        assert!(rustix::io::pwrite(&fd, b"x", 0).is_err(), "write");
+        let theirs = map_sealed_read_only(fd.as_fd(), 4096, "owned").unwrap();
+        assert_eq!(theirs.load_u32(4, Ordering::SeqCst), 9);
+        // SAFETY: the range is the read-only mapping just made; asking to
+        // make it writable must fail and changes nothing.
+        let prot = unsafe {
+            rustix::mm::mprotect(
+                theirs.ptr as *mut _,
+                4096,
+                rustix::mm::MprotectFlags::READ | rustix::mm::MprotectFlags::WRITE,
+            )
+        };
+        assert!(prot.is_err(), "mprotect to writable");
+        mine.atomic_u32(4).store(10, Ordering::SeqCst);
+        assert_eq!(theirs.load_u32(4, Ordering::SeqCst), 10);
     }
 
     #[test]

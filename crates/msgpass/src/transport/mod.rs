@@ -35,6 +35,8 @@ mod mechanism;
 pub mod pipe;
 mod poker;
 pub mod posix_mq;
+#[cfg(test)]
+mod proptests;
 mod reactor;
 pub(crate) mod rendezvous;
 mod server;

@@ -4,7 +4,7 @@
 //! Rendezvous: the server listens on a Unix seqpacket socket at the
 //! endpoint path. For each client it creates two sealed memfds and passes
 //! them with SCM_RIGHTS: the channel's *doorbell* (shared by all clients of
-//! the channel) and the connection's *slot*. Nothing is named in /dev/shm,
+//! the channel, written by the server alone) and the connection's *slot*. Nothing is named in /dev/shm,
 //! so a crash leaves nothing behind; the socket stays open to detect death.
 //!
 //! Slot layout (one per connection; the first cache line carries the state,
@@ -21,12 +21,34 @@
 //! 24 data        payload, up to max_msg bytes
 //! ```
 //!
-//! Doorbell layout: `seq` (u32 futex word) and `sleeping` (u32). The server
-//! sets `sleeping`, re-scans its slots, then waits on `seq`; a client that
-//! posts a request and sees `sleeping` bumps `seq` and wakes it. Posting
-//! (SeqCst CAS on the state, then a SeqCst load of `sleeping`) and going to
-//! sleep (SeqCst store of `sleeping`, then SeqCst loads of the states) form
-//! a Dekker pair: at least one side sees the other, so no wake-up is lost.
+//! Doorbell layout: `sleeping` (u32 at 4) and the server's CPU + 1 (u32 at
+//! 64, on a line of its own). Only the server writes it: its memfd is
+//! sealed with `F_SEAL_FUTURE_WRITE` once the server has mapped it, so
+//! clients can map it only for reading.
+//!
+//! Waking the server. The server sets `sleeping`, loads every slot's state
+//! and, if none holds a request, waits on all those state words at once
+//! (`futex_waitv`), each expected to hold the value it just loaded. A
+//! client posts a request into its own slot's state and, if it sees
+//! `sleeping`, wakes that same word. Posting (SeqCst CAS on the state,
+//! then a SeqCst load of `sleeping`) and going to sleep (SeqCst store of
+//! `sleeping`, then SeqCst loads of the states) form a Dekker pair: either
+//! the server's load sees the request, or the client sees `sleeping` and
+//! wakes; a wake that comes before the server is queued is not lost, as
+//! the kernel then finds the word changed from the value the server
+//! expects and returns at once.
+//!
+//! No client can stall the server for the others: the only words a client
+//! can write are in its own slot. Garbage there costs the server spurious
+//! wake-ups (and the client its own answers), never a missed wake-up of
+//! an honest client, whose word nobody else can write. (Before, the
+//! doorbell held a shared `seq` futex word and `sleeping` flag that every
+//! client could write: one client clearing `sleeping`, or putting `seq`
+//! back, silenced everyone's wake-ups until the server's next tick.)
+//! `futex_waitv` watches at most 128 words: with more connections the
+//! server watches 128 of them in turn and sleeps at most [`OVERFLOW_NAP`]
+//! at a time. The cost per message is unchanged: the client's wake is one
+//! `futex_wake`, the server's sleep one `futex_waitv`.
 //!
 //! A client that never sleeps (`shm-spin`) posts `REQUEST | SPINS`: it will
 //! never set WAITER, so the server publishes the reply with a plain release
@@ -76,6 +98,12 @@ const DATA: usize = 24;
 const PAGE: usize = 4096;
 /// Receives between two looks at the clock for housekeeping while busy.
 const HOUSEKEEP_EVERY: u32 = 1024;
+/// The longest sleep of a server with more connections than one
+/// `futex_waitv` can watch (those it does not watch are looked at after).
+const OVERFLOW_NAP: Duration = Duration::from_millis(1);
+/// Attempts the closing server makes to mark a slot CLOSED while its
+/// client keeps changing the state word.
+const CLOSE_ATTEMPTS: u32 = 16;
 
 impl Transport for Shm {
     fn name(&self) -> &'static str {
@@ -88,10 +116,8 @@ impl Transport for Shm {
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let listener = Listener::bind(path, Family::Shm, opts.max_msg)?;
-        let bell_fd = oslayer::mman::memfd("msgpass-doorbell", PAGE)
-            .map_err(|e| Error::io("memfd_create", e))?;
-        let bell =
-            Mapping::new(bell_fd.as_fd(), PAGE).map_err(|e| Error::io("mmap doorbell", e))?;
+        let (bell_fd, bell) = oslayer::mman::memfd_owned("msgpass-doorbell", PAGE)
+            .map_err(|e| Error::io("memfd_create doorbell", e))?;
         Ok(Box::new(ShmServer {
             bell_fd,
             bell,
@@ -128,7 +154,12 @@ impl Transport for Shm {
             slot: Slot {
                 map: map(&slot_fd, slot_len, "slot")?,
             },
-            bell: map(&bell_fd, PAGE, "doorbell")?,
+            bell: oslayer::mman::map_sealed_read_only(bell_fd.as_fd(), PAGE, "doorbell").map_err(
+                |e| match e.kind() {
+                    std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
+                    _ => Error::io("map doorbell", e),
+                },
+            )?,
             sock,
             wait: self.wait,
             max_msg: hello.max_msg,
@@ -217,22 +248,12 @@ unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
     }
 }
 
-/// The doorbell words.
-fn bell_seq(bell: &Mapping) -> &AtomicU32 {
-    // SAFETY: offset 0 of a page-sized, page-aligned mapping that outlives
-    // the reference; shared through atomics only.
-    unsafe { &*(bell.ptr() as *const AtomicU32) }
-}
-fn bell_sleeping(bell: &Mapping) -> &AtomicU32 {
-    // SAFETY: offset 4, as above.
-    unsafe { &*(bell.ptr().add(4) as *const AtomicU32) }
-}
-/// The server's CPU + 1 when it last waited for requests (0: unknown). On
-/// a line of its own: written only when the server moves, read by clients.
-fn bell_server_cpu(bell: &Mapping) -> &AtomicU32 {
-    // SAFETY: offset 64, as above.
-    unsafe { &*(bell.ptr().add(64) as *const AtomicU32) }
-}
+/// The doorbell words (server side; clients load them at the same offsets
+/// from their read-only mapping): whether the server sleeps (or is about
+/// to), and its CPU + 1 when it last waited for requests (0: unknown), on
+/// a line of its own: written only when the server moves.
+const BELL_SLEEPING: usize = 4;
+const BELL_SERVER_CPU: usize = 64;
 
 /// Whether a hybrid waiter should spin: not when its peer was last seen on
 /// the waiter's own CPU, where spinning only delays the peer it waits for
@@ -327,7 +348,7 @@ impl ShmServer {
     /// another CPU (so that spinning for its next request can pay off).
     fn peers_elsewhere(&self) -> bool {
         let me = oslayer::cpu::current_cpu();
-        let published = bell_server_cpu(&self.bell);
+        let published = self.bell.atomic_u32(BELL_SERVER_CPU);
         if published.load(Relaxed) != me {
             published.store(me, Relaxed);
         }
@@ -337,14 +358,37 @@ impl ShmServer {
             .any(|c| worth_spinning(me, c.link.client_cpu().load(Relaxed)))
     }
 
-    /// Sleeps on the doorbell until a client rings it or `timeout` passes.
+    /// Sleeps on the slots' state words until a client posts (or wakes
+    /// its word), or `timeout` passes. See the module doc for why no
+    /// wake-up is lost and why no client can silence another's.
     fn sleep(&mut self, stop: &AtomicBool, timeout: Duration) {
-        bell_sleeping(&self.bell).store(1, SeqCst);
-        let s = bell_seq(&self.bell).load(SeqCst);
-        if self.scan().is_none() && !stop.load(Relaxed) {
-            oslayer::futex::wait(bell_seq(&self.bell), s, Some(timeout), true);
+        const MAX: usize = oslayer::futex::WAIT_ANY_MAX;
+        let sleeping = self.bell.atomic_u32(BELL_SLEEPING);
+        sleeping.store(1, SeqCst);
+        let conns = &self.conns.list;
+        let n = conns.len();
+        let (first, watched, timeout) = if n <= MAX {
+            (0, n, timeout)
+        } else {
+            (self.next % n, MAX, timeout.min(OVERFLOW_NAP))
+        };
+        // The values loaded here are the very ones the kernel is to find
+        // unchanged: a request posted after these loads changes its word.
+        let mut seen = [0u32; MAX];
+        let mut posted = false;
+        for (k, v) in seen.iter_mut().enumerate().take(watched) {
+            *v = conns[(first + k) % n].link.state().load(SeqCst);
+            posted |= *v & MASK == REQUEST;
         }
-        bell_sleeping(&self.bell).store(0, Relaxed);
+        // Those not watched (beyond 128 connections) are looked at now, so
+        // a request already posted there is not left for a whole nap.
+        posted |= (watched..n)
+            .any(|k| conns[(first + k) % n].link.state().load(SeqCst) & MASK == REQUEST);
+        if !posted && !stop.load(Relaxed) {
+            let words = (0..watched).map(|k| (conns[(first + k) % n].link.state(), seen[k]));
+            oslayer::futex::wait_any(words, Some(timeout), true);
+        }
+        sleeping.store(0, Relaxed);
     }
 }
 
@@ -443,7 +487,11 @@ impl Drop for ShmServer {
         for c in &self.conns.list {
             let st = c.link.state();
             let mut s = st.load(SeqCst);
-            while s & MASK != REPLY {
+            // Bounded: a hostile client could keep changing its word.
+            for _ in 0..CLOSE_ATTEMPTS {
+                if s & MASK == REPLY {
+                    break;
+                }
                 match st.compare_exchange(s, CLOSED, SeqCst, SeqCst) {
                     Ok(_) => {
                         if s & WAITER != 0 {
@@ -460,7 +508,7 @@ impl Drop for ShmServer {
 
 struct ShmClient {
     slot: Slot,
-    bell: Mapping,
+    bell: oslayer::mman::ReadOnlyMapping,
     sock: OwnedFd,
     wait: Wait,
     max_msg: usize,
@@ -477,7 +525,7 @@ impl ShmClient {
         let (spin, until) = match self.wait {
             Wait::Block => (false, None),
             Wait::Hybrid => (
-                worth_spinning(me, bell_server_cpu(&self.bell).load(Relaxed)),
+                worth_spinning(me, self.bell.load_u32(BELL_SERVER_CPU, Relaxed)),
                 Some(Instant::now() + self.spin),
             ),
             Wait::Spin => (true, None),
@@ -587,9 +635,9 @@ impl ClientConnection for ShmClient {
         if st.compare_exchange(cur, post, SeqCst, Acquire).is_err() {
             return Err(Error::Disconnected);
         }
-        if bell_sleeping(&self.bell).load(SeqCst) != 0 {
-            bell_seq(&self.bell).fetch_add(1, SeqCst);
-            oslayer::futex::wake(bell_seq(&self.bell), 1, true);
+        if self.bell.load_u32(BELL_SLEEPING, SeqCst) != 0 {
+            // Our own word, the one the sleeping server watches for us.
+            oslayer::futex::wake(st, 1, true);
         }
         self.wait_reply(me)?;
         let status = self.slot.status().load(Relaxed);
@@ -612,7 +660,8 @@ impl ClientConnection for ShmClient {
 
 #[cfg(test)]
 mod tests {
-    use super::worth_spinning;
+    use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn spins_only_when_the_peer_is_elsewhere_or_unknown() {
@@ -620,5 +669,112 @@ mod tests {
         assert!(worth_spinning(1, 2));
         assert!(worth_spinning(1, 0), "peer's CPU unknown");
         assert!(worth_spinning(0, 3), "my CPU unknown");
+    }
+
+    /// A client that maps what it was given and scribbles on every word it
+    /// can write, in a loop, until `stop`; while `quiet`, it leaves its
+    /// garbage in place and waits (so that the server sleeps, and a missed
+    /// wake-up would show). Checks on the way that the doorbell cannot be
+    /// written.
+    fn hostile(
+        path: &Path,
+        opts: &Options,
+        [stop, quiet]: [&AtomicBool; 2],
+        ready: std::sync::mpsc::Sender<()>,
+    ) {
+        let (_sock, hello, fds) = rendezvous::connect(path, Family::Shm, opts).unwrap();
+        let (bell_fd, slot_fd) = (&fds[0], &fds[1]);
+        assert!(
+            Mapping::new(bell_fd.as_fd(), PAGE).is_err(),
+            "doorbell writable"
+        );
+        assert!(oslayer::mman::map_sealed_read_only(bell_fd.as_fd(), PAGE, "bell").is_ok());
+        let slot_len = slot_size(hello.max_msg);
+        let slot = Mapping::new(slot_fd.as_fd(), slot_len).unwrap();
+        ready.send(()).unwrap();
+        let mut x: u32 = 0x9e37_79b9;
+        let mut round: u32 = 0;
+        while !stop.load(Relaxed) {
+            if quiet.load(Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            for off in (0..64).step_by(4).chain([slot_len - 4]) {
+                // xorshift: garbage, now and then a plausible request.
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let v = match x % 4 {
+                    0 => REQUEST | (x & (WAITER | SPINS)),
+                    1 => x & MASK,
+                    _ => x,
+                };
+                slot.atomic_u32(off).store(v, SeqCst);
+            }
+            oslayer::futex::wake(slot.atomic_u32(0), u32::MAX, true);
+            round = round.wrapping_add(1);
+            if round % 64 == 0 {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    #[test]
+    fn a_hostile_client_cannot_stall_the_server_for_an_honest_one() {
+        let dir = std::env::temp_dir().join(format!("msgpass-shm-hostile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ch");
+        // A tick longer than the bound: a missed wake-up would only end
+        // with the server's next tick, so it shows as a late answer.
+        let opts = Options {
+            tick: Duration::from_secs(3),
+            max_msg: 256,
+            ..Options::default()
+        };
+        let transport = Shm::new(Wait::Block);
+        let mut server = transport.serve(&path, &opts).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let quiet = Arc::new(AtomicBool::new(false));
+        let server_thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while let Ok(Some(inc)) = server.receive(&stop) {
+                    let mut out = server.data().to_vec();
+                    out.extend_from_slice(&inc.cmd.to_le_bytes());
+                    if server.reply(Status::Ok, &out).is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        let hostile_thread = {
+            let (stop, quiet) = (Arc::clone(&stop), Arc::clone(&quiet));
+            let (path, opts) = (path.clone(), opts.clone());
+            let (ready, mapped) = std::sync::mpsc::channel();
+            let t = std::thread::spawn(move || hostile(&path, &opts, [&stop, &quiet], ready));
+            mapped.recv().unwrap();
+            t
+        };
+        let mut honest = transport.connect(&path, &opts).unwrap();
+        let mut reply = [0u8; 256];
+        for i in 0..100u32 {
+            // Ten calls while it scribbles, ten while it lies low.
+            quiet.store(i / 10 % 2 == 1, Relaxed);
+            let req = [i as u8; 13];
+            let asked = Instant::now();
+            let n = honest.call(i, &req, &mut reply).unwrap();
+            let took = asked.elapsed();
+            assert!(
+                took < Duration::from_secs(2),
+                "call {i} answered after {took:?}"
+            );
+            assert_eq!(&reply[..13], &req);
+            assert_eq!(&reply[13..n], &i.to_le_bytes());
+        }
+        stop.store(true, SeqCst);
+        hostile_thread.join().unwrap();
+        drop(honest);
+        server_thread.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -90,7 +90,7 @@ impl Transport for Tcp {
 }
 
 /// Splits the hello's extra bytes into (port, token).
-fn parse_extra(extra: &[u8]) -> Option<(u16, [u8; TOKEN])> {
+pub(crate) fn parse_extra(extra: &[u8]) -> Option<(u16, [u8; TOKEN])> {
     if extra.len() != EXTRA {
         return None;
     }
