@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::starved;
+use crate::transport::server::{greeted, refuse};
 use crate::transport::wire::Wire;
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
@@ -131,27 +131,12 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
         };
         let (wire, fds, extra) = match self.mech.server_side(ctx, &self.opts) {
             Ok(made) => made,
-            Err(e) => {
-                let e = Error::io("make a connection", e);
-                if starved(&e) {
-                    // Out of descriptors: the client stays queued until
-                    // there are some again.
-                    return Err(e);
-                }
-                // Cannot make the objects: take the client and hang up on
-                // it, so it hears at once instead of timing out.
-                return listener.accept(&[]).map(|_| None);
-            }
+            Err(e) => return refuse(listener, Error::io("make a connection", e)),
         };
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
-        match listener.accept_with(&borrowed, &extra) {
-            Ok(session) => Ok(Some(Conn {
-                wire,
-                session: Some(session),
-            })),
-            Err(e) if starved(&e) => Err(e),
-            // The client left during the greeting.
-            Err(_) => Ok(None),
-        }
+        greeted(listener.accept_with(&borrowed, &extra), |session| Conn {
+            wire,
+            session: Some(session),
+        })
     }
 }

@@ -7,7 +7,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use oslayer::poll::{self, PollFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::Listener;
@@ -86,6 +86,30 @@ pub(crate) fn starved(e: &Error) -> bool {
     ))
 }
 
+/// A client's objects could not be made (`e`): out of descriptors, it
+/// stays queued and the error goes up (see [`starved`]); otherwise it is
+/// taken and hung up on, so that it hears at once instead of timing out.
+pub(crate) fn refuse<T>(listener: &Listener, e: Error) -> Result<Option<T>> {
+    if starved(&e) {
+        return Err(e);
+    }
+    listener.accept(&[]).map(|_| None)
+}
+
+/// What greeting a client (`accepted`, the session or why not) came to:
+/// the connection `make` makes of its session; nothing when the client
+/// left meanwhile; an error when the listener is out of descriptors.
+pub(crate) fn greeted<T>(
+    accepted: Result<OwnedFd>,
+    make: impl FnOnce(OwnedFd) -> T,
+) -> Result<Option<T>> {
+    match accepted {
+        Ok(session) => Ok(Some(make(session))),
+        Err(e) if starved(&e) => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Most queued clients accepted in one round (the listen backlog): a
 /// burst of connects must not outlast the clients' hello timeout.
 const ACCEPT_BURST: usize = 128;
@@ -102,6 +126,8 @@ pub(crate) struct Session<L> {
 pub(crate) struct Sessions<L> {
     listener: Listener,
     pub(crate) list: Vec<Session<L>>,
+    /// Until when the listener is left alone (accepting starved).
+    paused: Option<Instant>,
 }
 
 impl<L> Sessions<L> {
@@ -110,6 +136,7 @@ impl<L> Sessions<L> {
         Sessions {
             listener,
             list: Vec::new(),
+            paused: None,
         }
     }
 
@@ -125,14 +152,24 @@ impl<L> Sessions<L> {
 
     /// Accepts the clients waiting on the listener (at most a backlog's
     /// worth), waiting up to `timeout` for the first. `greet` makes one
-    /// client's link and greets it, seeing the clients already in; `None`
-    /// when that failed (the client hears a hang-up). True when anyone
-    /// joined.
+    /// client's link and greets it, seeing the clients already in (see
+    /// [`greeted`], [`refuse`]); when it starves, the listener rests for
+    /// `rest`. True when anyone joined.
     pub(crate) fn accept_waiting(
         &mut self,
         timeout: Duration,
-        mut greet: impl FnMut(&Listener, &[Session<L>]) -> Option<Session<L>>,
+        rest: Duration,
+        mut greet: impl FnMut(&Listener, &[Session<L>]) -> Result<Option<Session<L>>>,
     ) -> bool {
+        if let Some(until) = self.paused {
+            let now = Instant::now();
+            if now < until {
+                // Resting: wait as asked, without looking.
+                std::thread::sleep(timeout.min(until - now));
+                return false;
+            }
+            self.paused = None;
+        }
         let before = self.list.len();
         let mut p = [PollFd::readable(self.listener.as_fd())];
         let mut wait = timeout;
@@ -141,8 +178,14 @@ impl<L> Sessions<L> {
             if poll::poll(&mut p, Some(wait)).unwrap_or(0) == 0 {
                 break;
             }
-            if let Some(s) = greet(&self.listener, &self.list) {
-                self.list.push(s);
+            match greet(&self.listener, &self.list) {
+                Ok(Some(s)) => self.list.push(s),
+                Ok(None) => {}
+                Err(e) if starved(&e) => {
+                    self.paused = Some(Instant::now() + rest);
+                    break;
+                }
+                Err(_) => {}
             }
             wait = Duration::ZERO;
         }

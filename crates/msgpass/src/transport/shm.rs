@@ -66,7 +66,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::{Guard, Session, Sessions};
+use crate::transport::server::{greeted, refuse, Guard, Session, Sessions};
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 use oslayer::mman::Mapping;
 
@@ -279,18 +279,22 @@ struct ShmServer {
 
 /// Greets a new client with the doorbell and a fresh slot (both memfds
 /// passed along); hangs up on it when the slot cannot be made.
-fn greet(listener: &Listener, bell_fd: BorrowedFd<'_>, max_msg: usize) -> Option<Session<Slot>> {
+fn greet(
+    listener: &Listener,
+    bell_fd: BorrowedFd<'_>,
+    max_msg: usize,
+) -> Result<Option<Session<Slot>>> {
     let slot_len = slot_size(max_msg);
     let made = oslayer::mman::memfd("msgpass-slot", slot_len)
-        .ok()
-        .and_then(|fd| Some((Slot::map(&fd, slot_len).ok()?, fd)));
-    let Some((slot, slot_fd)) = made else {
-        drop(listener.accept(&[]));
-        return None;
+        .map_err(|e| Error::io("memfd_create", e))
+        .and_then(|fd| Ok((Slot::map(&fd, slot_len)?, fd)));
+    let (slot, slot_fd) = match made {
+        Ok(made) => made,
+        Err(e) => return refuse(listener, e),
     };
     slot.state().store(EMPTY, SeqCst);
-    let sock = listener.accept(&[bell_fd, slot_fd.as_fd()]).ok()?;
-    Some(Session { sock, link: slot })
+    let accepted = listener.accept(&[bell_fd, slot_fd.as_fd()]);
+    greeted(accepted, |sock| Session { sock, link: slot })
 }
 
 impl ShmServer {
@@ -316,9 +320,9 @@ impl ShmServer {
     fn housekeep(&mut self, timeout: Duration) {
         self.last_housekeeping = Instant::now();
         let (bell_fd, max_msg) = (&self.bell_fd, self.opts.max_msg);
-        let joined = self
-            .conns
-            .accept_waiting(timeout, |l, _| greet(l, bell_fd.as_fd(), max_msg));
+        let joined = self.conns.accept_waiting(timeout, self.opts.tick, |l, _| {
+            greet(l, bell_fd.as_fd(), max_msg)
+        });
         if self.conns.drop_hung_up() || joined {
             self.guard.clear();
         }

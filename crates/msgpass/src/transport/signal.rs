@@ -77,7 +77,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::transport::areas::Areas;
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::{reply_parts, Guard, Session, Sessions};
+use crate::transport::server::{refuse, reply_parts, starved, Guard, Session, Sessions};
 use crate::transport::wire::head;
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 use oslayer::signal::{self, SigInfo, SigSet};
@@ -279,12 +279,17 @@ fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
 
 /// Makes a connection's memory, then greets the client with it; hangs up
 /// on the client when the memory cannot be made.
-fn greet(listener: &Listener, next_id: &mut u64, tid: i32, max: usize) -> Option<Session<Link>> {
+fn greet(
+    listener: &Listener,
+    next_id: &mut u64,
+    tid: i32,
+    max: usize,
+) -> Result<Option<Session<Link>>> {
     *next_id += 1;
     let id = *next_id;
-    let Ok((mem, areas)) = Areas::create("msgpass-signal", PAGE, max) else {
-        drop(listener.accept(&[]));
-        return None;
+    let (mem, areas) = match Areas::create("msgpass-signal", PAGE, max) {
+        Ok(made) => made,
+        Err(e) => return refuse(listener, Error::io("make the shared memory", e)),
     };
     let shared = Shared { areas };
     shared.ctl().server_tid.store(tid as u32, Ordering::SeqCst);
@@ -292,15 +297,21 @@ fn greet(listener: &Listener, next_id: &mut u64, tid: i32, max: usize) -> Option
     extra.extend_from_slice(&(max as u64).to_le_bytes());
     extra.extend_from_slice(&id.to_le_bytes());
     extra.extend_from_slice(&(std::process::id() as i32).to_le_bytes());
-    let sock = listener.accept_with(&[mem.as_fd()], &extra).ok()?;
-    let pid = oslayer::socket::peer_cred(sock.as_fd()).ok()?.pid;
+    let sock = match listener.accept_with(&[mem.as_fd()], &extra) {
+        Ok(sock) => sock,
+        Err(e) if starved(&e) => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let Ok(cred) = oslayer::socket::peer_cred(sock.as_fd()) else {
+        return Ok(None);
+    };
     let link = Link {
         id,
         shared,
-        pid,
+        pid: cred.pid,
         served: 0,
     };
-    Some(Session { sock, link })
+    Ok(Some(Session { sock, link }))
 }
 
 impl SignalServer {
@@ -335,7 +346,9 @@ impl SignalServer {
     fn accept(&mut self) {
         let (next_id, tid, max) = (&mut self.next_id, self.tid, self.opts.max_msg);
         self.conns
-            .accept_waiting(Duration::ZERO, |l, _| greet(l, next_id, tid, max));
+            .accept_waiting(Duration::ZERO, self.opts.tick, |l, _| {
+                greet(l, next_id, tid, max)
+            });
         self.pollfds.clear();
     }
 

@@ -408,9 +408,12 @@ impl SysvServer {
     fn housekeeping(&mut self) {
         let (req_q, req_stamp, record) = (self.req_q, self.req_stamp, &self.record);
         let next_mtype = &mut self.next_mtype;
-        self.conns.accept_waiting(Duration::ZERO, |l, list| {
-            greet(l, list, (req_q, req_stamp), record, next_mtype)
-        });
+        // At most a backlog's worth a tick (the ticker's pace): a client
+        // whose queue or session cannot be made is hung up on.
+        self.conns
+            .accept_waiting(Duration::ZERO, Duration::ZERO, |l, list| {
+                Ok(greet(l, list, (req_q, req_stamp), record, next_mtype))
+            });
         for i in self.conns.hung_up() {
             self.drop_conn(i);
         }

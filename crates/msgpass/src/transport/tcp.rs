@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
-use crate::transport::server::starved;
+use crate::transport::server::{greeted, starved};
 use crate::transport::wire::StreamWire;
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
@@ -368,15 +368,12 @@ impl Acceptor for TcpAcceptor {
         let mut extra = [0u8; EXTRA];
         extra[..2].copy_from_slice(&port.to_le_bytes());
         extra[2..].copy_from_slice(&token);
-        match listener.accept_with(&[], &extra) {
-            Ok(session) => self.pending.push(Pending {
-                session,
-                token,
-                since: Instant::now(),
-            }),
-            Err(e) if starved(&e) => return Err(e),
-            Err(_) => {}
-        }
+        let pending = greeted(listener.accept_with(&[], &extra), |session| Pending {
+            session,
+            token,
+            since: Instant::now(),
+        })?;
+        self.pending.extend(pending);
         Ok(None)
     }
 

@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{Acceptor, Conn, Reactor};
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::starved;
+use crate::transport::server::greeted;
 use crate::transport::wire::DatagramWire;
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
@@ -63,13 +63,9 @@ impl Acceptor for SessionAcceptor {
     type W = DatagramWire;
 
     fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<DatagramWire>>> {
-        match listener.accept(&[]) {
-            Ok(session) => Ok(Some(Conn {
-                wire: DatagramWire::new(session),
-                session: None,
-            })),
-            Err(e) if starved(&e) => Err(e),
-            Err(_) => Ok(None),
-        }
+        greeted(listener.accept(&[]), |session| Conn {
+            wire: DatagramWire::new(session),
+            session: None,
+        })
     }
 }
