@@ -854,4 +854,64 @@ mod tests {
             "the victim read the answer to a forged request"
         );
     }
+
+    /// A reply its client never takes (the client is frozen, say) outlives
+    /// the server: its queue stays in the record the server leaves behind,
+    /// and the next server's clean-up removes it.
+    #[test]
+    fn an_untaken_reply_is_left_to_the_next_server() {
+        let dir = std::env::temp_dir().join(format!("msgpass-sysv-u-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ep");
+        let opts = Options {
+            tick: Duration::from_millis(20),
+            ..Options::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (served_tx, served) = std::sync::mpsc::channel();
+        let server = {
+            let (path, opts, stop) = (path.clone(), opts.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut s = SysvMsg.serve(&path, &opts).expect("serve");
+                ready_tx.send(()).expect("ready");
+                while let Ok(Some(_)) = s.receive(&stop) {
+                    let _ = s.reply(Status::Ok, b"yours");
+                    let _ = served_tx.send(());
+                }
+            })
+        };
+        ready.recv().expect("server up");
+        let (_sock, hello, _) =
+            rendezvous::connect(&path, Family::SysvMsg, &opts).expect("connect");
+        let extra = hello.extra;
+        let id = |i: usize| MsgQueueId(i32::from_le_bytes(extra[i..i + 4].try_into().unwrap()));
+        let (req_q, own_q) = (id(0), id(4));
+        let own = MsgType::from_le_bytes(extra[8..16].try_into().unwrap());
+        let mut buf = MsgBuf::new(HEAD + 8);
+        buf.set_mtype(own);
+        buf.text_mut()[..HEAD].copy_from_slice(&head(1, 0));
+        oslayer::sysv_msg::send(req_q, &buf, HEAD, MsgFlags::EMPTY).expect("request");
+        served.recv().expect("served");
+        stop.store(true, Ordering::Relaxed);
+        server.join().expect("server thread");
+        let kept = oslayer::sysv_msg::count(own_q).ok();
+        let record = fs::read_to_string(record_path(&path)).ok();
+        clean_stale(&path);
+        let after = oslayer::sysv_msg::count(own_q).is_ok();
+        let record_after = record_path(&path).exists();
+        let _ = oslayer::sysv_msg::remove(own_q);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(kept, Some(1), "the untaken reply went with the server");
+        let record = record.expect("no record left behind");
+        assert!(
+            record
+                .lines()
+                .any(|l| l.starts_with(&format!("{} ", own_q.0))),
+            "{record}"
+        );
+        assert!(!after, "the next server's clean-up left the queue");
+        assert!(!record_after, "the next server's clean-up left the record");
+    }
 }
