@@ -2,19 +2,31 @@
 //! endpoint `adder/3` is the path `<root>/adder/3`.
 //!
 //! Rules, checked on every open:
+//! - every directory above the root (each one the root's path goes
+//!   through, symbolic links followed one at a time) is owned by root or
+//!   the effective user, and is not writable by group or others unless
+//!   sticky (like `/tmp`): otherwise someone else could swap the root, or
+//!   a directory on the way to it, for a symbolic link, and a server
+//!   cleaning up would delete files wherever that link points;
 //! - the root (and every directory msgpass creates under it) is owned by the
 //!   effective user, is not a symbolic link, and is not writable by group or
 //!   others; directories msgpass creates are mode 0700, endpoints 0600;
 //! - a server claims an endpoint by holding an advisory lock on
 //!   `<endpoint>.lock` for its lifetime. The kernel drops the lock when the
 //!   process dies, so an endpoint whose lock is free is stale and is
-//!   replaced; one whose lock is held is live and is never stolen.
+//!   replaced; one whose lock is held is live and is never stolen;
+//! - a claim opens the directories from the root down to the endpoint's
+//!   (`O_NOFOLLOW`, each checked again through its descriptor) and removes
+//!   the endpoint, its lock file and empty directories relative to those
+//!   descriptors (`unlinkat`), so a path swapped after the checks cannot
+//!   redirect a removal.
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -65,6 +77,7 @@ impl Namespace {
                 fs::create_dir_all(parent)
                     .map_err(|e| ns_err(parent, format!("cannot create: {e}")))?;
             }
+            check_ancestors(parent, 0)?;
         }
         ensure_private_dir(&root)?;
         Ok(Namespace { root })
@@ -95,17 +108,94 @@ impl Namespace {
         }
         Ok(path)
     }
+}
 
-    /// Removes the now-empty directories between `path` and the root.
-    pub(crate) fn prune(&self, path: &Path) {
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d == self.root || !d.starts_with(&self.root) || fs::remove_dir(d).is_err() {
-                break;
+/// How many symbolic links [`check_ancestors`] follows (as the kernel's
+/// `MAXSYMLINKS`).
+const MAX_LINKS: u32 = 40;
+
+/// Checks every directory the absolute path `dir` goes through, `dir`
+/// included, following symbolic links one at a time (a link is safe to
+/// follow once the directory holding it is checked): each must be owned by
+/// root or by us, and not writable by group or others unless sticky.
+/// Returns the path with its links resolved.
+fn check_ancestors(dir: &Path, links: u32) -> Result<PathBuf> {
+    let mut cur = PathBuf::from("/");
+    check_ancestor(&cur)?;
+    for c in dir.components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            // `cur` has no links in it: its parent is checked already.
+            Component::ParentDir => {
+                cur.pop();
             }
-            dir = d.parent();
+            Component::Normal(n) => {
+                let next = cur.join(n);
+                let md = fs::symlink_metadata(&next)
+                    .map_err(|e| ns_err(&next, format!("cannot inspect: {e}")))?;
+                if md.file_type().is_symlink() {
+                    if links >= MAX_LINKS {
+                        return Err(ns_err(&next, "too many symbolic links".into()));
+                    }
+                    let target = fs::read_link(&next)
+                        .map_err(|e| ns_err(&next, format!("cannot read link: {e}")))?;
+                    cur = check_ancestors(&cur.join(target), links + 1)?;
+                } else {
+                    check_ancestor(&next)?;
+                    cur = next;
+                }
+            }
         }
     }
+    Ok(cur)
+}
+
+/// One directory above the root (see [`check_ancestors`]).
+fn check_ancestor(dir: &Path) -> Result<()> {
+    let md = fs::symlink_metadata(dir).map_err(|e| ns_err(dir, format!("cannot inspect: {e}")))?;
+    if !md.is_dir() {
+        return Err(ns_err(dir, "is not a directory".into()));
+    }
+    let me = oslayer::ids::euid();
+    if md.uid() != 0 && md.uid() != me {
+        return Err(ns_err(
+            dir,
+            format!(
+                "is above the namespace and owned by uid {}, neither root nor you (uid {me}), \
+                 who could swap the namespace for a symbolic link; choose another --ns",
+                md.uid()
+            ),
+        ));
+    }
+    if md.mode() & 0o022 != 0 && md.mode() & libc::S_ISVTX == 0 {
+        return Err(ns_err(
+            dir,
+            format!(
+                "is above the namespace and writable by group or others without the sticky \
+                 bit (mode {:o}), so they could swap the namespace for a symbolic link; \
+                 choose another --ns",
+                md.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Opens directory `name` (in `dir`, or a path) without following a link
+/// and checks, through the descriptor, that it is ours and private: what
+/// was checked by path is what we hold.
+fn open_private(dir: Option<BorrowedFd<'_>>, name: &Path, shown: &Path) -> Result<OwnedFd> {
+    let fd = oslayer::fs::open_dir_at(dir, name)
+        .map_err(|e| ns_err(shown, format!("cannot open the directory: {e}")))?;
+    let (uid, mode) =
+        oslayer::fs::owner_and_mode(fd.as_fd()).map_err(|e| ns_err(shown, e.to_string()))?;
+    if uid != oslayer::ids::euid() || mode & 0o022 != 0 {
+        return Err(ns_err(
+            shown,
+            "changed while being opened (no longer ours and private)".into(),
+        ));
+    }
+    Ok(fd)
 }
 
 fn ns_err(path: &Path, reason: String) -> Error {
@@ -189,9 +279,13 @@ fn validate_name(name: &str) -> Result<()> {
 /// claim the same path; on drop the endpoint and its lock file are removed.
 #[derive(Debug)]
 pub(crate) struct EndpointClaim {
-    ns: Namespace,
     path: PathBuf,
-    lock_path: PathBuf,
+    /// The directories from the root down to the endpoint's, opened, each
+    /// with its name in the one before (empty for the root).
+    dirs: Vec<(OwnedFd, OsString)>,
+    /// The endpoint's and its lock file's names in the last of `dirs`.
+    file: OsString,
+    lock_file: OsString,
     _lock: File,
     /// A stale endpoint from a dead server was found and removed.
     pub replaced_stale: bool,
@@ -205,6 +299,22 @@ impl EndpointClaim {
         let mut lock_path = path.clone().into_os_string();
         lock_path.push(".lock");
         let lock_path = PathBuf::from(lock_path);
+        // Every removal goes through these descriptors (see the module
+        // documentation).
+        let mut dirs = vec![(open_private(None, &ns.root, &ns.root)?, OsString::new())];
+        let mut shown = ns.root.clone();
+        let rel = Path::new(name);
+        if let Some(parent) = rel.parent() {
+            for c in parent.components() {
+                shown.push(c);
+                let (at, _) = dirs.last().expect("the root");
+                let fd = open_private(Some(at.as_fd()), Path::new(&c), &shown)?;
+                dirs.push((fd, c.as_os_str().to_owned()));
+            }
+        }
+        let file = rel.file_name().expect("validated name").to_owned();
+        let mut lock_file = file.clone();
+        lock_file.push(".lock");
         let lock = loop {
             let mut f = OpenOptions::new()
                 .read(true)
@@ -247,14 +357,16 @@ impl EndpointClaim {
         let replaced_file = match fs::symlink_metadata(&path) {
             Ok(md) if md.is_dir() => {
                 // Still holding the lock: leave no lock file behind.
-                let _ = fs::remove_file(&lock_path);
+                let (at, _) = dirs.last().expect("the root");
+                let _ = oslayer::fs::unlink_at(at.as_fd(), Path::new(&lock_file));
                 return Err(Error::Namespace {
                     path,
                     reason: "a directory stands where the endpoint should be".into(),
                 });
             }
             Ok(_) => {
-                fs::remove_file(&path)
+                let (at, _) = dirs.last().expect("the root");
+                oslayer::fs::unlink_at(at.as_fd(), Path::new(&file))
                     .map_err(|e| Error::io(format!("remove stale {}", path.display()), e))?;
                 true
             }
@@ -262,9 +374,10 @@ impl EndpointClaim {
         };
         let replaced_stale = cleaned || replaced_file;
         Ok(EndpointClaim {
-            ns: ns.clone(),
             path,
-            lock_path,
+            dirs,
+            file,
+            lock_file,
             _lock: lock,
             replaced_stale,
         })
@@ -280,8 +393,19 @@ impl Drop for EndpointClaim {
     fn drop(&mut self) {
         // Remove while still holding the lock, so no one claims a file we
         // are about to delete (a claimer re-checks the inode after locking).
-        let _ = fs::remove_file(&self.path);
-        let _ = fs::remove_file(&self.lock_path);
-        self.ns.prune(&self.path);
+        // Relative to the directories opened at the claim: a path swapped
+        // since cannot send a removal elsewhere.
+        if let Some((at, _)) = self.dirs.last() {
+            let _ = oslayer::fs::unlink_at(at.as_fd(), Path::new(&self.file));
+            let _ = oslayer::fs::unlink_at(at.as_fd(), Path::new(&self.lock_file));
+        }
+        // Then the directories left empty, from the deepest up (the root
+        // stays).
+        for i in (1..self.dirs.len()).rev() {
+            let name = Path::new(&self.dirs[i].1);
+            if oslayer::fs::remove_dir_at(self.dirs[i - 1].0.as_fd(), name).is_err() {
+                break;
+            }
+        }
     }
 }

@@ -187,6 +187,13 @@ fn sysv_msg_queues_never_leak() {
     suite::sysv_msg_queues_never_leak()
 }
 
+/// A sysv-msg client frozen while its server stops, then killed, leaves no
+/// reply queue behind.
+#[test]
+fn sysv_msg_frozen_client_leaves_no_queue() {
+    suite::sysv_msg_frozen_client_leaves_no_queue()
+}
+
 #[test]
 fn unknown_transport_is_refused() {
     match msgpass::transport::by_name("carrier-pigeon") {
@@ -1244,6 +1251,28 @@ mod suite {
             );
             cx.replace_stale("leak/1");
             gone(&ids, "stale endpoint replaced");
+        });
+    }
+
+    /// A client frozen (SIGSTOP) while its server stops cannot remove its
+    /// reply queue (its watchdog never runs), and is then killed: the
+    /// server, or at the latest the next server of the endpoint, must.
+    pub fn sysv_msg_frozen_client_leaves_no_queue() {
+        run("sysv-msg", "frozen_client_leaves_no_queue", |cx| {
+            let s = cx.server("frozen/0");
+            let mut idle = cx.child("client-idle", "frozen/0");
+            idle.expect_line("MSGPASS_CONNECTED");
+            let ids = recorded_queues(&s.path);
+            assert_eq!(ids.len(), 2, "request queue + 1 reply queue: {ids:?}");
+            let pid = oslayer::process::Pid::from_raw(idle.pid() as i32).expect("child pid");
+            oslayer::process::kill(pid, oslayer::process::Signal::STOP).expect("SIGSTOP");
+            s.stop();
+            idle.kill_and_reap();
+            // The next server of the endpoint, then it stops too.
+            cx.server("frozen/0").stop();
+            let live = sysv_queues();
+            let left: Vec<_> = ids.iter().filter(|i| live.contains(i)).collect();
+            assert!(left.is_empty(), "queues {left:?} left behind");
         });
     }
 }

@@ -244,3 +244,73 @@ fn bad_names_are_refused() {
         tns.finish();
     });
 }
+
+#[test]
+fn ancestor_writable_by_others_without_sticky_bit_is_refused() {
+    guarded(
+        "ancestor_writable_by_others_without_sticky_bit_is_refused",
+        || {
+            let top = fresh_path("anc-w");
+            fs::create_dir_all(&top).expect("mkdir");
+            fs::set_permissions(&top, fs::Permissions::from_mode(0o777)).expect("chmod");
+            let root = top.join("deep").join("ns");
+            assert_refused(Namespace::open(&root), &top, "sticky");
+            // Sticky, like /tmp: nobody can rename what is not theirs.
+            fs::set_permissions(&top, fs::Permissions::from_mode(0o1777)).expect("chmod");
+            Namespace::open(&root).expect("under a sticky directory");
+            // A link on the way is followed, and its target checked too.
+            let real = fresh_path("anc-real");
+            fs::create_dir_all(&real).expect("mkdir");
+            fs::set_permissions(&real, fs::Permissions::from_mode(0o757)).expect("chmod");
+            let link = top.join("link");
+            std::os::unix::fs::symlink(&real, &link).expect("symlink");
+            assert_refused(Namespace::open(link.join("ns")), &real, "writable");
+            fs::remove_dir_all(&top).expect("cleanup");
+            fs::remove_dir_all(&real).expect("cleanup");
+        },
+    );
+}
+
+#[test]
+fn ancestor_owned_by_another_user_is_refused() {
+    guarded("ancestor_owned_by_another_user_is_refused", || {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            skip("needs root (to give a directory to another user)");
+            return;
+        }
+        let top = fresh_path("anc-owner");
+        fs::create_dir_all(&top).expect("mkdir");
+        fs::set_permissions(&top, fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::os::unix::fs::chown(&top, Some(65534), Some(65534)).expect("chown to 65534");
+        assert_refused(Namespace::open(top.join("ns")), &top, "owned by uid 65534");
+        fs::remove_dir_all(&top).expect("cleanup");
+    });
+}
+
+/// The namespace root is swapped, while a server runs, for a symbolic
+/// link to a directory holding files of the same names: the server's
+/// clean-up removes its own files, never the link target's.
+#[test]
+fn a_swapped_namespace_does_not_redirect_removals() {
+    guarded("a_swapped_namespace_does_not_redirect_removals", || {
+        let top = fresh_path("swap");
+        let root = top.join("ns");
+        let ns = Namespace::open(&root).expect("namespace");
+        let tr = msgpass::transport::by_name("uds").expect("transport");
+        let chan = Channel::create(&ns, "x/ep", &*tr, &Options::default()).expect("serve");
+        let moved = top.join("moved");
+        fs::rename(&root, &moved).expect("move the namespace away");
+        let decoy = top.join("decoy");
+        fs::create_dir_all(decoy.join("x")).expect("mkdir decoy");
+        fs::write(decoy.join("x/ep"), b"precious").expect("decoy file");
+        fs::write(decoy.join("x/ep.lock"), b"precious").expect("decoy file");
+        std::os::unix::fs::symlink(&decoy, &root).expect("swap in a link");
+        drop(chan);
+        let kept = decoy.join("x/ep").exists() && decoy.join("x/ep.lock").exists();
+        let cleaned = !moved.join("x").exists();
+        fs::remove_dir_all(&top).expect("cleanup");
+        assert!(kept, "the server removed files through the swapped path");
+        assert!(cleaned, "the server did not clean its own directory");
+    });
+}

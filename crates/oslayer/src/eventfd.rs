@@ -41,6 +41,22 @@ pub fn write(fd: BorrowedFd<'_>, v: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Adds `v` to an eventfd's counter like [`write`], but once: a signal
+/// that interrupts it is `ErrorKind::Interrupted`, not retried. (A write
+/// blocks while the counter would overflow; see
+/// [`crate::signal::install_interrupter`] for a way to end that wait.)
+#[inline]
+pub fn write_once(fd: BorrowedFd<'_>, v: u64) -> io::Result<()> {
+    let n = rustix::io::write(fd, &v.to_ne_bytes())?;
+    if n != 8 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "short write to an eventfd",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +73,32 @@ mod tests {
             read(e.as_fd()).unwrap_err().kind(),
             io::ErrorKind::WouldBlock
         );
+    }
+
+    #[test]
+    fn a_write_blocked_on_a_full_counter_is_interrupted_once() {
+        let e = new().unwrap();
+        write_once(e.as_fd(), 1).unwrap();
+        assert_eq!(read(e.as_fd()).unwrap(), 1);
+        // One below the maximum: a write of 1 more would overflow, and blocks.
+        write(e.as_fd(), u64::MAX - 1).unwrap();
+        let sig = crate::signal::rt(12);
+        assert!(crate::signal::install_interrupter(sig).unwrap());
+        let (tid_tx, tid) = std::sync::mpsc::channel();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let fd = e.try_clone().unwrap();
+        std::thread::spawn(move || {
+            tid_tx.send(crate::thread::gettid()).unwrap();
+            let _ = done_tx.send(write_once(fd.as_fd(), 1).map_err(|e| e.kind()));
+        });
+        let tid = tid.recv().unwrap();
+        let got = loop {
+            crate::signal::send_to_thread(tid, sig).unwrap();
+            if let Ok(got) = done.recv_timeout(std::time::Duration::from_millis(20)) {
+                break got;
+            }
+        };
+        assert_eq!(got, Err(io::ErrorKind::Interrupted));
+        assert_eq!(read(e.as_fd()).unwrap(), u64::MAX - 1);
     }
 }

@@ -112,6 +112,38 @@ pub fn ignore_if_default(sig: i32) -> io::Result<bool> {
     Ok(true)
 }
 
+/// The handler [`install_interrupter`] installs: it does nothing, its only
+/// effect is that the system call it lands in returns `EINTR`.
+extern "C" fn interrupt_only(_sig: libc::c_int) {}
+
+/// Makes `sig` an *interrupter*: a handler that does nothing, installed
+/// without `SA_RESTART`, so the signal sent to a thread blocked in an
+/// interruptible system call makes that call fail with `EINTR` (instead of
+/// killing the process or being discarded). Installed only over the
+/// default disposition; returns whether `sig` is an interrupter now
+/// (`false` when someone else handles or ignores it).
+pub fn install_interrupter(sig: i32) -> io::Result<bool> {
+    let ours = interrupt_only as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: sigaction is plain data; all-zero is valid.
+    let mut old: libc::sigaction = unsafe { zeroed() };
+    // SAFETY: a null new action only reads the current one into old.
+    check(unsafe { libc::sigaction(sig, ptr::null(), &mut old) })?;
+    if old.sa_sigaction == ours {
+        return Ok(true);
+    }
+    if old.sa_sigaction != libc::SIG_DFL {
+        return Ok(false);
+    }
+    // SAFETY: as above.
+    let mut act: libc::sigaction = unsafe { zeroed() };
+    act.sa_sigaction = ours;
+    // SAFETY: act is a valid action: a handler that touches nothing (so it
+    // is async-signal-safe), an empty mask, no flags (no SA_RESTART); the
+    // old one is not asked for.
+    check(unsafe { libc::sigaction(sig, &act, ptr::null_mut()) })?;
+    Ok(true)
+}
+
 /// A non-blocking, close-on-exec signalfd for the signals of `set`; reads
 /// report the signals pending for the *reading* thread (and its process).
 pub fn signalfd(set: &SigSet) -> io::Result<OwnedFd> {
@@ -336,6 +368,38 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn an_interrupter_ends_a_blocked_call_with_eintr() {
+        let sig = rt(10);
+        assert!(install_interrupter(sig).unwrap());
+        assert!(
+            install_interrupter(sig).unwrap(),
+            "ours already: still true"
+        );
+        assert!(ignore_if_default(rt(11)).unwrap());
+        assert!(!install_interrupter(rt(11)).unwrap(), "ignored: not ours");
+        let (r, _w) = crate::pipe::pipe().unwrap();
+        let (tid_tx, tid) = std::sync::mpsc::channel();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            tid_tx.send(crate::thread::gettid()).unwrap();
+            let mut b = [0u8; 1];
+            // SAFETY: b is valid for 1 byte; r is an open descriptor.
+            let n = unsafe { libc::read(r.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
+            let _ = done_tx.send((n, io::Error::last_os_error().raw_os_error()));
+        });
+        let tid = tid.recv().unwrap();
+        // Until it lands inside the read (a signal before it only runs the
+        // handler).
+        let got = loop {
+            send_to_thread(tid, sig).unwrap();
+            if let Ok(got) = done.recv_timeout(std::time::Duration::from_millis(20)) {
+                break got;
+            }
+        };
+        assert_eq!(got, (-1, Some(libc::EINTR)));
     }
 
     #[test]

@@ -22,6 +22,17 @@
 //! `write(2)` to the eventfd, the reader's loads after its `read(2)`, and
 //! the kernel's eventfd lock pairs the two.
 //!
+//! A server's write never waits on a client: an eventfd write blocks while
+//! the counter would overflow, and a client can add nearly 2^64 to the
+//! counter it reads. `O_NONBLOCK` is no defence (the flag belongs to the
+//! open file description both sides share: it would make the client's
+//! waiting reads non-blocking, and the client can clear it), nor is
+//! `RWF_NOWAIT` (ignored on eventfd writes). So the server registers its
+//! writes with the poker, which interrupts one that has lasted two ticks
+//! with a signal (`poker.rs`); the wire then reports the client broken
+//! (`BrokenPipe`) and the server drops it. Per message this costs two
+//! stores around the write, no system call.
+//!
 //! Liveness: an eventfd says nothing about who holds it, so `EOF_ON_DEATH`
 //! is false: a waiting client looks at the rendezvous session socket each
 //! time its wait times out, and the server drops a connection whose session
@@ -52,6 +63,9 @@ pub(crate) struct EventWire {
     tx: OwnedFd,
     /// Our registration with the poker, made at the first timed receive.
     poke: Option<Arc<Target>>,
+    /// The server's: its writes' registration with the poker (a client
+    /// that fills its counter cannot block them for longer than a tick).
+    writes: Option<Arc<Target>>,
 }
 
 impl EventWire {
@@ -61,6 +75,7 @@ impl EventWire {
             rx,
             tx,
             poke: None,
+            writes: None,
         }
     }
 }
@@ -71,7 +86,23 @@ const MESSAGES: u64 = poker::POKE - 1;
 impl Wire for EventWire {
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
         self.areas.put(head, data)?;
-        oslayer::eventfd::write(self.tx.as_fd(), 1)
+        let Some(w) = self.writes.as_deref() else {
+            return oslayer::eventfd::write(self.tx.as_fd(), 1);
+        };
+        loop {
+            w.begin_write();
+            let r = oslayer::eventfd::write_once(self.tx.as_fd(), 1);
+            if w.end_write() {
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the client filled the counter of its eventfd: a write would block",
+                ));
+            }
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
+        }
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
@@ -119,7 +150,8 @@ impl Mechanism for EventFd {
         let to_server = oslayer::eventfd::new()?;
         let to_client = oslayer::eventfd::new()?;
         let theirs = vec![mem, to_server.try_clone()?, to_client.try_clone()?];
-        let wire = EventWire::new(areas, to_server, to_client);
+        let mut wire = EventWire::new(areas, to_server, to_client);
+        wire.writes = poker::register_writer(opts.tick)?;
         Ok((wire, theirs, (max as u64).to_le_bytes().to_vec()))
     }
 
@@ -163,5 +195,58 @@ mod tests {
             .recv_timeout(Duration::from_secs(10))
             .expect("recv blocked on a poke alone");
         assert_eq!(got, Err(io::ErrorKind::TimedOut));
+    }
+
+    /// A client fills the counter of the eventfd the server answers it
+    /// on, then calls: the server's reply would block for good. It must
+    /// drop that client instead, and go on serving the others.
+    #[test]
+    fn a_client_that_fills_its_counter_cannot_block_the_server() {
+        use crate::{Channel, Connection, Namespace};
+        let dir = std::env::temp_dir().join(format!("msgpass-efd-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let ns = Namespace::open(&dir).expect("namespace");
+        let opts = Options {
+            tick: Duration::from_millis(20),
+            ..Options::default()
+        };
+        let t = crate::transport::by_name("eventfd").expect("transport");
+        let mut chan = Channel::create(&ns, "efd", &*t, &opts).expect("serve");
+        let path = chan.path().to_path_buf();
+        let stop = chan.stop_flag();
+        let server = std::thread::spawn(move || {
+            while let Ok(Some(r)) = chan.receive() {
+                let d = r.data().to_vec();
+                let _ = r.reply(&d);
+            }
+        });
+        // The hostile client: a real client wire, and a copy of the
+        // eventfd the server writes to.
+        let (_sock, hello, mut fds) =
+            crate::transport::rendezvous::connect(&path, Family::Eventfd, &opts).expect("hello");
+        assert_eq!(fds.len(), 3);
+        let to_client = fds[2].try_clone().expect("dup");
+        let mut hostile = EventFd
+            .client_side(std::mem::take(&mut fds), &hello.extra, &opts)
+            .expect("client side");
+        oslayer::eventfd::write(to_client.as_fd(), u64::MAX - 1).expect("fill");
+        hostile
+            .send(&crate::transport::wire::head(1, 4), b"EVIL")
+            .expect("request");
+        // An honest client is still served.
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut c = Connection::open(&ns, "efd", &*t, &opts).expect("connect");
+            let mut reply = [0u8; 16];
+            let got = c.call(1, b"good", &mut reply).map(|n| reply[..n].to_vec());
+            let _ = done_tx.send(got.map_err(|e| e.to_string()));
+        });
+        let got = done
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server is blocked writing to a hostile client");
+        assert_eq!(got.as_deref(), Ok(&b"good"[..]));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        server.join().expect("server");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -18,6 +18,19 @@
 //! or more (`O_DIRECT`, see `wire.rs`), so a poke never lands inside a
 //! message and is told apart by its size.
 //!
+//! A server's eventfd *write* can block too: a client that adds nearly
+//! 2^64 to the counter it reads makes the server's next write wait for a
+//! read that never comes (an eventfd write blocks while the counter would
+//! overflow; `O_NONBLOCK` cannot help, since the flag lives in the open
+//! file description the client shares and can clear, and the kernel
+//! ignores `RWF_NOWAIT` on eventfd writes). So a server wire also
+//! registers its writes: once one has lasted two ticks, this thread sends
+//! the writing thread [`interrupt_signal`] (`SIGRTMIN+3`, made an
+//! *interrupter*: a handler that does nothing, without `SA_RESTART`), the
+//! write fails with `EINTR`, and the wire, seeing the target fired, drops
+//! the client. Where the signal already has another disposition the
+//! writes go unguarded.
+//!
 //! Cost per message: two plain stores to the wire's wait word. Cost while
 //! idle: one thread, woken once a tick while anything is registered (it
 //! parks when nothing is). The thread belongs to the process that started
@@ -25,10 +38,10 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a poke adds to an eventfd counter: a message adds 1, so the low 32
 /// bits count messages and the high bits pokes.
@@ -42,6 +55,15 @@ enum Poke {
     /// Write a one-byte packet into the pipe whose read end this is (a
     /// duplicate of the wire's).
     Pipe(OwnedFd),
+    /// Interrupt the write of the thread in the wait ([`Target::tid`])
+    /// with [`interrupt_signal`].
+    Interrupt,
+}
+
+/// The signal that ends a server's write which lasted a tick
+/// (`SIGRTMIN+3`, an interrupter: see the module documentation).
+pub(crate) fn interrupt_signal() -> i32 {
+    oslayer::signal::rt(3)
 }
 
 impl Poke {
@@ -54,6 +76,8 @@ impl Poke {
                 oslayer::pipe::set_packet_mode(tx.as_fd())?;
                 oslayer::fd::write_some(tx.as_fd(), &[0]).map(|_| ())
             }
+            // Sent by `Target::fire`, which knows the thread.
+            Poke::Interrupt => Ok(()),
         }
     }
 }
@@ -65,9 +89,43 @@ pub(crate) struct Target {
     /// every wait, by the wire's thread only.
     wait: AtomicU64,
     tick: Duration,
+    /// [`Poke::Interrupt`]: the thread in the write, and whether the poker
+    /// interrupted it.
+    tid: AtomicI32,
+    fired: AtomicBool,
 }
 
 impl Target {
+    /// Ends the wait this target is in.
+    fn fire(&self) -> io::Result<()> {
+        match self.poke {
+            Poke::Interrupt => {
+                self.fired.store(true, Ordering::Release);
+                oslayer::signal::send_to_thread(
+                    self.tid.load(Ordering::Relaxed),
+                    interrupt_signal(),
+                )
+            }
+            ref p => p.poke(),
+        }
+    }
+
+    /// Marks the start of a write by this thread (a registered writer's;
+    /// the thread id is cached, no system call).
+    #[inline]
+    pub(crate) fn begin_write(&self) {
+        self.tid.store(oslayer::thread::gettid(), Ordering::Relaxed);
+        self.begin();
+    }
+
+    /// Marks the end of a write; true when the poker interrupted it (it
+    /// lasted a tick).
+    #[inline]
+    pub(crate) fn end_write(&self) -> bool {
+        self.end();
+        self.fired.load(Ordering::Acquire) && self.fired.swap(false, Ordering::AcqRel)
+    }
+
     /// Marks the start of a wait (call before the blocking read).
     #[inline]
     pub(crate) fn begin(&self) {
@@ -89,7 +147,9 @@ impl Target {
 /// The registry and its thread, for one process.
 struct Poker {
     pid: u32,
-    targets: Vec<(Weak<Target>, u64)>,
+    /// Each target, the wait word at the previous look, and since when it
+    /// has had that value.
+    targets: Vec<(Weak<Target>, u64, Instant)>,
     thread: Option<Thread>,
 }
 
@@ -110,11 +170,24 @@ pub(crate) fn register_pipe(rx: &OwnedFd, tick: Duration) -> io::Result<Arc<Targ
     enroll(Poke::Pipe(rx.try_clone()?), tick)
 }
 
+/// Registers the blocking writes of a server wire (see the module
+/// documentation), each to be interrupted once it has lasted `tick`;
+/// `None` when [`interrupt_signal`] has another disposition already (the
+/// writes then go unguarded).
+pub(crate) fn register_writer(tick: Duration) -> io::Result<Option<Arc<Target>>> {
+    if !oslayer::signal::install_interrupter(interrupt_signal())? {
+        return Ok(None);
+    }
+    enroll(Poke::Interrupt, tick).map(Some)
+}
+
 fn enroll(poke: Poke, tick: Duration) -> io::Result<Arc<Target>> {
     let target = Arc::new(Target {
         poke,
         wait: AtomicU64::new(0),
         tick: tick.max(Duration::from_millis(1)),
+        tid: AtomicI32::new(0),
+        fired: AtomicBool::new(false),
     });
     let mut guard = POKER.lock().unwrap_or_else(|e| e.into_inner());
     let pid = std::process::id();
@@ -128,7 +201,9 @@ fn enroll(poke: Poke, tick: Duration) -> io::Result<Arc<Target>> {
         });
     }
     let poker = guard.as_mut().expect("just set");
-    poker.targets.push((Arc::downgrade(&target), 0));
+    poker
+        .targets
+        .push((Arc::downgrade(&target), 0, Instant::now()));
     match &poker.thread {
         Some(t) => t.unpark(),
         None => {
@@ -151,15 +226,29 @@ fn run() {
             if poker.pid != std::process::id() {
                 return;
             }
-            poker.targets.retain(|(t, _)| t.strong_count() > 0);
+            poker.targets.retain(|(t, _, _)| t.strong_count() > 0);
             let mut tick = None::<Duration>;
-            for (weak, seen) in &mut poker.targets {
+            let now = Instant::now();
+            for (weak, seen, since) in &mut poker.targets {
                 let Some(t) = weak.upgrade() else { continue };
                 let w = t.wait.load(Ordering::Relaxed);
-                if w & 1 == 1 && w == *seen {
+                // Looks can come less than a tick apart (a registration
+                // wakes this thread early): an interrupted write costs the
+                // client its connection, so it must really have lasted two
+                // ticks (a write that does not block takes microseconds,
+                // unless its thread is kept off the CPU that long); an
+                // early poke only ends a wait early.
+                let lasted = match t.poke {
+                    Poke::Interrupt => now.duration_since(*since) >= 2 * t.tick,
+                    _ => true,
+                };
+                if w & 1 == 1 && w == *seen && lasted {
                     // Nothing useful to do on failure: the wire's own read
                     // reports a broken descriptor.
-                    let _ = t.poke.poke();
+                    let _ = t.fire();
+                }
+                if w != *seen {
+                    *since = now;
                 }
                 *seen = w;
                 tick = Some(tick.map_or(t.tick, |d| d.min(t.tick)));

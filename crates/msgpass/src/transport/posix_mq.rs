@@ -1,8 +1,12 @@
 //! `posix-mq`: two POSIX message queues per connection, one each way,
 //! one message per request or reply (8-byte wire header, then payload).
 //!
-//! **Names.** The server creates each queue under a unique name
-//! (`/msgbench.<pid>.<seq>.c2s` / `.s2c`), opens both of its ends at once
+//! **Names.** The server creates each queue under a fresh, unpredictable
+//! name (`/msgbench.<pid>.<16 random hex digits>.c2s` / `.s2c`, the
+//! digits from `getrandom`), exclusively (`O_EXCL`), retrying with new
+//! digits on `EEXIST` a bounded number of times. The names used to be
+//! `<pid>.<sequence>`: anyone could create them in advance and so refuse
+//! the server every connection; 64 random bits cannot be guessed. It opens both of its ends at once
 //! (its own, and the client's), unlinks the name, and passes the client's
 //! ends through the rendezvous with SCM_RIGHTS (on Linux a queue descriptor
 //! is an ordinary file descriptor). A name therefore lives for a few
@@ -35,7 +39,6 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::transport::mechanism::{ConnCtx, Mechanism};
@@ -81,8 +84,24 @@ fn payload_limit() -> usize {
     limit
 }
 
-/// Makes names unique within this process.
-static SEQ: AtomicU64 = AtomicU64::new(0);
+/// How many fresh names `make_queue` tries before giving up: with 64
+/// random bits a taken name is a collision or a squatter that guessed, and
+/// either repeating is vanishingly unlikely.
+const NAME_TRIES: usize = 8;
+
+/// A fresh queue name: our pid (for whoever lists the mqueue filesystem)
+/// and 64 random bits (so nobody can create it first).
+fn queue_name(dir: &str) -> io::Result<CString> {
+    let mut r = [0u8; 8];
+    oslayer::random::fill(&mut r)?;
+    let name = format!(
+        "/msgbench.{}.{:016x}.{dir}",
+        std::process::id(),
+        u64::from_ne_bytes(r)
+    );
+    CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "queue name has a NUL"))
+}
 
 /// Creates a one-message queue of `msgsize` bytes and returns (read end,
 /// write end); the write end is non-blocking. The name is unlinked before
@@ -90,14 +109,14 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 fn make_queue(dir: &str, msgsize: usize) -> io::Result<(OwnedFd, OwnedFd)> {
     let mut tries = 0;
     let (name, rx) = loop {
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let name = CString::new(format!("/msgbench.{}.{seq}.{dir}", std::process::id()))
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "queue name has a NUL"))?;
+        let name = queue_name(dir)?;
         match oslayer::mqueue::open(&name, Access::Read, false, Some((1, msgsize))) {
             Ok(rx) => break (name, rx),
-            // Left by a dead process that had our pid: not ours to remove
-            // (another IPC-sharing pid namespace could be using it); skip.
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && tries < 8 => tries += 1,
+            // Not ours to remove (someone else's queue, or a squatter's):
+            // draw another name.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && tries + 1 < NAME_TRIES => {
+                tries += 1
+            }
             Err(e) => return Err(e),
         }
     };
@@ -216,5 +235,45 @@ impl Mechanism for PosixMq {
             tx: c2s_w,
             scratch: vec![0; msgsize],
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name the old `<pid>.<sequence>` scheme would use next is
+    /// created first, by someone else (here, by us): a server must still
+    /// make its queues.
+    #[test]
+    fn squatted_predictable_names_do_not_refuse_service() {
+        let pid = std::process::id();
+        let mut squatted = Vec::new();
+        for seq in 0..64u64 {
+            for dir in ["c2s", "s2c"] {
+                let name = CString::new(format!("/msgbench.{pid}.{seq}.{dir}")).expect("name");
+                if let Ok(fd) = oslayer::mqueue::open(&name, Access::Read, false, Some((1, 64))) {
+                    squatted.push((name, fd));
+                }
+            }
+        }
+        assert!(!squatted.is_empty(), "could not create any queue to squat");
+        let made: Vec<_> = (0..4).map(|_| make_queue("c2s", 64)).collect();
+        for (name, _fd) in &squatted {
+            let _ = oslayer::mqueue::unlink(name);
+        }
+        for m in made {
+            m.expect("a squatted name refused a connection's queue");
+        }
+    }
+
+    #[test]
+    fn names_are_unpredictable() {
+        let a = queue_name("c2s").expect("name");
+        let b = queue_name("c2s").expect("name");
+        assert_ne!(a, b);
+        let s = a.to_str().expect("ascii");
+        let digits = s.rsplit('.').nth(1).expect("random part");
+        assert_eq!(digits.len(), 16, "{s}");
     }
 }

@@ -11,6 +11,26 @@
 //! queue ids and the connection's type reach the client in the hello's
 //! extra bytes.
 //!
+//! **Message types are secrets.** The request queue is shared, and a
+//! client sets the message type of what it sends, so the type is the only
+//! thing telling the server which connection a request comes from (and so
+//! which reply queue gets the answer). Types used to be handed out in
+//! order (2, 3, ...): a client could send a request under its neighbour's
+//! type and have the answer land in the neighbour's reply queue, where the
+//! neighbour's next call reads it as its own. Each connection's type is now
+//! 62 random bits (`getrandom`, never 1, unique among the live
+//! connections), told only to that client over its private session socket;
+//! a request whose type is no live connection's is discarded. Rejected
+//! alternatives: the sender's pid cannot be checked (`msgrcv` does not
+//! report it, and `IPC_STAT`'s `msg_lspid` is only the *last* sender, and
+//! one more system call per message); one request queue per connection
+//! would cost the one blocking `msgrcv` for all clients (a queue cannot be
+//! polled). Limit: System V permissions cannot tell two processes of one
+//! user apart, and every client must be able to write the request queue,
+//! so a client of the same user that *reads* the request queue (`msgrcv`)
+//! can still steal or observe others' requests; random types stop a client
+//! that only writes from posing as another, which is the hole there was.
+//!
 //! **Sizes.** A message's text is at most `kernel.msgmax` (8192 bytes by
 //! default), and must fit a queue (`kernel.msgmnb`, 16384): the payload
 //! maximum is the smaller of the two, less the header (8184 by default).
@@ -37,8 +57,17 @@
 //!   sleeping thread per connection, nothing per call.
 //!
 //! **No leaks.** The server removes a connection's queue when it drops the
-//! connection, and every queue when the channel is dropped; a client
-//! removes its reply queue when it is dropped or sees the server die. The
+//! connection, and its request queue when the channel is dropped; a client
+//! removes its reply queue when it is dropped or sees the server die. A
+//! channel being dropped also removes each client's reply queue once it
+//! holds no reply (a client waiting in it sees `EIDRM`, as when its
+//! watchdog removes it): a client frozen (SIGSTOP) while the server stops,
+//! then killed, never runs its watchdog, and its queue would outlive
+//! everybody. A reply still queued after a tick (its client is frozen) is
+//! left for the client to read, and its queue stays in the record, which
+//! the server then leaves behind: if the client dies before it reads, the
+//! next server of the endpoint removes the queue (if its creator, mode and
+//! creation time still match) and the record. The
 //! server keeps a record of its live queues (id and creation time) beside
 //! its endpoint, in `<endpoint>.msq.lock.lock` (a name no endpoint, lock
 //! file or directory can take, since names ending in `.lock` are
@@ -55,7 +84,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::{self, Family, Listener};
@@ -130,7 +159,6 @@ impl Transport for SysvMsg {
             req_stamp,
             record,
             conns: Sessions::new(listener),
-            next_mtype: MTYPE_WAKE + 1,
             buf: MsgBuf::new(HEAD + max_msg),
             len: 0,
             guard: Guard::default(),
@@ -138,6 +166,7 @@ impl Transport for SysvMsg {
             shared: Arc::new(Shared::default()),
             kick: None,
             ticker: None,
+            tick: opts.tick,
         };
         // From here on, dropping `server` removes the queues.
         let kick =
@@ -226,6 +255,8 @@ fn new_queue() -> io::Result<(MsgQueueId, MsgQueueStamp)> {
 struct Record {
     file: File,
     path: PathBuf,
+    /// Left on disk when dropped: it lists queues that may outlive us.
+    keep: bool,
 }
 
 fn record_path(endpoint: &Path) -> PathBuf {
@@ -244,7 +275,11 @@ impl Record {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
-        Ok(Record { file, path })
+        Ok(Record {
+            file,
+            path,
+            keep: false,
+        })
     }
 
     /// Replaces the record's content with `queues`.
@@ -262,7 +297,9 @@ impl Record {
 
 impl Drop for Record {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        if !self.keep {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -378,7 +415,6 @@ struct SysvServer {
     req_stamp: MsgQueueStamp,
     record: Record,
     conns: Sessions<Link>,
-    next_mtype: libc::c_long,
     /// The request last received (and the reply being sent).
     buf: MsgBuf,
     len: usize,
@@ -387,6 +423,9 @@ struct SysvServer {
     shared: Arc<Shared>,
     kick: Option<Arc<OwnedFd>>,
     ticker: Option<JoinHandle<()>>,
+    /// How long a reply queued when the channel is dropped may wait for
+    /// its client before it is left to the record.
+    tick: Duration,
 }
 
 impl SysvServer {
@@ -407,12 +446,11 @@ impl SysvServer {
     /// Accepts every waiting client and drops those whose session hung up.
     fn housekeeping(&mut self) {
         let (req_q, req_stamp, record) = (self.req_q, self.req_stamp, &self.record);
-        let next_mtype = &mut self.next_mtype;
         // At most a backlog's worth a tick (the ticker's pace): a client
         // whose queue or session cannot be made is hung up on.
         self.conns
             .accept_waiting(Duration::ZERO, Duration::ZERO, |l, list| {
-                Ok(greet(l, list, (req_q, req_stamp), record, next_mtype))
+                Ok(greet(l, list, (req_q, req_stamp), record))
             });
         for i in self.conns.hung_up() {
             self.drop_conn(i);
@@ -434,23 +472,34 @@ fn queues(
     q
 }
 
+/// A fresh secret message type for a connection: 62 random bits, never
+/// the ticker's, none of a live connection's (see the module
+/// documentation).
+fn new_mtype(list: &[Session<Link>]) -> io::Result<MsgType> {
+    loop {
+        let mut r = [0u8; 8];
+        oslayer::random::fill(&mut r)?;
+        let t = (u64::from_ne_bytes(r) >> 2) as MsgType;
+        if t > MTYPE_WAKE && list.iter().all(|c| c.link.mtype != t) {
+            return Ok(t);
+        }
+    }
+}
+
 /// Greets one client: makes its reply queue (recorded before anything
-/// else can fail) and passes the queues and its message type along.
+/// else can fail) and passes the queues and its secret message type along.
 fn greet(
     listener: &Listener,
     list: &[Session<Link>],
     (req_q, req_stamp): (MsgQueueId, MsgQueueStamp),
     record: &Record,
-    next_mtype: &mut libc::c_long,
 ) -> Option<Session<Link>> {
-    let Ok((reply_q, stamp)) = new_queue() else {
+    let Ok((mtype, (reply_q, stamp))) = new_mtype(list).and_then(|t| Ok((t, new_queue()?))) else {
         // Take the client and hang up: it hears at once.
         drop(listener.accept(&[]));
         return None;
     };
     let _ = record.write(&queues(req_q, req_stamp, list, Some((reply_q, stamp))));
-    let mtype = *next_mtype;
-    *next_mtype += 1;
     let mut extra = [0u8; EXTRA_LEN];
     extra[0..4].copy_from_slice(&req_q.0.to_le_bytes());
     extra[4..8].copy_from_slice(&reply_q.0.to_le_bytes());
@@ -496,7 +545,8 @@ impl ServerChannel for SysvServer {
                 self.shared.wake_sent.store(false, Ordering::Release);
                 continue;
             }
-            // A request from a connection already dropped is discarded.
+            // A request under no live connection's type (from a connection
+            // already dropped, or a guess) is discarded.
             let Some(i) = self.conns.list.iter().position(|c| c.link.mtype == t) else {
                 continue;
             };
@@ -557,11 +607,41 @@ impl Drop for SysvServer {
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
-        // Live clients' reply queues are theirs to remove: one may still
-        // hold the reply to its last call. (Their watchdogs remove them at
-        // once when nothing is waiting.)
+        // A live client's reply queue that still holds the reply to its
+        // last call is the client's to read and remove; an empty one goes
+        // now (its client, if it waits, sees EIDRM; one frozen and later
+        // killed would never remove it). No reply can arrive in between:
+        // we are the only sender.
         let _ = oslayer::sysv_msg::remove(self.req_q);
-        // The record file goes with `self.record`.
+        // A client in its call takes its reply within microseconds: give
+        // the replies still queued a tick before calling them abandoned.
+        let mut left: Vec<_> = self
+            .conns
+            .list
+            .iter()
+            .map(|c| (c.link.reply_q, c.link.stamp))
+            .collect();
+        let deadline = Instant::now() + self.tick;
+        loop {
+            left.retain(|&(q, _)| match oslayer::sysv_msg::count(q) {
+                Ok(0) => {
+                    let _ = oslayer::sysv_msg::remove(q);
+                    false
+                }
+                Ok(_) => true,
+                Err(_) => false,
+            });
+            if left.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        // What is left stays in the record, for the next server of the
+        // endpoint to remove should its client die before reading it.
+        if !left.is_empty() && self.record.write(&left).is_ok() {
+            self.record.keep = true;
+        }
+        // The record file goes with `self.record`, unless kept.
     }
 }
 
@@ -709,5 +789,132 @@ impl Drop for SysvClient {
             let _ = w.join();
         }
         let _ = oslayer::sysv_msg::remove(self.reply_q);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that sends a request under another connection's message
+    /// type (the one it would have had with types handed out in order)
+    /// must not get an answer into that connection's reply queue.
+    #[test]
+    fn a_forged_message_type_does_not_reach_another_connection() {
+        let dir = std::env::temp_dir().join(format!("msgpass-sysv-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ep");
+        let opts = Options::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let server = {
+            let (path, opts, stop) = (path.clone(), opts.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut s = SysvMsg.serve(&path, &opts).expect("serve");
+                ready_tx.send(()).expect("ready");
+                // An echo server.
+                while let Ok(Some(_)) = s.receive(&stop) {
+                    let data = s.data().to_vec();
+                    let _ = s.reply(Status::Ok, &data);
+                }
+            })
+        };
+        ready.recv().expect("server up");
+        let mut victim = SysvMsg.connect(&path, &opts).expect("victim connects");
+        let mut reply = [0u8; 64];
+        assert_eq!(victim.call(1, b"first", &mut reply).expect("call"), 5);
+        // The hostile client speaks the protocol by hand.
+        let (_sock, hello, _) =
+            rendezvous::connect(&path, Family::SysvMsg, &opts).expect("hostile connects");
+        let extra = hello.extra;
+        let id = |i: usize| MsgQueueId(i32::from_le_bytes(extra[i..i + 4].try_into().unwrap()));
+        let (req_q, own_q) = (id(0), id(4));
+        let own = MsgType::from_le_bytes(extra[8..16].try_into().unwrap());
+        let mut buf = MsgBuf::new(HEAD + 64);
+        let mut send = |mtype: MsgType, data: &[u8]| {
+            buf.set_mtype(mtype);
+            buf.text_mut()[..HEAD].copy_from_slice(&head(1, data.len()));
+            buf.text_mut()[HEAD..HEAD + data.len()].copy_from_slice(data);
+            oslayer::sysv_msg::send(req_q, &buf, HEAD + data.len(), MsgFlags::EMPTY).expect("send");
+        };
+        send(own - 1, b"EVIL");
+        // Our own request, served after the forged one: once its answer is
+        // in, the forged one has been handled.
+        send(own, b"mine");
+        let mut got = MsgBuf::new(HEAD + 64);
+        let n = oslayer::sysv_msg::receive(own_q, &mut got, 0, MsgFlags::EMPTY).expect("reply");
+        assert_eq!(&got.text()[HEAD..n], b"mine");
+        let n = victim.call(1, b"good", &mut reply).expect("victim's call");
+        let answer = reply[..n].to_vec();
+        stop.store(true, Ordering::Relaxed);
+        drop(victim);
+        server.join().expect("server thread");
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(
+            String::from_utf8_lossy(&answer),
+            "good",
+            "the victim read the answer to a forged request"
+        );
+    }
+
+    /// A reply its client never takes (the client is frozen, say) outlives
+    /// the server: its queue stays in the record the server leaves behind,
+    /// and the next server's clean-up removes it.
+    #[test]
+    fn an_untaken_reply_is_left_to_the_next_server() {
+        let dir = std::env::temp_dir().join(format!("msgpass-sysv-u-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ep");
+        let opts = Options {
+            tick: Duration::from_millis(20),
+            ..Options::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (served_tx, served) = std::sync::mpsc::channel();
+        let server = {
+            let (path, opts, stop) = (path.clone(), opts.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut s = SysvMsg.serve(&path, &opts).expect("serve");
+                ready_tx.send(()).expect("ready");
+                while let Ok(Some(_)) = s.receive(&stop) {
+                    let _ = s.reply(Status::Ok, b"yours");
+                    let _ = served_tx.send(());
+                }
+            })
+        };
+        ready.recv().expect("server up");
+        let (_sock, hello, _) =
+            rendezvous::connect(&path, Family::SysvMsg, &opts).expect("connect");
+        let extra = hello.extra;
+        let id = |i: usize| MsgQueueId(i32::from_le_bytes(extra[i..i + 4].try_into().unwrap()));
+        let (req_q, own_q) = (id(0), id(4));
+        let own = MsgType::from_le_bytes(extra[8..16].try_into().unwrap());
+        let mut buf = MsgBuf::new(HEAD + 8);
+        buf.set_mtype(own);
+        buf.text_mut()[..HEAD].copy_from_slice(&head(1, 0));
+        oslayer::sysv_msg::send(req_q, &buf, HEAD, MsgFlags::EMPTY).expect("request");
+        served.recv().expect("served");
+        stop.store(true, Ordering::Relaxed);
+        server.join().expect("server thread");
+        let kept = oslayer::sysv_msg::count(own_q).ok();
+        let record = fs::read_to_string(record_path(&path)).ok();
+        clean_stale(&path);
+        let after = oslayer::sysv_msg::count(own_q).is_ok();
+        let record_after = record_path(&path).exists();
+        let _ = oslayer::sysv_msg::remove(own_q);
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(kept, Some(1), "the untaken reply went with the server");
+        let record = record.expect("no record left behind");
+        assert!(
+            record
+                .lines()
+                .any(|l| l.starts_with(&format!("{} ", own_q.0))),
+            "{record}"
+        );
+        assert!(!after, "the next server's clean-up left the queue");
+        assert!(!record_after, "the next server's clean-up left the record");
     }
 }
