@@ -194,6 +194,36 @@ fn read_now(rx: BorrowedFd<'_>, socket: bool, buf: &mut [u8]) -> io::Result<usiz
     }
 }
 
+/// Reads the rest of a message into `msg`, of which `got` bytes are there,
+/// from `rx` (a socket, or a pipe taking `packets` part): blocking for the
+/// first read only when `may_block`, then only what is there. Returns how
+/// far it got.
+fn read_rest(
+    rx: BorrowedFd<'_>,
+    socket: bool,
+    packets: Packets,
+    msg: &mut [u8],
+    mut got: usize,
+    mut may_block: bool,
+) -> io::Result<usize> {
+    while got < msg.len() {
+        let r = match may_block {
+            true => oslayer::fd::read_some(rx, &mut msg[got..]),
+            false => read_now(rx, socket, &mut msg[got..]),
+        };
+        may_block = false;
+        match r {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            // A poke between two packets of the message.
+            Ok(1) if packets == Packets::Receive && msg.len() - got > 1 => {}
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(got),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// Largest message (header included) staged or read in one piece, by
 /// stream and datagram wires.
 const SMALL: usize = 4096;
@@ -241,11 +271,6 @@ impl StreamWire {
         Ok(())
     }
 
-    /// Reads what is there now, without waiting: `WouldBlock` when nothing.
-    fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        read_now(self.rx.as_fd(), self.is_socket(), buf)
-    }
-
     /// Like [`StreamWire::fill`], without waiting: `WouldBlock` when
     /// nothing is there.
     fn fill_now(&mut self) -> io::Result<usize> {
@@ -268,39 +293,29 @@ impl StreamWire {
     /// Reads the rest of a message into `msg`, of which `got` bytes are
     /// there: blocking for the first read only when `may_block` (the caller
     /// bounded it), then only what is there. Returns how far it got.
-    fn read_rest(
-        &mut self,
-        msg: &mut [u8],
-        mut got: usize,
-        mut may_block: bool,
-    ) -> io::Result<usize> {
-        while got < msg.len() {
-            let r = match may_block {
-                true => oslayer::fd::read_some(self.rx.as_fd(), &mut msg[got..]),
-                false => self.read_now(&mut msg[got..]),
-            };
-            may_block = false;
-            match r {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                // A poke between two packets of the message.
-                Ok(1) if self.packets == Packets::Receive && msg.len() - got > 1 => {}
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(got),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(got)
+    fn read_rest(&self, msg: &mut [u8], got: usize, may_block: bool) -> io::Result<usize> {
+        read_rest(
+            self.rx.as_fd(),
+            self.is_socket(),
+            self.packets,
+            msg,
+            got,
+            may_block,
+        )
     }
 
     /// [`Wire::recv`] on the server side (bounded): never waits for the
     /// rest of a message once its first read is done. A message that
-    /// stops short is kept (in `inb`, then in `partial`) and finished by
-    /// later calls, as its bytes come.
+    /// stops short is kept (in `inb`, then in `partial`, where it is
+    /// finished as its bytes come, to be copied out once whole).
     fn recv_bounded(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        if !self.partial.is_empty() {
+            return self.resume(frame);
+        }
         // The first read may block: the caller saw the descriptor readable
         // or bounded the wait (a receive timeout, the poker).
         let mut may_block = true;
-        while self.partial.is_empty() && self.end - self.start < HEAD {
+        while self.end - self.start < HEAD {
             let got = match may_block {
                 true => self.fill(),
                 false => self.fill_now(),
@@ -314,28 +329,48 @@ impl StreamWire {
                 Err(e) => return Err(e),
             }
         }
-        // What is there of the message, at the start of `frame`.
-        let (len, have) = if self.partial.is_empty() {
-            let (_, len) = frame_head(&self.inb[self.start..]);
-            if HEAD + len > frame.len() {
-                return Err(too_long());
-            }
-            let have = (self.end - self.start).min(HEAD + len);
-            frame[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
-            self.start += have;
-            (len, have)
-        } else {
-            let (_, len) = frame_head(&self.partial);
-            let have = self.partial.len();
-            frame[..have].copy_from_slice(&self.partial);
-            self.partial.clear();
-            (len, have)
-        };
+        let (_, len) = frame_head(&self.inb[self.start..]);
+        if HEAD + len > frame.len() {
+            return Err(too_long());
+        }
+        // What is buffered of the message, then the rest straight into
+        // `frame` while it is there.
+        let have = (self.end - self.start).min(HEAD + len);
+        frame[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
+        self.start += have;
         let got = self.read_rest(&mut frame[..HEAD + len], have, may_block)?;
         if got < HEAD + len {
             self.partial.extend_from_slice(&frame[..got]);
             return self.unfinished();
         }
+        self.since = None;
+        Ok(Some(len))
+    }
+
+    /// Goes on with the message kept in `partial` (its header is in):
+    /// reads what is there of the rest into it, and copies it to `frame`
+    /// once whole.
+    fn resume(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        let (_, len) = frame_head(&self.partial);
+        if HEAD + len > frame.len() {
+            return Err(too_long());
+        }
+        let have = self.partial.len();
+        self.partial.resize(HEAD + len, 0);
+        let got = read_rest(
+            self.rx.as_fd(),
+            self.is_socket(),
+            self.packets,
+            &mut self.partial,
+            have,
+            true,
+        )?;
+        if got < HEAD + len {
+            self.partial.truncate(got);
+            return self.unfinished();
+        }
+        frame[..HEAD + len].copy_from_slice(&self.partial);
+        self.partial.clear();
         self.since = None;
         Ok(Some(len))
     }
