@@ -23,22 +23,6 @@ use crate::transport::rendezvous::{self, Family, HELLO_LEN};
 use crate::transport::wire::{self, HEAD};
 use crate::transport::{eventfd::EventFd, fifo::Fifo, io_uring::IoUring, tcp, Options};
 
-const FAMILIES: [Family; 13] = [
-    Family::Uds,
-    Family::Shm,
-    Family::Pipe,
-    Family::UdsStream,
-    Family::UdsDgram,
-    Family::Eventfd,
-    Family::PosixMq,
-    Family::SysvMsg,
-    Family::Udp,
-    Family::Tcp,
-    Family::Signal,
-    Family::IoUring,
-    Family::Fifo,
-];
-
 /// Arbitrary bytes, mostly short, up to the largest hello extra.
 fn bytes() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
@@ -51,12 +35,12 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
 /// checks past the magic number are reached too).
 fn hello() -> impl Strategy<Value = [u8; HELLO_LEN]> {
     let valid = (
-        0..FAMILIES.len(),
+        0..Family::ALL.len(),
         any::<u32>(),
         vec((0..HELLO_LEN, any::<u8>()), 0..3),
     )
         .prop_map(|(f, max, edits)| {
-            let mut h = rendezvous::hello_bytes(FAMILIES[f], max as usize);
+            let mut h = rendezvous::hello_bytes(Family::ALL[f], max as usize);
             for (i, b) in edits {
                 h[i] = b;
             }
@@ -80,8 +64,8 @@ fn nowhere() -> std::path::PathBuf {
 
 proptest! {
     #[test]
-    fn proptest_check_hello_answers_cleanly(h in hello(), f in 0..FAMILIES.len()) {
-        let family = FAMILIES[f];
+    fn proptest_check_hello_answers_cleanly(h in hello(), f in 0..Family::ALL.len()) {
+        let family = Family::ALL[f];
         match rendezvous::check_hello(&h, Path::new("/peer"), family) {
             Ok((max, _pid)) => {
                 prop_assert_eq!(u16::from_le_bytes([h[6], h[7]]), family as u16);

@@ -50,7 +50,7 @@ pub(crate) enum Family {
 
 impl Family {
     /// Every family.
-    const ALL: [Family; 13] = [
+    pub(crate) const ALL: [Family; 13] = [
         Family::Uds,
         Family::Shm,
         Family::Pipe,

@@ -329,15 +329,9 @@ impl StreamWire {
                 Err(e) => return Err(e),
             }
         }
-        let (_, len) = frame_head(&self.inb[self.start..]);
-        if HEAD + len > frame.len() {
-            return Err(too_long());
-        }
         // What is buffered of the message, then the rest straight into
         // `frame` while it is there.
-        let have = (self.end - self.start).min(HEAD + len);
-        frame[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
-        self.start += have;
+        let (len, have) = self.start_message(frame)?;
         let got = self.read_rest(&mut frame[..HEAD + len], have, may_block)?;
         if got < HEAD + len {
             self.partial.extend_from_slice(&frame[..got]);
@@ -345,6 +339,20 @@ impl StreamWire {
         }
         self.since = None;
         Ok(Some(len))
+    }
+
+    /// The message whose header is in `inb`: checks its length against
+    /// `frame` and moves what is buffered of it there. Returns (payload
+    /// length, bytes moved).
+    fn start_message(&mut self, frame: &mut [u8]) -> io::Result<(usize, usize)> {
+        let (_, len) = frame_head(&self.inb[self.start..]);
+        if HEAD + len > frame.len() {
+            return Err(too_long());
+        }
+        let have = (self.end - self.start).min(HEAD + len);
+        frame[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
+        self.start += have;
+        Ok((len, have))
     }
 
     /// Goes on with the message kept in `partial` (its header is in):
@@ -509,15 +517,9 @@ impl Wire for StreamWire {
                 Err(e) => return Err(e),
             }
         }
-        let (_, len) = frame_head(&self.inb[self.start..]);
-        if HEAD + len > frame.len() {
-            return Err(too_long());
-        }
         // Whatever of the message is already buffered, then the rest
         // straight into `frame`.
-        let have = (self.end - self.start).min(HEAD + len);
-        frame[..have].copy_from_slice(&self.inb[self.start..self.start + have]);
-        self.start += have;
+        let (len, have) = self.start_message(frame)?;
         let mut got = have;
         while got < HEAD + len {
             match oslayer::fd::read_some(self.rx.as_fd(), &mut frame[got..HEAD + len]) {
