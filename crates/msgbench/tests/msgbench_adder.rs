@@ -151,6 +151,8 @@ fn adder_suite_runs_both_modes_and_cleans_up() {
         for r in rows {
             let x = r["threads"].as_u64().unwrap_or(0);
             assert_eq!(r["samples_per_thread"].as_u64(), Some(2000));
+            // -S is honoured exactly: never re-run, nothing discarded.
+            assert_eq!(r["discarded_runs"], serde_json::json!([]), "{r}");
             let ts = r["run"]["threads"].as_array().expect("run.threads");
             assert_eq!(ts.len() as u64, x, "{r}");
             for th in ts {

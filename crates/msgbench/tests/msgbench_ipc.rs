@@ -60,7 +60,7 @@ fn ipc_quick_rows_na_and_json() {
 
     for p in placements() {
         let g = group(&o.stdout, &format!("1 B, {p} CPU"));
-        for col in ["Transport", "Wait", "Samples", "p50", "p99", "CPU sum"] {
+        for col in ["Transport", "Wait", "Samples", "p50", "p99", "CPU all"] {
             assert!(g[0].contains(col), "header lacks {col}: {}", o.stdout);
         }
         for t in ["shm-block", "uds"] {
@@ -110,13 +110,19 @@ fn ipc_quick_rows_na_and_json() {
             .sum();
         assert_eq!(hist, n, "histogram holds every sample: {r}");
         let cpu = &l["cpu"];
-        let (c, s, t) = (
+        let (c, s, o, t) = (
             num(cpu, "client_ns"),
             num(cpu, "server_ns"),
+            num(cpu, "other_ns"),
             num(cpu, "total_ns"),
         );
-        assert!(c > 0.0 && s > 0.0, "both sides' CPU per message: {cpu}");
-        assert!((c + s - t).abs() <= 1e-6 * t.max(1.0), "{cpu}");
+        assert!(
+            c > 0.0 && s > 0.0 && o >= 0.0,
+            "both sides' CPU per message: {cpu}"
+        );
+        // Every thread of both sides: the total is the two threads and the rest.
+        assert!((c + s + o - t).abs() <= 1e-6 * t.max(1.0), "{cpu}");
+        assert_eq!(cpu["method"], "process-clock", "{cpu}");
         let tp = &r["throughput"];
         // The default window where one-way messages exist, else 1.
         let want_w = if r["transport"] == "uds" { 16 } else { 1 };

@@ -154,8 +154,12 @@ pub struct Row {
     pub latency: Option<LatencySummary>,
     /// The time limit stopped a thread before its sample count.
     pub cut: bool,
-    /// The full client run.
+    /// The full client run (the last one when the row was run again).
     pub run: ClientRun,
+    /// Earlier runs of this row that were too short and run again (see
+    /// docs/methodology.md, "Row size"), oldest first; empty when the
+    /// first measured run was kept.
+    pub discarded_runs: Vec<DiscardedRun>,
 }
 
 /// One table: a transport.
@@ -309,7 +313,8 @@ pub fn run(args: &AdderArgs, stop: Arc<AtomicBool>) -> Result<Report> {
                     .iter()
                     .find(|b| b.mode == mode && b.threads == 1)
                     .map(|b| b.rate_per_thread);
-                let row = make_row(mode, x, r, idle.as_ref(), base);
+                let mut row = make_row(mode, x, r.run, idle.as_ref(), base);
+                row.discarded_runs = r.discarded;
                 println!(
                     "{}",
                     table::line(&row, rows.last().is_none_or(|p| p.mode != mode))
@@ -329,6 +334,13 @@ pub fn run(args: &AdderArgs, stop: Arc<AtomicBool>) -> Result<Report> {
              during the run (threads outnumbering CPUs can flip between fast and slow phases).\n\
              Its figures are over the round trips done; every reply was still checked."
         );
+    }
+    if tables
+        .iter()
+        .flat_map(|t| &t.rows)
+        .any(|r| !r.discarded_runs.is_empty())
+    {
+        println!("{}", table::RERUN_NOTE);
     }
     if tables
         .iter()
@@ -379,6 +391,7 @@ fn make_row(
         latency: run.latency.clone(),
         cut: run.threads.iter().any(|t| t.cut),
         run,
+        discarded_runs: Vec::new(),
     }
 }
 
@@ -393,7 +406,7 @@ fn run_row(
     x: u32,
     clock: &Clock,
     stop: &AtomicBool,
-) -> Result<ClientRun> {
+) -> Result<Sized> {
     let mut servers = Servers::start(mode, x, transport, ns, &plan.server_cpus, args.spin_us)?;
     let cfg = |samples: u64, timestamps: bool| RunConfig {
         ns,
@@ -429,23 +442,92 @@ fn run_row(
             ((rate * args.row_secs) as u64).clamp(crate::adder::MIN_SAMPLES, u32::MAX as u64)
         }
     };
-    let mut run = client::run(&cfg(samples, !args.no_timestamps))?;
-    // A bimodal workload can still fool the probe: a row far shorter than
-    // asked (too short for /proc/stat's 10 ms ticks to mean anything) is
-    // run again, sized from its own rate.
-    let mut retries = 0;
-    while args.samples.is_none() && retries < 3 && run.ave_duration_ns / 1e9 < args.row_secs / 3.0 {
-        let s = ((run.rate_per_thread * args.row_secs) as u64)
-            .max(run.samples * 2)
+    let first = client::run(&cfg(samples, !args.no_timestamps))?;
+    let sized = match args.samples {
+        Some(_) => Sized {
+            run: first,
+            discarded: Vec::new(),
+        },
+        None => rerun_short(
+            &|s| client::run(&cfg(s, !args.no_timestamps)),
+            first,
+            args.row_secs,
+        )?,
+    };
+    servers.stop()?;
+    Ok(sized)
+}
+
+/// A row's kept run and the runs of it that were thrown away.
+struct Sized {
+    run: ClientRun,
+    discarded: Vec<DiscardedRun>,
+}
+
+/// A measured run of a row that was thrown away and run again (JSON
+/// `discarded_runs`), with its figures and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardedRun {
+    /// Round trips per thread.
+    pub samples_per_thread: u64,
+    /// Mean thread duration, ms.
+    pub ave_duration_ms: f64,
+    /// Samples / mean duration.
+    pub rate_per_thread: f64,
+    /// All round trips / wall time of the run.
+    pub aggregate_rate: f64,
+    /// Busy during the run, % summed over CPUs; `None` when unmeasured.
+    pub busy_pct: Option<f64>,
+    /// All threads' latencies merged.
+    pub latency: Option<LatencySummary>,
+    /// Why it was discarded, e.g. "lasted 12 ms, under a third of
+    /// --row-secs 1 (333 ms)".
+    pub reason: String,
+}
+
+/// How many times a short row is run again at most.
+const MAX_RERUNS: usize = 3;
+
+/// A bimodal workload can still fool the probe: a measured run shorter
+/// than a third of `row_secs` (too short for /proc/stat's 10 ms ticks to
+/// mean much) is run again, up to [`MAX_RERUNS`] times, sized from its
+/// own rate to last `row_secs` (at least twice its count). The last run is
+/// kept; the earlier ones are returned as discarded, with why.
+fn rerun_short(
+    run: &dyn Fn(u64) -> Result<ClientRun>,
+    first: ClientRun,
+    row_secs: f64,
+) -> Result<Sized> {
+    let mut kept = first;
+    let mut discarded = Vec::new();
+    while discarded.len() < MAX_RERUNS && kept.ave_duration_ns / 1e9 < row_secs / 3.0 {
+        let s = ((kept.rate_per_thread * row_secs) as u64)
+            .max(kept.samples * 2)
             .min(u32::MAX as u64);
-        if s == run.samples {
+        if s == kept.samples {
             break;
         }
-        run = client::run(&cfg(s, !args.no_timestamps))?;
-        retries += 1;
+        let next = run(s)?;
+        let old = std::mem::replace(&mut kept, next);
+        discarded.push(DiscardedRun {
+            samples_per_thread: old.samples,
+            ave_duration_ms: old.ave_duration_ns / 1e6,
+            rate_per_thread: old.rate_per_thread,
+            aggregate_rate: old.aggregate_rate,
+            busy_pct: old.busy.map(|b| b.busy_pct),
+            latency: old.latency.clone(),
+            reason: format!(
+                "lasted {:.0} ms, under a third of --row-secs {} ({:.0} ms); run again with {s} round trips per thread",
+                old.ave_duration_ns / 1e6,
+                crate::cli::show_num(row_secs),
+                row_secs / 3.0 * 1e3
+            ),
+        });
     }
-    servers.stop()?;
-    Ok(run)
+    Ok(Sized {
+        run: kept,
+        discarded,
+    })
 }
 
 /// Per-thread rate from probe runs long enough to mean something: the
@@ -476,5 +558,85 @@ pub(crate) fn latency_cells(l: &Option<LatencySummary>) -> (String, String) {
     match l {
         Some(l) => (fmt_ns(l.p50_ns), fmt_ns(l.p99_ns)),
         None => ("-".into(), "-".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of `samples` round trips per thread at `rate` per second.
+    fn fake(samples: u64, rate: f64) -> ClientRun {
+        ClientRun {
+            transport: "shm".into(),
+            samples,
+            threads: Vec::new(),
+            busy: None,
+            ave_duration_ns: samples as f64 / rate * 1e9,
+            rate_per_thread: rate,
+            aggregate_rate: rate,
+            latency: None,
+        }
+    }
+
+    #[test]
+    fn a_short_row_is_rerun_and_the_json_keeps_the_discarded_run() {
+        // The probe said 10k/s, the row ran at 1M/s: 1000 round trips in
+        // 1 ms, far under a third of 0.3 s.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let sized = rerun_short(
+            &|s| {
+                asked.borrow_mut().push(s);
+                Ok(fake(s, 1e6))
+            },
+            fake(1000, 1e6),
+            0.3,
+        )
+        .expect("runs");
+        assert_eq!(*asked.borrow(), [300_000], "sized from its own rate");
+        assert_eq!(sized.run.samples, 300_000);
+        assert_eq!(sized.discarded.len(), 1);
+        let mut row = make_row(Mode::One, 1, sized.run, None, None);
+        row.discarded_runs = sized.discarded;
+        assert!(
+            table::line(&row, true).contains("ms+"),
+            "marked in the table"
+        );
+        let json = serde_json::to_value(&row).expect("serialises");
+        let d = &json["discarded_runs"];
+        assert_eq!(d.as_array().map(Vec::len), Some(1), "{json}");
+        assert_eq!(d[0]["samples_per_thread"], 1000, "{d}");
+        assert_eq!(d[0]["ave_duration_ms"], 1.0, "{d}");
+        assert_eq!(d[0]["rate_per_thread"], 1e6, "{d}");
+        let why = d[0]["reason"].as_str().unwrap_or("");
+        assert!(why.contains("under a third of --row-secs 0.3"), "{why}");
+        assert_eq!(json["samples_per_thread"], 300_000, "the kept run: {json}");
+    }
+
+    #[test]
+    fn a_row_of_the_asked_length_is_kept_and_nothing_is_discarded() {
+        let sized =
+            rerun_short(&|_| panic!("must not run again"), fake(300_000, 1e6), 0.3).expect("runs");
+        assert!(sized.discarded.is_empty());
+        let row = make_row(Mode::One, 1, sized.run, None, None);
+        assert!(!table::line(&row, true).contains('+'));
+        let json = serde_json::to_value(&row).expect("serialises");
+        assert_eq!(json["discarded_runs"], serde_json::json!([]), "{json}");
+    }
+
+    #[test]
+    fn reruns_stop_after_three() {
+        // A row that stays short (every run lasts 1 ms) keeps the last run
+        // and the three before it as discarded.
+        let ms = |s: u64| fake(s, s as f64 * 1e3);
+        let sized = rerun_short(&|s| Ok(ms(s)), ms(1000), 1.0).expect("runs");
+        assert_eq!(sized.discarded.len(), MAX_RERUNS);
+        let counts: Vec<u64> = sized
+            .discarded
+            .iter()
+            .map(|d| d.samples_per_thread)
+            .collect();
+        assert_eq!(counts, [1000, 1_000_000, 1_000_000_000]);
+        assert_eq!(sized.run.samples, u32::MAX as u64);
     }
 }

@@ -32,7 +32,8 @@ use serde::Serialize;
 
 pub use options::IpcArgs;
 pub use results::{
-    CpuCost, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status, ThroughputRun, WaitClass,
+    CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
+    ThroughputRun, WaitClass,
 };
 
 use crate::measure::clock::Clock;

@@ -45,9 +45,10 @@ pub(super) fn line(r: &Row, first_of_mode: bool) -> String {
         &r.idle_pct.map_or("-".into(), |i| format!("{i:.2}%")),
         &r.busy_pct.map_or("n/a".into(), |b| format!("{b:.2}%")),
         &format!(
-            "{:.0} ms{}",
+            "{:.0} ms{}{}",
             r.ave_duration_ms,
-            if r.cut { "*" } else { "" }
+            if r.cut { "*" } else { "" },
+            if r.discarded_runs.is_empty() { "" } else { "+" }
         ),
         &thousands(r.rate_per_thread),
         &thousands(r.aggregate_rate),
@@ -57,6 +58,12 @@ pub(super) fn line(r: &Row, first_of_mode: bool) -> String {
         &p99,
     ])
 }
+
+/// The footnote of a row marked `+`.
+pub(super) const RERUN_NOTE: &str =
+    "+ The row was run again: its first measured run lasted under a third of --row-secs (the probe that sized\n\
+     it ran slower than the row), so it was re-run sized from its own rate, up to 3 times; the table shows the last run.\n\
+     The discarded runs, their figures and why, are in the JSON (rows[].discarded_runs).";
 
 /// What the columns mean.
 pub(super) fn legend(clock: &Clock) -> String {

@@ -17,7 +17,7 @@ use super::protocol::{
 use super::results::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
 use super::stats::{exact, histogram, subtract_overhead};
 use crate::measure::clock::Clock;
-use crate::measure::cpu::thread_cpu_ns;
+use crate::measure::cpu::{process_cpu_ns, thread_cpu_ns};
 use crate::measure::hist::LatencySummary;
 use crate::measure::placement::pin_current_thread;
 
@@ -353,6 +353,7 @@ fn latency(
     let per_message = cfg.timing == Timing::PerMessage;
     let mut samples: Vec<u64> = Vec::with_capacity(if per_message { target as usize } else { 0 });
     let s0 = server_cpu_ns(conn)?;
+    let p0 = process_cpu_ns();
     let c0 = thread_cpu_ns();
     let start = clock.now();
     let deadline = start.wrapping_add(ticks(clock, cap_secs));
@@ -402,6 +403,7 @@ fn latency(
     }
     let end = clock.now();
     let c1 = thread_cpu_ns();
+    let p1 = process_cpu_ns();
     let s1 = server_cpu_ns(conn)?;
     let duration_ns = clock.ticks_to_ns(end.wrapping_sub(start));
     let overhead_ticks = (cfg.clock.overhead_ns() / 1000.0 * clock.ticks_per_us()).round() as u64;
@@ -442,7 +444,12 @@ fn latency(
         summary,
         exact,
         histogram,
-        cpu: CpuCost::per_message(c1.saturating_sub(c0), s1.saturating_sub(s0), n),
+        cpu: CpuCost::per_message(
+            c1.saturating_sub(c0),
+            s1.saturating_sub(s0),
+            p1.saturating_sub(p0),
+            n,
+        ),
     })
 }
 
@@ -550,6 +557,7 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
         }
     }
     let s0 = server_cpu_ns(conn)?;
+    let p0 = process_cpu_ns();
     let c0 = thread_cpu_ns();
     let start = clock.now();
     let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
@@ -568,6 +576,7 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
     }
     let end = clock.now();
     let c1 = thread_cpu_ns();
+    let p1 = process_cpu_ns();
     let s1 = server_cpu_ns(conn)?;
     let secs = clock.ticks_to_ns(end.wrapping_sub(start)) / 1e9;
     let msgs_per_s = done as f64 / secs.max(1e-9);
@@ -579,6 +588,11 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
         duration_ns: secs * 1e9,
         msgs_per_s,
         mb_per_s: msgs_per_s * cfg.size as f64 / 1e6,
-        cpu: CpuCost::per_message(c1.saturating_sub(c0), s1.saturating_sub(s0), done),
+        cpu: CpuCost::per_message(
+            c1.saturating_sub(c0),
+            s1.saturating_sub(s0),
+            p1.saturating_sub(p0),
+            done,
+        ),
     })
 }

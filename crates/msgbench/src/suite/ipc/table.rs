@@ -12,7 +12,7 @@ use crate::suite::floor::FloorReport;
 const WIDTHS: [usize; 11] = [6, 8, 7, 7, 7, 7, 10, 8, 8, 8, 8];
 const TITLES: [&str; 11] = [
     "Wait", "Samples", "p50", "p99", "p99.9", "max", "Msgs/s", "MB/s", "CPU cli", "CPU srv",
-    "CPU sum",
+    "CPU all",
 ];
 
 /// "1 B, same CPU: client and server on CPU 0".
@@ -236,8 +236,10 @@ pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
         ),
         "Msgs/s, MB/s: SIZE bytes one way, at most a window of W messages in flight (W-1 one-way messages, then a\n\
          call whose reply checks the count and checksums of all W; window 1: each message waits for its checksum);\n\
-         MB = 10^6 bytes of payload. CPU cli/srv/sum: thread CPU time per round trip of the latency run, client,\n\
-         server and both."
+         MB = 10^6 bytes of payload. CPU cli/srv: thread CPU time per round trip of the latency run, the client\n\
+         thread and the server's serving thread; CPU all: every thread of both sides (client and server share this\n\
+         process: its CPU clock over the run), so the transports' helper threads (fuse's reader, sysv-msg's ticker,\n\
+         the pokers of signal, eventfd and pipe) count too."
             .to_string(),
         windows(rows),
         "Wait: poll = both sides spin (\"spin\" in the name); hybrid = spin, then block (polling+blocking);\n\
