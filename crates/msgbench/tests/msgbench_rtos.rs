@@ -15,26 +15,184 @@ fn results(doc: &Value) -> &Vec<Value> {
     doc["results"].as_array().expect("a results array")
 }
 
-/// Asserts a run succeeded, or failed only because behaviour tests
-/// FAILed (each with what it observed), never because of an error.
-fn assert_ok_or_behaviour_fail(o: &Output, doc: &Value) {
-    if o.status.success() {
-        return;
-    }
-    assert_eq!(o.code(), 1, "exit code: {o}");
-    let failed: Vec<&Value> = results(doc)
+/// The behaviour verdicts of a run, checked for what they are for.
+///
+/// On this machine class (root, so SCHED_FIFO is allowed) every behaviour
+/// test must PASS, except IRQ-S-SUS, whose outcome legitimately varies by
+/// machine (on a VM the host's vCPU preemption decides it): for it only
+/// the invariants of [`check_sus`] must hold. Without root the priority
+/// tests are skipped and their verdicts cannot be asserted.
+/// The exit status must agree with the verdicts: 1 exactly when a
+/// behaviour FAILed, each FAIL saying what it observed; never an error.
+fn check_verdicts(o: &Output, doc: &Value, quick: bool) {
+    assert_eq!(doc["summary"]["errors"], 0, "errors: {o}");
+    let res = results(doc);
+    let failed: Vec<&Value> = res
         .iter()
         .filter(|r| r["outcome"]["kind"] == "behaviour" && r["outcome"]["pass"] == false)
         .collect();
-    assert!(!failed.is_empty(), "non-zero exit without a FAIL: {o}");
-    assert_eq!(doc["summary"]["errors"], 0, "errors: {o}");
-    for r in failed {
+    for r in &failed {
         let observed = r["outcome"]["observed"].as_array().expect("observed");
         assert!(!observed.is_empty(), "a FAIL without observations: {r}");
     }
-    assert!(o.stdout.contains("FAIL"), "{o}");
-    assert!(o.stdout.contains("observed: "), "{o}");
-    assert!(o.stderr.contains("test(s) failed, 0 error(s)"), "{o}");
+    if failed.is_empty() {
+        o.assert_ok();
+    } else {
+        assert_eq!(o.code(), 1, "exit code with a FAIL: {o}");
+        assert!(o.stdout.contains("observed: "), "{o}");
+    }
+    if is_root() {
+        for r in res.iter().filter(|r| r["outcome"]["kind"] == "behaviour") {
+            if r["id"] != "IRQ-S-SUS" {
+                assert_eq!(r["outcome"]["pass"], true, "must PASS here: {r}");
+            }
+        }
+    } else {
+        skip("not root: SCHED_FIFO tests are skipped and their verdicts not asserted");
+    }
+    if res.iter().any(|r| r["id"] == "IRQ-S-SUS") {
+        check_sus(res, if quick { 100_000 } else { 1_000_000 });
+    }
+    if res.iter().any(|r| r["id"] == "MEM-B-LEK") {
+        check_lek(res);
+    }
+}
+
+/// One "period P us (achieved A us): N events, L lost" line of IRQ-S-SUS:
+/// (achieved us, events, lost).
+fn sus_trial(line: &str) -> (f64, u64, u64) {
+    let parse = || -> Option<(f64, u64, u64)> {
+        let achieved = line.split("(achieved ").nth(1)?.split(" us)").next()?;
+        let rest = line.split("): ").nth(1)?;
+        let events = rest.split(" events, ").next()?;
+        let lost = rest.split(" events, ").nth(1)?.strip_suffix(" lost")?;
+        Some((
+            achieved.parse().ok()?,
+            events.parse().ok()?,
+            lost.parse().ok()?,
+        ))
+    };
+    parse().unwrap_or_else(|| panic!("not a trial line: {line:?}"))
+}
+
+/// IRQ-S-SUS, whichever way it comes out: a PASS rests on a trial of at
+/// least `target` events with none lost, and its headline is that
+/// trial's achieved (measured) period; a FAIL lists trials that all lost;
+/// otherwise it is "inconclusive" (skipped) with no headline figure.
+fn check_sus(res: &[Value], target: u64) {
+    let sus: Vec<&Value> = res.iter().filter(|r| r["id"] == "IRQ-S-SUS").collect();
+    if sus.iter().all(|r| {
+        r["outcome"]["reason"]
+            .as_str()
+            .is_some_and(|x| x.starts_with("needs CAP_SYS_NICE"))
+    }) {
+        return; // not run without the privilege (checked by check_verdicts)
+    }
+    let rows = |v: &str| sus.iter().filter(|r| r["variant"] == v).count();
+    let losses = sus
+        .iter()
+        .find(|r| r["variant"] == "losses by period")
+        .unwrap_or_else(|| panic!("no losses-by-period row: {sus:?}"));
+    let o = &losses["outcome"];
+    let headline = sus
+        .iter()
+        .find(|r| r["variant"] == "lowest period with none lost");
+    match (o["kind"].as_str(), o["pass"].as_bool()) {
+        (Some("behaviour"), Some(true)) => {
+            let h = headline.unwrap_or_else(|| panic!("a PASS without a headline: {sus:?}"));
+            let period = num(&h["outcome"], "avg");
+            let trials: Vec<(f64, u64, u64)> = o["observed"]
+                .as_array()
+                .expect("observed")
+                .iter()
+                .map(|l| sus_trial(l.as_str().expect("a line")))
+                .collect();
+            assert!(
+                trials.iter().any(|&(achieved, events, lost)| {
+                    events >= target && lost == 0 && (achieved - period).abs() < 0.01
+                }),
+                "the headline {period} us is not the achieved period of a loss-free run of \
+                 {target} events: {trials:?}"
+            );
+            assert!(h["note"].as_str().unwrap_or("").contains("achieved"), "{h}");
+        }
+        (Some("behaviour"), Some(false)) => {
+            assert!(headline.is_none(), "a FAIL with a headline: {sus:?}");
+            // Every period tried lost events in some trial.
+            let lines: Vec<&str> = o["observed"]
+                .as_array()
+                .expect("observed")
+                .iter()
+                .map(|l| l.as_str().expect("a line"))
+                .collect();
+            let requested = |l: &str| l.split(" us").next().unwrap_or("").to_string();
+            for l in &lines {
+                assert!(
+                    lines
+                        .iter()
+                        .any(|m| requested(m) == requested(l) && sus_trial(m).2 > 0),
+                    "a FAIL with a clean period: {l} in {lines:?}"
+                );
+            }
+        }
+        (Some("skipped"), _) => {
+            assert!(headline.is_none(), "inconclusive with a headline: {sus:?}");
+            let reason = o["reason"].as_str().unwrap_or("");
+            assert!(
+                reason.starts_with("inconclusive: ")
+                    || reason.starts_with("needs CAP_SYS_NICE")
+                    || reason.starts_with("interrupted"),
+                "{losses}"
+            );
+        }
+        other => panic!("IRQ-S-SUS: unexpected outcome {other:?}: {losses}"),
+    }
+    assert_eq!(rows("losses by period"), 1, "{sus:?}");
+}
+
+/// "WHAT start A, end B" in MEM-B-LEK's observations: (A, B), or `None`
+/// when that count was not taken here (e.g. /dev/mqueue not mounted).
+fn lek_count(observed: &[Value], what: &str) -> Option<(u64, u64)> {
+    let line = observed
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|l| l.starts_with(what))
+        .unwrap_or_else(|| panic!("no {what:?} in {observed:?}"));
+    let rest = line.strip_prefix(&format!("{what} start "))?;
+    let (a, b) = rest.split_once(", end ")?;
+    let a = a.trim_end_matches(" KiB");
+    let b = b.split_whitespace().next()?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// MEM-B-LEK PASSes here, with its descriptor and kernel-object counts
+/// equal before and after the rounds, and resident memory within its
+/// tolerance.
+fn check_lek(res: &[Value]) {
+    let lek = res
+        .iter()
+        .find(|r| r["id"] == "MEM-B-LEK")
+        .expect("MEM-B-LEK");
+    assert_eq!(lek["outcome"]["kind"], "behaviour", "{lek}");
+    assert_eq!(lek["outcome"]["pass"], true, "{lek}");
+    let observed = lek["outcome"]["observed"].as_array().expect("observed");
+    for what in ["fds", "sysv msg queues", "named semaphores"] {
+        let (a, b) = lek_count(observed, what).unwrap_or_else(|| panic!("{what}: {lek}"));
+        assert_eq!(a, b, "{what} before and after differ: {lek}");
+    }
+    // Counted only where /dev/mqueue is mounted; then it must not change.
+    if let Some((a, b)) = lek_count(observed, "posix mqueues") {
+        assert_eq!(a, b, "posix mqueues before and after differ: {lek}");
+    }
+    let (a, b) = lek_count(observed, "rss").expect("rss");
+    assert!(b <= a + 1024, "rss grew beyond the tolerance: {lek}");
+    let rounds = observed
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|l| l.strip_prefix("rounds "))
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(rounds > 0, "no rounds: {lek}");
 }
 
 #[test]
@@ -49,7 +207,7 @@ fn rtos_quick_whole_catalogue() {
     );
     assert!(json.exists(), "no JSON written: {o}");
     let doc = read_json(&json);
-    assert_ok_or_behaviour_fail(&o, &doc);
+    check_verdicts(&o, &doc, true);
     assert!(o.stdout.contains("\nSummary: "), "no summary line: {o}");
 
     let res = results(&doc);
@@ -101,18 +259,6 @@ fn rtos_quick_whole_catalogue() {
         );
     }
     assert!(!o.stdout.contains("IRQ-P-LAT (subst.)"), "{o}");
-    let lek = res.iter().find(|r| r["id"] == "MEM-B-LEK").unwrap();
-    if lek["outcome"]["kind"] == "behaviour" {
-        let observed = lek["outcome"]["observed"].as_array().unwrap();
-        assert!(
-            observed[0].as_str().unwrap().starts_with("rss start "),
-            "{lek}"
-        );
-        assert!(
-            observed[1].as_str().unwrap().starts_with("fds start "),
-            "{lek}"
-        );
-    }
 }
 
 #[test]
@@ -134,7 +280,7 @@ fn rtos_selection_runs_only_what_is_named() {
         ],
     );
     let doc = read_json(&json);
-    assert_ok_or_behaviour_fail(&o, &doc);
+    check_verdicts(&o, &doc, true);
     let mut ids: Vec<&str> = results(&doc)
         .iter()
         .map(|r| r["id"].as_str().unwrap())

@@ -2,14 +2,16 @@
 //!
 //! MEM-B-LEK: for `--duration`, rounds of creating and destroying a thread,
 //! a POSIX unnamed and a named semaphore, a pthread mutex, and a channel of
-//! every msgpass transport (created in a private namespace, opened, one
-//! call, both dropped). The process's resident memory, open descriptors
-//! and kernel objects (POSIX message queues, System V message queues,
-//! named semaphores) are taken after the warm-up (a tenth of the run, at least three
-//! rounds: allocator arenas and buffer pools settle) and at the end.
-//! Tolerance: resident memory may grow by at most [`RSS_TOLERANCE_KIB`]
-//! (allocator and stack caches settle in the first rounds); descriptors
-//! and kernel objects may not grow at all.
+//! every msgpass transport that runs here (created in a private namespace,
+//! served by a thread for one call from a connection opened on the thread
+//! running the rounds, both dropped). The process's resident memory, open
+//! descriptors and kernel objects (our POSIX message queues, the System V
+//! message queues this process last sent to or received from, the test's
+//! named semaphore) are taken after the warm-up (a tenth of the run, at
+//! least three rounds: allocator arenas and buffer pools settle) and at the
+//! end. Tolerance: resident memory may grow by at most
+//! [`RSS_TOLERANCE_KIB`]; descriptors and kernel objects may not grow at
+//! all; any error in a round fails.
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -34,7 +36,7 @@ pub fn tests() -> Vec<TestDef> {
     vec![TestDef {
         id: "MEM-B-LEK",
         group: Group::MEM,
-        title: "create/destroy OS objects in a loop: memory must not grow",
+        title: "create/destroy OS objects in a loop: memory, descriptors and kernel objects must not grow",
         needs_fifo: false,
         substitute: None,
         run: lek,
