@@ -133,6 +133,9 @@ fn child_entry() {
 #[derive(Default)]
 struct Stats {
     honest_calls: u64,
+    /// The slowest honest call (shown, never asserted: a frozen or
+    /// flooding client that stalled the server would show here).
+    slowest: Duration,
     honest_failures: BTreeMap<String, u64>,
     first_failures: Vec<String>,
     hostile: BTreeMap<String, u64>,
@@ -255,8 +258,14 @@ fn honest(t: Target, stop: Arc<AtomicBool>, seed: u64) {
                 rng.upto(1024.min(max))
             };
             let req = rng.bytes(len);
+            let start = Instant::now();
             match conn.call(CMD_ECHO, &req, &mut reply) {
-                Ok(n) if reply[..n] == expected(&req)[..] => lock(&t.stats).honest_calls += 1,
+                Ok(n) if reply[..n] == expected(&req)[..] => {
+                    let took = start.elapsed();
+                    let mut s = lock(&t.stats);
+                    s.honest_calls += 1;
+                    s.slowest = s.slowest.max(took);
+                }
                 Ok(n) => t.honest_failure(format!("wrong-reply: {n} bytes for a {len}-byte echo")),
                 Err(e) => t.honest_failure(format!("call:{} {e}", kind(&e))),
             }
@@ -614,9 +623,10 @@ fn summary(
             "FAIL"
         };
         println!(
-            "{:<10} {verdict:<4} honest calls {} failed {bad} {}",
+            "{:<10} {verdict:<4} honest calls {} (slowest {:.1?}) failed {bad} {}",
             t.transport,
             s.honest_calls,
+            s.slowest,
             fmt(&s.honest_failures)
         );
         println!("           hostile {}", fmt(&s.hostile));
