@@ -20,6 +20,14 @@ pub fn set_packet_mode(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(rustix::fs::fcntl_setfl(fd, flags | OFlags::DIRECT)?)
 }
 
+/// Makes the pipe (or FIFO) of end `fd` hold at least `bytes` (the kernel
+/// rounds up to a power of two pages, within `fs.pipe-max-size` and the
+/// user's pipe page quota). Returns the capacity it has.
+pub fn set_capacity(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize> {
+    rustix::pipe::fcntl_setpipe_size(fd, bytes)?;
+    Ok(rustix::pipe::fcntl_getpipe_size(fd)?)
+}
+
 /// The most bytes a write to a pipe moves at once (and a packet holds).
 pub const PIPE_BUF: usize = 4096;
 
@@ -49,6 +57,12 @@ mod tests {
         assert_eq!(&b, b"hi");
         let fl = rustix::io::fcntl_getfd(r.as_fd()).unwrap();
         assert!(fl.contains(rustix::io::FdFlags::CLOEXEC));
+    }
+
+    #[test]
+    fn a_pipe_grows_to_hold_a_large_message() {
+        let (_r, w) = pipe().unwrap();
+        assert!(set_capacity(w.as_fd(), 65536 + 8).unwrap() >= 65536 + 8);
     }
 
     #[test]

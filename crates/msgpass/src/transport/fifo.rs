@@ -195,6 +195,8 @@ impl FifoWire {
         };
         // Never blocks: our own placeholder is a reader, so is the client.
         let (tx, _) = open_fifo(&made.0.s2c, Access::Write, Some(*s2c_id))?;
+        // Room for a whole reply (see `pipe.rs`); best effort.
+        let _ = oslayer::pipe::set_capacity(tx.as_fd(), frame.len());
         self.stream.set_tx(tx)?;
         self.pending = None;
         Err(io::ErrorKind::WouldBlock.into())
