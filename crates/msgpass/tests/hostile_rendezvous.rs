@@ -10,7 +10,6 @@ mod common;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -75,26 +74,14 @@ fn frame(len: usize) -> Vec<u8> {
     f
 }
 
-/// `calls` honest echo calls over `transport` from another thread, all
-/// answered correctly within [`BOUND`].
+/// `calls` honest echo calls over `transport` beside the attacker.
 fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
     let ns_dir = ns_dir.to_path_buf();
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || {
+    common::honest_calls(transport, calls, BOUND, move || {
         let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
         let tr = msgpass::transport::by_name(transport).expect("transport");
-        let mut c = Connection::open(&ns, "hostile/0", &*tr, &options()).expect("honest open");
-        let mut buf = vec![0u8; 256];
-        for i in 0..calls {
-            let req = format!("honest {i}").into_bytes();
-            let n = c.call(1, &req, &mut buf).expect("honest call");
-            assert_eq!(buf[..n], echo_reply(1, &req, c.max_msg())[..]);
-        }
-        let _ = done.send(());
+        Connection::open(&ns, "hostile/0", &*tr, &options()).expect("honest open")
     });
-    finished
-        .recv_timeout(BOUND)
-        .unwrap_or_else(|_| panic!("{transport}: the honest client was not served"));
 }
 
 /// True once the server hung up the session (within [`BOUND`]).

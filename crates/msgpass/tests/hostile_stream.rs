@@ -10,7 +10,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -55,23 +55,11 @@ fn head(cmd: u32, len: u32) -> [u8; 8] {
     h
 }
 
-/// Runs `calls` honest echo calls from another thread; panics unless all
-/// are answered, correctly, within [`HONEST_BOUND`].
+/// `calls` honest echo calls over TCP beside the attacker.
 fn honest_calls(addr: SocketAddr, calls: usize) {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || {
-        let mut c = Connection::connect_tcp(addr, &options()).expect("honest connect");
-        let mut buf = vec![0u8; 256];
-        for i in 0..calls {
-            let req = format!("honest {i}").into_bytes();
-            let n = c.call(1, &req, &mut buf).expect("honest call");
-            assert_eq!(buf[..n], echo_reply(1, &req, c.max_msg())[..]);
-        }
-        let _ = done.send(());
+    common::honest_calls("tcp", calls, HONEST_BOUND, move || {
+        Connection::connect_tcp(addr, &options()).expect("honest connect")
     });
-    finished
-        .recv_timeout(HONEST_BOUND)
-        .expect("the honest client was not served beside the attacker");
 }
 
 /// True once the server has dropped `s` (end of file or reset), waiting

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use msgpass::{Channel, Error, Namespace, Options};
+use msgpass::{Channel, Connection, Error, Namespace, Options};
 
 /// Longest any test may run before the watchdog fails it.
 pub const WATCHDOG: Duration = Duration::from_secs(30);
@@ -696,4 +696,29 @@ pub fn unused_port() -> u16 {
         .map(|k| lo + ((seed.wrapping_add(k.wrapping_mul(7919))) % span) as u16)
         .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
         .expect("a free loopback port below the ephemeral range")
+}
+
+/// Makes `calls` honest echo calls, from another thread, on the connection
+/// `connect` opens; panics (naming `who`) unless all are answered,
+/// correctly, within `bound`. The honest client beside an attacker.
+pub fn honest_calls(
+    who: &str,
+    calls: usize,
+    bound: Duration,
+    connect: impl FnOnce() -> Connection + Send + 'static,
+) {
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || {
+        let mut c = connect();
+        let mut buf = vec![0u8; 256];
+        for i in 0..calls {
+            let req = format!("honest {i}").into_bytes();
+            let n = c.call(1, &req, &mut buf).expect("honest call");
+            assert_eq!(buf[..n], echo_reply(1, &req, c.max_msg())[..]);
+        }
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("{who}: the honest client was not served beside the attacker"));
 }
