@@ -656,9 +656,8 @@ fn sus(ctx: &Ctx) -> Result<Vec<Variant>> {
             },
         )),
         SusVerdict::Inconclusive(best) => {
-            // The outcome types have no "inconclusive": a run that never
-            // reached the target count is no verdict either way, so it is
-            // reported as not carried out, with the trials in the note.
+            // A run that never reached the target count is no verdict
+            // either way: inconclusive, with the trials observed.
             let best = best.map_or(String::from("no clean trial"), |t| {
                 format!(
                     "lowest clean: {}, {} events with none lost",
@@ -669,14 +668,15 @@ fn sus(ctx: &Ctx) -> Result<Vec<Variant>> {
             out.push(
                 Variant::new(
                     "losses by period",
-                    Outcome::Skipped {
+                    Outcome::Inconclusive {
                         reason: format!(
-                            "inconclusive: no loss-free run of {target} events within the \
-                             {total:?} allowed ({best})"
+                            "no loss-free run of {target} events within the {total:?} \
+                             allowed ({best})"
                         ),
+                        observed: lines,
                     },
                 )
-                .note(format!("trials: {}; {placement}", lines.join(", "))),
+                .note(placement.to_string()),
             );
         }
     }

@@ -141,6 +141,15 @@ pub enum Outcome {
         /// What was expected, in the same terms.
         expected: String,
     },
+    /// A behaviour test that ran but reached no verdict either way (e.g.
+    /// no trial reached the target count within the time allowed): neither
+    /// PASS nor FAIL, with why and what was observed.
+    Inconclusive {
+        /// Why no verdict was reached.
+        reason: String,
+        /// What was observed, in order.
+        observed: Vec<String>,
+    },
     /// A timing test.
     Timing(Timing),
     /// Not run here, with the reason (e.g. "needs CAP_SYS_NICE").

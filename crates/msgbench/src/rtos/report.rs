@@ -15,6 +15,8 @@ pub struct Summary {
     pub passed: usize,
     /// Behaviour tests that did not.
     pub failed: usize,
+    /// Behaviour tests run without reaching a verdict.
+    pub inconclusive: usize,
     /// Timing results measured.
     pub measured: usize,
     /// Not run here (privilege, kernel feature).
@@ -60,6 +62,7 @@ impl Report {
             match &r.outcome {
                 Outcome::Behaviour { pass: true, .. } => s.passed += 1,
                 Outcome::Behaviour { pass: false, .. } => s.failed += 1,
+                Outcome::Inconclusive { .. } => s.inconclusive += 1,
                 Outcome::Timing(_) => s.measured += 1,
                 Outcome::Skipped { .. } => s.skipped += 1,
                 Outcome::Error { .. } => s.errors += 1,
@@ -111,6 +114,10 @@ fn cells(r: &TestResult, plan: &Plan) -> Vec<String> {
             c.push("measured".into());
             c.extend(timing_cells(t));
         }
+        Outcome::Inconclusive { reason, .. } => {
+            c.push(format!("INCONCLUSIVE: {reason}"));
+            c.extend(std::iter::repeat_n(String::new(), 8));
+        }
         Outcome::Skipped { reason } => {
             c.push(format!("skipped: {reason}"));
             c.extend(std::iter::repeat_n(String::new(), 8));
@@ -152,6 +159,9 @@ fn details(r: &TestResult) -> Vec<String> {
     {
         v.push(format!("observed: {}", observed.join(", ")));
         v.push(format!("expected: {expected}"));
+    }
+    if let Outcome::Inconclusive { observed, .. } = &r.outcome {
+        v.push(format!("observed: {}", observed.join(", ")));
     }
     if let Some(s) = r.substitute {
         v.push(format!("substitute: {s}"));
@@ -245,9 +255,10 @@ pub fn print_group(g: Group, rows: &[TestResult], plan: &Plan) {
 pub fn print_summary(r: &Report, plan: &Plan) {
     let s = &r.summary;
     let text = format!(
-        "{} passed, {} failed, {} measured, {} skipped, {} errors{}",
+        "{} passed, {} failed, {} inconclusive, {} measured, {} skipped, {} errors{}",
         s.passed,
         s.failed,
+        s.inconclusive,
         s.measured,
         s.skipped,
         s.errors,
