@@ -1,0 +1,370 @@
+//! Hostile clients of the transports whose protocol goes beyond one
+//! socket, spoken by hand from this process: each attacker runs beside an
+//! honest client of the same endpoint, which must keep being answered
+//! within a bound; each attacker the protocol lets the server detect must
+//! be dropped (its rendezvous session hung up); and nothing may be left
+//! behind (namespace, /dev/shm, queues: [`TestNs::finish`]).
+//!
+//! - fifo, handshake: a client that stops after the hello (never opens the
+//!   FIFOs it was told about), one that opens only the reply FIFO, one that
+//!   opens both and never confirms, one that stops inside its *opened*
+//!   frame ([`fifo_clients_stopping_in_the_handshake_are_dropped`]).
+//! - fifo, partial frames: part of a header, a header and part of a
+//!   payload, then silence ([`fifo_clients_silent_inside_a_message_are_dropped`]).
+//! - fifo, trickle: a header then a byte per interval, and bare single
+//!   bytes (which the server cannot tell from its own pokes: not dropped,
+//!   but harmless) ([`fifo_clients_trickling_bytes_stop_nobody`]).
+//! - fifo, replies never taken: a client that never drains its reply FIFO,
+//!   and one that never even opens it
+//!   ([`fifo_clients_that_never_read_their_replies_are_dropped`]).
+//! - signal, garbage in the shared memory: a request whose header claims
+//!   more than the area holds, and a control page overwritten with junk
+//!   ([`signal_clients_writing_garbage_headers_are_dropped`]).
+//! - signal, a flood of request signals, forged and repeated
+//!   ([`signal_flood_stops_nobody`]).
+//! - signal, replies never taken: the reply signals pile up in the
+//!   client's queue ([`signal_client_that_never_takes_its_replies_stops_nobody`]).
+//! - io-uring, garbage in the shared area, a completion that disagrees with
+//!   the area, and a request sent before the handshake's ring number
+//!   ([`io_uring_clients_lying_in_the_shared_area_are_dropped`]); a client
+//!   that stops after the hello holds nothing
+//!   ([`io_uring_client_stopping_after_the_hello_stops_nobody`]).
+//! - fuse (root only; skipped with the reason otherwise, failing under
+//!   `CI`): malformed ioctls on the endpoint file
+//!   ([`fuse_malformed_ioctls_are_refused`]), and a client frozen by SIGSTOP
+//!   in the middle of its ioctl ([`fuse_client_frozen_mid_ioctl_stops_nobody`]).
+
+mod common;
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use msgpass::{Channel, Connection, Options};
+use oslayer::poll::{self, PollFd};
+use oslayer::socket::{RecvFlags, SocketType};
+
+const TICK: Duration = Duration::from_millis(20);
+/// Bounds a hang; does not time speed.
+const BOUND: Duration = Duration::from_secs(10);
+const PAGE: usize = 4096;
+
+fn options() -> Options {
+    Options {
+        tick: TICK,
+        ..Options::default()
+    }
+}
+
+/// A server of `transport` on a fresh endpoint, and the endpoint's path.
+fn server(t: &TestNs, transport: &str) -> (Server, PathBuf) {
+    let tr = msgpass::transport::by_name(transport).expect("transport");
+    let chan = Channel::create(&t.ns, "hostile/0", &*tr, &options()).expect("create");
+    let path = chan.path().to_path_buf();
+    (Server::serve_channel(chan), path)
+}
+
+/// A client that met the server through the rendezvous by hand: its
+/// session, the hello's extra bytes and the descriptors it carried.
+struct Raw {
+    session: OwnedFd,
+    extra: Vec<u8>,
+    fds: Vec<OwnedFd>,
+}
+
+fn raw(path: &Path) -> Raw {
+    let session = oslayer::socket::unix_connect(path, SocketType::SEQPACKET).expect("connect");
+    oslayer::socket::set_recv_timeout(session.as_fd(), Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut hello = [0u8; 16];
+    let mut extra = vec![0u8; 1024];
+    let got = oslayer::socket::recv_parts(
+        session.as_fd(),
+        &mut hello,
+        &mut extra,
+        RecvFlags::empty(),
+        true,
+    )
+    .expect("hello");
+    assert_eq!(&hello[..4], b"MSGP");
+    extra.truncate(got.len - hello.len());
+    Raw {
+        session,
+        extra,
+        fds: got.fds,
+    }
+}
+
+/// A frame header: command, payload length.
+fn head(cmd: u32, len: u32) -> [u8; 8] {
+    let mut h = [0u8; 8];
+    h[..4].copy_from_slice(&cmd.to_le_bytes());
+    h[4..].copy_from_slice(&len.to_le_bytes());
+    h
+}
+
+/// A frame: header (command 1, an echo), then `len` bytes.
+fn frame(len: usize) -> Vec<u8> {
+    let mut f = head(1, len as u32).to_vec();
+    f.resize(8 + len, 7);
+    f
+}
+
+/// `calls` honest echo calls over `transport` beside the attackers.
+fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
+    let ns_dir = ns_dir.to_path_buf();
+    common::honest_calls(transport, calls, BOUND, move || {
+        let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
+        let tr = msgpass::transport::by_name(transport).expect("transport");
+        Connection::open(&ns, "hostile/0", &*tr, &options()).expect("honest open")
+    });
+}
+
+/// True once the server hung up the session (within [`BOUND`]).
+fn hung_up(session: &OwnedFd) -> bool {
+    let deadline = Instant::now() + BOUND;
+    while Instant::now() < deadline {
+        let mut p = [PollFd::readable(session.as_fd())];
+        if poll::poll(&mut p, Some(Duration::from_millis(50))).expect("poll") > 0 {
+            let mut b = [0u8; 64];
+            match oslayer::socket::recv_now(session.as_fd(), &mut b) {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => {}
+            }
+        }
+    }
+    false
+}
+
+/// Asserts that every attacker in `attackers` (named) was dropped.
+fn all_dropped(transport: &str, attackers: &[(&str, &OwnedFd)]) {
+    for (what, session) in attackers {
+        assert!(hung_up(session), "{transport}: {what}: attacker kept");
+    }
+}
+
+// ---------------------------------------------------------------- fifo
+
+/// The opened frame's code (`b"FIFO"`).
+const FIFO_OPENED: u32 = u32::from_le_bytes(*b"FIFO");
+
+/// The two FIFO paths a fifo server's hello names: (c2s, s2c).
+fn fifo_names(extra: &[u8]) -> (PathBuf, PathBuf) {
+    let base = &extra[32..];
+    let with = |suffix: &str| {
+        let mut p = base.to_vec();
+        p.extend_from_slice(suffix.as_bytes());
+        PathBuf::from(std::ffi::OsStr::from_bytes(&p))
+    };
+    (with(".c2s.lock.lock"), with(".s2c.lock.lock"))
+}
+
+/// Opens a FIFO without blocking: for reading, or for writing.
+fn open_fifo(path: &Path, write: bool) -> File {
+    OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
+}
+
+/// A fifo client that met the server by hand and opened what it was told
+/// to (`s2c`: whether it opened the reply FIFO too).
+struct RawFifo {
+    raw: Raw,
+    /// Requests (c2s), blocking, in packet mode.
+    tx: OwnedFd,
+    /// Replies (s2c), when opened.
+    _rx: Option<File>,
+}
+
+fn raw_fifo(path: &Path, s2c: bool, confirm: bool) -> RawFifo {
+    let raw = raw(path);
+    let (c2s_path, s2c_path) = fifo_names(&raw.extra);
+    let rx = s2c.then(|| open_fifo(&s2c_path, false));
+    let tx = OwnedFd::from(open_fifo(&c2s_path, true));
+    oslayer::fd::set_nonblocking(tx.as_fd(), false).expect("blocking");
+    oslayer::pipe::set_packet_mode(tx.as_fd()).expect("packets");
+    if confirm {
+        oslayer::fd::write_all(tx.as_fd(), &[&head(FIFO_OPENED, 0)]).expect("opened");
+    }
+    RawFifo { raw, tx, _rx: rx }
+}
+
+/// The FIFOs of the endpoint's connections still in the namespace.
+fn fifos_in(dir: &Path) -> Vec<PathBuf> {
+    list_recursive(dir)
+        .into_iter()
+        .filter(|p| p.as_os_str().as_bytes().ends_with(b".lock.lock"))
+        .collect()
+}
+
+#[test]
+fn fifo_clients_stopping_in_the_handshake_are_dropped() {
+    watchdog("fifo handshake", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "fifo");
+        // Stops after the hello: opens nothing.
+        let hello_only = raw(&path);
+        // Opens the reply FIFO only.
+        let reader_only = {
+            let r = raw(&path);
+            let (_, s2c) = fifo_names(&r.extra);
+            (r, open_fifo(&s2c, false))
+        };
+        // Opens both, never confirms.
+        let unconfirmed = raw_fifo(&path, true, false);
+        // Half of its opened frame (one packet of 4 bytes), then silence.
+        let half = raw_fifo(&path, true, false);
+        oslayer::fd::write_all(half.tx.as_fd(), &[&head(FIFO_OPENED, 0)[..4]]).expect("half");
+        honest_calls(t.dir(), "fifo", 50);
+        all_dropped(
+            "fifo",
+            &[
+                ("hello only", &hello_only.session),
+                ("reply FIFO only", &reader_only.0.session),
+                ("never confirmed", &unconfirmed.raw.session),
+                ("half a confirmation", &half.raw.session),
+            ],
+        );
+        // Their names went with them, while they still hold their ends.
+        assert_eq!(fifos_in(t.dir()), Vec::<PathBuf>::new());
+        drop((hello_only, reader_only, unconfirmed, half));
+        s.stop();
+        t.finish();
+    });
+}
+
+#[test]
+fn fifo_clients_silent_inside_a_message_are_dropped() {
+    watchdog("fifo partial", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "fifo");
+        let in_header = raw_fifo(&path, true, true);
+        oslayer::fd::write_all(in_header.tx.as_fd(), &[&head(1, 5)[..3]]).expect("3 bytes");
+        let in_payload = raw_fifo(&path, true, true);
+        // A header and part of a payload: a whole packet, then silence.
+        oslayer::fd::write_all(in_payload.tx.as_fd(), &[&frame(6000)[..4096]]).expect("part");
+        // Not in packet mode: a stream of a header and 1000 bytes.
+        let unpacketed = raw_fifo(&path, true, true);
+        clear_packet_mode(&unpacketed.tx);
+        oslayer::fd::write_all(unpacketed.tx.as_fd(), &[&frame(60_000)[..1008]]).expect("part");
+        honest_calls(t.dir(), "fifo", 50);
+        all_dropped(
+            "fifo",
+            &[
+                ("inside a header", &in_header.raw.session),
+                ("inside a payload", &in_payload.raw.session),
+                ("inside a payload, no packets", &unpacketed.raw.session),
+            ],
+        );
+        drop((in_header, in_payload, unpacketed));
+        s.stop();
+        t.finish();
+    });
+}
+
+/// Takes `fd` (a pipe end) out of packet mode.
+fn clear_packet_mode(fd: &OwnedFd) {
+    // SAFETY: fcntl on a descriptor we own, with plain integer arguments.
+    unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        assert!(fl >= 0);
+        assert_eq!(
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl & !libc::O_DIRECT),
+            0
+        );
+    }
+}
+
+/// Writes `bytes` to `fd` one per `every`, until `stop` or a write fails.
+fn trickle(fd: OwnedFd, bytes: Vec<u8>, every: Duration, stop: Arc<AtomicBool>) {
+    for b in bytes {
+        if stop.load(Ordering::Relaxed) || oslayer::fd::write_all(fd.as_fd(), &[&[b]]).is_err() {
+            return;
+        }
+        thread::sleep(every);
+    }
+}
+
+#[test]
+fn fifo_clients_trickling_bytes_stop_nobody() {
+    watchdog("fifo trickle", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "fifo");
+        let stop = Arc::new(AtomicBool::new(false));
+        // A whole header, then the payload a byte per half tick.
+        let after_header = raw_fifo(&path, true, true);
+        oslayer::fd::write_all(after_header.tx.as_fd(), &[&head(1, 1000)]).expect("header");
+        let tx = after_header.tx.try_clone().expect("dup");
+        let st = Arc::clone(&stop);
+        let t1 = thread::spawn(move || trickle(tx, vec![5; 1000], TICK / 2, st));
+        // Bare single bytes: a server reads a one-byte packet as its own
+        // poke, so these are ignored, never a message.
+        let bare = raw_fifo(&path, true, true);
+        let tx = bare.tx.try_clone().expect("dup");
+        let st = Arc::clone(&stop);
+        let t2 = thread::spawn(move || trickle(tx, frame(1000), TICK / 2, st));
+        honest_calls(t.dir(), "fifo", 50);
+        all_dropped(
+            "fifo",
+            &[("trickling a payload", &after_header.raw.session)],
+        );
+        honest_calls(t.dir(), "fifo", 5);
+        stop.store(true, Ordering::Relaxed);
+        t1.join().expect("trickler");
+        t2.join().expect("trickler");
+        drop((after_header, bare));
+        s.stop();
+        t.finish();
+    });
+}
+
+/// Writes requests for 4000-byte replies on `tx` until a write fails (the
+/// server dropped us) or [`BOUND`] passes.
+fn flood_requests(tx: OwnedFd) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let f = frame(4000);
+        let deadline = Instant::now() + BOUND;
+        while Instant::now() < deadline {
+            if oslayer::fd::write_all_within(tx.as_fd(), &[&f], BOUND).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn fifo_clients_that_never_read_their_replies_are_dropped() {
+    watchdog("fifo never reads", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "fifo");
+        // Opened the reply FIFO, never drains it.
+        let undrained = raw_fifo(&path, true, true);
+        let f1 = flood_requests(undrained.tx.try_clone().expect("dup"));
+        // Confirmed without ever opening the reply FIFO.
+        let unopened = raw_fifo(&path, false, true);
+        let f2 = flood_requests(unopened.tx.try_clone().expect("dup"));
+        honest_calls(t.dir(), "fifo", 50);
+        all_dropped(
+            "fifo",
+            &[
+                ("never drains", &undrained.raw.session),
+                ("never opens", &unopened.raw.session),
+            ],
+        );
+        drop((undrained, unopened));
+        f1.join().expect("flood");
+        f2.join().expect("flood");
+        s.stop();
+        t.finish();
+    });
+}
