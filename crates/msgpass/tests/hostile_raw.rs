@@ -629,4 +629,249 @@ fn signal_client_that_never_takes_its_replies_stops_nobody() {
     });
 }
 
-fn fuse_caller_child() {}
+// ---------------------------------------------------------------- io-uring
+
+/// An io-uring client that met the server by hand: the server's ring
+/// (taken with its pidfd), a ring of its own, the mapped areas
+/// (client-to-server first, at offset 0).
+struct RawRing {
+    raw: Raw,
+    map: oslayer::mman::Mapping,
+    server_ring: OwnedFd,
+    ring: io_uring::IoUring,
+}
+
+/// Meets the server; sends our ring's number back unless `silent`.
+fn raw_ring(path: &Path, silent: bool) -> RawRing {
+    let raw = raw(path);
+    let max = u64_at(&raw.extra, 0) as usize;
+    let num = i32::from_le_bytes(raw.extra[8..12].try_into().expect("ring number"));
+    let (mem, pidfd, back) = (&raw.fds[0], &raw.fds[1], &raw.fds[2]);
+    let map = oslayer::mman::map_sealed(mem.as_fd(), 2 * area_len(max), "io-uring").expect("map");
+    let server_ring = oslayer::pidfd::getfd(pidfd.as_fd(), num).expect("server ring");
+    let ring = io_uring::IoUring::new(8).expect("ring");
+    if !silent {
+        let me = oslayer::pidfd::pidfd_self().expect("pidfd");
+        let n = ring.as_raw_fd().to_le_bytes();
+        oslayer::socket::send_parts(back.as_fd(), &[&n], &[me.as_fd()]).expect("ring back");
+    }
+    RawRing {
+        raw,
+        map,
+        server_ring,
+        ring,
+    }
+}
+
+impl RawRing {
+    /// Writes `area` (a header) into the client-to-server area, then posts
+    /// a completion (`user_data`, `res`) into the server's ring.
+    fn post(&mut self, area: [u8; 8], user_data: u64, res: i32) {
+        self.map.write_at(0, &area);
+        let target = io_uring::types::Fd(self.server_ring.as_raw_fd());
+        let sqe = io_uring::opcode::MsgRingData::new(target, res, user_data, None)
+            .build()
+            .user_data(1);
+        // SAFETY: a MSG_RING data entry carries values only, and its target
+        // stays open in `self.server_ring` until the entry completes below.
+        unsafe { self.ring.submission().push(&sqe) }.expect("room");
+        self.ring.submit_and_wait(1).expect("submit");
+        let cqe = self.ring.completion().next().expect("completion");
+        assert!(cqe.result() >= 0, "MSG_RING failed: {}", cqe.result());
+    }
+}
+
+#[test]
+fn io_uring_clients_lying_in_the_shared_area_are_dropped() {
+    watchdog("io-uring garbage", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "io-uring");
+        // A length far beyond the area, in the area and the completion.
+        let mut huge = raw_ring(&path, false);
+        let h = head(1, u32::MAX);
+        huge.post(h, u64::from_le_bytes(h), -1);
+        // An area and a completion that disagree.
+        let mut liar = raw_ring(&path, false);
+        liar.post(head(1, 16), u64::from_le_bytes(head(1, 17)), 17);
+        // A request before the ring number the handshake owes.
+        let mut early = raw_ring(&path, true);
+        let h = head(1, 16);
+        early.post(h, u64::from_le_bytes(h), 16);
+        honest_calls(t.dir(), "io-uring", 50);
+        all_dropped(
+            "io-uring",
+            &[
+                ("length beyond the area", &huge.raw.session),
+                ("completion disagrees", &liar.raw.session),
+                ("request before the ring number", &early.raw.session),
+            ],
+        );
+        drop((huge, liar, early));
+        s.stop();
+        t.finish();
+    });
+}
+
+#[test]
+fn io_uring_client_stopping_after_the_hello_stops_nobody() {
+    watchdog("io-uring stalled", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "io-uring");
+        // Read the hello and stopped; took the server's ring and stopped.
+        // Neither is told from an idle client: both stay, harmlessly.
+        let hello_only = raw(&path);
+        let took_ring = raw_ring(&path, true);
+        honest_calls(t.dir(), "io-uring", 50);
+        drop((hello_only, took_ring));
+        honest_calls(t.dir(), "io-uring", 5);
+        s.stop();
+        t.finish();
+    });
+}
+
+// ---------------------------------------------------------------- fuse
+
+/// Why fuse tests cannot run here (`None`: they can); a failure under CI.
+fn fuse_unavailable() -> Option<String> {
+    let why = msgpass::transport::fuse::unavailable()?;
+    assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+    println!("skipped: {why}");
+    Some(why)
+}
+
+/// An ioctl number: direction, size, type, number.
+const fn ioc(dir: u32, size: usize, ty: u8, nr: u32) -> u32 {
+    (dir << 30) | ((size as u32) << 16) | ((ty as u32) << 8) | nr
+}
+
+/// Malformed ioctls of every kind the endpoint file can be sent: each must
+/// fail with an error (never be served, never hang).
+fn malformed_ioctls(fd: &OwnedFd) -> Vec<String> {
+    let mut buf = vec![0u8; 16384];
+    let mut served = Vec::new();
+    // The smallest class with a header claiming more than it holds.
+    let mut lying = head(1, 1000).to_vec();
+    lying.resize(64, 0);
+    let cases: [(&str, u32, &[u8]); 7] = [
+        (
+            "a class number with a size of no class",
+            ioc(3, 100, b'Q', 1),
+            &[],
+        ),
+        ("a number of no class", ioc(3, 64, b'Q', 9), &[]),
+        ("a class read-only", ioc(2, 64, b'Q', 1), &[]),
+        ("a class write-only", ioc(1, 64, b'Q', 1), &[]),
+        ("the hello, too short", ioc(2, 8, b'Q', 0), &[]),
+        ("another type", ioc(3, 64, b'T', 1), &[]),
+        (
+            "a header longer than its class",
+            ioc(3, 64, b'Q', 1),
+            &lying,
+        ),
+    ];
+    for (what, cmd, content) in cases {
+        buf.fill(0);
+        buf[..content.len()].copy_from_slice(content);
+        if oslayer::ioctl::read_write(fd.as_fd(), cmd, &mut buf).is_ok() {
+            served.push(what.to_string());
+        }
+    }
+    // A legacy request, encoding no size at all (TCGETS).
+    // SAFETY: TCGETS writes a struct termios (60 bytes) into `buf`, which
+    // is far larger.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TCGETS, buf.as_mut_ptr()) } == 0 {
+        served.push("TCGETS".into());
+    }
+    served
+}
+
+#[test]
+fn fuse_malformed_ioctls_are_refused() {
+    if fuse_unavailable().is_some() {
+        return;
+    }
+    watchdog("fuse malformed", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, path) = server(&t, "fuse");
+        let stop = Arc::new(AtomicBool::new(false));
+        let attacker = {
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+                    .expect("open the endpoint");
+                let fd = OwnedFd::from(f);
+                let mut rounds = 0u64;
+                loop {
+                    let served = malformed_ioctls(&fd);
+                    rounds += 1;
+                    if stop.load(Ordering::Relaxed) || !served.is_empty() {
+                        return (rounds, served);
+                    }
+                }
+            })
+        };
+        honest_calls(t.dir(), "fuse", 50);
+        stop.store(true, Ordering::Relaxed);
+        let (rounds, served) = attacker.join().expect("attacker");
+        assert!(
+            served.is_empty(),
+            "fuse: malformed ioctls served: {served:?}"
+        );
+        println!("fuse: {rounds} rounds of malformed ioctls refused");
+        s.stop();
+        t.finish();
+    });
+}
+
+/// The child's role: a fuse client that says so, then calls `CMD_HOLD`.
+fn fuse_caller_child() {
+    child_self_destruct();
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
+    let ns = msgpass::Namespace::open(Path::new(&var(CHILD_NS))).expect("namespace");
+    let tr = msgpass::transport::by_name("fuse").expect("fuse");
+    let mut c = Connection::open(&ns, "hostile/0", &*tr, &options()).expect("open");
+    println!("calling");
+    let mut buf = [0u8; 64];
+    let _ = c.call(CMD_HOLD, &[], &mut buf);
+    println!("returned");
+}
+
+/// The state letter of process `pid` (`T`: stopped).
+fn proc_state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rfind(')')
+        .and_then(|at| stat[at + 1..].trim_start().chars().next())
+        .unwrap_or('?')
+}
+
+#[test]
+fn fuse_client_frozen_mid_ioctl_stops_nobody() {
+    if fuse_unavailable().is_some() {
+        return;
+    }
+    watchdog("fuse frozen", WATCHDOG, || {
+        let t = TestNs::new();
+        let (s, _) = server(&t, "fuse");
+        let mut child = ChildProc::spawn("child_entry", "fuse-caller", &[(CHILD_NS, t.dir())]);
+        child.expect_line("calling");
+        // The server holds the child's request; the child sits in ioctl.
+        assert!(matches!(s.event(), Event::Held));
+        // SAFETY: kill(2) with plain integers, to our own child.
+        assert_eq!(unsafe { libc::kill(child.pid() as i32, libc::SIGSTOP) }, 0);
+        let deadline = Instant::now() + BOUND;
+        while proc_state(child.pid()) != 'T' {
+            assert!(Instant::now() < deadline, "the child never stopped");
+            thread::sleep(Duration::from_millis(5));
+        }
+        // The reply goes to a stopped caller; then others are served.
+        s.release();
+        honest_calls(t.dir(), "fuse", 50);
+        child.kill_and_reap();
+        honest_calls(t.dir(), "fuse", 5);
+        s.stop();
+        t.finish();
+    });
+}
