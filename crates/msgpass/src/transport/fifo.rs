@@ -224,11 +224,7 @@ impl Wire for FifoWire {
         self.stream.recv(frame)
     }
 
-    fn recv_timeout(
-        &mut self,
-        frame: &mut [u8],
-        timeout: Duration,
-    ) -> io::Result<Option<usize>> {
+    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         if self.pending.is_some() {
             // The handshake's "opened" frame: waited for as any wire would.
             return poll_then_recv(self, frame, timeout);
