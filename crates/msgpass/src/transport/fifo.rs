@@ -26,7 +26,11 @@
 //!    nothing for this connection.
 //!
 //! A client that dies during the handshake is dropped like any other, and
-//! the server unlinks the names then. A server killed during a handshake
+//! the server unlinks the names then. So is a live client that has not
+//! confirmed within the rendezvous handshake timeout (or its wire's limit,
+//! if longer): it never opened the FIFOs, or never said so, and would
+//! otherwise keep their names in the namespace for as long as it keeps its
+//! session. A server killed during a handshake
 //! leaves them behind: whoever claims the endpoint next removes them
 //! ([`clean_stale`], the transport table's hook), as it replaces the stale
 //! endpoint.
@@ -45,9 +49,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::transport::mechanism::{ConnCtx, Mechanism};
-use crate::transport::rendezvous::Family;
+use crate::transport::rendezvous::{Family, HANDSHAKE_TIMEOUT};
 use crate::transport::wire::{frame_head, head, poll_then_recv, Packets, StreamWire, Wire, HEAD};
 use crate::transport::Options;
 
@@ -176,6 +181,9 @@ pub(crate) struct FifoWire {
     /// Server side until the client's *opened* frame: the names (unlinked
     /// when this is dropped) and the identity of s2c.
     pending: Option<(Made, Id)>,
+    /// Server side, while `pending`: when the client must have confirmed
+    /// by (set by [`Wire::bound`]).
+    confirm_by: Option<Instant>,
 }
 
 impl FifoWire {
@@ -199,6 +207,7 @@ impl FifoWire {
         let _ = oslayer::pipe::set_capacity(tx.as_fd(), frame.len());
         self.stream.set_tx(tx)?;
         self.pending = None;
+        self.confirm_by = None;
         Err(io::ErrorKind::WouldBlock.into())
     }
 }
@@ -215,11 +224,7 @@ impl Wire for FifoWire {
         self.stream.recv(frame)
     }
 
-    fn recv_timeout(
-        &mut self,
-        frame: &mut [u8],
-        timeout: std::time::Duration,
-    ) -> io::Result<Option<usize>> {
+    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         if self.pending.is_some() {
             // The handshake's "opened" frame: waited for as any wire would.
             return poll_then_recv(self, frame, timeout);
@@ -231,12 +236,19 @@ impl Wire for FifoWire {
         self.stream.poll_fd()
     }
 
-    fn bound(&mut self, limit: std::time::Duration) -> io::Result<()> {
+    fn bound(&mut self, limit: Duration) -> io::Result<()> {
+        if self.pending.is_some() {
+            self.confirm_by = Some(Instant::now() + limit.max(HANDSHAKE_TIMEOUT));
+        }
         self.stream.bound(limit)
     }
 
-    fn overdue(&self, now: std::time::Instant) -> bool {
-        self.stream.overdue(now)
+    /// A message begun and not finished in time, or a handshake not
+    /// confirmed in time (a client that never opens its FIFOs sends
+    /// nothing, so nothing else would ever drop it).
+    fn overdue(&self, now: Instant) -> bool {
+        let unconfirmed = self.pending.is_some() && self.confirm_by.is_some_and(|by| now > by);
+        unconfirmed || self.stream.overdue(now)
     }
 
     fn has_buffered(&self) -> bool {
@@ -291,6 +303,7 @@ impl Mechanism for Fifo {
         let wire = FifoWire {
             stream: StreamWire::pipes(rx, placeholder, Packets::Receive)?,
             pending: Some((made, s2c_id)),
+            confirm_by: None,
         };
         Ok((wire, Vec::new(), extra))
     }
@@ -322,6 +335,7 @@ impl Mechanism for Fifo {
         Ok(FifoWire {
             stream,
             pending: None,
+            confirm_by: None,
         })
     }
 }

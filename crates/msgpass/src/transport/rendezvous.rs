@@ -22,8 +22,9 @@ const VERSION: u16 = 1;
 pub(crate) const HELLO_LEN: usize = 16;
 /// Largest transport-specific addition to the hello (queue names, ports).
 pub(crate) const EXTRA_MAX: usize = 1024;
-/// How long a client waits for the hello once connected.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client waits for the hello once connected (and how long a
+/// server of a mechanism with a handshake of its own waits for the rest).
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Transport families that share the rendezvous, numbered as on the wire
 /// (a protocol constant, like a port number: never renumbered). A client of
