@@ -79,6 +79,10 @@ macro_rules! hostile_tests {
             fn many_attackers_at_once() {
                 super::attacks::many_attackers_at_once(T)
             }
+            #[test]
+            fn frozen_clients_do_not_hold_up_shutdown() {
+                super::attacks::frozen_clients_do_not_hold_up_shutdown(T)
+            }
         })*
 
         /// The transports instantiated, from the same invocation.
@@ -477,6 +481,32 @@ mod attacks {
             attackers.iter_mut().for_each(ChildProc::kill_and_reap);
             cx.settled(&mut asker, 1, &clean);
             drop(asker);
+            s.stop();
+        });
+    }
+
+    /// A server stopped while attackers are frozen (a caller and a
+    /// flooder, holding whatever they hold) stops within the bound; once
+    /// they are killed, the next server of the endpoint is served as ever,
+    /// and when it stops nothing of either is left.
+    pub fn frozen_clients_do_not_hold_up_shutdown(t: &'static str) {
+        run(t, "frozen_clients_do_not_hold_up_shutdown", |cx| {
+            let s = cx.server();
+            let mut attackers = [cx.attacker("caller"), cx.attacker("flooder")];
+            attackers.iter().for_each(freeze);
+            let stopping = Instant::now();
+            s.stop();
+            assert!(
+                stopping.elapsed() < SETTLE_BOUND,
+                "{}: stopping beside frozen clients took {:?}",
+                cx.t,
+                stopping.elapsed()
+            );
+            attackers.iter_mut().for_each(ChildProc::kill_and_reap);
+            // The next server claims the endpoint (and clears what a
+            // frozen client kept its predecessor from removing).
+            let s = cx.server();
+            cx.honest("the killed clients of the last server");
             s.stop();
         });
     }
