@@ -473,10 +473,16 @@ mod attacks {
         run(t, "many_attackers_at_once", |cx| {
             let s = cx.server();
             let (mut asker, clean) = cx.baseline();
+            // Each is frozen once under way, before the next starts: they
+            // all hold what they held, and the spinning transports' clients
+            // do not starve the start of the next on a small machine.
             let mut attackers: Vec<ChildProc> = (0..ATTACKERS)
-                .map(|i| cx.attacker(if i % 2 == 0 { "caller" } else { "flooder" }))
+                .map(|i| {
+                    let a = cx.attacker(if i % 2 == 0 { "caller" } else { "flooder" });
+                    freeze(&a);
+                    a
+                })
                 .collect();
-            attackers.iter().for_each(freeze);
             cx.honest("four frozen attackers");
             attackers.iter_mut().for_each(ChildProc::kill_and_reap);
             cx.settled(&mut asker, 1, &clean);
@@ -492,8 +498,11 @@ mod attacks {
     pub fn frozen_clients_do_not_hold_up_shutdown(t: &'static str) {
         run(t, "frozen_clients_do_not_hold_up_shutdown", |cx| {
             let s = cx.server();
-            let mut attackers = [cx.attacker("caller"), cx.attacker("flooder")];
-            attackers.iter().for_each(freeze);
+            let mut attackers = ["caller", "flooder"].map(|role| {
+                let a = cx.attacker(role);
+                freeze(&a);
+                a
+            });
             let stopping = Instant::now();
             s.stop();
             assert!(
