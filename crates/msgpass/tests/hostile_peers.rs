@@ -439,9 +439,10 @@ mod attacks {
         });
     }
 
-    /// Clients killed in the middle of their calls, one after another:
-    /// after each, an honest client is served and the server has forgotten
-    /// the dead one, all it held and every file it made.
+    /// Clients killed in the middle of their calls or one-way floods, one
+    /// after another: after each, an honest client is served and the
+    /// server has forgotten the dead one, all it held and every file it
+    /// made.
     pub fn a_client_killed_while_holding_a_request_leaves_nothing(t: &'static str) {
         const ATTACKERS: usize = 5;
         run(
@@ -452,12 +453,13 @@ mod attacks {
                 let (mut asker, clean) = cx.baseline();
                 let mut rng = Rng::for_test(&format!("{}::killed", cx.t));
                 for i in 0..ATTACKERS {
-                    let mut attacker = cx.attacker("caller");
+                    let role = if i % 2 == 0 { "caller" } else { "flooder" };
+                    let mut attacker = cx.attacker(role);
                     // Jitter, not synchronisation: lands the kill at
                     // different points of the child's calls.
                     thread::sleep(Duration::from_micros(rng.upto(20_000) as u64));
                     attacker.kill_and_reap();
-                    cx.honest(&format!("killed caller {i}"));
+                    cx.honest(&format!("killed {role} {i}"));
                     cx.settled(&mut asker, 1, &clean);
                 }
                 drop(asker);
