@@ -10,7 +10,9 @@
 //!   beside others while it floods, then frozen with its queues full;
 //! - clients killed (SIGKILL) in the middle of their calls, one after
 //!   another, each of which the server must forget without a trace;
-//! - several frozen attackers at once.
+//! - a client frozen in the middle of connecting or leaving;
+//! - several frozen attackers at once;
+//! - a server stopped beside frozen clients, and its successor.
 //!
 //! Each check runs an honest client beside the attackers, which must have
 //! all its calls answered within [`HONEST_BOUND`] (a bound on a hang, not a
@@ -74,6 +76,10 @@ macro_rules! hostile_tests {
             #[test]
             fn a_client_killed_while_holding_a_request_leaves_nothing() {
                 super::attacks::a_client_killed_while_holding_a_request_leaves_nothing(T)
+            }
+            #[test]
+            fn a_client_frozen_while_connecting_stops_nobody() {
+                super::attacks::a_client_frozen_while_connecting_stops_nobody(T)
             }
             #[test]
             fn many_attackers_at_once() {
@@ -140,6 +146,7 @@ fn child_entry() {
     match role.as_str() {
         "caller" => child::caller(open()),
         "flooder" => child::flooder((0..FLOOD_THREADS).map(|_| open()).collect()),
+        "connector" => child::connector(open),
         other => panic!("unknown child role {other}"),
     }
     thread::sleep(CHILD_LIFETIME);
@@ -164,6 +171,23 @@ mod child {
             }
             if i == 0 {
                 println!("MSGPASS_CALLING");
+            }
+        }
+    }
+
+    /// Connects, calls once and leaves, in a loop (so that a signal often
+    /// lands in the middle of a handshake); says `MSGPASS_CONNECTING`
+    /// after the first round.
+    pub fn connector(open: impl Fn() -> Connection) {
+        for i in 0usize.. {
+            let mut c = open();
+            if let Err(e) = c.call(1, b"hello", &mut [0u8; 64]) {
+                println!("MSGPASS_CALL_FAILED {e}");
+                return;
+            }
+            drop(c);
+            if i == 0 {
+                println!("MSGPASS_CONNECTING");
             }
         }
     }
@@ -238,7 +262,8 @@ mod attacks {
             Server::start(&self.ns, ENDPOINT, self.t)
         }
 
-        /// An attacking child in `role` (`caller` or `flooder`), under way
+        /// An attacking child in `role` (`caller`, `connector` or
+        /// `flooder`), under way
         /// when this returns.
         pub fn attacker(&self, role: &str) -> ChildProc {
             let c = ChildProc::spawn(
@@ -252,6 +277,7 @@ mod attacks {
             );
             c.expect_line(match role {
                 "caller" => "MSGPASS_CALLING",
+                "connector" => "MSGPASS_CONNECTING",
                 _ => "MSGPASS_FLOODING",
             });
             self.note_queues();
@@ -413,6 +439,23 @@ mod attacks {
             let mut attacker = cx.attacker("caller");
             freeze(&attacker);
             cx.honest("a frozen caller");
+            attacker.kill_and_reap();
+            cx.settled(&mut asker, 1, &clean);
+            drop(asker);
+            s.stop();
+        });
+    }
+
+    /// A client frozen in the middle of connecting (or leaving), which may
+    /// have left a handshake half done, keeps nobody waiting; killed, it
+    /// is forgotten, with whatever the handshake made.
+    pub fn a_client_frozen_while_connecting_stops_nobody(t: &'static str) {
+        run(t, "a_client_frozen_while_connecting_stops_nobody", |cx| {
+            let s = cx.server();
+            let (mut asker, clean) = cx.baseline();
+            let mut attacker = cx.attacker("connector");
+            freeze(&attacker);
+            cx.honest("a client frozen while connecting");
             attacker.kill_and_reap();
             cx.settled(&mut asker, 1, &clean);
             drop(asker);
