@@ -165,7 +165,9 @@ proptest! {
     #[test]
     fn proptest_fifo_extra_answers_cleanly(
         ids in vec(any::<u8>(), 0..40),
-        name in vec(any::<u8>().prop_filter("no separator", |b| *b != b'/' && *b != 0), 0..32),
+        // Any byte but the separator and NUL (mapped, not filtered: a
+        // filter rejects so often that a million-case run aborts).
+        name in vec((1u8..=255).prop_map(|b| if b == b'/' { b'_' } else { b }), 0..32),
     ) {
         // Names under a directory that does not exist: the parse is
         // exercised, nothing on the machine is opened.
