@@ -3,21 +3,21 @@
 //!
 //! | library   | floor                 | placements | target     |
 //! |-----------|-----------------------|------------|------------|
-//! | shm-spin  | `floor::cacheline`    | 0,1        | <= 1.50x   |
-//! | shm-block | `floor::futex`        | 0,0 + 0,1  | <= 1.15x   |
-//! | uds       | `floor::seqpacket`    | 0,0 + 0,1  | <= 1.10x   |
-//! | uds-stream| `floor::uds_stream`   | 0,0 + 0,1  | <= 1.10x   |
-//! | uds-dgram | `floor::uds_dgram`    | 0,0 + 0,1  | <= 1.10x   |
-//! | pipe      | `floor::pipe`         | 0,0 + 0,1  | <= 1.10x   |
-//! | fifo      | `floor::fifo`         | 0,0 + 0,1  | <= 1.10x   |
-//! | posix-mq  | `floor::posix_mq`     | 0,0 + 0,1  | <= 1.10x   |
-//! | sysv-msg  | `floor::sysv_msg`     | 0,0 + 0,1  | <= 1.10x   |
-//! | eventfd   | `floor::eventfd`      | 0,0 + 0,1  | <= 1.10x   |
-//! | tcp       | `floor::tcp`          | 0,0 + 0,1  | <= 1.10x   |
-//! | udp       | `floor::udp`          | 0,0 + 0,1  | <= 1.10x   |
+//! | shm-spin  | `pingpong::cacheline`    | 0,1        | <= 1.50x   |
+//! | shm-block | `pingpong::futex`        | 0,0 + 0,1  | <= 1.15x   |
+//! | uds       | `pingpong::seqpacket`    | 0,0 + 0,1  | <= 1.10x   |
+//! | uds-stream| `pingpong::uds_stream`   | 0,0 + 0,1  | <= 1.10x   |
+//! | uds-dgram | `pingpong::uds_dgram`    | 0,0 + 0,1  | <= 1.10x   |
+//! | pipe      | `pingpong::pipe`         | 0,0 + 0,1  | <= 1.10x   |
+//! | fifo      | `pingpong::fifo`         | 0,0 + 0,1  | <= 1.10x   |
+//! | posix-mq  | `pingpong::posix_mq`     | 0,0 + 0,1  | <= 1.10x   |
+//! | sysv-msg  | `pingpong::sysv_msg`     | 0,0 + 0,1  | <= 1.10x   |
+//! | eventfd   | `pingpong::eventfd`      | 0,0 + 0,1  | <= 1.10x   |
+//! | tcp       | `pingpong::tcp`          | 0,0 + 0,1  | <= 1.10x   |
+//! | udp       | `pingpong::udp`          | 0,0 + 0,1  | <= 1.10x   |
 //!
 //! (A FIFO is a pipe opened by name, but its writes also update a named
-//! inode: `fifo` is held to a bare FIFO ping-pong, `floor::fifo`.)
+//! inode: `fifo` is held to a bare FIFO ping-pong, `pingpong::fifo`.)
 //!
 //! For each row, bare and library runs alternate (bare, lib, bare, lib...)
 //! with the same number of round trips, and the medians are compared. The
@@ -38,8 +38,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use msgbench::floor::{self, PingPong};
 use msgbench::measure::placement::{online_cpus, pin_current_thread};
+use msgbench::pingpong::{self, PingPong};
 use msgpass::{Channel, Connection, Namespace, Options};
 
 /// Spread (max-min over median, in percent) above which a row is flagged.
@@ -178,23 +178,23 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
             });
         }
     };
-    add("shm-spin", "cacheline", floor::cacheline, 1.5, false);
-    add("shm-block", "futex", floor::futex, 1.15, true);
-    add("shm-block", "futex", floor::futex, 1.15, false);
-    add("uds", "seqpacket", floor::seqpacket, 1.10, true);
-    add("uds", "seqpacket", floor::seqpacket, 1.10, false);
+    add("shm-spin", "cacheline", pingpong::cacheline, 1.5, false);
+    add("shm-block", "futex", pingpong::futex, 1.15, true);
+    add("shm-block", "futex", pingpong::futex, 1.15, false);
+    add("uds", "seqpacket", pingpong::seqpacket, 1.10, true);
+    add("uds", "seqpacket", pingpong::seqpacket, 1.10, false);
     // The kernel transports, each against the bare ping-pong over the same
     // mechanism, in both placements.
     let kernel: [(&'static str, &'static str, FloorFn); 9] = [
-        ("uds-stream", "uds_stream", floor::uds_stream),
-        ("uds-dgram", "uds_dgram", floor::uds_dgram),
-        ("pipe", "pipe", floor::pipe),
-        ("fifo", "fifo", floor::fifo),
-        ("posix-mq", "posix_mq", floor::posix_mq),
-        ("sysv-msg", "sysv_msg", floor::sysv_msg),
-        ("eventfd", "eventfd", floor::eventfd),
-        ("tcp", "tcp", floor::tcp),
-        ("udp", "udp", floor::udp),
+        ("uds-stream", "uds_stream", pingpong::uds_stream),
+        ("uds-dgram", "uds_dgram", pingpong::uds_dgram),
+        ("pipe", "pipe", pingpong::pipe),
+        ("fifo", "fifo", pingpong::fifo),
+        ("posix-mq", "posix_mq", pingpong::posix_mq),
+        ("sysv-msg", "sysv_msg", pingpong::sysv_msg),
+        ("eventfd", "eventfd", pingpong::eventfd),
+        ("tcp", "tcp", pingpong::tcp),
+        ("udp", "udp", pingpong::udp),
     ];
     for (transport, floor_name, f) in kernel {
         add(transport, floor_name, f, 1.10, true);
@@ -336,7 +336,7 @@ fn library(
     n: u64,
 ) -> anyhow::Result<f64> {
     let t = msgpass::transport::by_name(transport)?;
-    let warmup = floor::warmup_for(n);
+    let warmup = pingpong::warmup_for(n);
     let total = warmup + n;
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<Arc<AtomicBool>>>();
     std::thread::scope(|s| {

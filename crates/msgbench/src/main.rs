@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use msgbench::adder::server::{self, ServerArgs};
 use msgbench::cli;
-use msgbench::rtos::{self, RtosArgs};
-use msgbench::suite::adder::{self, AdderArgs};
-use msgbench::suite::floor::{self, FloorArgs};
-use msgbench::suite::ipc::{self, IpcArgs};
-use msgbench::validate::{self, ValidateArgs};
+use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::suites::adder::{self, AdderArgs};
+use msgbench::suites::floor::{self, FloorArgs};
+use msgbench::suites::ipc::{self, IpcArgs};
+use msgbench::suites::rtos::{self, RtosArgs};
+use msgbench::suites::validate::{self, ValidateArgs};
 
 #[derive(Parser)]
 #[command(

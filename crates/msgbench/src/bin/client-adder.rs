@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use msgbench::adder::client::{self, ClientArgs};
 use msgbench::cli;
+use msgbench::devctl::client::{self, ClientArgs};
 
 fn main() -> ExitCode {
     let args = ClientArgs::parse();
