@@ -35,6 +35,7 @@ mod cacheline;
 mod cacheline_procs;
 mod eventfd;
 mod fdio;
+pub mod floor;
 mod futex;
 mod pipe;
 mod posix_mq;

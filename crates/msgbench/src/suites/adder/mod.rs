@@ -22,7 +22,6 @@ use crate::measure::hist::{fmt_ns, LatencySummary};
 use crate::measure::placement::{self, CpuList};
 use crate::measure::sched::SchedArgs;
 use crate::report::{self, Header};
-use crate::suites::ipc::WaitClass;
 
 mod servers;
 mod table;
@@ -256,7 +255,7 @@ impl Drop for RunDir {
 
 /// True for a transport whose waits spin without bound.
 fn spins(transport: &str) -> bool {
-    WaitClass::of(transport) == WaitClass::Polling
+    msgpass::transport::info(transport).is_ok_and(|t| t.wait == msgpass::transport::Wait::Spin)
 }
 
 /// Runs the experiment, printing each table as it fills.

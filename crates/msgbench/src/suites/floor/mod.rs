@@ -13,11 +13,10 @@
 //! Every figure is the median of [`RUNS`] runs, each timed as a whole, and
 //! is shown with its spread, (max - min) / median. The length of a run is
 //! chosen from a short probe so that the whole measurement fits a time
-//! budget. [`measure`] is what other suites call to embed a floor in their
-//! JSON.
+//! budget. The measurement itself is [`crate::pingpong::floor`], which
+//! other suites call to embed a floor in their results.
 
 mod options;
-mod rows;
 mod table;
 
 use std::path::PathBuf;
@@ -28,14 +27,11 @@ use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 
-pub use rows::{FloorKind, FloorRow};
+pub use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow, RUNS};
 
 use crate::measure::clock::Clock;
 use crate::measure::placement::format_list;
 use crate::report::{self, Header};
-
-/// Runs behind every figure (the median is reported).
-pub const RUNS: usize = 5;
 
 /// Options of `msgbench floor`.
 #[derive(Debug, Clone, Default, Args)]
@@ -55,46 +51,6 @@ pub struct FloorArgs {
     pub sched: crate::measure::sched::SchedArgs,
 }
 
-/// The floor of this machine: every row, as embedded in JSON.
-#[derive(Debug, Clone, Serialize)]
-pub struct FloorReport {
-    /// Whether the short (`--quick`) lengths were used.
-    pub quick: bool,
-    /// Runs behind each figure.
-    pub runs_per_figure: usize,
-    /// The CPUs measured between, in order.
-    pub cpus: Vec<usize>,
-    /// Every figure, in measurement order.
-    pub rows: Vec<FloorRow>,
-}
-
-impl FloorReport {
-    /// The lowest cache-line round trip between threads, ns, on one CPU
-    /// (yielding) or on two; `None` if not measured.
-    pub fn cacheline_ns(&self, same_cpu: bool) -> Option<f64> {
-        self.lowest(FloorKind::CachelineThreads, same_cpu)
-    }
-
-    /// The lowest futex wait/wake round trip, ns, on one CPU or on two;
-    /// `None` if not measured.
-    pub fn futex_ns(&self, same_cpu: bool) -> Option<f64> {
-        self.lowest(FloorKind::Futex, same_cpu)
-    }
-
-    /// The figure of a cost row (clock read, system call), ns per call.
-    pub fn cost_ns(&self, kind: FloorKind) -> Option<f64> {
-        self.rows.iter().find(|r| r.kind == kind).map(|r| r.ns)
-    }
-
-    fn lowest(&self, kind: FloorKind, same_cpu: bool) -> Option<f64> {
-        self.rows
-            .iter()
-            .filter(|r| r.kind == kind && r.same_cpu == Some(same_cpu))
-            .map(|r| r.ns)
-            .min_by(f64::total_cmp)
-    }
-}
-
 /// The JSON document of `msgbench floor --json`.
 #[derive(Debug, Serialize)]
 struct Document<'a> {
@@ -102,13 +58,6 @@ struct Document<'a> {
     header: Header,
     #[serde(flatten)]
     floor: &'a FloorReport,
-}
-
-/// Measures the floor between `cpus` (same-CPU rows on the first one,
-/// cross-CPU rows for every ordered pair of distinct ones). `quick` keeps
-/// it to well under a second for one or two CPUs.
-pub fn measure(quick: bool, cpus: &[usize]) -> Result<FloorReport> {
-    rows::measure(quick, cpus, &AtomicBool::new(false))
 }
 
 /// Runs `msgbench floor`: measures, prints the table, writes the JSON.
@@ -123,7 +72,7 @@ pub fn run(args: &FloorArgs, stop: Arc<AtomicBool>) -> Result<FloorReport> {
         clock.describe(),
         header.environment.context_line(),
     );
-    let floor = rows::measure(args.quick, &cpus, &stop)?;
+    let floor = crate::pingpong::floor::measure_until(args.quick, &cpus, &stop)?;
     println!("{}\n\n{}", table::table(&floor.rows), table::legend());
     if let Some(p) = &args.json {
         report::json::write(

@@ -1,8 +1,8 @@
 //! The printed table of `msgbench floor`.
 
-use super::rows::FloorRow;
 use super::RUNS;
 use crate::measure::hist::fmt_ns;
+use crate::pingpong::floor::FloorRow;
 
 /// "0 -> 1" for a ping-pong (side A -> side B), "-" for a cost.
 fn cpus(r: &FloorRow) -> String {
@@ -58,8 +58,8 @@ pub fn legend() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rows::FloorKind;
     use super::*;
+    use crate::pingpong::floor::FloorKind;
 
     fn row(kind: FloorKind, cpus: Option<(usize, usize)>) -> FloorRow {
         FloorRow {

@@ -38,8 +38,8 @@ pub use results::{
 
 use crate::measure::clock::Clock;
 use crate::measure::placement;
+use crate::pingpong::floor::FloorReport;
 use crate::report::{self, Header};
-use crate::suites::floor::FloorReport;
 use options::{Format, Plan};
 use row::RowContext;
 
@@ -285,7 +285,7 @@ fn run_group(
 /// A quick floor between the first two of `cpus`, or `None` (said on
 /// stdout) if it cannot be measured.
 fn quick_floor(cpus: &[usize]) -> Option<FloorReport> {
-    match crate::suites::floor::measure(true, &cpus[..cpus.len().min(2)]) {
+    match crate::pingpong::floor::measure(true, &cpus[..cpus.len().min(2)]) {
         Ok(f) => Some(f),
         Err(e) => {
             println!("msgbench ipc: floor not measured: {e:#}");

@@ -5,8 +5,8 @@ use super::options::Timing;
 use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
+use crate::pingpong::floor::FloorReport;
 use crate::report::thousands;
-use crate::suites::floor::FloorReport;
 
 /// Widths of the columns after the mark and the transport name.
 const WIDTHS: [usize; 11] = [6, 8, 7, 7, 7, 7, 10, 8, 8, 8, 8];
@@ -283,7 +283,7 @@ mod tests {
 
     #[test]
     fn each_wait_class_meets_its_floor() {
-        use crate::suites::floor::{FloorKind, FloorRow};
+        use crate::pingpong::floor::{FloorKind, FloorRow};
         let row = |kind, same: bool, ns| FloorRow {
             kind,
             what: String::new(),

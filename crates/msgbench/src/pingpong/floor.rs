@@ -1,5 +1,7 @@
-//! The rows of the floor: which figures are measured, how long each run
-//! is, and the median and spread of [`RUNS`](super::RUNS) runs.
+//! The floor of this machine, as a set of rows: which figures are
+//! measured, how long each run is, and the median and spread of [`RUNS`]
+//! runs. `msgbench floor` prints it; other suites embed it in their
+//! results.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -7,7 +9,6 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::{FloorReport, RUNS};
 use crate::measure::costs;
 use crate::pingpong::{self, PingPong};
 
@@ -27,6 +28,56 @@ const PROBE: u64 = 200;
 const PROBE_SHARE: u32 = 10;
 const MIN_COUNT: u64 = 500;
 const MAX_COUNT: u64 = 20_000_000;
+
+/// Runs behind every figure (the median is reported).
+pub const RUNS: usize = 5;
+
+/// The floor of this machine: every row, as embedded in JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloorReport {
+    /// Whether the short (`--quick`) lengths were used.
+    pub quick: bool,
+    /// Runs behind each figure.
+    pub runs_per_figure: usize,
+    /// The CPUs measured between, in order.
+    pub cpus: Vec<usize>,
+    /// Every figure, in measurement order.
+    pub rows: Vec<FloorRow>,
+}
+
+impl FloorReport {
+    /// The lowest cache-line round trip between threads, ns, on one CPU
+    /// (yielding) or on two; `None` if not measured.
+    pub fn cacheline_ns(&self, same_cpu: bool) -> Option<f64> {
+        self.lowest(FloorKind::CachelineThreads, same_cpu)
+    }
+
+    /// The lowest futex wait/wake round trip, ns, on one CPU or on two;
+    /// `None` if not measured.
+    pub fn futex_ns(&self, same_cpu: bool) -> Option<f64> {
+        self.lowest(FloorKind::Futex, same_cpu)
+    }
+
+    /// The figure of a cost row (clock read, system call), ns per call.
+    pub fn cost_ns(&self, kind: FloorKind) -> Option<f64> {
+        self.rows.iter().find(|r| r.kind == kind).map(|r| r.ns)
+    }
+
+    fn lowest(&self, kind: FloorKind, same_cpu: bool) -> Option<f64> {
+        self.rows
+            .iter()
+            .filter(|r| r.kind == kind && r.same_cpu == Some(same_cpu))
+            .map(|r| r.ns)
+            .min_by(f64::total_cmp)
+    }
+}
+
+/// Measures the floor between `cpus` (same-CPU rows on the first one,
+/// cross-CPU rows for every ordered pair of distinct ones). `quick` keeps
+/// it to well under a second for one or two CPUs.
+pub fn measure(quick: bool, cpus: &[usize]) -> Result<FloorReport> {
+    measure_until(quick, cpus, &AtomicBool::new(false))
+}
 
 /// What a row measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -155,7 +206,7 @@ fn items(cpus: &[usize]) -> Vec<Item> {
 
 /// Measures every row between `cpus`, stopping early (with an error) when
 /// `stop` is set.
-pub fn measure(quick: bool, cpus: &[usize], stop: &AtomicBool) -> Result<FloorReport> {
+pub fn measure_until(quick: bool, cpus: &[usize], stop: &AtomicBool) -> Result<FloorReport> {
     if cpus.is_empty() {
         bail!("no CPU to measure on");
     }
@@ -291,6 +342,6 @@ mod tests {
 
     #[test]
     fn empty_cpu_list_is_refused() {
-        assert!(measure(true, &[], &AtomicBool::new(false)).is_err());
+        assert!(measure_until(true, &[], &AtomicBool::new(false)).is_err());
     }
 }
