@@ -2,6 +2,7 @@
 //! the client (`client-adder`) and the options they share.
 
 pub mod client;
+pub mod client_adder;
 pub mod options;
 pub mod output;
 pub mod server;

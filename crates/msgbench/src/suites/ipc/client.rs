@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use msgpass::{Connection, Namespace, Options};
 
-use super::options::Timing;
 use super::protocol::{
     ack_fold, body, echo_mismatch, stamp, SumBase, ACK_LEN, CMD_ACK, CMD_CPU, CMD_ECHO, CMD_STOP,
     CMD_SUM, ECHO_MASK, SUM_SEQ_BYTES,
 };
+use super::results::Timing;
 use super::results::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
 use super::stats::{exact, histogram, subtract_overhead};
 use crate::measure::clock::Clock;

@@ -63,7 +63,7 @@ pub struct Settings {
     /// Latency runs per row.
     pub repeats: usize,
     /// Latency timing: `per-message` or `whole`.
-    pub timing: options::Timing,
+    pub timing: results::Timing,
     /// Open-loop send rate, messages per second (null: closed loop).
     pub rate: Option<f64>,
     /// Cost of one timestamp, ns, subtracted from per-message samples.

@@ -3,8 +3,9 @@
 //! under each table (noisy rows, repeats that disagree).
 
 use super::load::{OTHER_WARN_PCT, STEAL_WARN_PCT};
-use super::options::{Plan, Timing};
+use super::options::Plan;
 use super::results::Row;
+use super::results::Timing;
 use super::stats::REPEAT_WARN_PCT;
 use crate::measure::clock::Clock;
 

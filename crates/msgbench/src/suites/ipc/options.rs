@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 
-use super::results::Placement;
+use super::results::{Placement, Timing};
 use super::server::Fault;
 use crate::measure::placement;
 
@@ -129,26 +129,6 @@ pub enum Format {
     Table,
     /// The ipc-bench results block per row.
     IpcBench,
-}
-
-/// How a latency run is timed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Timing {
-    /// A timestamp before and after each call: a distribution.
-    PerMessage,
-    /// The clock read only at the start and end: the mean only.
-    Whole,
-}
-
-impl Timing {
-    /// The option value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Timing::PerMessage => "per-message",
-            Timing::Whole => "whole",
-        }
-    }
 }
 
 /// Checked settings.

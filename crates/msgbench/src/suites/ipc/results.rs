@@ -3,7 +3,6 @@
 use serde::Serialize;
 
 use super::load::OtherLoad;
-use super::options::Timing;
 use crate::measure::hist::LatencySummary;
 
 /// Where the client and server threads run.
@@ -63,6 +62,26 @@ impl From<msgpass::transport::Wait> for WaitClass {
             msgpass::transport::Wait::Spin => WaitClass::Polling,
             msgpass::transport::Wait::Hybrid => WaitClass::Hybrid,
             msgpass::transport::Wait::Block => WaitClass::Blocking,
+        }
+    }
+}
+
+/// How a latency run is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// A timestamp before and after each call: a distribution.
+    PerMessage,
+    /// The clock read only at the start and end: the mean only.
+    Whole,
+}
+
+impl Timing {
+    /// The option value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::PerMessage => "per-message",
+            Timing::Whole => "whole",
         }
     }
 }

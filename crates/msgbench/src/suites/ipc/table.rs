@@ -1,7 +1,7 @@
 //! The default output: one table per (size, placement), rows sorted by
 //! median round trip, the winners marked; fits 120 columns.
 
-use super::options::Timing;
+use super::results::Timing;
 use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;

@@ -5,8 +5,9 @@ use std::hint::black_box;
 
 use anyhow::{anyhow, Result};
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 
 /// The group's tests.

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::rtthread::test_cpu;
 

@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::options::Plan;
 use crate::measure::clock::Clock;
 use crate::measure::placement;
 
@@ -52,12 +51,19 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// The context for `plan`.
-    pub fn new(plan: &Plan, clock: Clock, stop: Arc<AtomicBool>) -> Ctx {
+    /// The context of a run: `--quick`, `--sem` and `--duration` as
+    /// planned, timed with `clock`, stopped early by `stop`.
+    pub fn new(
+        quick: bool,
+        sem: SemKind,
+        duration: Duration,
+        clock: Clock,
+        stop: Arc<AtomicBool>,
+    ) -> Ctx {
         Ctx {
-            quick: plan.quick,
-            sem: plan.sem,
-            duration: plan.duration,
+            quick,
+            sem,
+            duration,
             timestamp_ns: clock.overhead_ns(),
             clock,
             fifo_allowed: super::rt::fifo_allowed(),

@@ -30,8 +30,9 @@ use oslayer::poll::{self, PollFd};
 use oslayer::signal::{self, SigSet};
 use oslayer::{eventfd, thread};
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::rt;
 use crate::measure::clock::monotonic_ns;

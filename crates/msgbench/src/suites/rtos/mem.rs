@@ -24,8 +24,9 @@ use msgpass::{Channel, Connection, Namespace, Options};
 use oslayer::pmutex::{Protocol, PthreadMutex};
 use oslayer::sem::{NamedSem, PosixSem};
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference};
 
 /// Largest growth of resident memory accepted after the warm-up, KiB.

@@ -3,7 +3,8 @@
 //! and timing tests (samples, avg, min, max, p50, p99, p99.9, next to the
 //! lab's QNX 6.5 figure), by test ID or group.
 //!
-//! Layout: `catalogue.rs` lists every test ([`TestDef`]); each group lives
+//! Layout: `def.rs` says what a test is ([`TestDef`], [`Variant`]);
+//! `catalogue.rs` lists every test and runs one; each group lives
 //! in its own file (`cal.rs`, `clk.rs`, `thr.rs`, `sem.rs`, `mutex.rs`,
 //! `irq.rs`, `mem.rs`) and returns its definitions; `outcome.rs` holds what
 //! a test produces; `ctx.rs` what a test is given; `rt.rs` the real-time
@@ -11,6 +12,7 @@
 
 mod catalogue;
 mod ctx;
+mod def;
 mod options;
 mod outcome;
 mod report;
@@ -31,10 +33,11 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-pub use catalogue::{catalogue, Group, TestDef};
+pub use catalogue::catalogue;
 pub use ctx::{Ctx, SemKind};
+pub use def::{TestDef, Variant};
 pub use options::RtosArgs;
-pub use outcome::{Outcome, Reference, Sample, TestResult, Timing, Unit};
+pub use outcome::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
 pub use report::Report;
 
 use crate::measure::clock::Clock;
@@ -46,7 +49,13 @@ pub fn run(args: &RtosArgs, stop: Arc<AtomicBool>) -> Result<Report> {
     let _applied = args.sched.apply()?;
     let clock = Clock::best();
     let header = Header::capture(&clock);
-    let ctx = Ctx::new(&plan, clock, Arc::clone(&stop));
+    let ctx = Ctx::new(
+        plan.quick,
+        plan.sem,
+        plan.duration,
+        clock,
+        Arc::clone(&stop),
+    );
     println!(
         "msgbench rtos: {} tests, clock {}, semaphores: {}\n{}\n{}",
         plan.tests.len(),

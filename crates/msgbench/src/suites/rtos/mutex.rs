@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::prims::pi_mutex::PthreadMutex;
 use super::prims::semaphore::{FutexSem, Semaphore};

@@ -7,8 +7,10 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use super::catalogue::{catalogue, Group, TestDef};
+use super::catalogue::catalogue;
 use super::ctx::SemKind;
+use super::def::TestDef;
+use super::outcome::Group;
 use crate::measure::sched::SchedArgs;
 
 /// Options of `msgbench rtos`.

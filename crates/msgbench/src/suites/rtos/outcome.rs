@@ -3,7 +3,63 @@
 
 use serde::Serialize;
 
-use super::catalogue::Group;
+/// The lab's test groups, in report order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Group {
+    /// Calibration: timestamp cost, CPU and memory speed.
+    CAL,
+    /// The clock tick.
+    CLK,
+    /// Threads: creation, scheduling, switching.
+    THR,
+    /// Semaphores.
+    SEM,
+    /// Mutexes and priority inheritance.
+    MUT,
+    /// Interrupts (user-space substitutes on Linux).
+    IRQ,
+    /// Resource leaks.
+    MEM,
+}
+
+impl Group {
+    /// Every group, in report order.
+    pub const ALL: [Group; 7] = [
+        Group::CAL,
+        Group::CLK,
+        Group::THR,
+        Group::SEM,
+        Group::MUT,
+        Group::IRQ,
+        Group::MEM,
+    ];
+
+    /// The group's name as in test IDs ("THR").
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::CAL => "CAL",
+            Group::CLK => "CLK",
+            Group::THR => "THR",
+            Group::SEM => "SEM",
+            Group::MUT => "MUT",
+            Group::IRQ => "IRQ",
+            Group::MEM => "MEM",
+        }
+    }
+
+    /// A heading for the report.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::CAL => "Calibration",
+            Group::CLK => "Clock tick",
+            Group::THR => "Threads",
+            Group::SEM => "Semaphores",
+            Group::MUT => "Mutexes",
+            Group::IRQ => "Interrupts (user-space substitutes)",
+            Group::MEM => "Memory and resource leaks",
+        }
+    }
+}
 
 /// The unit a timing test reports in (the spec's unit for that test).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::catalogue::Group;
 use super::options::{Format, Plan};
+use super::outcome::Group;
 use super::outcome::{Outcome, TestResult, Timing};
 use crate::report::Header;
 

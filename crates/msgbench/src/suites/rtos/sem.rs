@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::{Ctx, SemKind};
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::prims::semaphore::{new_sem, Semaphore};
 use super::prims::{controlled, join, rt_thread, test_cpu, wait_until};

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 
-use super::catalogue::{Group, TestDef, Variant};
 use super::ctx::Ctx;
+use super::def::{TestDef, Variant};
+use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::rtthread::{rr_interval, run_on, spawn, spin_for, test_cpu, yield_now, Gate, Policy};
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use oslayer::sem::{self, SemSet, Taken};
 
-use crate::suites::rtos::SemKind;
+use super::super::ctx::SemKind;
 use oslayer::futex;
 
 /// A counting semaphore shared between threads.
