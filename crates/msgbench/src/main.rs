@@ -9,8 +9,9 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::suites;
 use msgbench::suites::adder::{self, AdderArgs};
-use msgbench::suites::floor::{self, FloorArgs};
+use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{self, IpcArgs};
 use msgbench::suites::rtos::{self, RtosArgs};
 use msgbench::suites::validate::{self, ValidateArgs};
@@ -50,7 +51,7 @@ fn main() -> ExitCode {
         None => tour(stop),
         Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
         Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
-        Some(Cmd::Floor(a)) => floor::run(&a, stop).map(|_| ()),
+        Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),

@@ -14,8 +14,9 @@ use crate::pingpong::{self, PingPong};
 
 /// Time budget of the whole measurement (default, `--quick`): each run is
 /// shortened so that all rows fit.
-const BUDGET: Duration = Duration::from_secs(6);
-const QUICK_BUDGET: Duration = Duration::from_millis(500);
+pub const BUDGET: Duration = Duration::from_secs(6);
+/// The same with `--quick`.
+pub const QUICK_BUDGET: Duration = Duration::from_millis(500);
 /// Target length of one run (default, `--quick`), before the budget.
 const RUN_TARGET: Duration = Duration::from_millis(60);
 const QUICK_RUN_TARGET: Duration = Duration::from_millis(8);

@@ -19,9 +19,7 @@
 mod options;
 mod table;
 
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
@@ -29,9 +27,12 @@ use serde::Serialize;
 
 pub use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow, RUNS};
 
-use crate::measure::clock::Clock;
+use super::{OutputArgs, Results, RunContext, Suite};
 use crate::measure::placement::format_list;
-use crate::report::{self, Header};
+use crate::measure::sched::SchedArgs;
+use crate::pingpong::floor::{self as measurement, BUDGET, QUICK_BUDGET};
+use crate::report::envelope::{Better, Figure};
+use crate::report::table::Section;
 
 /// Options of `msgbench floor`.
 #[derive(Debug, Clone, Default, Args)]
@@ -39,49 +40,97 @@ pub struct FloorArgs {
     /// A short run (about a second), each figure over fewer round trips.
     #[arg(long = "quick")]
     pub quick: bool,
-    /// Write the environment and every row to FILE.
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// CPUs to measure between, e.g. 0-3,6 [default: every online CPU].
     #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
     pub cpus: Option<String>,
     /// Scheduling controls: --fifo (spinning rows are then left out),
     /// --mlock, --dma-latency.
     #[command(flatten)]
-    pub sched: crate::measure::sched::SchedArgs,
+    pub sched: SchedArgs,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-/// The JSON document of `msgbench floor --json`.
-#[derive(Debug, Serialize)]
-struct Document<'a> {
-    #[serde(flatten)]
-    header: Header,
-    #[serde(flatten)]
-    floor: &'a FloorReport,
+/// The checked settings of `msgbench floor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloorPlan {
+    /// `--quick`.
+    pub quick: bool,
+    /// The CPUs measured between, in order.
+    pub cpus: Vec<usize>,
+    /// Runs behind each figure.
+    pub runs_per_figure: usize,
 }
 
-/// Runs `msgbench floor`: measures, prints the table, writes the JSON.
-pub fn run(args: &FloorArgs, stop: Arc<AtomicBool>) -> Result<FloorReport> {
-    let cpus = options::cpus(args.cpus.as_deref())?;
-    let _applied = args.sched.apply()?;
-    let clock = Clock::best();
-    let header = Header::capture(&clock);
-    println!(
-        "msgbench floor: CPUs {}, clock {}; each figure the median of {RUNS} runs\n{}\n",
-        format_list(&cpus),
-        clock.describe(),
-        header.environment.context_line(),
-    );
-    let floor = crate::pingpong::floor::measure_until(args.quick, &cpus, &stop)?;
-    println!("{}\n\n{}", table::table(&floor.rows), table::legend());
-    if let Some(p) = &args.json {
-        report::json::write(
-            p,
-            &Document {
-                header,
-                floor: &floor,
-            },
-        )?;
+/// `msgbench floor`.
+pub struct Floor;
+
+impl Suite for Floor {
+    const NAME: &'static str = "floor";
+    type Args = FloorArgs;
+    type Plan = FloorPlan;
+    type Row = FloorRow;
+
+    fn plan(args: &FloorArgs) -> Result<FloorPlan> {
+        args.sched.parse()?;
+        Ok(FloorPlan {
+            quick: args.quick,
+            cpus: options::cpus(args.cpus.as_deref())?,
+            runs_per_figure: RUNS,
+        })
     }
-    Ok(floor)
+
+    fn sched(args: &FloorArgs) -> Option<&SchedArgs> {
+        Some(&args.sched)
+    }
+
+    fn estimate(plan: &FloorPlan) -> Duration {
+        if plan.quick {
+            QUICK_BUDGET
+        } else {
+            BUDGET
+        }
+    }
+
+    fn banner(plan: &FloorPlan, cx: &RunContext) -> String {
+        format!(
+            "msgbench floor: CPUs {}, clock {}; each figure the median of {RUNS} runs",
+            format_list(&plan.cpus),
+            cx.clock.describe(),
+        )
+    }
+
+    fn run(plan: &FloorPlan, cx: &RunContext) -> Result<Results<FloorRow>> {
+        cx.progress.start("ping-pongs and costs");
+        let floor = measurement::measure_until(plan.quick, &plan.cpus, &cx.stop)?;
+        cx.progress.done(Self::estimate(plan));
+        let mut r = Results::new(floor.rows);
+        r.outcome.interrupted = cx.stopped();
+        Ok(r)
+    }
+
+    fn sections(_: &FloorPlan, results: &Results<FloorRow>) -> Vec<Section> {
+        vec![
+            Section::Table(table::table(&results.rows)),
+            Section::Text(table::legend()),
+        ]
+    }
+
+    fn figures(results: &Results<FloorRow>) -> Vec<Figure> {
+        results.rows.iter().map(figure).collect()
+    }
+}
+
+/// A floor row as a generic figure: keyed by what and between which CPUs.
+fn figure(r: &FloorRow) -> Figure {
+    let cpus = r.cpus.map_or("-".into(), |(a, b)| format!("{a}->{b}"));
+    Figure::new(
+        &[("floor", r.what.clone()), ("cpus", cpus)],
+        &format!("ns_per_{}", r.unit),
+        r.ns,
+        "ns",
+        Better::Lower,
+    )
+    .with_repeats(r.runs_ns.clone())
 }

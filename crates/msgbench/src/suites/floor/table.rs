@@ -3,6 +3,7 @@
 use super::RUNS;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorRow;
+use crate::report::table::{Align, Table};
 
 /// "0 -> 1" for a ping-pong (side A -> side B), "-" for a cost.
 fn cpus(r: &FloorRow) -> String {
@@ -12,36 +13,30 @@ fn cpus(r: &FloorRow) -> String {
     }
 }
 
-/// One line per row: what, CPUs, median, what it is per, spread, count.
-pub fn table(rows: &[FloorRow]) -> String {
-    let what_w = rows
-        .iter()
-        .map(|r| r.what.len())
-        .chain(["Floor".len()])
-        .max()
-        .unwrap_or(5);
-    let line = |what: &str, cpus: &str, ns: &str, per: &str, spread: &str, count: &str| {
-        format!("{what:<what_w$}  {cpus:>7}  {ns:>8}  {per:<10}  {spread:>6}  {count:>10}")
-            .trim_end()
-            .to_string()
-    };
-    let head = line("Floor", "CPUs", "Median", "per", "Spread", "Count/run");
-    let mut out = vec![head.clone(), "-".repeat(head.len())];
+/// One row per figure: what, CPUs, median, what it is per, spread, count.
+pub fn table(rows: &[FloorRow]) -> Table {
+    use Align::{Left, Right};
+    let mut t = Table::new(
+        "",
+        &["Floor", "CPUs", "Median", "per", "Spread", "Count/run"],
+    )
+    .aligned(&[Left, Right, Right, Left, Right, Right]);
     for r in rows {
-        out.push(line(
-            &r.what,
-            &cpus(r),
-            &fmt_ns(r.ns),
+        t.row(vec![
+            r.what.clone(),
+            cpus(r),
+            fmt_ns(r.ns),
             if r.unit == "call" {
                 "call"
             } else {
                 "round trip"
-            },
-            &format!("{:.1}%", r.spread * 100.0),
-            &r.count.to_string(),
-        ));
+            }
+            .to_string(),
+            format!("{:.1}%", r.spread * 100.0),
+            r.count.to_string(),
+        ]);
     }
-    out.join("\n")
+    t
 }
 
 /// What the columns mean.
@@ -81,10 +76,13 @@ mod tests {
 
     #[test]
     fn rows_show_what_cpus_figure_and_spread() {
-        let t = table(&[
-            row(FloorKind::CachelineThreads, Some((0, 1))),
-            row(FloorKind::Syscall, None),
-        ]);
+        let t = crate::report::table::render(
+            &[crate::report::table::Section::Table(table(&[
+                row(FloorKind::CachelineThreads, Some((0, 1))),
+                row(FloorKind::Syscall, None),
+            ]))],
+            crate::report::table::Format::Table,
+        );
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 4, "{t}");
         assert!(lines[2].starts_with("cache line, threads, spinning"), "{t}");
