@@ -72,16 +72,6 @@ impl Progress {
         }
     }
 
-    /// Prints `line` above the bar (or plainly when it is hidden), so a
-    /// suite can print rows as they finish without tearing the bar.
-    pub fn println(&self, line: impl AsRef<str>) {
-        if self.visible() {
-            self.bar.println(line.as_ref());
-        } else {
-            println!("{}", line.as_ref());
-        }
-    }
-
     /// Removes the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
