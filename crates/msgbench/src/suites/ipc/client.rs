@@ -335,6 +335,59 @@ fn server_cpu_ns(conn: &mut Connection) -> Result<u64, Stop> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// CPU clocks read around a run: the server's serving thread (asked
+/// over the connection), the whole process and this thread.
+struct CpuMark {
+    server: u64,
+    process: u64,
+    client: u64,
+}
+
+impl CpuMark {
+    /// Reads the clocks before a run (the server's first).
+    fn before(conn: &mut Connection) -> Result<CpuMark, Stop> {
+        let server = server_cpu_ns(conn)?;
+        Ok(CpuMark {
+            server,
+            process: process_cpu_ns(),
+            client: thread_cpu_ns(),
+        })
+    }
+
+    /// Reads the clocks after a run (the server's last).
+    fn after(conn: &mut Connection) -> Result<CpuMark, Stop> {
+        let client = thread_cpu_ns();
+        let process = process_cpu_ns();
+        Ok(CpuMark {
+            server: server_cpu_ns(conn)?,
+            process,
+            client,
+        })
+    }
+
+    /// The CPU per message between `self` and `end`.
+    fn per_message(&self, end: &CpuMark, messages: u64) -> CpuCost {
+        CpuCost::per_message(
+            end.client.saturating_sub(self.client),
+            end.server.saturating_sub(self.server),
+            end.process.saturating_sub(self.process),
+            messages,
+        )
+    }
+}
+
+/// The bounds of one measured latency loop.
+struct Bounds {
+    /// Messages to send.
+    target: u64,
+    /// Clock reading at the start.
+    start: u64,
+    /// The clock reading at which the loop stops early.
+    deadline: u64,
+    /// About how many round trips per second (for whole-run timing).
+    est_rate: f64,
+}
+
 /// One latency run: closed loop (a timestamp around each call), open loop
 /// (`--rate`: each message sent at its intended time and timed from it) or
 /// whole-run timing (the mean only). Per-message samples have one
@@ -352,86 +405,26 @@ fn latency(
     };
     let per_message = cfg.timing == Timing::PerMessage;
     let mut samples: Vec<u64> = Vec::with_capacity(if per_message { target as usize } else { 0 });
-    let s0 = server_cpu_ns(conn)?;
-    let p0 = process_cpu_ns();
-    let c0 = thread_cpu_ns();
+    let cpu0 = CpuMark::before(conn)?;
     let start = clock.now();
-    let deadline = start.wrapping_add(ticks(clock, cap_secs));
-    let mut n: u64 = 0;
-    match (cfg.timing, cfg.rate) {
-        (Timing::Whole, _) => {
-            // The clock is read about once per millisecond, only for the cap.
-            let mask = ((est_rate / 1000.0) as u64)
-                .clamp(1, 1024)
-                .next_power_of_two()
-                - 1;
-            while n < target {
-                echo.round_untimed(conn)?;
-                n += 1;
-                if n & mask == 0 {
-                    if clock.now() >= deadline {
-                        break;
-                    }
-                    check_stop(cfg)?;
-                }
-            }
-        }
-        (Timing::PerMessage, Some(rate)) => {
-            let period = clock.ticks_per_us() * 1e6 / rate;
-            while n < target {
-                let intended = start.wrapping_add((n as f64 * period) as u64);
-                let t1 = echo.round_at(conn, clock, intended)?;
-                samples.push(t1.saturating_sub(intended));
-                n += 1;
-                if t1 >= deadline {
-                    break;
-                }
-                check_stop(cfg)?;
-            }
-        }
-        (Timing::PerMessage, None) => {
-            while n < target {
-                let (t0, t1) = echo.round(conn, clock)?;
-                samples.push(t1.wrapping_sub(t0));
-                n += 1;
-                if t1 >= deadline {
-                    break;
-                }
-                check_stop(cfg)?;
-            }
-        }
-    }
+    let b = Bounds {
+        target,
+        start,
+        deadline: start.wrapping_add(ticks(clock, cap_secs)),
+        est_rate,
+    };
+    let n = match (cfg.timing, cfg.rate) {
+        (Timing::Whole, _) => loop_whole(cfg, conn, echo, &b)?,
+        (Timing::PerMessage, Some(rate)) => loop_open(cfg, conn, echo, &b, rate, &mut samples)?,
+        (Timing::PerMessage, None) => loop_closed(cfg, conn, echo, &b, &mut samples)?,
+    };
     let end = clock.now();
-    let c1 = thread_cpu_ns();
-    let p1 = process_cpu_ns();
-    let s1 = server_cpu_ns(conn)?;
+    let cpu1 = CpuMark::after(conn)?;
     let duration_ns = clock.ticks_to_ns(end.wrapping_sub(start));
-    let overhead_ticks = (cfg.clock.overhead_ns() / 1000.0 * clock.ticks_per_us()).round() as u64;
     let (summary, exact, histogram, subtracted) = if per_message {
-        subtract_overhead(&mut samples, overhead_ticks);
-        let (summary, histogram) = histogram(&samples, clock);
-        let exact = exact(&samples, clock);
-        (summary, exact, histogram, clock.ticks_to_ns(overhead_ticks))
+        per_message_stats(&mut samples, clock)
     } else {
-        let mean = duration_ns / n.max(1) as f64;
-        let summary = LatencySummary {
-            count: n,
-            mean_ns: mean,
-            min_ns: f64::NAN,
-            stddev_ns: f64::NAN,
-            p50_ns: f64::NAN,
-            p90_ns: f64::NAN,
-            p99_ns: f64::NAN,
-            p999_ns: f64::NAN,
-            max_ns: f64::NAN,
-        };
-        let exact = ExactStats {
-            min_ns: f64::NAN,
-            max_ns: f64::NAN,
-            mean_ns: mean,
-            stddev_ns: f64::NAN,
-        };
-        (summary, exact, Vec::new(), 0.0)
+        whole_run_stats(duration_ns, n)
     };
     Ok(LatencyRun {
         target,
@@ -444,13 +437,119 @@ fn latency(
         summary,
         exact,
         histogram,
-        cpu: CpuCost::per_message(
-            c1.saturating_sub(c0),
-            s1.saturating_sub(s0),
-            p1.saturating_sub(p0),
-            n,
-        ),
+        cpu: cpu0.per_message(&cpu1, n),
     })
+}
+
+/// Whole-run timing: no clock around each call; the clock is read about
+/// once per millisecond, only for the cap. Returns the round trips done.
+fn loop_whole(
+    cfg: &ClientConfig,
+    conn: &mut Connection,
+    echo: &mut Echo,
+    b: &Bounds,
+) -> Result<u64, Stop> {
+    let mask = ((b.est_rate / 1000.0) as u64)
+        .clamp(1, 1024)
+        .next_power_of_two()
+        - 1;
+    let mut n: u64 = 0;
+    while n < b.target {
+        echo.round_untimed(conn)?;
+        n += 1;
+        if n & mask == 0 {
+            if cfg.clock.now() >= b.deadline {
+                break;
+            }
+            check_stop(cfg)?;
+        }
+    }
+    Ok(n)
+}
+
+/// Open loop: message k is sent at start + k / `rate` and timed from that
+/// intended time. Returns the round trips done.
+fn loop_open(
+    cfg: &ClientConfig,
+    conn: &mut Connection,
+    echo: &mut Echo,
+    b: &Bounds,
+    rate: f64,
+    samples: &mut Vec<u64>,
+) -> Result<u64, Stop> {
+    let clock = &cfg.clock;
+    let period = clock.ticks_per_us() * 1e6 / rate;
+    let mut n: u64 = 0;
+    while n < b.target {
+        let intended = b.start.wrapping_add((n as f64 * period) as u64);
+        let t1 = echo.round_at(conn, clock, intended)?;
+        samples.push(t1.saturating_sub(intended));
+        n += 1;
+        if t1 >= b.deadline {
+            break;
+        }
+        check_stop(cfg)?;
+    }
+    Ok(n)
+}
+
+/// Closed loop: a timestamp before and after each call. Returns the round
+/// trips done.
+fn loop_closed(
+    cfg: &ClientConfig,
+    conn: &mut Connection,
+    echo: &mut Echo,
+    b: &Bounds,
+    samples: &mut Vec<u64>,
+) -> Result<u64, Stop> {
+    let mut n: u64 = 0;
+    while n < b.target {
+        let (t0, t1) = echo.round(conn, &cfg.clock)?;
+        samples.push(t1.wrapping_sub(t0));
+        n += 1;
+        if t1 >= b.deadline {
+            break;
+        }
+        check_stop(cfg)?;
+    }
+    Ok(n)
+}
+
+/// What a latency run's samples give: the HDR summary, the exact figures,
+/// the histogram's buckets, and the cost subtracted from each sample (ns).
+type RunStats = (LatencySummary, ExactStats, Vec<(f64, u64)>, f64);
+
+/// The figures of per-message samples (ticks), one timestamp's cost
+/// taken out of each first.
+fn per_message_stats(samples: &mut [u64], clock: &Clock) -> RunStats {
+    let overhead_ticks = (clock.overhead_ns() / 1000.0 * clock.ticks_per_us()).round() as u64;
+    subtract_overhead(samples, overhead_ticks);
+    let (summary, histogram) = histogram(samples, clock);
+    let exact = exact(samples, clock);
+    (summary, exact, histogram, clock.ticks_to_ns(overhead_ticks))
+}
+
+/// The figures of a run timed as a whole: the mean only, the rest NaN.
+fn whole_run_stats(duration_ns: f64, n: u64) -> RunStats {
+    let mean = duration_ns / n.max(1) as f64;
+    let summary = LatencySummary {
+        count: n,
+        mean_ns: mean,
+        min_ns: f64::NAN,
+        stddev_ns: f64::NAN,
+        p50_ns: f64::NAN,
+        p90_ns: f64::NAN,
+        p99_ns: f64::NAN,
+        p999_ns: f64::NAN,
+        max_ns: f64::NAN,
+    };
+    let exact = ExactStats {
+        min_ns: f64::NAN,
+        max_ns: f64::NAN,
+        mean_ns: mean,
+        stddev_ns: f64::NAN,
+    };
+    (summary, exact, Vec::new(), 0.0)
 }
 
 /// Request and reply buffers of the checksum exchange.
@@ -556,9 +655,7 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
             break;
         }
     }
-    let s0 = server_cpu_ns(conn)?;
-    let p0 = process_cpu_ns();
-    let c0 = thread_cpu_ns();
+    let cpu0 = CpuMark::before(conn)?;
     let start = clock.now();
     let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
     let mut done: u64 = 0;
@@ -575,9 +672,7 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
         }
     }
     let end = clock.now();
-    let c1 = thread_cpu_ns();
-    let p1 = process_cpu_ns();
-    let s1 = server_cpu_ns(conn)?;
+    let cpu1 = CpuMark::after(conn)?;
     let secs = clock.ticks_to_ns(end.wrapping_sub(start)) / 1e9;
     let msgs_per_s = done as f64 / secs.max(1e-9);
     Ok(ThroughputRun {
@@ -588,11 +683,6 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
         duration_ns: secs * 1e9,
         msgs_per_s,
         mb_per_s: msgs_per_s * cfg.size as f64 / 1e6,
-        cpu: CpuCost::per_message(
-            c1.saturating_sub(c0),
-            s1.saturating_sub(s0),
-            p1.saturating_sub(p0),
-            done,
-        ),
+        cpu: cpu0.per_message(&cpu1, done),
     })
 }

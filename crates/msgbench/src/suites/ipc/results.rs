@@ -273,6 +273,11 @@ pub struct Row {
     /// Latency figures (status `ok`): the repeat whose figure is the
     /// median (the lower of the middle two for an even count).
     pub latency: Option<LatencyRun>,
+    /// The latency run's distribution (of `latency`, the median repeat):
+    /// `[upper_ns, count]` for each non-empty bucket of its HDR histogram,
+    /// in increasing order, every sample counted once; empty without
+    /// per-message timing or figures.
+    pub histogram: Vec<(f64, u64)>,
     /// Every latency run of the row, in order (`-r N`).
     pub repeats: Vec<LatencyRun>,
     /// How the repeats agree.
@@ -300,6 +305,7 @@ impl Row {
             reason: None,
             max_msg: None,
             latency: None,
+            histogram: Vec::new(),
             repeats: Vec::new(),
             repeat_stats: None,
             other_load: None,

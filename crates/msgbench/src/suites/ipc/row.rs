@@ -99,6 +99,17 @@ pub fn run(
     // The client has sent CMD_STOP when all went well; otherwise the flag
     // makes the server return within one tick.
     let stopped = server.stop(SERVER_STOP_LIMIT);
+    conclude(row, transport, outcome, stopped)
+}
+
+/// The row as the client's `outcome` and the server's stop (`stopped`)
+/// leave it: figures, or the status and reason it ended with.
+fn conclude(
+    mut row: Row,
+    transport: &str,
+    outcome: Result<client::Measured, Stop>,
+    stopped: Result<(), String>,
+) -> Row {
     match outcome {
         Ok(m) => {
             row.max_msg = Some(m.max_msg);
@@ -138,6 +149,10 @@ pub fn run(
 fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
     let central: Vec<f64> = runs.iter().map(LatencyRun::central_ns).collect();
     row.latency = runs.get(median_index(&central)).cloned();
+    row.histogram = row
+        .latency
+        .as_ref()
+        .map_or_else(Vec::new, |l| l.histogram.clone());
     row.repeat_stats = repeat_stats(&central);
     if let Some(r) = &row.repeat_stats {
         let figures = || {

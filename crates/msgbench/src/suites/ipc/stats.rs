@@ -24,14 +24,23 @@ pub fn histogram(samples: &[u64], clock: &Clock) -> (LatencySummary, Vec<(f64, u
         }
     }
     let buckets = h.map_or_else(Vec::new, |h| {
-        h.iter_recorded()
-            .map(|v| {
-                let ns = clock.ticks_to_ns(v.value_iterated_to());
-                ((ns * 10.0).round() / 10.0, v.count_at_value())
-            })
-            .collect()
+        let mut out: Vec<(f64, u64)> = Vec::new();
+        for v in h.iter_recorded() {
+            let ns = clock.ticks_to_ns(v.value_iterated_to());
+            push_bucket(&mut out, (ns * 10.0).round() / 10.0, v.count_at_value());
+        }
+        out
     });
     (rec.summary(clock), buckets)
+}
+
+/// Appends a bucket, or adds its count to the last one when both round
+/// to the same ns value, so that upper bounds stay strictly increasing.
+fn push_bucket(out: &mut Vec<(f64, u64)>, upper_ns: f64, count: u64) {
+    match out.last_mut() {
+        Some(last) if last.0 >= upper_ns => last.1 += count,
+        _ => out.push((upper_ns, count)),
+    }
 }
 
 /// Repeats whose spread, or a first repeat whose distance from the
@@ -134,6 +143,15 @@ mod tests {
         let top = buckets[4].0;
         assert!((4_995_000.0..=5_005_000.0).contains(&top), "{buckets:?}");
         assert_eq!(exact(&[], &clock).max_ns, 0.0);
+    }
+
+    #[test]
+    fn buckets_rounding_alike_are_merged() {
+        let mut b = Vec::new();
+        push_bucket(&mut b, 1.0, 2);
+        push_bucket(&mut b, 1.0, 3);
+        push_bucket(&mut b, 1.5, 1);
+        assert_eq!(b, vec![(1.0, 5), (1.5, 1)]);
     }
 
     #[test]
