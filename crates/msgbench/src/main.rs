@@ -12,7 +12,7 @@ use msgbench::devctl::server::{self, ServerArgs};
 use msgbench::suites;
 use msgbench::suites::adder::{self, AdderArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
-use msgbench::suites::ipc::{self, IpcArgs};
+use msgbench::suites::ipc::{Ipc, IpcArgs};
 use msgbench::suites::rtos::{self, RtosArgs};
 use msgbench::suites::validate::{self, ValidateArgs};
 
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     let result = cli::stop_on_signals().and_then(|stop| match cli.cmd {
         None => tour(stop),
         Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
-        Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
+        Some(Cmd::Ipc(a)) => suites::execute::<Ipc>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),

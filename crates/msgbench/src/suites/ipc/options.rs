@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
+use serde::Serialize;
 
 use super::results::{Placement, Timing};
 use super::server::Fault;
 use crate::measure::placement;
+use crate::report::table::Format;
+use crate::suites::OutputArgs;
 
 /// Largest `--window`.
 const MAX_WINDOW: u32 = 4096;
@@ -67,16 +70,15 @@ pub struct IpcArgs {
         allow_hyphen_values = true
     )]
     pub spin_us: String,
-    /// Output: table (sorted by median latency) or ipc-bench (the old
-    /// study's results block per transport, size and placement).
-    #[arg(long = "format", value_name = "FORMAT", default_value = "table")]
-    pub format: String,
+    /// With --format table or markdown: also print the old ipc-bench
+    /// study's results block (message count, total, average, minimum and
+    /// maximum duration, standard deviation, message rate) for every row,
+    /// under the table of its size and placement.
+    #[arg(long = "ipcbench-block")]
+    pub ipcbench_block: bool,
     /// Namespace under which a private run directory is made.
     #[arg(long = "ns", value_name = "DIR")]
     pub ns: Option<PathBuf>,
-    /// Write every row, its histogram, the summary and the environment to FILE.
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Add a column: each row's p50 as a multiple of this machine's floor (see `msgbench floor`).
     #[arg(long = "vs-floor")]
     pub vs_floor: bool,
@@ -120,19 +122,13 @@ pub struct IpcArgs {
     /// checksum, oneway) or stalls once (stall).
     #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
     pub inject_fault: Option<String>,
+    /// --format (table, markdown, csv, json), --json FILE.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-/// How results are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// One table per (size, placement), sorted by median latency.
-    Table,
-    /// The ipc-bench results block per row.
-    IpcBench,
-}
-
-/// Checked settings.
-#[derive(Debug, Clone)]
+/// Checked settings, stored in the results envelope as `settings`.
+#[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     /// Transport names, in the order given.
     pub transports: Vec<String>,
@@ -140,24 +136,35 @@ pub struct Plan {
     pub sizes: Vec<usize>,
     /// Placements, in the order given, without repeats.
     pub placements: Vec<Placement>,
-    /// Target seconds per measured run.
+    /// Target seconds per measured run (time cap: twice that).
     pub row_secs: f64,
-    /// Hybrid spin budget.
-    pub spin: Duration,
-    /// Output format.
-    pub format: Format,
-    /// CPUs this process may run on (online and in its affinity mask).
+    /// Hybrid spin budget, microseconds.
+    pub spin_us: u64,
+    /// CPUs this process may run on (online and in its affinity mask), in
+    /// the order placements use them.
     pub cpus: Vec<usize>,
+    /// Namespace under which the private run directory is made (`--ns`;
+    /// null: msgpass's default).
+    pub ns: Option<PathBuf>,
+    /// `--vs-floor`: the floor is measured first and each row's p50 shown
+    /// as a multiple of it.
+    pub vs_floor: bool,
+    /// `--ipcbench-block`: the old study's block under each table.
+    pub ipcbench_block: bool,
+    /// How results are printed (`--format`).
+    #[serde(skip)]
+    pub format: Format,
     /// Test hook: the reply every server breaks.
+    #[serde(skip)]
     pub fault: Option<Fault>,
-    /// Warm-up before each latency run, seconds; `None`: the default
-    /// (a fifth of a row, at least 50 round trips).
+    /// Warm-up before each latency run, seconds; null: the default (a
+    /// fifth of a row, at least 50 round trips).
     pub warmup_secs: Option<f64>,
     /// Latency runs per row (1 or more).
     pub repeats: usize,
     /// How latency runs are timed.
     pub timing: Timing,
-    /// Open loop: messages per second; `None`: closed loop.
+    /// Open loop: messages per second; null: closed loop.
     pub rate: Option<f64>,
     /// Throughput window asked for (1 or more; rows whose transport has
     /// no one-way messages use 1).
@@ -165,6 +172,25 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The hybrid spin budget.
+    pub fn spin(&self) -> Duration {
+        Duration::from_micros(self.spin_us)
+    }
+
+    /// Every row in run order: for each size, each placement, each
+    /// transport.
+    pub fn row_order(&self) -> Vec<(usize, Placement, &str)> {
+        let mut out = Vec::new();
+        for &size in &self.sizes {
+            for &placement in &self.placements {
+                for t in &self.transports {
+                    out.push((size, placement, t.as_str()));
+                }
+            }
+        }
+        out
+    }
+
     /// (client CPU, server CPU) of a placement, or why it cannot be had.
     pub fn cpus_for(&self, p: Placement) -> Result<(usize, usize), String> {
         let first = *self
@@ -183,8 +209,9 @@ impl Plan {
     }
 }
 
-/// Checks the options.
+/// Checks the options, every one, before anything runs.
 pub fn plan(args: &IpcArgs) -> Result<Plan> {
+    args.sched.parse()?;
     let transports = match &args.transports {
         Some(l) => parse_transports(l)?,
         None => msgpass::transport::NAMES
@@ -199,32 +226,60 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
     };
     let placements = parse_placements(&args.placement)
         .map_err(|e| anyhow!("--placement {}: {e}", args.placement))?;
-    let rows = (transports.len() * sizes.len() * placements.len()).max(1) as f64;
+    let rows = transports.len() * sizes.len() * placements.len();
+    let (timing, rate) = timing_and_rate(args)?;
+    Ok(Plan {
+        transports,
+        sizes,
+        placements,
+        row_secs: row_secs(args, rows)?,
+        spin_us: spin_us(&args.spin_us)?,
+        cpus: usable_cpus(),
+        ns: args.ns.clone(),
+        vs_floor: args.vs_floor,
+        ipcbench_block: args.ipcbench_block,
+        format: args.output.format,
+        fault: fault(args.inject_fault.as_deref())?,
+        warmup_secs: match &args.warmup {
+            None => None,
+            Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
+        },
+        repeats: repeats(&args.repeats)?,
+        timing,
+        rate,
+        window: window(&args.window)?,
+    })
+}
+
+/// `--row-secs`, or the default for `rows` rows: the target length cut
+/// so that the whole run fits its budget.
+fn row_secs(args: &IpcArgs, rows: usize) -> Result<f64> {
+    let rows = rows.max(1) as f64;
     let fit = |secs: f64, budget: f64| {
         let s = secs.min(budget / (rows * 2.5)).max(MIN_ROW_SECS);
         (s * 1000.0).floor() / 1000.0
     };
-    let row_secs = match &args.row_secs {
+    Ok(match &args.row_secs {
         Some(s) => match s.trim().parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 && v <= 60.0 => v,
             _ => bail!("--row-secs {s}: must be a number of seconds, more than 0 and at most 60"),
         },
         None if args.quick => fit(QUICK_ROW_SECS, QUICK_BUDGET_SECS),
         None => fit(ROW_SECS, BUDGET_SECS),
-    };
-    let spin = match args.spin_us.trim().parse::<u64>() {
-        Ok(us) if us <= 1_000_000 => Duration::from_micros(us),
-        _ => bail!(
-            "--spin-us {}: must be a whole number of microseconds, 0 to 1000000",
-            args.spin_us
-        ),
-    };
-    let format = match args.format.as_str() {
-        "table" => Format::Table,
-        "ipc-bench" => Format::IpcBench,
-        f => bail!("--format {f}: unknown format (known: table, ipc-bench)"),
-    };
-    let fault = match args.inject_fault.as_deref() {
+    })
+}
+
+/// `--spin-us`: microseconds, 0 to 1000000.
+fn spin_us(s: &str) -> Result<u64> {
+    match s.trim().parse::<u64>() {
+        Ok(us) if us <= 1_000_000 => Ok(us),
+        _ => bail!("--spin-us {s}: must be a whole number of microseconds, 0 to 1000000"),
+    }
+}
+
+/// `--inject-fault`.
+fn fault(kind: Option<&str>) -> Result<Option<Fault>> {
+    Ok(match kind {
         None => None,
         Some("corrupt") => Some(Fault::Corrupt),
         Some("stale") => Some(Fault::Stale),
@@ -236,25 +291,27 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
                 "--inject-fault {f}: unknown fault (known: corrupt, stale, checksum, oneway, stall)"
             )
         }
-    };
-    let window = match args.window.trim().parse::<u32>() {
-        Ok(n) if (1..=MAX_WINDOW).contains(&n) => n,
-        _ => bail!(
-            "--window {}: must be a whole number of messages in flight, 1 to {MAX_WINDOW}",
-            args.window
-        ),
-    };
-    let warmup_secs = match &args.warmup {
-        None => None,
-        Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
-    };
-    let repeats = match args.repeats.trim().parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => n,
-        _ => bail!(
-            "--repeats {}: must be a whole number of runs, 1 to 1000",
-            args.repeats
-        ),
-    };
+    })
+}
+
+/// `--window`: 1 to [`MAX_WINDOW`] messages in flight.
+fn window(s: &str) -> Result<u32> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_WINDOW).contains(&n) => Ok(n),
+        _ => bail!("--window {s}: must be a whole number of messages in flight, 1 to {MAX_WINDOW}"),
+    }
+}
+
+/// `--repeats`: 1 to 1000 runs.
+fn repeats(s: &str) -> Result<usize> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => bail!("--repeats {s}: must be a whole number of runs, 1 to 1000"),
+    }
+}
+
+/// `--timing` and `--rate`, which needs per-message timing.
+fn timing_and_rate(args: &IpcArgs) -> Result<(Timing, Option<f64>)> {
     let timing = match args.timing.as_str() {
         "per-message" => Timing::PerMessage,
         "whole" => Timing::Whole,
@@ -267,21 +324,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
     if rate.is_some() && timing == Timing::Whole {
         bail!("--rate: needs --timing per-message (latency from each intended send time)");
     }
-    Ok(Plan {
-        transports,
-        sizes,
-        placements,
-        row_secs,
-        spin,
-        format,
-        cpus: usable_cpus(),
-        fault,
-        warmup_secs,
-        repeats,
-        timing,
-        rate,
-        window,
-    })
+    Ok((timing, rate))
 }
 
 fn parse_transports(list: &str) -> Result<Vec<String>> {
@@ -422,9 +465,12 @@ mod tests {
             sizes: vec![],
             placements: vec![],
             row_secs: 0.1,
-            spin: Duration::ZERO,
-            format: Format::Table,
+            spin_us: 0,
             cpus: vec![3],
+            ns: None,
+            vs_floor: false,
+            ipcbench_block: false,
+            format: Format::Table,
             fault: None,
             warmup_secs: None,
             repeats: 1,

@@ -1,18 +1,18 @@
-//! The default output: one table per (size, placement), rows sorted by
-//! median round trip, the winners marked; fits 120 columns.
+//! The text output: one table per (size, placement), rows sorted by
+//! median round trip, the winners marked, rows without figures last with
+//! why; with `--format csv` one flat table of every row in raw units.
 
 use super::results::Timing;
 use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorReport;
+use crate::report::table::{Align, Table};
 use crate::report::thousands;
 
-/// Widths of the columns after the mark and the transport name.
-const WIDTHS: [usize; 11] = [6, 8, 7, 7, 7, 7, 10, 8, 8, 8, 8];
-const TITLES: [&str; 11] = [
-    "Wait", "Samples", "p50", "p99", "p99.9", "max", "Msgs/s", "MB/s", "CPU cli", "CPU srv",
-    "CPU all",
+/// The figure columns after the mark, the transport and its wait class.
+const FIGURES: [&str; 10] = [
+    "Samples", "p50", "p99", "p99.9", "max", "Msgs/s", "MB/s", "CPU cli", "CPU srv", "CPU all",
 ];
 
 /// "1 B, same CPU: client and server on CPU 0".
@@ -25,46 +25,68 @@ pub fn title(size: usize, placement: Placement, cpus: Option<(usize, usize)>) ->
     }
 }
 
-fn line(mark: &str, name: &str, name_w: usize, cells: &[String]) -> String {
-    let mut s = format!("{mark:<2} {name:<name_w$}");
-    // Optional columns (Mean, Spread) after the fixed ones are 7 wide.
-    for (c, w) in cells
-        .iter()
-        .zip(WIDTHS.into_iter().chain(std::iter::repeat(7)))
-    {
-        s.push_str(&format!("  {c:>w$}"));
-    }
-    s.trim_end().to_string()
+/// Which optional columns a group's table has.
+#[derive(Debug, Clone, Copy)]
+struct Columns<'a> {
+    /// Mean (some row timed as a whole).
+    mean: bool,
+    /// Spread of the repeats.
+    spread: bool,
+    /// Ratio to the floor (`--vs-floor`).
+    floor: Option<&'a FloorReport>,
+    /// Why a row has no figures.
+    note: bool,
 }
 
-/// The table of one group: header, rule, rows (measured ones by p50,
-/// then the others in run order); with `floor`, a last column of each
-/// row's p50 as a multiple of its floor (see [`vs_floor`]).
-pub fn group(rows: &[Row], summary: &GroupSummary, floor: Option<&FloorReport>) -> String {
-    let name_w = rows
-        .iter()
-        .map(|r| r.transport.len())
-        .chain(["Transport".len()])
-        .max()
-        .unwrap_or(9);
-    let mut titles: Vec<String> = TITLES.iter().map(|t| t.to_string()).collect();
-    let whole = rows.iter().any(|r| {
-        r.latency
-            .as_ref()
-            .is_some_and(|l| l.timing == Timing::Whole)
-    });
-    let spread = rows.iter().any(|r| r.repeats.len() > 1);
-    if whole {
-        titles.push("Mean".into());
+impl<'a> Columns<'a> {
+    fn of(rows: &[Row], floor: Option<&'a FloorReport>) -> Columns<'a> {
+        Columns {
+            mean: rows.iter().any(|r| {
+                r.latency
+                    .as_ref()
+                    .is_some_and(|l| l.timing == Timing::Whole)
+            }),
+            spread: rows.iter().any(|r| r.repeats.len() > 1),
+            floor,
+            note: rows.iter().any(|r| r.p50_ns().is_none()),
+        }
     }
-    if spread {
-        titles.push("Spread".into());
+
+    /// The header and the alignment of each column.
+    fn head(&self) -> (Vec<&'static str>, Vec<Align>) {
+        let mut head = vec!["", "Transport", "Wait"];
+        head.extend(FIGURES);
+        for (on, name) in [
+            (self.mean, "Mean"),
+            (self.spread, "Spread"),
+            (self.floor.is_some(), VS_FLOOR),
+        ] {
+            if on {
+                head.push(name);
+            }
+        }
+        let mut align = vec![Align::Right; head.len()];
+        align[..3].fill(Align::Left);
+        if self.note {
+            head.push("Note");
+            align.push(Align::Left);
+        }
+        (head, align)
     }
-    if floor.is_some() {
-        titles.push(VS_FLOOR.into());
-    }
-    let head = line("", "Transport", name_w, &titles);
-    let mut out = vec![head.clone(), "-".repeat(head.len())];
+}
+
+/// The table of one group (rows of one size and placement): measured
+/// rows by p50, then the others in run order with why; warnings under it.
+/// With `floor`, a column of each row's p50 as a multiple of its floor
+/// (see [`vs_floor`]).
+pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorReport>) -> Table {
+    let (size, placement) = rows
+        .first()
+        .map_or((0, Placement::Same), |r| (r.size, r.placement));
+    let summary = GroupSummary::of(size, placement, rows);
+    let cols = Columns::of(rows, floor);
+    let (head, align) = cols.head();
+    let mut t = Table::new(title(size, placement, cpus), &head).aligned(&align);
     let mut measured: Vec<&Row> = rows.iter().filter(|r| r.p50_ns().is_some()).collect();
     measured.sort_by(|a, b| {
         a.p50_ns()
@@ -72,37 +94,50 @@ pub fn group(rows: &[Row], summary: &GroupSummary, floor: Option<&FloorReport>) 
             .total_cmp(&b.p50_ns().unwrap_or(0.0))
     });
     for r in measured {
-        let mut mark = String::new();
-        if summary.fastest.as_deref() == Some(r.transport.as_str()) {
-            mark.push('*');
-        }
-        if summary.fastest_blocking.as_deref() == Some(r.transport.as_str()) {
-            mark.push('B');
-        }
-        let mut c = cells(r);
-        if whole {
-            c.push(
-                r.latency
-                    .as_ref()
-                    .map_or("-".into(), |l| fmt_ns(l.summary.mean_ns)),
-            );
-        }
-        if spread {
-            c.push(
-                r.repeat_stats
-                    .as_ref()
-                    .map_or("-".into(), |s| format!("{:.1}%", s.spread_pct)),
-            );
-        }
-        if let Some(f) = floor {
-            c.push(vs_floor(r, f).map_or("-".to_string(), times));
-        }
-        out.push(line(&mark, &r.transport, name_w, &c));
+        t.row(measured_row(r, &summary, &cols));
     }
     for r in rows.iter().filter(|r| r.p50_ns().is_none()) {
-        out.push(format!("{:<2} {:<name_w$}  {}", "", r.transport, r.note()));
+        let mut c = vec![String::new(), r.transport.clone(), r.wait.label().into()];
+        c.resize(head.len() - 1, "-".to_string());
+        c.push(r.note());
+        t.row(c);
     }
-    out.join("\n")
+    t.notes = super::notes::warnings(rows);
+    t
+}
+
+/// The cells of a measured row: mark, name, figures, optional columns.
+fn measured_row(r: &Row, summary: &GroupSummary, cols: &Columns) -> Vec<String> {
+    let mut mark = String::new();
+    if summary.fastest.as_deref() == Some(r.transport.as_str()) {
+        mark.push('*');
+    }
+    if summary.fastest_blocking.as_deref() == Some(r.transport.as_str()) {
+        mark.push('B');
+    }
+    let mut c = vec![mark, r.transport.clone()];
+    c.extend(cells(r));
+    if cols.mean {
+        c.push(
+            r.latency
+                .as_ref()
+                .map_or("-".into(), |l| fmt_ns(l.summary.mean_ns)),
+        );
+    }
+    if cols.spread {
+        c.push(
+            r.repeat_stats
+                .as_ref()
+                .map_or("-".into(), |s| format!("{:.1}%", s.spread_pct)),
+        );
+    }
+    if let Some(f) = cols.floor {
+        c.push(vs_floor(r, f).map_or("-".to_string(), times));
+    }
+    if cols.note {
+        c.push(String::new());
+    }
+    c
 }
 
 fn cells(r: &Row) -> Vec<String> {
@@ -134,6 +169,90 @@ fn cells(r: &Row) -> Vec<String> {
         }
     }
     c
+}
+
+/// Every row in one table for `--format csv`: what it is, its status,
+/// and its figures in raw units (ns, messages per second, MB/s, ratio);
+/// empty where not measured.
+pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
+    let mut t = Table::new(
+        "",
+        &[
+            "transport",
+            "mechanism",
+            "wait",
+            "size",
+            "placement",
+            "status",
+            "samples",
+            "p50_ns",
+            "p99_ns",
+            "p999_ns",
+            "max_ns",
+            "mean_ns",
+            "msgs_per_s",
+            "mb_per_s",
+            "cpu_client_ns",
+            "cpu_server_ns",
+            "cpu_total_ns",
+            "vs_floor",
+            "note",
+        ],
+    );
+    for r in rows {
+        let mut c = vec![
+            r.transport.clone(),
+            r.mechanism.clone(),
+            r.wait.label().to_string(),
+            r.size.to_string(),
+            r.placement.name().to_string(),
+            status_name(r.status).to_string(),
+        ];
+        c.extend(raw_figures(r, floor));
+        c.push(r.reason.clone().unwrap_or_default());
+        t.row(c);
+    }
+    t
+}
+
+/// The status as in the JSON.
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Failed => "failed",
+        Status::NotApplicable => "not_applicable",
+        Status::Skipped => "skipped",
+        Status::Interrupted => "interrupted",
+    }
+}
+
+/// The figures of [`flat`], from samples to vs_floor.
+fn raw_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<String> {
+    let num = |v: Option<f64>| {
+        v.filter(|x| x.is_finite())
+            .map_or(String::new(), |x| format!("{x:.1}"))
+    };
+    let l = r.latency.as_ref().filter(|_| r.status == Status::Ok);
+    let tp = r.throughput.as_ref().filter(|_| r.status == Status::Ok);
+    let per_message = l.is_some_and(|l| l.timing == Timing::PerMessage);
+    let s = l.map(|l| &l.summary);
+    let cpu = l.map(|l| l.cpu);
+    vec![
+        l.map_or(String::new(), |l| l.samples.to_string()),
+        num(r.p50_ns().filter(|_| per_message)),
+        num(s.map(|s| s.p99_ns)),
+        num(s.map(|s| s.p999_ns)),
+        num(s.map(|s| s.max_ns)),
+        num(s.map(|s| s.mean_ns)),
+        num(tp.map(|t| t.msgs_per_s)),
+        num(tp.map(|t| t.mb_per_s)),
+        num(cpu.map(|c| c.client_ns)),
+        num(cpu.map(|c| c.server_ns)),
+        num(cpu.map(|c| c.total_ns)),
+        floor
+            .and_then(|f| vs_floor(r, f))
+            .map_or(String::new(), |v| format!("{v:.3}")),
+    ]
 }
 
 /// Title of the `--vs-floor` column (an optional column: 7 wide).
