@@ -671,16 +671,16 @@ fn ipc_warns_when_another_process_loads_the_cpus() {
     dir.assert_ns_clean();
 }
 
-/// `msgbench ipc --quick -t uds --sizes 1 --placement same <extra>`: the
-/// output (the namespace checked clean).
-fn ipc_uds(tag: &str, extra: &[&str]) -> Output {
+/// `msgbench ipc --quick -t uds --sizes <sizes> --placement same <extra>`:
+/// the output (the namespace checked clean).
+fn ipc_uds(tag: &str, sizes: &str, extra: &[&str]) -> Output {
     let dir = TestDir::new(tag);
     let mut args = vec![
         "--quick",
         "-t",
         "uds",
         "--sizes",
-        "1",
+        sizes,
         "--placement",
         "same",
     ];
@@ -693,7 +693,7 @@ fn ipc_uds(tag: &str, extra: &[&str]) -> Output {
 
 #[test]
 fn ipc_csv_is_csv_only() {
-    let o = ipc_uds("ipccsv", &["--format", "csv", "--sizes", "1,70000"]);
+    let o = ipc_uds("ipccsv", "1,70000", &["--format", "csv"]);
     let mut r = csv::Reader::from_reader(o.stdout.as_bytes());
     let head = r.headers().expect("a CSV header").clone();
     assert_eq!(&head[0], "transport", "no banner, no title: {}", o.stdout);
@@ -722,7 +722,7 @@ fn ipc_csv_is_csv_only() {
 
 #[test]
 fn ipc_json_format_prints_one_envelope() {
-    let o = ipc_uds("ipcjsonfmt", &["--format", "json", "-r", "2"]);
+    let o = ipc_uds("ipcjsonfmt", "1", &["--format", "json", "-r", "2"]);
     let v: serde_json::Value = serde_json::from_str(&o.stdout)
         .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}: {}", o.stdout));
     assert_eq!(v["schema"].as_u64(), Some(1), "{v}");
@@ -755,7 +755,7 @@ fn ipc_json_format_prints_one_envelope() {
 
 #[test]
 fn ipc_markdown_prints_markdown_tables() {
-    let o = ipc_uds("ipcmd", &["--format", "markdown"]);
+    let o = ipc_uds("ipcmd", "1", &["--format", "markdown"]);
     assert!(o.stdout.contains("**1 B, same CPU"), "{}", o.stdout);
     let table: Vec<&str> = o
         .stdout
