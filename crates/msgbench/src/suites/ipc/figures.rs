@@ -27,19 +27,21 @@ fn row_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<Figure> {
         .repeat_stats
         .as_ref()
         .map_or_else(Vec::new, |s| s.central_ns.clone());
-    let per_message = l.timing == Timing::PerMessage;
-    let (p50, mean) = match per_message {
-        true => (r.p50_ns(), (l.summary.mean_ns, Vec::new())),
-        false => (None, (r.p50_ns().unwrap_or(f64::NAN), repeats.clone())),
+    // The repeats' central figures, and the row's: p50s with per-message
+    // timing, means with whole-run timing.
+    let central = r.p50_ns().unwrap_or(f64::NAN);
+    let (p50, p50_repeats, mean, mean_repeats) = if l.timing == Timing::PerMessage {
+        (central, repeats, l.summary.mean_ns, Vec::new())
+    } else {
+        (f64::NAN, Vec::new(), central, repeats)
     };
-    let p50_repeats = if per_message { repeats } else { Vec::new() };
     let ns =
         |metric: &str, v: f64, reps: Vec<f64>| (metric.to_string(), v, "ns", Better::Lower, reps);
     let candidates = [
-        ns("p50_ns", p50.unwrap_or(f64::NAN), p50_repeats),
+        ns("p50_ns", p50, p50_repeats),
         ns("p99_ns", l.summary.p99_ns, Vec::new()),
         ns("p999_ns", l.summary.p999_ns, Vec::new()),
-        ns("mean_ns", mean.0, mean.1),
+        ns("mean_ns", mean, mean_repeats),
         (
             "throughput".to_string(),
             r.throughput.as_ref().map_or(f64::NAN, |t| t.msgs_per_s),
