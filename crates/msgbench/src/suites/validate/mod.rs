@@ -154,3 +154,77 @@ fn figures(r: &Row) -> Vec<envelope::Figure> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(verdict: Verdict, measured: bool) -> Row {
+        Row {
+            name: "pipe".into(),
+            tool: "perf".into(),
+            command: "perf".into(),
+            runs: 4,
+            ours_method: "ours".into(),
+            placement: "CPU 0".into(),
+            priority: "normal".into(),
+            reference: measured.then(|| Figure::avg(10.0)),
+            ours: measured.then(|| Figure::avg(12.0)),
+            ratio: measured.then_some(1.2),
+            tolerance: compare::ROUND_TRIP,
+            verdict,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_compared_row_gives_its_ratio_and_both_sides() {
+        let f = figures(&row(Verdict::Agree, true));
+        let got: Vec<(String, &str, f64)> = f
+            .iter()
+            .map(|f| (f.key_text(), f.metric.as_str(), f.value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("check=pipe".to_string(), "ratio", 1.2),
+                ("check=pipe side=reference".to_string(), "avg_us", 10.0),
+                ("check=pipe side=ours".to_string(), "avg_us", 12.0),
+            ]
+        );
+        assert_eq!(f[0].better, Better::Neither);
+        assert_eq!(f[1].unit, "us");
+        assert!(figures(&row(Verdict::Missing, false)).is_empty());
+    }
+
+    #[test]
+    fn errors_fail_and_missing_tools_skip() {
+        let rows = [
+            row(Verdict::Error, false),
+            row(Verdict::Missing, false),
+            row(Verdict::Disagree, true),
+        ];
+        assert_eq!(count(&rows, Verdict::Error), 1);
+        assert_eq!(count(&rows, Verdict::Missing), 1);
+    }
+
+    #[test]
+    fn every_row_is_planned_and_the_banner_tells_the_plan() {
+        let plan = ValidateArgs {
+            cpus: Some("0".into()),
+            loops: Some("40".into()),
+            ..ValidateArgs::default()
+        }
+        .plan()
+        .unwrap();
+        // One CPU: no two-CPU pipe row; 4 hand-overs and the timer.
+        let specs = rows::specs(&plan);
+        assert_eq!(specs.len(), 6);
+        assert!(specs.iter().all(|s| s.planned > Duration::ZERO));
+        // Each latency row: 4 runs of 10 loops, both sides, 1 ms apart.
+        assert_eq!(specs[1].planned, Duration::from_millis(80));
+        let b = banner(&plan);
+        assert!(b.contains("CPU 0; no two-CPU row"), "{b}");
+        assert!(b.contains("40 per latency row"), "{b}");
+    }
+}
