@@ -14,7 +14,7 @@ use msgbench::suites::adder::{self, AdderArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{Ipc, IpcArgs};
 use msgbench::suites::rtos::{self, RtosArgs};
-use msgbench::suites::validate::{self, ValidateArgs};
+use msgbench::suites::validate::{Validate, ValidateArgs};
 
 #[derive(Parser)]
 #[command(
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
         Some(Cmd::Ipc(a)) => suites::execute::<Ipc>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
-        Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
+        Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
     });

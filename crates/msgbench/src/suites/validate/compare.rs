@@ -39,15 +39,16 @@ impl Figure {
     }
 }
 
-/// When ours agrees with the reference: `lo <= ours / reference <= hi`,
-/// or the two averages differ by at most `slack_us` (the reference's
-/// resolution).
+/// The band of agreeing ratios: ours agrees with the reference when
+/// `low <= ours / reference <= high`, or when the two averages differ by
+/// at most `slack_us` (the reference's resolution). Every row carries
+/// its own, so that a reader can draw the ratio inside its band.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Tolerance {
-    /// Lowest agreeing ratio.
-    pub lo: f64,
-    /// Highest agreeing ratio.
-    pub hi: f64,
+    /// Lowest agreeing ratio (ours / reference).
+    pub low: f64,
+    /// Highest agreeing ratio (ours / reference).
+    pub high: f64,
     /// Absolute difference that always agrees, microseconds.
     pub slack_us: f64,
 }
@@ -55,15 +56,15 @@ pub struct Tolerance {
 /// Latency averages of the rt-tests tools and cyclictest, which print
 /// whole microseconds.
 pub const LATENCY: Tolerance = Tolerance {
-    lo: 0.67,
-    hi: 1.5,
+    low: 0.67,
+    high: 1.5,
     slack_us: 1.0,
 };
 
 /// perf's pipe round trip (printed to the nanosecond).
 pub const ROUND_TRIP: Tolerance = Tolerance {
-    lo: 0.67,
-    hi: 1.5,
+    low: 0.67,
+    high: 1.5,
     slack_us: 0.0,
 };
 
@@ -79,6 +80,19 @@ pub enum Verdict {
     Missing,
     /// The tool failed, its output could not be parsed, or ours failed.
     Error,
+}
+
+impl Tolerance {
+    /// The band as printed: `0.67-1.50`, with `or +-1 us` where there is
+    /// slack.
+    pub fn label(&self) -> String {
+        let band = format!("{:.2}-{:.2}", self.low, self.high);
+        if self.slack_us > 0.0 {
+            format!("{band} or +-{} us", self.slack_us)
+        } else {
+            band
+        }
+    }
 }
 
 impl Verdict {
@@ -116,7 +130,8 @@ pub struct Row {
     pub ours: Option<Figure>,
     /// ours / reference, averages.
     pub ratio: Option<f64>,
-    /// The tolerance applied.
+    /// The band `ratio` must fall in to agree (`low`, `high`, and the
+    /// absolute `slack_us` that always agrees).
     pub tolerance: Tolerance,
     /// The outcome.
     pub verdict: Verdict,
@@ -127,7 +142,7 @@ pub struct Row {
 /// Ratio of the averages and whether they agree under `tol`.
 pub fn judge(reference: &Figure, ours: &Figure, tol: &Tolerance) -> (f64, Verdict) {
     let ratio = ours.avg_us / reference.avg_us;
-    let agree = (tol.lo..=tol.hi).contains(&ratio)
+    let agree = (tol.low..=tol.high).contains(&ratio)
         || (ours.avg_us - reference.avg_us).abs() <= tol.slack_us;
     (
         ratio,

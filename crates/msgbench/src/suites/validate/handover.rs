@@ -103,7 +103,6 @@ pub fn run(m: &dyn Mechanism, setup: Setup) -> Result<Latency> {
     let sent = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let barrier = Barrier::new(2);
-    let limit = setup.interval + WAIT_LIMIT;
     let prepare = |side: Side| -> Result<bool> {
         let r = (|| {
             pin_current_thread(setup.cpu)
@@ -129,39 +128,17 @@ pub fn run(m: &dyn Mechanism, setup: Setup) -> Result<Latency> {
             if !prepare(Side::Receiver)? {
                 return Ok(Vec::new());
             }
-            let mut samples = Vec::with_capacity(setup.loops as usize);
-            for i in 0..setup.loops {
-                let r = m
-                    .wait(Side::Receiver, limit)
-                    .with_context(|| format!("receiver, hand-over {i}"));
-                let now = monotonic_ns();
-                if let Err(e) = r {
-                    failed.store(true, Ordering::SeqCst);
-                    return Err(e);
-                }
-                samples.push(now.saturating_sub(sent.load(Ordering::Acquire)));
-                if i + 1 < setup.loops {
-                    std::thread::sleep(setup.interval);
-                    m.post(Side::Sender)
-                        .with_context(|| format!("receiver, release {i}"))?;
-                }
+            let r = receive(m, setup, &sent);
+            if r.is_err() {
+                failed.store(true, Ordering::SeqCst);
             }
-            Ok(samples)
+            r
         });
         let tx = s.spawn(|| -> Result<()> {
             if !prepare(Side::Sender)? {
                 return Ok(());
             }
-            for i in 0..setup.loops {
-                sent.store(monotonic_ns(), Ordering::Release);
-                m.post(Side::Receiver)
-                    .with_context(|| format!("sender, hand-over {i}"))?;
-                if i + 1 < setup.loops {
-                    m.wait(Side::Sender, limit)
-                        .with_context(|| format!("sender, waiting for release {i}"))?;
-                }
-            }
-            Ok(())
+            send(m, setup, &sent)
         });
         (rx.join(), tx.join())
     });
@@ -175,6 +152,42 @@ pub fn run(m: &dyn Mechanism, setup: Setup) -> Result<Latency> {
         Some(l) if l.samples == setup.loops => Ok(l),
         _ => bail!("a thread could not be set up"),
     }
+}
+
+/// The receiving side: waits for each hand-over and times it from the
+/// sender's stamp in `sent`, sleeps the interval, releases the sender.
+fn receive(m: &dyn Mechanism, setup: Setup, sent: &AtomicU64) -> Result<Vec<u64>> {
+    let limit = setup.interval + WAIT_LIMIT;
+    let mut samples = Vec::with_capacity(setup.loops as usize);
+    for i in 0..setup.loops {
+        let r = m
+            .wait(Side::Receiver, limit)
+            .with_context(|| format!("receiver, hand-over {i}"));
+        let now = monotonic_ns();
+        r?;
+        samples.push(now.saturating_sub(sent.load(Ordering::Acquire)));
+        if i + 1 < setup.loops {
+            std::thread::sleep(setup.interval);
+            m.post(Side::Sender)
+                .with_context(|| format!("receiver, release {i}"))?;
+        }
+    }
+    Ok(samples)
+}
+
+/// The sending side: stamps `sent`, hands over, waits to be released.
+fn send(m: &dyn Mechanism, setup: Setup, sent: &AtomicU64) -> Result<()> {
+    let limit = setup.interval + WAIT_LIMIT;
+    for i in 0..setup.loops {
+        sent.store(monotonic_ns(), Ordering::Release);
+        m.post(Side::Receiver)
+            .with_context(|| format!("sender, hand-over {i}"))?;
+        if i + 1 < setup.loops {
+            m.wait(Side::Sender, limit)
+                .with_context(|| format!("sender, waiting for release {i}"))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,13 +2,14 @@
 //! value is parsed here, so that every mistake is one line naming the
 //! option (exit status 1).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
+use serde::Serialize;
 
 use crate::measure::placement::{self, CpuList};
+use crate::suites::OutputArgs;
 
 /// Latency loops per row by default (about 60 s in all).
 const LOOPS: u64 = 4000;
@@ -42,13 +43,14 @@ pub struct ValidateArgs {
     /// A short run (about 15 s).
     #[arg(long = "quick")]
     pub quick: bool,
-    /// Write the environment and every row to FILE.
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-/// What a run does, every option checked.
-#[derive(Debug, Clone)]
+/// What a run does, every option checked (stored in the envelope as
+/// `settings`).
+#[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     /// CPU of the same-CPU rows.
     pub cpu: usize,
@@ -60,13 +62,31 @@ pub struct Plan {
     pub loops: u64,
     /// Round trips per pipe row.
     pub perf_loops: u64,
-    /// JSON output.
-    pub json: Option<PathBuf>,
+    /// Interval of the latency rows, microseconds.
+    pub interval_us: u64,
+    /// Alternating runs of the reference and of ours per row.
+    pub runs_per_row: u64,
 }
 
 impl ValidateArgs {
-    /// Checks every option.
+    /// Checks every option's value (whether SCHED_FIFO is allowed is
+    /// checked by the suite's plan, on a throw-away thread).
     pub fn plan(&self) -> Result<Plan> {
+        let (cpu, pair) = self.placement()?;
+        let loops = self.loops()?;
+        Ok(Plan {
+            cpu,
+            pair,
+            fifo: self.fifo()?,
+            loops,
+            perf_loops: loops * PERF_PER_LOOP,
+            interval_us: INTERVAL.as_micros() as u64,
+            runs_per_row: CHUNKS,
+        })
+    }
+
+    /// `--cpus`: the same-CPU rows' CPU and the two-CPU row's pair.
+    fn placement(&self) -> Result<(usize, Option<(usize, usize)>)> {
         let cpus = match &self.cpus {
             Some(s) => CpuList::parse(s).map_err(|e| anyhow!("--cpus {s}: {e}"))?.0,
             None => placement::online_cpus().into_iter().take(2).collect(),
@@ -75,29 +95,29 @@ impl ValidateArgs {
             .first()
             .ok_or_else(|| anyhow!("--cpus: no CPU online"))?;
         let pair = cpus.iter().copied().find(|&c| c != cpu).map(|c| (cpu, c));
-        let fifo = match &self.fifo {
-            None => None,
-            Some(s) => match s.parse::<i32>() {
-                Ok(p) if (2..=99).contains(&p) => Some(p),
-                _ => bail!("--fifo {s}: must be a priority from 2 to 99"),
-            },
+        Ok((cpu, pair))
+    }
+
+    /// `--fifo`: a priority from 2 to 99, or normal scheduling.
+    fn fifo(&self) -> Result<Option<i32>> {
+        let Some(s) = &self.fifo else {
+            return Ok(None);
         };
-        let loops = match &self.loops {
-            None if self.quick => QUICK_LOOPS,
-            None => LOOPS,
-            Some(s) => match s.parse::<u64>() {
-                Ok(n) if (1..=MAX_LOOPS).contains(&n) => n,
-                _ => bail!("--loops {s}: must be a whole number from 1 to {MAX_LOOPS}"),
-            },
+        match s.parse::<i32>() {
+            Ok(p) if (2..=99).contains(&p) => Ok(Some(p)),
+            _ => bail!("--fifo {s}: must be a priority from 2 to 99"),
+        }
+    }
+
+    /// `--loops`, else the default of a full or `--quick` run.
+    fn loops(&self) -> Result<u64> {
+        let Some(s) = &self.loops else {
+            return Ok(if self.quick { QUICK_LOOPS } else { LOOPS });
         };
-        Ok(Plan {
-            cpu,
-            pair,
-            fifo,
-            loops,
-            perf_loops: loops * PERF_PER_LOOP,
-            json: self.json.clone(),
-        })
+        match s.parse::<u64>() {
+            Ok(n) if (1..=MAX_LOOPS).contains(&n) => Ok(n),
+            _ => bail!("--loops {s}: must be a whole number from 1 to {MAX_LOOPS}"),
+        }
     }
 }
 

@@ -12,6 +12,9 @@ use super::options::{Plan, CHUNKS, INTERVAL};
 use super::{mutex, parse, pmq, sched, sigwait, svsem, timer, tools};
 use crate::pingpong;
 
+/// About how long one pipe round trip takes, for the progress estimate.
+const PIPE_ROUND_TRIP: Duration = Duration::from_micros(5);
+
 /// One comparison to run.
 pub struct Spec {
     /// What is compared.
@@ -34,6 +37,8 @@ pub struct Spec {
     pub ours: Box<dyn Fn() -> Result<Figure>>,
     /// Time limit of the reference run.
     pub limit: Duration,
+    /// About how long the row takes, both sides, every run (progress).
+    pub planned: Duration,
 }
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -42,125 +47,177 @@ fn s(v: &[&str]) -> Vec<String> {
 
 /// Every comparison of `plan`, in run order.
 pub fn specs(plan: &Plan) -> Vec<Spec> {
-    let mut v = Vec::new();
-    let fifo = plan.fifo;
-    let both = match fifo {
-        Some(p) => format!("SCHED_FIFO {p}, both tasks"),
-        None => "normal (SCHED_OTHER)".to_string(),
-    };
-    let chrt: Vec<String> = match fifo {
+    let mut v = pipe_specs(plan);
+    v.extend(handover_specs(plan));
+    v.push(timer_spec(plan));
+    v
+}
+
+/// `chrt -f PRIO` before a command in SCHED_FIFO, nothing otherwise.
+fn chrt(fifo: Option<i32>) -> Vec<String> {
+    match fifo {
         Some(p) => s(&["chrt", "-f", &p.to_string()]),
         None => Vec::new(),
-    };
-    let perf_chunk = (plan.perf_loops / CHUNKS).max(1);
-    let perf = |cpus: &str| -> Vec<String> {
-        let mut a = s(&["taskset", "-c", cpus]);
-        a.extend(chrt.clone());
-        a.extend(s(&["perf", "bench", "sched", "pipe", "-T", "-l"]));
-        a.push(perf_chunk.to_string());
-        a
-    };
-    let perf_limit = Duration::from_secs(30) + Duration::from_micros(200) * perf_chunk as u32;
-    let (cpu, n) = (plan.cpu, perf_chunk);
-    v.push(Spec {
+    }
+}
+
+/// The priority of both tasks, as printed.
+fn both_priority(fifo: Option<i32>) -> String {
+    match fifo {
+        Some(p) => format!("SCHED_FIFO {p}, both tasks"),
+        None => "normal (SCHED_OTHER)".to_string(),
+    }
+}
+
+/// `perf bench sched pipe` for `n` round trips in the CPU set `cpus`.
+fn perf_argv(cpus: &str, fifo: Option<i32>, n: u64) -> Vec<String> {
+    let mut a = s(&["taskset", "-c", cpus]);
+    a.extend(chrt(fifo));
+    a.extend(s(&["perf", "bench", "sched", "pipe", "-T", "-l"]));
+    a.push(n.to_string());
+    a
+}
+
+/// The perf pipe rows: one CPU, and floating on two when there are two.
+fn pipe_specs(plan: &Plan) -> Vec<Spec> {
+    let (cpu, fifo) = (plan.cpu, plan.fifo);
+    let n = (plan.perf_loops / CHUNKS).max(1);
+    let limit = Duration::from_secs(30) + Duration::from_micros(200) * n as u32;
+    let planned = PIPE_ROUND_TRIP.mul_f64((2 * CHUNKS * n) as f64);
+    let mut v = vec![Spec {
         name: "pipe round trip, same CPU",
         tool: "perf",
-        argv: perf(&cpu.to_string()),
+        argv: perf_argv(&cpu.to_string(), fifo, n),
         ours_method: "pingpong::pipe, two threads pinned to the CPU",
         placement: format!("both on CPU {cpu}"),
-        priority: both.clone(),
+        priority: both_priority(fifo),
         tolerance: compare::ROUND_TRIP,
         parse: |o| parse::perf_pipe(o).map(Figure::avg),
         ours: Box::new(move || pipe_in(&[cpu], fifo, (Some(cpu), Some(cpu)), n)),
-        limit: perf_limit,
-    });
+        limit,
+        planned,
+    }];
     if let Some((a, b)) = plan.pair {
         v.push(Spec {
             name: "pipe round trip, two CPUs",
             tool: "perf",
-            argv: perf(&format!("{a},{b}")),
+            argv: perf_argv(&format!("{a},{b}"), fifo, n),
             ours_method: "pingpong::pipe, two unpinned threads in that CPU set",
             placement: format!("floating on CPUs {a},{b} (perf cannot pin each task)"),
-            priority: both.clone(),
+            priority: both_priority(fifo),
             tolerance: compare::ROUND_TRIP,
             parse: |o| parse::perf_pipe(o).map(Figure::avg),
             ours: Box::new(move || pipe_in(&[a, b], fifo, (None, None), n)),
-            limit: perf_limit,
+            limit,
+            planned,
         });
     }
-    let prio = match fifo {
-        Some(p) => format!("SCHED_FIFO {p} receiver, {} sender", sender_prio(p)),
-        None => "normal (SCHED_OTHER)".to_string(),
-    };
-    let loops = (plan.loops / CHUNKS).max(1);
-    let rt_limit = Duration::from_secs(30) + INTERVAL * 3 * loops as u32;
-    type Make = fn() -> Result<Box<dyn Mechanism>>;
-    let handovers: [(&str, &str, &str, Make); 4] = [
-        (
-            "mutex hand-over",
-            "ptsematest",
-            "futex low-level lock, as glibc's mutex",
-            || Ok(Box::new(mutex::MutexHandover::new())),
-        ),
-        (
-            "POSIX mq hand-over",
-            "pmqtest",
-            "mq_send / mq_timedreceive",
-            || Ok(Box::new(pmq::MqHandover::new()?)),
-        ),
-        (
-            "SysV semaphore hand-over",
-            "svsematest",
-            "semop +1 / semtimedop -1",
-            || Ok(Box::new(svsem::SemHandover::new()?)),
-        ),
-        (
-            "signal hand-over",
-            "sigwaittest",
-            "tgkill / sigtimedwait",
-            || Ok(Box::new(sigwait::SignalHandover::new())),
-        ),
-    ];
-    for (name, tool, method, make) in handovers {
-        let mut argv = s(&[tool, "-q", "-l"]);
-        argv.push(loops.to_string());
-        argv.push("-i".into());
-        argv.push(INTERVAL.as_micros().to_string());
-        argv.push(format!("-a{cpu}"));
-        if let Some(p) = fifo {
-            argv.push(format!("-p{p}"));
-        }
-        v.push(Spec {
-            name,
-            tool,
-            argv,
-            ours_method: method,
-            placement: format!("both threads on CPU {cpu}"),
-            priority: prio.clone(),
-            tolerance: compare::LATENCY,
-            parse: |o| parse::rt_handover(o).map(Figure::from),
-            ours: Box::new(move || {
-                let m = make()?;
-                let setup = Setup {
-                    cpu,
-                    fifo,
-                    loops,
-                    interval: INTERVAL,
-                };
-                handover::run(m.as_ref(), setup).map(Figure::from)
-            }),
-            limit: rt_limit,
-        });
-    }
-    let mut argv = s(&["cyclictest", "-m", "-q", "-t", "1", "-i"]);
+    v
+}
+
+/// Makes one of msgbench's hand-over mechanisms.
+type Make = fn() -> Result<Box<dyn Mechanism>>;
+
+/// The rt-tests hand-overs: name, tool, how ours does it, ours.
+const HANDOVERS: [(&str, &str, &str, Make); 4] = [
+    (
+        "mutex hand-over",
+        "ptsematest",
+        "futex low-level lock, as glibc's mutex",
+        || Ok(Box::new(mutex::MutexHandover::new())),
+    ),
+    (
+        "POSIX mq hand-over",
+        "pmqtest",
+        "mq_send / mq_timedreceive",
+        || Ok(Box::new(pmq::MqHandover::new()?)),
+    ),
+    (
+        "SysV semaphore hand-over",
+        "svsematest",
+        "semop +1 / semtimedop -1",
+        || Ok(Box::new(svsem::SemHandover::new()?)),
+    ),
+    (
+        "signal hand-over",
+        "sigwaittest",
+        "tgkill / sigtimedwait",
+        || Ok(Box::new(sigwait::SignalHandover::new())),
+    ),
+];
+
+/// Loops of one run of a latency row.
+fn latency_loops(plan: &Plan) -> u64 {
+    (plan.loops / CHUNKS).max(1)
+}
+
+/// Time limit of one reference run of a latency row.
+fn latency_limit(loops: u64) -> Duration {
+    Duration::from_secs(30) + INTERVAL * 3 * loops as u32
+}
+
+/// About how long a latency row takes: every run of both sides.
+fn latency_planned(loops: u64) -> Duration {
+    INTERVAL.mul_f64((2 * CHUNKS * loops) as f64)
+}
+
+/// The options rt-tests tools and cyclictest share: loops, interval, CPU
+/// and priority.
+fn rt_options(argv: &mut Vec<String>, loops: u64, cpu: usize, fifo: Option<i32>) {
+    argv.extend(["-l".into(), loops.to_string(), "-i".into()]);
     argv.push(INTERVAL.as_micros().to_string());
-    argv.push("-l".into());
-    argv.push(loops.to_string());
     argv.push(format!("-a{cpu}"));
     if let Some(p) = fifo {
         argv.push(format!("-p{p}"));
     }
-    v.push(Spec {
+}
+
+/// One row per rt-tests hand-over tool, both threads on the plan's CPU.
+fn handover_specs(plan: &Plan) -> Vec<Spec> {
+    let (cpu, fifo) = (plan.cpu, plan.fifo);
+    let loops = latency_loops(plan);
+    let priority = match fifo {
+        Some(p) => format!("SCHED_FIFO {p} receiver, {} sender", sender_prio(p)),
+        None => "normal (SCHED_OTHER)".to_string(),
+    };
+    let setup = Setup {
+        cpu,
+        fifo,
+        loops,
+        interval: INTERVAL,
+    };
+    HANDOVERS
+        .into_iter()
+        .map(|(name, tool, method, make)| {
+            let mut argv = s(&[tool, "-q"]);
+            rt_options(&mut argv, loops, cpu, fifo);
+            Spec {
+                name,
+                tool,
+                argv,
+                ours_method: method,
+                placement: format!("both threads on CPU {cpu}"),
+                priority: priority.clone(),
+                tolerance: compare::LATENCY,
+                parse: |o| parse::rt_handover(o).map(Figure::from),
+                ours: Box::new(move || {
+                    let m = make()?;
+                    handover::run(m.as_ref(), setup).map(Figure::from)
+                }),
+                limit: latency_limit(loops),
+                planned: latency_planned(loops),
+            }
+        })
+        .collect()
+}
+
+/// cyclictest against a periodic `clock_nanosleep` on the plan's CPU.
+fn timer_spec(plan: &Plan) -> Spec {
+    let (cpu, fifo) = (plan.cpu, plan.fifo);
+    let loops = latency_loops(plan);
+    let mut argv = s(&["cyclictest", "-m", "-q", "-t", "1"]);
+    rt_options(&mut argv, loops, cpu, fifo);
+    Spec {
         name: "timer wake-up (1 ms period)",
         tool: "cyclictest",
         argv,
@@ -176,9 +233,9 @@ pub fn specs(plan: &Plan) -> Vec<Spec> {
             let _dma = sched::DmaLatency::request();
             timer::run(cpu, fifo, loops, INTERVAL).map(Figure::from)
         }),
-        limit: rt_limit,
-    });
-    v
+        limit: latency_limit(loops),
+        planned: latency_planned(loops),
+    }
 }
 
 /// pingpong::pipe run from a thread restricted to `set` and, when asked, in
@@ -240,42 +297,12 @@ pub fn run(spec: &Spec) -> Row {
         verdict: Verdict::Error,
         note: None,
     };
-    let needed = spec
-        .argv
-        .iter()
-        .map(String::as_str)
-        .filter(|a| ["taskset", "chrt", spec.tool].contains(a));
-    for t in needed {
-        if tools::find(t).is_none() {
-            row.verdict = Verdict::Missing;
-            row.note = Some(format!(
-                "{t} is not installed: apt-get install {}",
-                tools::package_of(t)
-            ));
-            return row;
-        }
+    if let Some(note) = missing_tool(spec) {
+        row.verdict = Verdict::Missing;
+        row.note = Some(note);
+        return row;
     }
-    let (mut refs, mut ours) = (Vec::new(), Vec::new());
-    let mut failure = None;
-    for _ in 0..CHUNKS {
-        let r = tools::run(&spec.argv, spec.limit).and_then(|out| {
-            (spec.parse)(&out).with_context(|| format!("parsing {}'s output", spec.tool))
-        });
-        match r {
-            Ok(f) => refs.push(f),
-            Err(e) => {
-                failure = Some(format!("{}: {e:#}", spec.tool));
-                break;
-            }
-        }
-        match (spec.ours)() {
-            Ok(f) => ours.push(f),
-            Err(e) => {
-                failure = Some(format!("msgbench: {e:#}"));
-                break;
-            }
-        }
-    }
+    let (refs, ours, failure) = alternate(spec);
     row.reference = merge(&refs);
     row.ours = merge(&ours);
     match (failure, &row.reference, &row.ours) {
@@ -288,6 +315,42 @@ pub fn run(spec: &Spec) -> Row {
         _ => row.note = Some("no figure".into()),
     }
     row
+}
+
+/// The first program of the row's command (taskset, chrt, the tool) that
+/// is not installed, as a note naming its package.
+fn missing_tool(spec: &Spec) -> Option<String> {
+    spec.argv
+        .iter()
+        .map(String::as_str)
+        .filter(|a| ["taskset", "chrt", spec.tool].contains(a))
+        .find(|t| tools::find(t).is_none())
+        .map(|t| {
+            format!(
+                "{t} is not installed: apt-get install {}",
+                tools::package_of(t)
+            )
+        })
+}
+
+/// Runs the reference and ours in turn, [`CHUNKS`] times each: their
+/// figures, and the first failure (which ends the alternation).
+fn alternate(spec: &Spec) -> (Vec<Figure>, Vec<Figure>, Option<String>) {
+    let (mut refs, mut ours) = (Vec::new(), Vec::new());
+    for _ in 0..CHUNKS {
+        let r = tools::run(&spec.argv, spec.limit).and_then(|out| {
+            (spec.parse)(&out).with_context(|| format!("parsing {}'s output", spec.tool))
+        });
+        match r {
+            Ok(f) => refs.push(f),
+            Err(e) => return (refs, ours, Some(format!("{}: {e:#}", spec.tool))),
+        }
+        match (spec.ours)() {
+            Ok(f) => ours.push(f),
+            Err(e) => return (refs, ours, Some(format!("msgbench: {e:#}"))),
+        }
+    }
+    (refs, ours, None)
 }
 
 #[cfg(test)]
