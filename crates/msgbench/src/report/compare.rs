@@ -42,16 +42,20 @@ pub struct CompareArgs {
     #[arg(value_name = "NEW.json")]
     pub new: PathBuf,
     /// Exit with status 1 when any row was called slower by more than
-    /// PCT percent of its base value.
+    /// PCT percent of its base value (a row within the noise never is).
     #[arg(long = "fail-above", value_name = "PCT", value_parser = percent)]
     pub fail_above: Option<f64>,
-    /// The smallest change called, in percent (with repeats on both
-    /// sides, their ranges must also not overlap).
+    /// The smallest change called, in percent; with repeats on both sides
+    /// their ranges must also not overlap. The default, 10, is well above
+    /// what a figure measured once moves between two runs of one build on
+    /// a shared or virtual machine (a few percent).
     #[arg(long = "threshold", value_name = "PCT", value_parser = percent,
           default_value_t = DEFAULT_THRESHOLD_PCT)]
     pub threshold: f64,
-    /// How the comparison is printed: table, markdown, csv or json.
-    #[arg(long = "format", value_enum, default_value_t = Format::Table, value_name = "FORMAT")]
+    /// How the comparison is printed: table, markdown, csv, or json (every
+    /// row with both values, their repeats, the change and the verdict).
+    #[arg(long = "format", value_enum, default_value_t = Format::Table,
+          value_name = "FORMAT", hide_possible_values = true)]
     pub format: Format,
 }
 
