@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::report::compare::{self, CompareArgs};
 use msgbench::suites;
 use msgbench::suites::adder::{self, AdderArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
@@ -40,6 +41,9 @@ enum Cmd {
     Validate(ValidateArgs),
     /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM tests) with the QNX 6.5 figures.
     Rtos(RtosArgs),
+    /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
+    #[command(long_about = compare::LONG_ABOUT)]
+    Compare(CompareArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -47,6 +51,9 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Cmd::Compare(a)) = &cli.cmd {
+        return compare::main(a);
+    }
     let result = cli::stop_on_signals().and_then(|stop| match cli.cmd {
         None => tour(stop),
         Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
@@ -55,6 +62,7 @@ fn main() -> ExitCode {
         Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
+        Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });
     cli::finish("msgbench", result)
 }

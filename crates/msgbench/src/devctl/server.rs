@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
@@ -46,9 +47,39 @@ enum Place {
     Tcp(std::net::SocketAddr),
 }
 
+/// Test knob, not an option: when set to a whole number of microseconds,
+/// every instance sleeps that long before each reply, so that a test can
+/// make a deliberately slower server (`tests/compare.rs` checks that
+/// `msgbench compare` calls such a run slower). Read once at start; the
+/// serving loop only tests a cached `Option`. Children started by
+/// `msgbench adder` inherit it.
+pub const TEST_DELAY_ENV: &str = "MSGBENCH_TEST_SERVER_DELAY_US";
+
+/// The delay [`TEST_DELAY_ENV`] asks for: `None` when unset or 0, an
+/// error naming the variable when it is not a whole number of
+/// microseconds (at most one second).
+fn test_delay() -> Result<Option<Duration>> {
+    match std::env::var_os(TEST_DELAY_ENV) {
+        Some(v) => parse_test_delay(&v.to_string_lossy()),
+        None => Ok(None),
+    }
+}
+
+/// Parses a [`TEST_DELAY_ENV`] value.
+fn parse_test_delay(text: &str) -> Result<Option<Duration>> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(us) if us <= 1_000_000 => Ok(Some(Duration::from_micros(us))),
+        _ => anyhow::bail!(
+            "{TEST_DELAY_ENV}={text}: must be a whole number of microseconds, 0 to 1000000"
+        ),
+    }
+}
+
 /// Runs the server until SIGINT/SIGTERM (or `stop` is set).
 pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let cpus = args.common.validate()?;
+    let delay = test_delay()?;
     let listen = match &args.listen {
         Some(v) => Some(options::tcp_base("--listen", v, &args.common)?),
         None => None,
@@ -116,7 +147,7 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
                 let cpu = cpus.for_thread(j);
                 let (stop, failed) = (&stop, &failed);
                 s.spawn(move || {
-                    let r = serve(ch, cpu);
+                    let r = serve(ch, cpu, delay);
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                         stop.store(true, Ordering::Relaxed);
@@ -137,11 +168,15 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     Ok(())
 }
 
-/// Serves one channel until stopped.
-fn serve(mut ch: Channel, cpu: Option<usize>) -> Result<()> {
+/// Serves one channel until stopped, sleeping `delay` before each reply
+/// (the [`TEST_DELAY_ENV`] knob; `None` in every real run).
+fn serve(mut ch: Channel, cpu: Option<usize>, delay: Option<Duration>) -> Result<()> {
     placement::maybe_pin(cpu)?;
     let name = ch.path().display().to_string();
     while let Some(req) = ch.receive().with_context(|| format!("receive on {name}"))? {
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
         if req.cmd() != ADDER_INCREMENT {
             req.reply_error(libc::ENOTTY)?;
             continue;
@@ -166,4 +201,22 @@ fn die_with_parent(ppid: i32) -> Result<()> {
         anyhow::bail!("parent {ppid} is gone");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_delay_is_microseconds_and_off_at_zero() {
+        assert_eq!(parse_test_delay("0").unwrap(), None);
+        assert_eq!(
+            parse_test_delay("250").unwrap(),
+            Some(Duration::from_micros(250))
+        );
+        for bad in ["", "-1", "1.5", "2000000"] {
+            let e = parse_test_delay(bad).unwrap_err().to_string();
+            assert!(e.starts_with(TEST_DELAY_ENV), "{e}");
+        }
+    }
 }

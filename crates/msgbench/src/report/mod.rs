@@ -1,5 +1,6 @@
 //! Writing results out.
 
+pub mod compare;
 pub mod envelope;
 pub mod json;
 pub mod progress;
