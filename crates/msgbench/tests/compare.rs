@@ -175,7 +175,7 @@ fn files_that_cannot_be_compared_are_refused_in_one_line() {
     let other = dir.file("other.json");
     std::fs::write(&other, doc.to_string()).unwrap();
     let out = run(Bin::Msgbench, ["compare", a_s, other.to_str().unwrap()]);
-    let line = out.assert_one_line_error(2);
+    let line = out.assert_one_line_error(1);
     assert!(
         line.contains("a.json is a floor run") && line.contains("a ipc run"),
         "{line}"
@@ -185,7 +185,7 @@ fn files_that_cannot_be_compared_are_refused_in_one_line() {
     doc["schema"] = 2.into();
     std::fs::write(&other, doc.to_string()).unwrap();
     let out = run(Bin::Msgbench, ["compare", a_s, other.to_str().unwrap()]);
-    let line = out.assert_one_line_error(2);
+    let line = out.assert_one_line_error(1);
     assert!(
         line.contains("other.json: results format version 2"),
         "{line}"
@@ -193,7 +193,7 @@ fn files_that_cannot_be_compared_are_refused_in_one_line() {
     // A missing file.
     let gone = dir.file("gone.json");
     let out = run(Bin::Msgbench, ["compare", gone.to_str().unwrap(), a_s]);
-    let line = out.assert_one_line_error(2);
+    let line = out.assert_one_line_error(1);
     assert!(line.contains("gone.json: cannot read"), "{line}");
     // Usage: a negative percentage, a missing operand.
     let out = run(Bin::Msgbench, ["compare", a_s, a_s, "--fail-above=-5"]);

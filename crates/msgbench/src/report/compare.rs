@@ -30,7 +30,7 @@ Rows are matched by their key (transport, size, placement, mode, threads...) and
 
 Verdict: a change (new - base) / base is called only when it is larger than --threshold (default 10 %) and, when both figures carry at least two repeats, the repeats' ranges do not overlap (every new repeat beyond every base repeat, the Mann-Whitney U = 0 outcome: exact two-sided p = 0.008 for 5 + 5 repeats, 0.029 for 4 + 4, 0.1 for 3 + 3). A called change is 'faster' or 'slower' by the figure's 'better' (lower or higher); a figure with better = neither is 'changed' and never fails the gate. Anything else is 'no change'.
 
-Exit status: 0; 1 when --fail-above PCT is given and a row was called slower by more than PCT percent of its base value (the rows are named on standard error); 2 for a usage error, an unreadable file, or two files that cannot be compared (another suite or format version).";
+Exit status: 0; 1 when --fail-above PCT is given and a row was called slower by more than PCT percent of its base value (the rows are named on standard error), or when a file cannot be read or the two cannot be compared (another suite or format version; one line on standard error); 2 for a usage error.";
 
 /// Options of `msgbench compare`.
 #[derive(Debug, Clone, Args)]
@@ -278,7 +278,8 @@ fn notes(base: &Run, new: &Run) -> Vec<String> {
 }
 
 /// `msgbench compare`: prints the comparison and returns the exit status
-/// (0, 1 when `--fail-above` trips, 2 when the files cannot be compared).
+/// (0; 1 when `--fail-above` trips, or when the files cannot be read or
+/// compared, as every bad input; 2 for usage, from clap).
 pub fn main(args: &CompareArgs) -> ExitCode {
     let result = Run::load(&args.base)
         .and_then(|b| Ok((b, Run::load(&args.new)?)))
@@ -294,7 +295,7 @@ pub fn main(args: &CompareArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("msgbench: error: {e:#}");
-            return ExitCode::from(2);
+            return ExitCode::FAILURE;
         }
     };
     print!("{}", render::render(&cmp, args.format));
@@ -307,7 +308,7 @@ pub fn main(args: &CompareArgs) -> ExitCode {
         cmp.fail_above_pct.unwrap_or_default(),
         cmp.failing.join("; ")
     );
-    ExitCode::from(1)
+    ExitCode::FAILURE
 }
 
 #[cfg(test)]
