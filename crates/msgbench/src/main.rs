@@ -13,7 +13,7 @@ use msgbench::suites;
 use msgbench::suites::adder::{self, AdderArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{self, IpcArgs};
-use msgbench::suites::rtos::{self, RtosArgs};
+use msgbench::suites::rtos::{Rtos, RtosArgs};
 use msgbench::suites::validate::{self, ValidateArgs};
 
 #[derive(Parser)]
@@ -53,10 +53,21 @@ fn main() -> ExitCode {
         Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
-        Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
+        Some(Cmd::Rtos(a)) => rtos(&a, stop),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
     });
     cli::finish("msgbench", result)
+}
+
+/// `msgbench rtos` through the suite pipeline; a run cut short by
+/// SIGINT/SIGTERM ends with exit status 1 ("interrupted"), as it always
+/// has for this suite, after its results are printed.
+fn rtos(args: &RtosArgs, stop: Arc<AtomicBool>) -> Result<()> {
+    let results = suites::execute::<Rtos>(args, &args.output, stop)?;
+    if results.outcome.interrupted {
+        anyhow::bail!("interrupted");
+    }
+    Ok(())
 }
 
 /// The tour: the adder table over shm and uds, JSON kept for later.
