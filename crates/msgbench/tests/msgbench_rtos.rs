@@ -409,7 +409,8 @@ fn rtos_markdown_and_no_reference() {
         ["rtos", "IRQ-P-LAT", "IRQ-P-DLT", "--format", "markdown"],
     );
     o.assert_ok();
-    assert!(o.stdout.contains("| --- |"), "no markdown table: {o}");
+    assert!(o.stdout.contains("|---"), "no markdown table: {o}");
+    assert!(o.stdout.contains("**Interrupts"), "no markdown title: {o}");
     assert!(o.stdout.contains("Summary: "), "{o}");
     assert!(o.stdout.contains("QNX"), "no reference column: {o}");
     assert!(o.stdout.contains("1.8 us"), "no reference figure: {o}");
