@@ -14,7 +14,7 @@ use msgbench::suites;
 use msgbench::suites::adder::{self, AdderArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{Ipc, IpcArgs};
-use msgbench::suites::rtos::{self, RtosArgs};
+use msgbench::suites::rtos::{Rtos, RtosArgs};
 use msgbench::suites::validate::{Validate, ValidateArgs};
 
 #[derive(Parser)]
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         Some(Cmd::Ipc(a)) => suites::execute::<Ipc>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
-        Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
+        Some(Cmd::Rtos(a)) => suites::execute::<Rtos>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });

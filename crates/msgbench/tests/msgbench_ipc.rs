@@ -417,8 +417,8 @@ fn ipc_corrupted_oneway_message_fails_the_row() {
     dir.assert_ns_clean();
 }
 
-/// SIGINT: the run stops, prints what it measured (an interrupted run is
-/// not a failure: exit 0), says so in the envelope, and cleans up.
+/// SIGINT: the run stops, prints what it measured, says so in the
+/// envelope and in one line (exit 1: an incomplete run), and cleans up.
 #[test]
 fn ipc_sigint_mid_run_cleans_up() {
     let dir = TestDir::new("ipcint");
@@ -449,7 +449,8 @@ fn ipc_sigint_mid_run_cleans_up() {
     std::thread::sleep(Duration::from_millis(300));
     mb.signal(libc::SIGINT);
     let o = mb.wait_within(Duration::from_secs(15), "SIGINT");
-    o.assert_ok();
+    let line = o.assert_one_line_error(1);
+    assert!(line.contains("ipc: interrupted"), "{line}");
     assert!(o.stdout.contains("Interrupted: "), "{o}");
     let v = read_json(&json);
     assert_eq!(v["outcome"]["interrupted"], true, "{v}");

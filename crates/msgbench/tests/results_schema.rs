@@ -10,7 +10,10 @@ use serde_json::Value;
 
 /// The schema, compiled.
 fn validator() -> jsonschema::Validator {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/results.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results.schema.json"
+    );
     let text = std::fs::read_to_string(path).expect("docs/results.schema.json");
     let schema: Value = serde_json::from_str(&text).expect("the schema is JSON");
     jsonschema::validator_for(&schema).expect("a valid JSON Schema")
@@ -29,7 +32,8 @@ fn envelope(args: &[&str]) -> Value {
     all.extend(["--format", "json"]);
     let out = run(Bin::Msgbench, &all);
     out.assert_ok();
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"))
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"))
 }
 
 fn check(suite: &str, args: &[&str]) {
@@ -73,8 +77,19 @@ fn adder_envelope_follows_the_schema() {
     check(
         "adder",
         &[
-            "adder", "-t", "uds", "--threads", "1", "--modes", "one", "--samples", "2000",
-            "--idle-secs", "0", &ns[0], &ns[1],
+            "adder",
+            "-t",
+            "uds",
+            "--threads",
+            "1",
+            "--modes",
+            "one",
+            "--samples",
+            "2000",
+            "--idle-secs",
+            "0",
+            &ns[0],
+            &ns[1],
         ],
     );
 }
@@ -105,7 +120,9 @@ fn the_schema_refuses_broken_envelopes() {
         ("a figure without a key", |d| {
             d["figures"][0].as_object_mut().unwrap().remove("key");
         }),
-        ("a figure better 'up'", |d| d["figures"][0]["better"] = "up".into()),
+        ("a figure better 'up'", |d| {
+            d["figures"][0]["better"] = "up".into()
+        }),
     ];
     for (what, breaks) in broken {
         let mut doc = good.clone();

@@ -185,8 +185,9 @@ pub fn execute<S: Suite>(
     Ok(results)
 }
 
-/// Exit status 1 (with one line) when rows failed; an interrupted run is
-/// not a failure.
+/// Exit status 1, with one line, when rows failed or the run was cut
+/// short by SIGINT/SIGTERM (after what was measured is printed and
+/// written): an incomplete run is not a success for a script.
 fn verdict(suite: &str, o: &Outcome) -> Result<()> {
     if o.failed > 0 {
         bail!(
@@ -194,6 +195,9 @@ fn verdict(suite: &str, o: &Outcome) -> Result<()> {
             o.failed,
             o.rows
         );
+    }
+    if o.interrupted {
+        bail!("{suite}: interrupted; the results so far are above");
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
@@ -21,6 +22,34 @@ pub fn catalogue() -> &'static [TestDef] {
         v.extend(super::mem::tests());
         v
     })
+}
+
+/// About how long the longer tests take, seconds: (ID, with `--quick`,
+/// without); MEM-B-LEK takes `--duration` more.
+const LONG: [(&str, f64, f64); 5] = [
+    ("CAL-P-CPU", 3.0, 10.0),
+    ("THR-B-RR", 0.4, 0.9),
+    ("IRQ-P-TLT", 1.0, 5.0),
+    ("IRQ-S-SUS", 1.7, 10.5),
+    ("MEM-B-LEK", 0.5, 1.0),
+];
+
+/// About how long any other test takes, seconds: (with `--quick`,
+/// without).
+const SHORT: (f64, f64) = (0.2, 1.0);
+
+/// About how long `def` takes (the progress bar's plan for it).
+pub fn planned(def: &TestDef, quick: bool, duration: Duration) -> Duration {
+    let (q, full) = LONG
+        .iter()
+        .find(|l| l.0 == def.id)
+        .map_or(SHORT, |l| (l.1, l.2));
+    let leak = if def.id == "MEM-B-LEK" {
+        duration.as_secs_f64()
+    } else {
+        0.0
+    };
+    Duration::from_secs_f64(if quick { q } else { full } + leak)
 }
 
 /// Runs `def` (or says why not), one result per variant.
@@ -95,6 +124,16 @@ pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_long_test_exists_and_the_quick_catalogue_is_planned_short() {
+        for (id, _, _) in LONG {
+            assert!(catalogue().iter().any(|t| t.id == id), "{id}");
+        }
+        let d = Duration::from_secs(2);
+        let quick: Duration = catalogue().iter().map(|t| planned(t, true, d)).sum();
+        assert!(quick < Duration::from_secs(30), "{quick:?}");
+    }
 
     #[test]
     fn ids_are_unique_and_match_their_group() {

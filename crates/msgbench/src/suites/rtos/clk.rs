@@ -60,70 +60,22 @@ fn median(v: &[f64]) -> f64 {
     s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// Sleeps of CLK-B-CFG: each requested length (ns) with the actual
+/// lengths (us).
+type Sleeps = Vec<(u64, Vec<f64>)>;
+
 /// CLK-B-CFG: clock resolutions and the actual length of short sleeps.
 fn cfg(ctx: &Ctx) -> Result<Vec<Variant>> {
     let res = clock_res_ns(Clock::Monotonic)?;
     let tick = clock_res_ns(Clock::MonotonicCoarse)?;
-    let n = ctx.samples(200);
-    let clock = ctx.clock;
-    let ts = ctx.timestamp_ns;
     let prio = ctx.fifo_allowed.then_some(PRIO);
-    let stop = std::sync::Arc::clone(&ctx.stop);
-    let h = super::rt::spawn("clk-cfg", prio, None, move || {
-        let mut out = Vec::new();
-        for req_ns in [1_000u64, 100_000, 1_000_000] {
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                let t0 = clock.now();
-                nanosleep_ns(req_ns);
-                let t1 = clock.now();
-                v.push((clock.ticks_to_ns(t1.wrapping_sub(t0)) - ts).max(0.0) / 1e3);
-            }
-            out.push((req_ns, v));
-        }
-        Ok(out)
-    })?;
-    let sleeps = super::rt::join(h)?;
+    let sleeps = cfg_sleeps(ctx, prio)?;
     let policy = if prio.is_some() {
         "SCHED_FIFO (timer slack 0)"
     } else {
         "SCHED_OTHER (default timer slack applies)"
     };
-    let hz = if tick > 0 { 1e9 / tick as f64 } else { 0.0 };
-    let med100 = sleeps
-        .iter()
-        .find(|(r, _)| *r == 100_000)
-        .map_or(f64::NAN, |(_, v)| median(v) * 1e3);
-    let pass = sleeps_finer_than_tick(med100, tick as f64);
-    let mut observed = vec![
-        format!("clock_getres(CLOCK_MONOTONIC) = {res} ns"),
-        format!(
-            "CLOCK_MONOTONIC_COARSE resolution (one jiffy) = {:.3} ms, HZ = {hz:.0}",
-            tick as f64 / 1e6
-        ),
-    ];
-    for (r, v) in &sleeps {
-        observed.push(format!(
-            "nanosleep({} us) lasts {:.1} us (median)",
-            r / 1000,
-            median(v)
-        ));
-    }
-    let mut out = vec![Variant::new(
-        "adjustable",
-        Outcome::Behaviour {
-            pass,
-            observed,
-            expected: "a 100 us nanosleep ends before half a tick (high-resolution timers)".into(),
-        },
-    )
-    .reference(Reference::text("1 ms, adjustable"))
-    .note(format!(
-        "the tick from the coarse clock's resolution; sleeps at {policy}"
-    ))];
+    let mut out = vec![cfg_verdict(res, tick, &sleeps, policy)];
     if let Some(t) = Timing::of(Unit::Ms, vec![tick as f64 / 1e6]) {
         out.push(
             Variant::new("tick period", Outcome::Timing(t))
@@ -142,6 +94,70 @@ fn cfg(ctx: &Ctx) -> Result<Vec<Variant>> {
         );
     }
     Ok(out)
+}
+
+/// Times nanosleeps of 1 us, 100 us and 1 ms on a thread at `prio`
+/// (SCHED_FIFO) or SCHED_OTHER.
+fn cfg_sleeps(ctx: &Ctx, prio: Option<i32>) -> Result<Sleeps> {
+    let n = ctx.samples(200);
+    let clock = ctx.clock;
+    let ts = ctx.timestamp_ns;
+    let stop = std::sync::Arc::clone(&ctx.stop);
+    let h = super::rt::spawn("clk-cfg", prio, None, move || {
+        let mut out = Vec::new();
+        for req_ns in [1_000u64, 100_000, 1_000_000] {
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let t0 = clock.now();
+                nanosleep_ns(req_ns);
+                let t1 = clock.now();
+                v.push((clock.ticks_to_ns(t1.wrapping_sub(t0)) - ts).max(0.0) / 1e3);
+            }
+            out.push((req_ns, v));
+        }
+        Ok(out)
+    })?;
+    super::rt::join(h)
+}
+
+/// The verdict of CLK-B-CFG: a 100 us sleep ends before half a tick,
+/// with the resolutions and each sleep's median observed.
+fn cfg_verdict(res: u64, tick: u64, sleeps: &Sleeps, policy: &str) -> Variant {
+    let hz = if tick > 0 { 1e9 / tick as f64 } else { 0.0 };
+    let med100 = sleeps
+        .iter()
+        .find(|(r, _)| *r == 100_000)
+        .map_or(f64::NAN, |(_, v)| median(v) * 1e3);
+    let pass = sleeps_finer_than_tick(med100, tick as f64);
+    let mut observed = vec![
+        format!("clock_getres(CLOCK_MONOTONIC) = {res} ns"),
+        format!(
+            "CLOCK_MONOTONIC_COARSE resolution (one jiffy) = {:.3} ms, HZ = {hz:.0}",
+            tick as f64 / 1e6
+        ),
+    ];
+    for (r, v) in sleeps {
+        observed.push(format!(
+            "nanosleep({} us) lasts {:.1} us (median)",
+            r / 1000,
+            median(v)
+        ));
+    }
+    Variant::new(
+        "adjustable",
+        Outcome::Behaviour {
+            pass,
+            observed,
+            expected: "a 100 us nanosleep ends before half a tick (high-resolution timers)".into(),
+        },
+    )
+    .reference(Reference::text("1 ms, adjustable"))
+    .note(format!(
+        "the tick from the coarse clock's resolution; sleeps at {policy}"
+    ))
 }
 
 /// Finds the gaps in a stream of timestamps read back to back: a gap is

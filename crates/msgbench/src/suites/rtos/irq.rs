@@ -587,13 +587,42 @@ fn sus(ctx: &Ctx) -> Result<Vec<Variant>> {
     } else {
         Duration::from_secs(10)
     };
+    let trials = sus_trials(ctx, target, total, (raise_cpu, wake_cpu))?;
+    let lines: Vec<String> = trials.iter().map(Trial::line).collect();
+    let placement =
+        format!("producer on CPU {raise_cpu}, SCHED_FIFO {WAKE_PRIO} consumer on CPU {wake_cpu}");
+    let expected = format!("a run of {target} events with none lost");
+    let losses = |pass| {
+        Variant::new(
+            "losses by period",
+            Outcome::Behaviour {
+                pass,
+                observed: lines.clone(),
+                expected: expected.clone(),
+            },
+        )
+    };
+    Ok(match sus_verdict(&trials, target) {
+        SusVerdict::Pass(t) => vec![sus_headline(&t, target, &placement)?, losses(true)],
+        SusVerdict::Fail => vec![losses(false)],
+        SusVerdict::Inconclusive(best) => {
+            vec![sus_inconclusive(best, target, total, lines.clone()).note(placement)]
+        }
+    })
+}
+
+/// The trials of IRQ-S-SUS: a search with short trials, and once
+/// settled, the lowest clean period confirmed over as many events as half
+/// the time left allows (up to `target`), backing off while it loses.
+fn sus_trials(
+    ctx: &Ctx,
+    target: u64,
+    total: Duration,
+    (raise_cpu, wake_cpu): (usize, usize),
+) -> Result<Vec<Trial>> {
     let stage = total / 16;
     let end = monotonic_ns() + total.as_nanos() as u64;
     let events_for = |period: u64, budget_ns: u64| (budget_ns / period).clamp(1, target);
-
-    // Search with short trials; once settled, confirm the lowest clean
-    // period over as many events as half the time left allows (up to the
-    // target), backing off while it loses.
     let mut trials = Vec::new();
     loop {
         let left = end.saturating_sub(monotonic_ns());
@@ -615,73 +644,54 @@ fn sus(ctx: &Ctx) -> Result<Vec<Variant>> {
             break;
         }
     }
-    let lines: Vec<String> = trials.iter().map(Trial::line).collect();
-    let placement =
-        format!("producer on CPU {raise_cpu}, SCHED_FIFO {WAKE_PRIO} consumer on CPU {wake_cpu}");
-    let expected = format!("a run of {target} events with none lost");
-    let mut out = Vec::new();
-    match sus_verdict(&trials, target) {
-        SusVerdict::Pass(t) => {
-            // The headline is what was achieved, not what was asked for:
-            // a preempted producer spaces its posts further apart.
-            let achieved = t
-                .achieved_ns()
-                .ok_or_else(|| anyhow!("a confirming run of one event"))?;
-            let timing =
-                Timing::of(Unit::Us, vec![achieved / 1e3]).ok_or_else(|| anyhow!("no period"))?;
-            out.push(
-                Variant::new("lowest period with none lost", Outcome::Timing(timing))
-                    .reference(Reference::avg(25.0, "none lost at 25 us period"))
-                    .note(format!(
-                        "achieved (measured) period and rate of the confirming run: {}; {} events \
-                         with none lost (target {target}); {placement}",
-                        achieved_text(&t),
-                        t.count.posted
-                    )),
-            );
-            out.push(Variant::new(
-                "losses by period",
-                Outcome::Behaviour {
-                    pass: true,
-                    observed: lines,
-                    expected,
-                },
-            ));
-        }
-        SusVerdict::Fail => out.push(Variant::new(
-            "losses by period",
-            Outcome::Behaviour {
-                pass: false,
-                observed: lines,
-                expected,
-            },
-        )),
-        SusVerdict::Inconclusive(best) => {
-            // A run that never reached the target count is no verdict
-            // either way: inconclusive, with the trials observed.
-            let best = best.map_or(String::from("no clean trial"), |t| {
-                format!(
-                    "lowest clean: {}, {} events with none lost",
-                    achieved_text(&t),
-                    t.count.posted
-                )
-            });
-            out.push(
-                Variant::new(
-                    "losses by period",
-                    Outcome::Inconclusive {
-                        reason: format!(
-                            "no loss-free run of {target} events within the {total:?} \
-                             allowed ({best})"
-                        ),
-                        observed: lines,
-                    },
-                )
-                .note(placement.to_string()),
-            );
-        }
-    }
-    Ok(out)
+    Ok(trials)
+}
+
+/// The headline of a PASS: the period achieved by the confirming run `t`
+/// (not the one asked for: a preempted producer spaces its posts further
+/// apart).
+fn sus_headline(t: &Trial, target: u64, placement: &str) -> Result<Variant> {
+    let achieved = t
+        .achieved_ns()
+        .ok_or_else(|| anyhow!("a confirming run of one event"))?;
+    let timing = Timing::of(Unit::Us, vec![achieved / 1e3]).ok_or_else(|| anyhow!("no period"))?;
+    Ok(
+        Variant::new("lowest period with none lost", Outcome::Timing(timing))
+            .reference(Reference::avg(25.0, "none lost at 25 us period"))
+            .note(format!(
+                "achieved (measured) period and rate of the confirming run: {}; {} events \
+                 with none lost (target {target}); {placement}",
+                achieved_text(t),
+                t.count.posted
+            )),
+    )
+}
+
+/// A run that never reached the target count is no verdict either way:
+/// inconclusive, with the best clean trial and the trials observed.
+fn sus_inconclusive(
+    best: Option<Trial>,
+    target: u64,
+    total: Duration,
+    lines: Vec<String>,
+) -> Variant {
+    let best = best.map_or(String::from("no clean trial"), |t| {
+        format!(
+            "lowest clean: {}, {} events with none lost",
+            achieved_text(&t),
+            t.count.posted
+        )
+    });
+    Variant::new(
+        "losses by period",
+        Outcome::Inconclusive {
+            reason: format!(
+                "no loss-free run of {target} events within the {total:?} \
+                 allowed ({best})"
+            ),
+            observed: lines,
+        },
+    )
 }
 
 /// Posts `n` events `period_ns` apart from `raise_cpu`, acknowledged one

@@ -191,34 +191,9 @@ fn lek(ctx: &Ctx) -> Result<Vec<Variant>> {
         tick: Duration::from_millis(10),
         ..Options::default()
     };
-    // Warm-up: every object once; a transport that cannot run here is
-    // left out with a note.
-    let mut transports = Vec::new();
-    let mut skipped = Vec::new();
-    for name in msgpass::transport::NAMES {
-        let unavailable = msgpass::transport::info(name)
-            .ok()
-            .and_then(|t| t.unavailable());
-        if let Some(why) = unavailable {
-            skipped.push(format!("{name} ({why})"));
-            continue;
-        }
-        match channel_round(&ns.ns, name, &opts) {
-            Ok(()) => transports.push(*name),
-            Err(e) => skipped.push(format!("{name} ({e:#})")),
-        }
-    }
-    // More warm-up rounds (a tenth of the run, at least
-    // `WARM_UP_MIN_ROUNDS`): allocator arenas and the transports' buffer
-    // pools settle in the first rounds.
+    let (transports, skipped) = lek_transports(&ns.ns, &opts);
     let mut errors = Vec::new();
-    let warm_up = ctx.duration / 10;
-    let t0 = Instant::now();
-    let mut warm_rounds = 0u64;
-    while (warm_rounds < WARM_UP_MIN_ROUNDS || t0.elapsed() < warm_up) && !ctx.stopped() {
-        round(&ns.ns, &transports, &opts, &mut errors, "warm-up");
-        warm_rounds += 1;
-    }
+    let warm_rounds = lek_warm_up(ctx, &ns.ns, &transports, &opts, &mut errors);
     let start = snapshot()?;
     let t0 = Instant::now();
     let mut rounds = 0u64;
@@ -257,6 +232,47 @@ fn lek(ctx: &Ctx) -> Result<Vec<Variant>> {
     )
     .reference(Reference::text("pass, > 10 h"))
     .note(note)])
+}
+
+/// Warm-up: every transport's objects once; the transports that run here,
+/// and those left out with why.
+fn lek_transports(ns: &Namespace, opts: &Options) -> (Vec<&'static str>, Vec<String>) {
+    let mut transports = Vec::new();
+    let mut skipped = Vec::new();
+    for name in msgpass::transport::NAMES {
+        let unavailable = msgpass::transport::info(name)
+            .ok()
+            .and_then(|t| t.unavailable());
+        if let Some(why) = unavailable {
+            skipped.push(format!("{name} ({why})"));
+            continue;
+        }
+        match channel_round(ns, name, opts) {
+            Ok(()) => transports.push(*name),
+            Err(e) => skipped.push(format!("{name} ({e:#})")),
+        }
+    }
+    (transports, skipped)
+}
+
+/// More warm-up rounds (a tenth of the run, at least
+/// `WARM_UP_MIN_ROUNDS`): allocator arenas and the transports' buffer
+/// pools settle in the first rounds. Returns the rounds run.
+fn lek_warm_up(
+    ctx: &Ctx,
+    ns: &Namespace,
+    transports: &[&str],
+    opts: &Options,
+    errors: &mut Vec<String>,
+) -> u64 {
+    let warm_up = ctx.duration / 10;
+    let t0 = Instant::now();
+    let mut warm_rounds = 0u64;
+    while (warm_rounds < WARM_UP_MIN_ROUNDS || t0.elapsed() < warm_up) && !ctx.stopped() {
+        round(ns, transports, opts, errors, "warm-up");
+        warm_rounds += 1;
+    }
+    warm_rounds
 }
 
 /// Rounds run before the start is measured, at least.

@@ -8,7 +8,9 @@
 //! in its own file (`cal.rs`, `clk.rs`, `thr.rs`, `sem.rs`, `mutex.rs`,
 //! `irq.rs`, `mem.rs`) and returns its definitions; `outcome.rs` holds what
 //! a test produces; `ctx.rs` what a test is given; `rt.rs` the real-time
-//! helpers (SCHED_FIFO threads, pinning); `report.rs` prints and writes.
+//! helpers (SCHED_FIFO threads, pinning); `report.rs` draws the tables
+//! and the generic figures; [`Rtos`] runs it all through the suite
+//! pipeline ([`crate::suites::execute`]).
 
 mod catalogue;
 mod ctx;
@@ -28,81 +30,104 @@ mod rtthread;
 mod sem;
 mod thr; // threads with explicit scheduling, futex gate (CAL, CLK, THR)
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 
 pub use catalogue::catalogue;
 pub use ctx::{Ctx, SemKind};
 pub use def::{TestDef, Variant};
-pub use options::RtosArgs;
+pub use options::{Plan, RtosArgs};
 pub use outcome::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
-pub use report::Report;
+pub use report::Summary;
 
-use crate::measure::clock::Clock;
-use crate::report::Header;
+use super::{Results, RunContext, Suite};
+use crate::measure::sched::SchedArgs;
+use crate::report::envelope::Figure;
+use crate::report::table::Section;
 
-/// Runs the selected tests, printing each group's table as it completes.
-pub fn run(args: &RtosArgs, stop: Arc<AtomicBool>) -> Result<Report> {
-    let plan = options::plan(args)?;
-    let _applied = args.sched.apply()?;
-    let clock = Clock::best();
-    let header = Header::capture(&clock);
-    let ctx = Ctx::new(
-        plan.quick,
-        plan.sem,
-        plan.duration,
-        clock,
-        Arc::clone(&stop),
-    );
-    println!(
-        "msgbench rtos: {} tests, clock {}, semaphores: {}\n{}\n{}",
-        plan.tests.len(),
-        clock.describe(),
-        plan.sem.name(),
-        header.environment.context_line(),
-        if ctx.fifo_allowed {
-            "Real-time priority available: priority tests run pinned at SCHED_FIFO."
-        } else {
-            "No real-time priority (needs CAP_SYS_NICE): priority tests are skipped."
-        }
-    );
-    let mut results = Vec::new();
-    let mut group = None;
-    let mut in_group: Vec<TestResult> = Vec::new();
-    for def in &plan.tests {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if group != Some(def.group) {
-            if let Some(g) = group {
-                report::print_group(g, &in_group, &plan);
-                results.append(&mut in_group);
+/// `msgbench rtos`.
+///
+/// Outcome counts: FAIL verdicts and errors are `failed` (exit status
+/// 1), skipped tests `skipped`; an inconclusive verdict is neither, and
+/// the rtos summary line (passed, failed, inconclusive, measured,
+/// skipped, errors) is kept in the envelope's `notes` for that reason.
+pub struct Rtos;
+
+impl Suite for Rtos {
+    const NAME: &'static str = "rtos";
+    type Args = RtosArgs;
+    type Plan = Plan;
+    type Row = TestResult;
+
+    fn plan(args: &RtosArgs) -> Result<Plan> {
+        options::plan(args)
+    }
+
+    fn sched(args: &RtosArgs) -> Option<&SchedArgs> {
+        Some(&args.sched)
+    }
+
+    fn estimate(plan: &Plan) -> Duration {
+        plan.tests
+            .iter()
+            .map(|t| catalogue::planned(t, plan.quick, plan.duration))
+            .sum()
+    }
+
+    fn banner(plan: &Plan, cx: &RunContext) -> String {
+        format!(
+            "msgbench rtos: {} tests, clock {}, semaphores: {}\n{}",
+            plan.tests.len(),
+            cx.clock.describe(),
+            plan.sem.name(),
+            if rt::fifo_allowed() {
+                "Real-time priority available: priority tests run pinned at SCHED_FIFO."
+            } else {
+                "No real-time priority (needs CAP_SYS_NICE): priority tests are skipped."
             }
-            group = Some(def.group);
-        }
-        in_group.extend(catalogue::run_one(def, &ctx));
+        )
     }
-    if let Some(g) = group {
-        report::print_group(g, &in_group, &plan);
-        results.append(&mut in_group);
-    }
-    let report = Report::new(header, &plan, results, stop.load(Ordering::Relaxed));
-    report::print_summary(&report, &plan);
-    if let Some(path) = &plan.json {
-        crate::report::json::write(path, &report)?;
-        println!("JSON: {}", path.display());
-    }
-    if report.summary.interrupted {
-        anyhow::bail!("interrupted");
-    }
-    if report.summary.failed > 0 || report.summary.errors > 0 {
-        anyhow::bail!(
-            "{} test(s) failed, {} error(s)",
-            report.summary.failed,
-            report.summary.errors
+
+    fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
+        let ctx = Ctx::new(
+            plan.quick,
+            plan.sem,
+            plan.duration,
+            cx.clock,
+            Arc::clone(&cx.stop),
         );
+        let mut rows = Vec::new();
+        for def in &plan.tests {
+            if cx.stopped() {
+                break;
+            }
+            cx.progress.start(def.id);
+            rows.extend(catalogue::run_one(def, &ctx));
+            cx.progress
+                .done(catalogue::planned(def, plan.quick, plan.duration));
+        }
+        Ok(results(rows, cx.stopped()))
     }
-    Ok(report)
+
+    fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {
+        report::sections(plan, &results.rows, results.outcome.interrupted)
+    }
+
+    fn figures(results: &Results<TestResult>) -> Vec<Figure> {
+        results.rows.iter().flat_map(report::figures).collect()
+    }
+}
+
+/// The rows with their outcome: FAIL verdicts and errors failed, skipped
+/// tests skipped, the summary line as a note.
+fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
+    let s = Summary::of(&rows);
+    let mut r = Results::new(rows);
+    r.outcome.failed = s.failed + s.errors;
+    r.outcome.skipped = s.skipped;
+    r.outcome.interrupted = interrupted;
+    r.notes.push(format!("summary: {}", s.line(interrupted)));
+    r
 }

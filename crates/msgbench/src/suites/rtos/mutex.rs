@@ -64,93 +64,112 @@ fn effective_prio() -> Option<i64> {
     Some(-1 - prio)
 }
 
+/// What the three threads of the inversion scenario share: the mutex,
+/// the event log, and the flags each raises when it reaches its point.
+#[derive(Clone)]
+struct Scene {
+    m: Arc<PthreadMutex>,
+    log: Log,
+    l_locked: Arc<AtomicBool>,
+    h_waiting: Arc<AtomicBool>,
+    m_ready: Arc<AtomicBool>,
+}
+
 /// The priority-inversion scenario on `cpu` with mutex `m`: PASS when H
 /// takes the mutex before M completes.
 pub(crate) fn inversion(m: Arc<PthreadMutex>, cpu: usize) -> Result<Outcome> {
-    let log = Log::default();
-    let (l_locked, h_waiting, m_ready) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    let (mm, lg, ll, mr) = (
-        Arc::clone(&m),
-        log.clone(),
-        Arc::clone(&l_locked),
-        Arc::clone(&m_ready),
-    );
-    let low = rt_thread("mut-L", 10, cpu, move || {
-        if !mm.lock(BOUND)? {
-            bail!("L could not lock a free mutex");
-        }
-        lg.push("L locks");
-        ll.store(true, Ordering::SeqCst);
-        // Works (spins) until M is ready, then a little longer so that M is
-        // queued on this CPU; bounded so nothing can spin forever.
-        let end = Instant::now() + BOUND;
-        while !mr.load(Ordering::SeqCst) && Instant::now() < end {
-            std::hint::spin_loop();
-        }
-        let settle = Instant::now() + Duration::from_millis(5);
-        while Instant::now() < settle {
-            std::hint::spin_loop();
-        }
-        let p = effective_prio().map_or("?".into(), |p| p.to_string());
-        lg.push(format!("L unlocks (at priority {p})"));
-        mm.unlock()?;
-        Ok(())
-    })?;
-    if !wait_until(BOUND, || l_locked.load(Ordering::SeqCst)) {
+    let sc = Scene {
+        m,
+        log: Log::default(),
+        l_locked: Arc::new(AtomicBool::new(false)),
+        h_waiting: Arc::new(AtomicBool::new(false)),
+        m_ready: Arc::new(AtomicBool::new(false)),
+    };
+    let s = sc.clone();
+    let low = rt_thread("mut-L", 10, cpu, move || low_holds(&s))?;
+    if !wait_until(BOUND, || sc.l_locked.load(Ordering::SeqCst)) {
         bail!("L never locked");
     }
-    let (mm, lg, hw) = (Arc::clone(&m), log.clone(), Arc::clone(&h_waiting));
-    let high = rt_thread("mut-H", 30, cpu, move || {
-        lg.push("H waits");
-        hw.store(true, Ordering::SeqCst);
-        if !mm.lock(BOUND)? {
-            lg.push("H timed out");
-            return Ok(());
-        }
-        lg.push("H locks");
-        mm.unlock()?;
-        Ok(())
-    })?;
-    if !wait_until(BOUND, || h_waiting.load(Ordering::SeqCst)) {
+    let s = sc.clone();
+    let high = rt_thread("mut-H", 30, cpu, move || high_waits(&s))?;
+    if !wait_until(BOUND, || sc.h_waiting.load(Ordering::SeqCst)) {
         bail!("H never ran");
     }
     std::thread::sleep(Duration::from_millis(2));
-    let (lg, mr) = (log.clone(), Arc::clone(&m_ready));
-    // M: FIFO 20 first (still on the controller's CPU), says it is ready,
-    // then moves to the test CPU, where it runs only if nothing above it is.
+    let s = sc.clone();
     let medium = std::thread::Builder::new()
         .name("mut-M".into())
-        .spawn(move || -> Result<()> {
-            crate::measure::sched::set_thread_fifo(20)
-                .map_err(|e| anyhow!("SCHED_FIFO 20: {e}"))?;
-            lg.push("M ready");
-            mr.store(true, Ordering::SeqCst);
-            crate::measure::placement::pin_current_thread(cpu)
-                .map_err(|e| anyhow!("pin to CPU {cpu}: {e}"))?;
-            lg.push("M runs");
-            let end = Instant::now() + M_BUSY;
-            while Instant::now() < end {
-                std::hint::spin_loop();
-            }
-            lg.push("M completes");
-            Ok(())
-        })
+        .spawn(move || medium_runs(&s, cpu))
         .map_err(|e| anyhow!("start M: {e}"))?;
     join(medium)?;
     join(high)?;
     join(low)?;
-    let seen = log.get();
+    Ok(inversion_verdict(sc.log.get()))
+}
+
+/// L (FIFO 10): locks, works (spins) until M is ready, then a little
+/// longer so that M is queued on this CPU, and unlocks; bounded so
+/// nothing can spin forever.
+fn low_holds(s: &Scene) -> Result<()> {
+    if !s.m.lock(BOUND)? {
+        bail!("L could not lock a free mutex");
+    }
+    s.log.push("L locks");
+    s.l_locked.store(true, Ordering::SeqCst);
+    let end = Instant::now() + BOUND;
+    while !s.m_ready.load(Ordering::SeqCst) && Instant::now() < end {
+        std::hint::spin_loop();
+    }
+    let settle = Instant::now() + Duration::from_millis(5);
+    while Instant::now() < settle {
+        std::hint::spin_loop();
+    }
+    let p = effective_prio().map_or("?".into(), |p| p.to_string());
+    s.log.push(format!("L unlocks (at priority {p})"));
+    s.m.unlock()?;
+    Ok(())
+}
+
+/// H (FIFO 30): waits for the mutex L holds, takes it, lets it go.
+fn high_waits(s: &Scene) -> Result<()> {
+    s.log.push("H waits");
+    s.h_waiting.store(true, Ordering::SeqCst);
+    if !s.m.lock(BOUND)? {
+        s.log.push("H timed out");
+        return Ok(());
+    }
+    s.log.push("H locks");
+    s.m.unlock()?;
+    Ok(())
+}
+
+/// M: FIFO 20 first (still on the controller's CPU), says it is ready,
+/// then moves to the test CPU, where it runs only if nothing above it is,
+/// and busy-loops for [`M_BUSY`].
+fn medium_runs(s: &Scene, cpu: usize) -> Result<()> {
+    crate::measure::sched::set_thread_fifo(20).map_err(|e| anyhow!("SCHED_FIFO 20: {e}"))?;
+    s.log.push("M ready");
+    s.m_ready.store(true, Ordering::SeqCst);
+    crate::measure::placement::pin_current_thread(cpu)
+        .map_err(|e| anyhow!("pin to CPU {cpu}: {e}"))?;
+    s.log.push("M runs");
+    let end = Instant::now() + M_BUSY;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+    s.log.push("M completes");
+    Ok(())
+}
+
+/// PASS when H locked before M completed, with the events in order.
+fn inversion_verdict(seen: Vec<String>) -> Outcome {
     let at = |e: &str| seen.iter().position(|s| s.starts_with(e));
     let pass = matches!((at("H locks"), at("M completes")), (Some(h), Some(m)) if h < m);
-    Ok(Outcome::Behaviour {
+    Outcome::Behaviour {
         pass,
         observed: seen,
         expected: "H locks before M completes (L boosted to H's priority while H waits)".into(),
-    })
+    }
 }
 
 // ------------------------------------------------------------- MUT-P-ARC

@@ -1,17 +1,18 @@
 //! The options of `msgbench rtos`, checked into a [`Plan`]: every mistake
 //! is one line naming the option, exit status 1.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use serde::{Serialize, Serializer};
 
 use super::catalogue::catalogue;
 use super::ctx::SemKind;
 use super::def::TestDef;
 use super::outcome::Group;
 use crate::measure::sched::SchedArgs;
+use crate::suites::OutputArgs;
 
 /// Options of `msgbench rtos`.
 #[derive(Debug, Clone, Default, Args)]
@@ -34,15 +35,12 @@ pub struct RtosArgs {
     /// Hide the QNX 6.5 reference figures.
     #[arg(long = "no-reference")]
     pub no_reference: bool,
-    /// Output: table, or markdown (for pasting into a report).
-    #[arg(long = "format", value_name = "FORMAT", default_value = "table")]
-    pub format: String,
-    /// Write every result, with the raw samples, to FILE.
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Scheduling controls: --fifo, --mlock, --dma-latency.
     #[command(flatten)]
     pub sched: SchedArgs,
+    /// --format, --json (every result, with the raw samples).
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `--duration` when not given, seconds.
@@ -52,31 +50,37 @@ const MAX_DURATION_S: f64 = 86_400.0;
 /// `--duration` when not given, with `--quick`, seconds.
 const QUICK_DURATION_S: u64 = 2;
 
-/// How results are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Aligned text tables.
-    Table,
-    /// Markdown tables.
-    Markdown,
-}
-
-/// The checked options.
+/// The checked options, stored in the envelope as `settings`.
+#[derive(Debug, Serialize)]
 pub struct Plan {
-    /// The tests to run, in catalogue order.
+    /// The tests to run, in catalogue order (stored as their IDs).
+    #[serde(serialize_with = "ids")]
     pub tests: Vec<&'static TestDef>,
     /// `--quick`.
     pub quick: bool,
     /// `--sem`.
+    #[serde(serialize_with = "sem_name")]
     pub sem: SemKind,
-    /// `--duration`.
+    /// `--duration` (stored in seconds).
+    #[serde(rename = "duration_secs", serialize_with = "secs")]
     pub duration: Duration,
-    /// Print the reference column.
+    /// Print the reference column (not `--no-reference`).
     pub reference: bool,
-    /// `--format`.
-    pub format: Format,
-    /// `--json`.
-    pub json: Option<PathBuf>,
+}
+
+/// The tests as their IDs.
+fn ids<S: Serializer>(tests: &[&'static TestDef], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(tests.iter().map(|t| t.id))
+}
+
+/// `--sem` as written.
+fn sem_name<S: Serializer>(sem: &SemKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(sem.name())
+}
+
+/// A duration in seconds.
+fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 /// Checks the options.
@@ -98,19 +102,12 @@ pub fn plan(args: &RtosArgs) -> Result<Plan> {
             ),
         },
     };
-    let format = match args.format.as_str() {
-        "table" => Format::Table,
-        "markdown" => Format::Markdown,
-        other => bail!("--format {other}: expected table or markdown"),
-    };
     Ok(Plan {
         tests: select(&args.select)?,
         quick: args.quick,
         sem,
         duration,
         reference: !args.no_reference,
-        format,
-        json: args.json.clone(),
     })
 }
 
@@ -153,7 +150,6 @@ mod tests {
     #[test]
     fn duration_defaults_to_10_s_or_2_s_quick_unless_given() {
         let mut a = RtosArgs {
-            format: "table".into(),
             sem: "posix".into(),
             ..RtosArgs::default()
         };

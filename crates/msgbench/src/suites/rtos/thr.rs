@@ -18,6 +18,7 @@ use super::def::{TestDef, Variant};
 use super::outcome::Group;
 use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::rtthread::{rr_interval, run_on, spawn, spin_for, test_cpu, yield_now, Gate, Policy};
+use crate::measure::clock::Clock;
 
 /// Priority of the controlling threads (above every thread under test).
 const CTRL: i32 = 30;
@@ -284,9 +285,54 @@ fn fair(shares: &[u64], rounds: usize, tolerance: f64) -> bool {
             .all(|&s| ((s as f64 - mean) / mean).abs() <= tolerance)
 }
 
+/// Threads of THR-B-RR.
+const RR_THREADS: usize = 2;
+/// How far a share may stray from the mean share in THR-B-RR.
+const RR_TOLERANCE: f64 = 0.2;
+
+/// The clock figures every THR-B-RR worker works with.
+#[derive(Clone, Copy)]
+struct RrTiming {
+    /// The timestamp clock.
+    clock: Clock,
+    /// Length of the run, ticks.
+    span: u64,
+    /// A step above this between two reads means the thread was off the
+    /// CPU, ticks.
+    split: u64,
+}
+
+/// What the THR-B-RR workers and their controller share.
+struct RrShared {
+    gate: Gate,
+    start: AtomicU64,
+    done: AtomicBool,
+    slots: Mutex<Vec<Option<Runs>>>,
+    interval: Mutex<Option<Duration>>,
+}
+
+impl RrShared {
+    fn new() -> RrShared {
+        RrShared {
+            gate: Gate::new(),
+            start: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+            slots: Mutex::new(vec![None; RR_THREADS]),
+            interval: Mutex::new(None),
+        }
+    }
+
+    /// Every worker has stored its runs.
+    fn filled(&self) -> bool {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .all(Option::is_some)
+    }
+}
+
 fn rr(ctx: &Ctx) -> Result<Vec<Variant>> {
-    const THREADS: usize = 2;
-    const TOLERANCE: f64 = 0.2;
     let cpu = test_cpu(&ctx.cpus);
     // Under the RT throttling budget (950 ms per second).
     let run = if ctx.quick {
@@ -295,106 +341,169 @@ fn rr(ctx: &Ctx) -> Result<Vec<Variant>> {
         Duration::from_millis(800)
     };
     let clock = ctx.clock;
-    let span = (run.as_nanos() as f64 * clock.ticks_per_us() / 1e3) as u64;
-    // A step above this between two reads means the thread was off the CPU.
-    let split = (20_000.0 * clock.ticks_per_us() / 1e3) as u64;
+    let timing = RrTiming {
+        clock,
+        span: (run.as_nanos() as f64 * clock.ticks_per_us() / 1e3) as u64,
+        split: (20_000.0 * clock.ticks_per_us() / 1e3) as u64,
+    };
     let stop = Arc::clone(&ctx.stop);
     let (per_thread, interval) = run_on(Policy::Fifo(CTRL), Some(cpu), move || {
-        let gate = Arc::new(Gate::new());
-        let start = Arc::new(AtomicU64::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-        let slots: Arc<Mutex<Vec<Option<Runs>>>> = Arc::new(Mutex::new(vec![None; THREADS]));
-        let interval: Arc<Mutex<Option<Duration>>> = Arc::new(Mutex::new(None));
-        let mut threads = Vec::new();
-        for i in 0..THREADS {
-            let (g, st, dn, sl, iv) = (
-                Arc::clone(&gate),
-                Arc::clone(&start),
-                Arc::clone(&done),
-                Arc::clone(&slots),
-                Arc::clone(&interval),
-            );
-            threads.push(spawn(
-                Policy::Rr(WORKER),
-                Some(cpu),
-                Some(SMALL_STACK),
-                move || {
-                    if i == 0 {
-                        *iv.lock().unwrap_or_else(|e| e.into_inner()) = rr_interval().ok();
-                    }
-                    if !g.wait(GATE_WAIT) {
-                        return;
-                    }
-                    let t0 = st.load(Ordering::Acquire);
-                    let mut runs = Vec::with_capacity(4096);
-                    let mut run_start = clock.now();
-                    let mut prev = run_start;
-                    let mut k = 0u32;
-                    loop {
-                        let t = clock.now();
-                        if t.wrapping_sub(prev) > split {
-                            if runs.len() < runs.capacity() {
-                                runs.push((run_start, prev));
-                            }
-                            run_start = t;
-                        }
-                        prev = t;
-                        if t.wrapping_sub(t0) >= span {
-                            break;
-                        }
-                        k = k.wrapping_add(1);
-                        if k % 1024 == 0 && dn.load(Ordering::Relaxed) {
-                            break;
-                        }
-                    }
-                    // A run that began after the deadline is only the
-                    // thread noticing the end, not a slice.
-                    if run_start.wrapping_sub(t0) < span {
-                        runs.push((run_start, prev));
-                    }
-                    sl.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(runs);
-                },
-            )?);
-        }
-        start.store(clock.now(), Ordering::Release);
-        gate.open();
-        // The controller sleeps (it outranks the workers, so it always gets
-        // the CPU back) until the run is over.
-        let limit = run + Duration::from_millis(200);
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < limit && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(10));
-            let filled = slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .all(Option::is_some);
-            if filled {
-                break;
-            }
-        }
-        done.store(true, Ordering::Relaxed);
-        for t in threads {
-            t.join()?;
-        }
-        let per: Vec<Vec<(u64, u64)>> = slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter_mut()
-            .map(|s| s.take().unwrap_or_default())
-            .collect();
-        let iv = *interval.lock().unwrap_or_else(|e| e.into_inner());
-        Ok((per, iv))
+        rr_measure(timing, cpu, run, &stop)
     })?;
     let a = analyse_rr(&per_thread);
+    let mut out = vec![rr_fairness(&a, interval, run, clock, cpu)];
+    out.push(rr_slice(&a, run, clock));
+    if let Some(t) = interval.and_then(|d| Timing::of(Unit::Ms, vec![d.as_secs_f64() * 1e3])) {
+        out.push(
+            Variant::new("sched_rr_get_interval", Outcome::Timing(t))
+                .note("the slice the kernel announces (/proc/sys/kernel/sched_rr_timeslice_ms)"),
+        );
+    }
+    Ok(out)
+}
+
+/// On the controlling thread: starts the SCHED_RR workers, waits out the
+/// run, and returns each worker's runs and the announced slice.
+fn rr_measure(
+    timing: RrTiming,
+    cpu: usize,
+    run: Duration,
+    stop: &AtomicBool,
+) -> Result<(Vec<Runs>, Option<Duration>)> {
+    let shared = Arc::new(RrShared::new());
+    let mut threads = Vec::new();
+    for i in 0..RR_THREADS {
+        let sh = Arc::clone(&shared);
+        threads.push(spawn(
+            Policy::Rr(WORKER),
+            Some(cpu),
+            Some(SMALL_STACK),
+            move || rr_worker(i, &sh, timing),
+        )?);
+    }
+    shared.start.store(timing.clock.now(), Ordering::Release);
+    shared.gate.open();
+    rr_wait(&shared, run, stop);
+    shared.done.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join()?;
+    }
+    let per: Vec<Runs> = shared
+        .slots
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter_mut()
+        .map(|s| s.take().unwrap_or_default())
+        .collect();
+    let iv = *shared.interval.lock().unwrap_or_else(|e| e.into_inner());
+    Ok((per, iv))
+}
+
+/// One SCHED_RR worker: (the first also asks for the announced slice)
+/// waits at the gate, records its runs until the end, stores them.
+fn rr_worker(i: usize, sh: &RrShared, timing: RrTiming) {
+    if i == 0 {
+        *sh.interval.lock().unwrap_or_else(|e| e.into_inner()) = rr_interval().ok();
+    }
+    if !sh.gate.wait(GATE_WAIT) {
+        return;
+    }
+    let t0 = sh.start.load(Ordering::Acquire);
+    let runs = rr_runs(timing, t0, &sh.done);
+    sh.slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(runs);
+}
+
+/// Reads the clock in a busy loop from `t0` for the run's span (or until
+/// `done`), and returns the uninterrupted runs (start, end) it saw.
+fn rr_runs(timing: RrTiming, t0: u64, done: &AtomicBool) -> Runs {
+    let clock = timing.clock;
+    let mut runs = Vec::with_capacity(4096);
+    let mut run_start = clock.now();
+    let mut prev = run_start;
+    let mut k = 0u32;
+    loop {
+        let t = clock.now();
+        if t.wrapping_sub(prev) > timing.split {
+            if runs.len() < runs.capacity() {
+                runs.push((run_start, prev));
+            }
+            run_start = t;
+        }
+        prev = t;
+        if t.wrapping_sub(t0) >= timing.span {
+            break;
+        }
+        k = k.wrapping_add(1);
+        if k % 1024 == 0 && done.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    // A run that began after the deadline is only the thread noticing the
+    // end, not a slice.
+    if run_start.wrapping_sub(t0) < timing.span {
+        runs.push((run_start, prev));
+    }
+    runs
+}
+
+/// The controller sleeps (it outranks the workers, so it always gets the
+/// CPU back) until the run is over, every worker has reported, or `stop`.
+fn rr_wait(shared: &RrShared, run: Duration, stop: &AtomicBool) {
+    let limit = run + Duration::from_millis(200);
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(10));
+        if shared.filled() {
+            break;
+        }
+    }
+}
+
+/// The fairness verdict of THR-B-RR with what was observed: the announced
+/// slice, the timeline, each thread's share.
+fn rr_fairness(
+    a: &RrAnalysis,
+    interval: Option<Duration>,
+    run: Duration,
+    clock: Clock,
+    cpu: usize,
+) -> Variant {
     let ms = |t: u64| clock.ticks_to_ns(t) / 1e6;
-    let pass = fair(&a.shares, a.rounds, TOLERANCE);
+    let pass = fair(&a.shares, a.rounds, RR_TOLERANCE);
     let mut observed = vec![match interval {
         Some(d) => format!("sched_rr_get_interval = {:.3} ms", d.as_secs_f64() * 1e3),
         None => "sched_rr_get_interval failed".into(),
     }];
+    observed.push(rr_timeline(a, run, clock));
+    for (i, s) in a.shares.iter().enumerate() {
+        observed.push(format!(
+            "thread {i}: {:.1} ms over the first {} complete round(s)",
+            ms(*s),
+            a.rounds
+        ));
+    }
+    Variant::new(
+        "fairness",
+        Outcome::Behaviour {
+            pass,
+            observed,
+            expected: format!(
+                "{RR_THREADS} SCHED_RR threads alternate; each gets within {:.0}% of an equal share",
+                RR_TOLERANCE * 100.0
+            ),
+        },
+    )
+    .reference(Reference::text("4 ms slice"))
+    .note(format!(
+        "{RR_THREADS} busy SCHED_RR {WORKER} threads on CPU {cpu}, controller SCHED_FIFO {CTRL} sleeping"
+    ))
+}
+
+/// The first 40 runs of the timeline, "thread: start+length ms".
+fn rr_timeline(a: &RrAnalysis, run: Duration, clock: Clock) -> String {
+    let ms = |t: u64| clock.ticks_to_ns(t) / 1e6;
     let origin = a.runs.first().map_or(0, |r| r.1);
-    observed.push(format!(
+    format!(
         "{} runs in {} ms (thread: start+length ms): {}",
         a.runs.len(),
         run.as_millis(),
@@ -409,31 +518,17 @@ fn rr(ctx: &Ctx) -> Result<Vec<Variant>> {
             ))
             .collect::<Vec<_>>()
             .join(", ")
-    ));
-    for (i, s) in a.shares.iter().enumerate() {
-        observed.push(format!(
-            "thread {i}: {:.1} ms over the first {} complete round(s)",
-            ms(*s),
-            a.rounds
-        ));
-    }
-    let mut out = vec![Variant::new(
-        "fairness",
-        Outcome::Behaviour {
-            pass,
-            observed,
-            expected: format!(
-                "{THREADS} SCHED_RR threads alternate; each gets within {:.0}% of an equal share",
-                TOLERANCE * 100.0
-            ),
-        },
     )
-    .reference(Reference::text("4 ms slice"))
-    .note(format!(
-        "{THREADS} busy SCHED_RR {WORKER} threads on CPU {cpu}, controller SCHED_FIFO {CTRL} sleeping"
-    ))];
-    let slices: Vec<f64> = a.slices.iter().map(|t| ms(*t)).collect();
-    out.push(match Timing::of(Unit::Ms, slices) {
+}
+
+/// The observed slice of THR-B-RR: the length of each complete run.
+fn rr_slice(a: &RrAnalysis, run: Duration, clock: Clock) -> Variant {
+    let slices: Vec<f64> = a
+        .slices
+        .iter()
+        .map(|t| clock.ticks_to_ns(*t) / 1e6)
+        .collect();
+    match Timing::of(Unit::Ms, slices) {
         Some(t) => Variant::new("observed slice", Outcome::Timing(t))
             .reference(Reference::avg(4.0, "4 ms slice"))
             .note(
@@ -448,14 +543,7 @@ fn rr(ctx: &Ctx) -> Result<Vec<Variant>> {
                 ),
             },
         ),
-    });
-    if let Some(t) = interval.and_then(|d| Timing::of(Unit::Ms, vec![d.as_secs_f64() * 1e3])) {
-        out.push(
-            Variant::new("sched_rr_get_interval", Outcome::Timing(t))
-                .note("the slice the kernel announces (/proc/sys/kernel/sched_rr_timeslice_ms)"),
-        );
     }
-    Ok(out)
 }
 
 // ------------------------------------------------------------ THR-P-SLS
@@ -463,11 +551,43 @@ fn rr(ctx: &Ctx) -> Result<Vec<Variant>> {
 /// Marks "no valid previous yield" in the shared last-yield record.
 const NOBODY: usize = usize::MAX;
 
+/// What the yielding threads of THR-P-SLS and their controller share.
+struct SlsShared {
+    gate: Gate,
+    /// When the run started, ticks.
+    start: AtomicU64,
+    /// The timestamp of the last thread before its yield.
+    last_t: AtomicU64,
+    /// Which thread yielded last ([`NOBODY`] when none validly did).
+    last_id: AtomicUsize,
+    /// Set to make every thread stop.
+    quit: AtomicBool,
+    /// Threads that have ended.
+    finished: AtomicUsize,
+    /// (when, switch time): sorted by when at the end, so the samples
+    /// are in measurement order.
+    out: Mutex<Vec<(u64, u64)>>,
+}
+
+impl SlsShared {
+    fn new() -> SlsShared {
+        SlsShared {
+            gate: Gate::new(),
+            start: AtomicU64::new(0),
+            last_t: AtomicU64::new(0),
+            last_id: AtomicUsize::new(NOBODY),
+            quit: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+            out: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 /// Runs `n` yielding SCHED_FIFO threads on `cpu`; returns the switch
 /// times in ticks (next thread's return from yield minus the previous
 /// thread's timestamp before its yield).
 fn sls_run(
-    clock: crate::measure::clock::Clock,
+    clock: Clock,
     cpu: usize,
     n: usize,
     rounds: usize,
@@ -476,86 +596,86 @@ fn sls_run(
 ) -> Result<Vec<u64>> {
     run_on(Policy::Fifo(CTRL), Some(cpu), move || {
         let span = (run.as_nanos() as f64 * clock.ticks_per_us() / 1e3) as u64;
-        let gate = Arc::new(Gate::new());
-        let start = Arc::new(AtomicU64::new(0));
-        let last_t = Arc::new(AtomicU64::new(0));
-        let last_id = Arc::new(AtomicUsize::new(NOBODY));
-        let quit = Arc::new(AtomicBool::new(false));
-        let finished = Arc::new(AtomicUsize::new(0));
-        // (when, switch time): sorted by when at the end, so the samples
-        // are in measurement order.
-        let out: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(Vec::new()));
+        let sh = Arc::new(SlsShared::new());
         let mut threads = Vec::with_capacity(n);
         for i in 0..n {
-            let (g, st, lt, li, q, f, o) = (
-                Arc::clone(&gate),
-                Arc::clone(&start),
-                Arc::clone(&last_t),
-                Arc::clone(&last_id),
-                Arc::clone(&quit),
-                Arc::clone(&finished),
-                Arc::clone(&out),
-            );
+            let s = Arc::clone(&sh);
             let t = spawn(
                 Policy::Fifo(WORKER),
                 Some(cpu),
                 Some(SMALL_STACK),
-                move || {
-                    let mut mine = Vec::with_capacity(rounds);
-                    if g.wait(GATE_WAIT) {
-                        let t0 = st.load(Ordering::Acquire);
-                        for _ in 0..rounds {
-                            let t = clock.now();
-                            if q.load(Ordering::Relaxed) || t.wrapping_sub(t0) >= span {
-                                break;
-                            }
-                            li.store(i, Ordering::Relaxed);
-                            lt.store(t, Ordering::Relaxed);
-                            yield_now();
-                            let a = clock.now();
-                            let from = li.load(Ordering::Relaxed);
-                            if from != i && from != NOBODY {
-                                mine.push((a, a.wrapping_sub(lt.load(Ordering::Relaxed))));
-                            }
-                        }
-                    }
-                    // Whoever runs next did not come from a yield of ours.
-                    li.store(NOBODY, Ordering::Relaxed);
-                    o.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
-                    f.fetch_add(1, Ordering::Release);
-                },
+                move || sls_worker(i, &s, clock, rounds, span),
             );
             match t {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     // Release the ones created so they end, then report.
-                    quit.store(true, Ordering::Relaxed);
-                    gate.open();
+                    sh.quit.store(true, Ordering::Relaxed);
+                    sh.gate.open();
                     drop(threads);
                     return Err(e.context(format!("creating thread {} of {n}", i + 1)));
                 }
             }
         }
-        start.store(clock.now(), Ordering::Release);
-        gate.open();
-        let limit = run + Duration::from_secs(2);
-        let t0 = std::time::Instant::now();
-        while finished.load(Ordering::Acquire) < n {
-            if t0.elapsed() > limit || stop.load(Ordering::Relaxed) {
-                quit.store(true, Ordering::Relaxed);
-            }
-            if t0.elapsed() > limit + GATE_WAIT {
-                return Err(anyhow!("the yielding threads did not end"));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        sh.start.store(clock.now(), Ordering::Release);
+        sh.gate.open();
+        sls_wait(&sh, n, run, &stop)?;
         for t in threads {
             t.join()?;
         }
-        let mut v = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut v = std::mem::take(&mut *sh.out.lock().unwrap_or_else(|e| e.into_inner()));
         v.sort_by_key(|s| s.0);
         Ok(v.into_iter().map(|s| s.1).collect())
     })
+}
+
+/// One yielding thread of THR-P-SLS: after the gate, up to `rounds`
+/// times within `span` ticks, records its timestamp and yields; on its
+/// return, the time since the previous thread's timestamp is a switch.
+fn sls_worker(i: usize, sh: &SlsShared, clock: Clock, rounds: usize, span: u64) {
+    let mut mine = Vec::with_capacity(rounds);
+    if sh.gate.wait(GATE_WAIT) {
+        let t0 = sh.start.load(Ordering::Acquire);
+        for _ in 0..rounds {
+            let t = clock.now();
+            if sh.quit.load(Ordering::Relaxed) || t.wrapping_sub(t0) >= span {
+                break;
+            }
+            sh.last_id.store(i, Ordering::Relaxed);
+            sh.last_t.store(t, Ordering::Relaxed);
+            yield_now();
+            let a = clock.now();
+            let from = sh.last_id.load(Ordering::Relaxed);
+            if from != i && from != NOBODY {
+                mine.push((a, a.wrapping_sub(sh.last_t.load(Ordering::Relaxed))));
+            }
+        }
+    }
+    // Whoever runs next did not come from a yield of ours.
+    sh.last_id.store(NOBODY, Ordering::Relaxed);
+    sh.out
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(mine);
+    sh.finished.fetch_add(1, Ordering::Release);
+}
+
+/// The controller waits for the `n` threads to end, telling them to quit
+/// past the run's length (with a margin) or on `stop`; an error if they
+/// do not end.
+fn sls_wait(sh: &SlsShared, n: usize, run: Duration, stop: &AtomicBool) -> Result<()> {
+    let limit = run + Duration::from_secs(2);
+    let t0 = std::time::Instant::now();
+    while sh.finished.load(Ordering::Acquire) < n {
+        if t0.elapsed() > limit || stop.load(Ordering::Relaxed) {
+            sh.quit.store(true, Ordering::Relaxed);
+        }
+        if t0.elapsed() > limit + GATE_WAIT {
+            return Err(anyhow!("the yielding threads did not end"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
 }
 
 fn sls(ctx: &Ctx) -> Result<Vec<Variant>> {
@@ -635,7 +755,7 @@ impl Life {
 /// Create and delete times (ticks) of `n` threads living `life`, and how
 /// many never-run threads did run before the delete request.
 fn life_run(
-    clock: crate::measure::clock::Clock,
+    clock: Clock,
     cpu: usize,
     fifo: bool,
     life: Life,
