@@ -9,13 +9,13 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
-use msgbench::suites::{self, OutputArgs};
 use msgbench::measure::placement::cpu_count;
 use msgbench::suites::adder::{Adder, AdderArgs, Placement};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{self, IpcArgs};
 use msgbench::suites::rtos::{self, RtosArgs};
 use msgbench::suites::validate::{self, ValidateArgs};
+use msgbench::suites::{self, OutputArgs};
 
 #[derive(Parser)]
 #[command(

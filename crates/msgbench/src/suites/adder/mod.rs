@@ -224,8 +224,20 @@ fn figures(r: &Row) -> Vec<Figure> {
         ("placement", r.placement.key().to_string()),
     ];
     let mut out = vec![
-        Figure::new(&key, "rate_per_thread", m.rate_per_thread, "msg/s", Better::Higher),
-        Figure::new(&key, "aggregate_rate", m.aggregate_rate, "msg/s", Better::Higher),
+        Figure::new(
+            &key,
+            "rate_per_thread",
+            m.rate_per_thread,
+            "msg/s",
+            Better::Higher,
+        ),
+        Figure::new(
+            &key,
+            "aggregate_rate",
+            m.aggregate_rate,
+            "msg/s",
+            Better::Higher,
+        ),
     ];
     if let Some(b) = m.busy_pct {
         out.push(Figure::new(&key, "cpu_busy", b, "%", Better::Neither));

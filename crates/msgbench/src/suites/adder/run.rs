@@ -346,6 +346,41 @@ mod tests {
     }
 
     #[test]
+    fn failed_rows_are_counted_and_an_interruption_is_noted() {
+        let args = crate::suites::adder::AdderArgs {
+            threads: Some("1,2".into()),
+            ..Default::default()
+        };
+        let plan = crate::suites::adder::options::plan(&args).expect("plan");
+        let ok = row(Sized {
+            run: fake(1000, 1e6),
+            discarded: Vec::new(),
+        });
+        let mut bad = ok.clone();
+        bad.measured = None;
+        bad.error = Some("thread 0: final value 7, expected 1000".into());
+        let r = results(vec![ok.clone(), bad], &plan, Some(3.5), None);
+        assert_eq!((r.outcome.rows, r.outcome.failed), (2, 1));
+        assert!(!r.outcome.interrupted);
+        assert_eq!(
+            r.notes,
+            ["Idle baseline: 3.50% busy over 2 s, before the first row."]
+        );
+        let r = results(
+            vec![ok],
+            &plan,
+            None,
+            Some("shm, unpinned, One process, 2 threads".into()),
+        );
+        assert_eq!((r.outcome.rows, r.outcome.failed), (1, 0));
+        assert!(r.outcome.interrupted);
+        assert_eq!(
+            r.notes,
+            ["Interrupted at shm, unpinned, One process, 2 threads: that row and the 2 after it were not run."]
+        );
+    }
+
+    #[test]
     fn reruns_stop_after_three() {
         // A row that stays short (every run lasts 1 ms) keeps the last run
         // and the three before it as discarded.

@@ -64,9 +64,9 @@ fn title(plan: &AdderPlan, p: Placement, transport: &str) -> String {
             list_or_any(&plan.client_cpus),
             list_or_any(&plan.server_cpus)
         ),
-        Placement::Unpinned if plan.placements.contains(&Placement::Pinned) => format!(
-            "Transport {transport}, unpinned (contrast: the scheduler places every thread)"
-        ),
+        Placement::Unpinned if plan.placements.contains(&Placement::Pinned) => {
+            format!("Transport {transport}, unpinned (contrast: the scheduler places every thread)")
+        }
         Placement::Unpinned => format!("Transport {transport}, unpinned"),
     }
 }
@@ -89,8 +89,11 @@ fn table(plan: &AdderPlan, p: Placement, transport: &str, rows: &[&Row]) -> Tabl
         let first_of_mode = i == 0 || rows[i - 1].mode != r.mode;
         t.row(cells(r, first_of_mode));
         if let Some(e) = &r.error {
-            t.notes
-                .push(format!("{}, {} threads FAILED: {e}", r.mode.label(), r.threads));
+            t.notes.push(format!(
+                "{}, {} threads FAILED: {e}",
+                r.mode.label(),
+                r.threads
+            ));
         }
     }
     t
@@ -225,7 +228,9 @@ mod tests {
         assert_eq!(c.len(), HEAD.len());
         assert_eq!(c[4], "FAILED");
         let json = serde_json::to_value(&r).expect("serialises");
-        assert!(json["error"].as_str().is_some_and(|e| e.contains("wrong reply")));
+        assert!(json["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("wrong reply")));
         assert!(json.get("rate_per_thread").is_none(), "{json}");
         assert!(super::super::figures(&r).is_empty());
     }

@@ -44,15 +44,13 @@ pub fn verdict(rows: &[Row], cpus: usize) -> Option<String> {
     let low = worst
         .iter()
         .min_by(|a, b| a.efficiency.total_cmp(&b.efficiency))?;
-    let mut s = format!(
-        "With each client/server pair pinned, {} scaled best ({} at {} threads)",
-        best.transport,
-        pct(best.efficiency),
-        best.threads
-    );
+    let mut s = "With each client/server pair pinned, ".to_string();
     if lock_like(low) {
+        if !std::ptr::eq(*best, *low) {
+            s.push_str(&format!("{}, but ", best_clause(best)));
+        }
         s.push_str(&format!(
-            ", but {} reached only {} at {} threads (a fully serialised run reads {}), \
+            "{} reached only {} at {} threads (a fully serialised run reads {}), \
              which suggests a global lock or another shared bottleneck",
             low.transport,
             pct(low.efficiency),
@@ -61,16 +59,30 @@ pub fn verdict(rows: &[Row], cpus: usize) -> Option<String> {
         ));
     } else if worst.len() > 1 {
         s.push_str(&format!(
-            " and every transport kept at least {} of linear scaling, so nothing suggests a global lock",
+            "{} and every transport kept at least {} of linear scaling, so nothing suggests a global lock",
+            best_clause(best),
             pct(low.efficiency)
         ));
     } else {
-        s.push_str(", so nothing suggests a global lock");
+        s.push_str(&format!(
+            "{}, so nothing suggests a global lock",
+            best_clause(best)
+        ));
     }
     s.push_str(&modes(&judged));
     s.push_str(&busy(rows, cpus));
     s.push('.');
     Some(s)
+}
+
+/// "uds scaled best (90% at 2 threads)".
+fn best_clause(j: &Judged) -> String {
+    format!(
+        "{} scaled best ({} at {} threads)",
+        j.transport,
+        pct(j.efficiency),
+        j.threads
+    )
 }
 
 /// Each transport's lowest-scaling row, in first-seen order.
@@ -198,7 +210,10 @@ mod tests {
         let mut rows = both_modes("shm-block", 0.97, 0.99);
         rows.extend(both_modes("uds", 0.55, 0.52));
         let v = verdict(&rows, 2).expect("a verdict");
-        assert!(v.contains("shm-block scaled best (97% at 2 threads)"), "{v}");
+        assert!(
+            v.contains("shm-block scaled best (97% at 2 threads)"),
+            "{v}"
+        );
         assert!(v.contains("but uds reached only 52% at 2 threads"), "{v}");
         assert!(v.contains("suggests a global lock"), "{v}");
         assert!(!v.contains("nothing suggests"), "{v}");
@@ -213,16 +228,28 @@ mod tests {
             r.measured.as_mut().expect("measured").idle_pct = Some(120.0);
         }
         let v = verdict(&rows, 2).expect("a verdict");
-        assert!(v.ends_with("already 120% busy before the run, so other load may weigh on these figures)."), "{v}");
+        assert!(
+            v.ends_with(
+                "already 120% busy before the run, so other load may weigh on these figures)."
+            ),
+            "{v}"
+        );
     }
 
     #[test]
     fn threads_scaling_worse_than_processes_is_named() {
-        let v = verdict(&both_modes("pipe", 0.70, 0.95), 2).expect("a verdict");
+        let v = verdict(&both_modes("pipe", 0.78, 0.96), 2).expect("a verdict");
         assert!(v.contains("so nothing suggests a global lock"), "{v}");
         assert!(
-            v.contains("threads of one server process scaled worse than separate processes (70% against 95%)"),
+            v.contains("threads of one server process scaled worse than separate processes (78% against 96%)"),
             "{v}"
+        );
+        let v = verdict(&both_modes("pipe", 0.60, 0.96), 2).expect("a verdict");
+        assert!(
+            v.starts_with(
+                "With each client/server pair pinned, pipe reached only 60% at 2 threads"
+            ),
+            "one transport: no 'best': {v}"
         );
     }
 
