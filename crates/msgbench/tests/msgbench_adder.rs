@@ -111,14 +111,25 @@ fn adder_suite_runs_both_modes_and_cleans_up() {
     let o = run(Bin::Msgbench, &args);
     o.assert_ok();
 
+    check_tables(&o.stdout);
+    check_suite_json(&read_json(&json));
+
+    dir.assert_ns_clean();
+    let left = leftovers(&dir);
+    assert!(left.is_empty(), "server processes left behind: {left:?}");
+}
+
+/// The unpinned shm and uds tables of a `--threads 1,2` run, the legend,
+/// no verdict.
+fn check_tables(stdout: &str) {
     for t in ["shm", "uds"] {
-        let rows = table(&o.stdout, t, "unpinned");
+        let rows = table(stdout, t, "unpinned");
         let shape: Vec<(&str, u32)> = rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect();
         assert_eq!(
             shape,
             [("One process", 1), ("", 2), ("Multi-process", 1), ("", 2)],
             "{t}: {}",
-            o.stdout
+            stdout
         );
         for r in &rows {
             assert_eq!(r.idle, "-", "no idle baseline with --idle-secs 0: {r:?}");
@@ -128,19 +139,17 @@ fn adder_suite_runs_both_modes_and_cleans_up() {
             }
         }
     }
+    assert!(stdout.contains("Scaling = "), "legend missing: {}", stdout);
     assert!(
-        o.stdout.contains("Scaling = "),
-        "legend missing: {}",
-        o.stdout
-    );
-    assert!(
-        !o.stdout.contains("With each client/server pair pinned"),
+        !stdout.contains("With each client/server pair pinned"),
         "no pinned rows, no verdict: {}",
-        o.stdout
+        stdout
     );
+}
 
-    let v = read_json(&json);
-    check_envelope(&v);
+/// The envelope of a `--threads 1,2 -S 2000 -t shm,uds` run.
+fn check_suite_json(v: &serde_json::Value) {
+    check_envelope(v);
     assert!(v["environment"]["kernel"].is_string(), "{v}");
     let settings = &v["settings"];
     assert_eq!(settings["transports"], serde_json::json!(["shm", "uds"]));
@@ -173,11 +182,7 @@ fn adder_suite_runs_both_modes_and_cleans_up() {
     for r in rows {
         check_row_json(r);
     }
-    check_figures(&v);
-
-    dir.assert_ns_clean();
-    let left = leftovers(&dir);
-    assert!(left.is_empty(), "server processes left behind: {left:?}");
+    check_figures(v);
 }
 
 /// Checks the envelope's frame against docs/results.schema.json.

@@ -10,7 +10,8 @@ use super::{Mode, Placement};
 /// to 100% (linear) reads as a global lock or another shared bottleneck.
 const LOCK_SHARE: f64 = 0.5;
 
-/// Two modes whose worst scaling differs by more than this differ.
+/// Two modes whose worst scaling (capped at linear) differs by more than
+/// this differ.
 const MODE_GAP: f64 = 0.15;
 
 /// A pinned row with X from 2 to `cpus` and a scaling figure.
@@ -110,7 +111,8 @@ fn modes(judged: &[Judged]) -> String {
         judged
             .iter()
             .filter(|j| j.mode == m)
-            .map(|j| j.efficiency)
+            // Above linear is the 1-thread row's bad luck, not a merit.
+            .map(|j| j.efficiency.min(1.0))
             .reduce(f64::min)
     };
     let (Some(one), Some(multi)) = (worst(Mode::One), worst(Mode::Multi)) else {
@@ -143,7 +145,7 @@ fn busy(rows: &[Row], cpus: usize) -> String {
         .next();
     match idle {
         Some(i) if i >= cpus as f64 * 25.0 => format!(
-            " (but the machine was already {i:.0}% busy before the run, so other load may weigh on these figures)"
+            "; but the machine was already {i:.0}% busy before the run, so other load weighs on every figure"
         ),
         _ => String::new(),
     }
@@ -230,7 +232,7 @@ mod tests {
         let v = verdict(&rows, 2).expect("a verdict");
         assert!(
             v.ends_with(
-                "already 120% busy before the run, so other load may weigh on these figures)."
+                "; but the machine was already 120% busy before the run, so other load weighs on every figure."
             ),
             "{v}"
         );
@@ -250,6 +252,15 @@ mod tests {
                 "With each client/server pair pinned, pipe reached only 60% at 2 threads"
             ),
             "one transport: no 'best': {v}"
+        );
+    }
+
+    #[test]
+    fn scaling_above_linear_is_no_merit_between_modes() {
+        let v = verdict(&both_modes("uds", 0.88, 1.35), 2).expect("a verdict");
+        assert!(
+            v.ends_with("threads of one server process scaled like separate processes."),
+            "88% against 135% is 88% against 100%: {v}"
         );
     }
 
