@@ -12,6 +12,7 @@ use super::load::LoadMeter;
 use super::options::Plan;
 use super::results::{Placement, Row, Status};
 use super::row::{self, RowContext};
+use crate::measure::rundir::RunDir;
 use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
 use crate::suites::{Results, RunContext};
 
@@ -19,26 +20,16 @@ use crate::suites::{Results, RunContext};
 /// stop), for the progress estimate.
 const ROW_SETUP_SECS: f64 = 0.05;
 
-/// A private namespace directory for one run, removed on drop (also after
-/// SIGINT: the run returns what it measured).
-struct RunDir(Namespace);
-
-impl RunDir {
-    /// `ipc-run-<pid>-<nanos>` under `--ns` (or msgpass's default).
-    fn create(base: Option<&Path>) -> Result<RunDir> {
-        let base = Namespace::resolve(base)?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let name = format!("ipc-run-{}-{nanos}", std::process::id());
-        Ok(RunDir(Namespace::open(base.root().join(name))?))
-    }
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0.root());
-    }
+/// This run's private namespace, `ipc-run-<pid>-<nanos>` under `--ns` (or
+/// msgpass's default), removed on drop (also after SIGINT: the run
+/// returns what it measured).
+fn run_dir(base: Option<&Path>) -> Result<RunDir> {
+    let base = Namespace::resolve(base)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("ipc-run-{}-{nanos}", std::process::id());
+    Ok(RunDir::create(&base, &name)?)
 }
 
 /// About how long one row takes: per repeat a warm-up and a latency run,
@@ -62,7 +53,7 @@ pub fn estimate(plan: &Plan) -> Duration {
 
 /// Runs the plan: the floor (with `--vs-floor`), then every row.
 pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
-    let dir = RunDir::create(plan.ns.as_deref())?;
+    let dir = run_dir(plan.ns.as_deref())?;
     let mut notes = Vec::new();
     let floor = if plan.vs_floor {
         measure_floor(plan, cx, &mut notes)
@@ -70,7 +61,7 @@ pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
         None
     };
     let meter = LoadMeter::start();
-    let rows = run_rows(plan, cx, &dir.0);
+    let rows = run_rows(plan, cx, &dir.ns());
     if let Some(l) = meter.finish() {
         notes.push(l.describe());
     }
