@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::report::html::{self as report, ReportArgs};
 use msgbench::suites;
 use msgbench::suites::adder::{self, AdderArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
@@ -40,6 +41,8 @@ enum Cmd {
     Validate(ValidateArgs),
     /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM tests) with the QNX 6.5 figures.
     Rtos(RtosArgs),
+    /// One self-contained HTML page (inline SVG charts) from results files; several are overlaid.
+    Report(ReportArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
+        Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
     });
     cli::finish("msgbench", result)

@@ -1,6 +1,7 @@
 //! Writing results out.
 
 pub mod envelope;
+pub mod html;
 pub mod json;
 pub mod progress;
 pub mod table;
