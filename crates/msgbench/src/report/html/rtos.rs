@@ -110,6 +110,16 @@ fn timing_plot(runs: &[&Input]) -> DotPlot {
     }
 }
 
+/// A result's verdict: PASS or FAIL for a behaviour, else its kind.
+fn verdict(outcome: &Value) -> String {
+    let kind = outcome.get("kind").and_then(Value::as_str).unwrap_or("");
+    match outcome.get("pass").and_then(Value::as_bool) {
+        Some(true) => "PASS".into(),
+        Some(false) => "FAIL".into(),
+        None => kind.to_string(),
+    }
+}
+
 fn num(v: Option<&Value>) -> String {
     v.and_then(Value::as_f64)
         .map_or(String::new(), |x| format!("{x:.3}"))
@@ -121,10 +131,7 @@ fn result_table(runs: &[&Input]) -> String {
     for input in runs {
         for r in &input.run.rows {
             let outcome = r.get("outcome");
-            let kind = outcome
-                .and_then(|o| o.get("kind"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let result = outcome.map_or(String::new(), verdict);
             let unit = outcome
                 .and_then(|o| o.get("unit"))
                 .and_then(Value::as_str)
@@ -141,7 +148,7 @@ fn result_table(runs: &[&Input]) -> String {
             rows.push(vec![
                 input.label.clone(),
                 test_name(&field(r, "id"), &field(r, "variant")),
-                kind.to_string(),
+                result,
                 ours,
                 reference.to_string(),
             ]);

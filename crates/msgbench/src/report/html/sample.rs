@@ -155,7 +155,7 @@ fn rtos(scale: f64) -> (Vec<Value>, Vec<Figure>) {
     }
     rows.push(json!({"id": "MUT-B-INV", "variant": "", "title": "sample",
         "reference": {"avg": null, "max": null, "min": null, "text": "PASS"},
-        "outcome": {"kind": "pass", "observed": []}}));
+        "outcome": {"kind": "behaviour", "pass": true, "observed": [], "expected": ""}}));
     let k = [("id", "MUT-B-INV".to_string()), ("variant", String::new())];
     figs.push(fig(&k, "pass", 1.0, "", Better::Higher));
     (rows, figs)
@@ -177,7 +177,7 @@ fn validate(scale: f64) -> (Vec<Value>, Vec<Figure>) {
             Better::Neither,
         ));
         rows.push(json!({"name": name, "ratio": r, "verdict": "agree",
-            "tolerance": {"lo": 0.67, "hi": 1.5, "slack_us": 1.0}}));
+            "tolerance": {"low": 0.67, "high": 1.5, "slack_us": 1.0}}));
     }
     (rows, figs)
 }

@@ -17,11 +17,13 @@ fn check_name(f: &Figure) -> String {
     }
 }
 
-/// The tolerance (lo, hi) of check `name` in a run's rows.
+/// The tolerance (low, high) of check `name` in a run's rows (`low`/`high`,
+/// or `lo`/`hi` as first written).
 fn tolerance(input: &Input, name: &str) -> Option<(f64, f64)> {
     let row = input.run.rows.iter().find(|r| field(r, "name") == name)?;
     let t = row.get("tolerance")?;
-    Some((t.get("lo")?.as_f64()?, t.get("hi")?.as_f64()?))
+    let bound = |a: &str, b: &str| t.get(a).or_else(|| t.get(b)).and_then(Value::as_f64);
+    Some((bound("low", "lo")?, bound("high", "hi")?))
 }
 
 /// The validate section, or `None` without ratios.
