@@ -94,8 +94,15 @@ fn results(dir: &TestDir) -> Vec<PathBuf> {
         if real {
             let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
             a.extend(["--json".to_string(), json.display().to_string()]);
-            let (ok, out, err) = run_bounded(Bin::Msgbench.cmd(&a), suite);
-            assert!(ok, "msgbench {a:?} failed\n{out}\n{err}");
+            // Exit status 1 only says a row failed (an rtos verdict, a
+            // validate disagreement): the envelope is still complete.
+            let (_, out, err) = run_bounded(Bin::Msgbench.cmd(&a), suite);
+            let text = std::fs::read_to_string(&json)
+                .unwrap_or_else(|e| panic!("msgbench {a:?} wrote no results ({e})\n{out}\n{err}"));
+            assert!(
+                text.contains("\"schema\": 1"),
+                "msgbench {a:?}: not a schema-1 envelope"
+            );
         } else {
             std::fs::write(&json, envelope_json(suite, 1.0).unwrap()).unwrap();
         }
