@@ -128,3 +128,22 @@ fn missing_sections_are_left_out() {
     assert!(!page.contains("<section id=\"adder\">"));
     assert!(!page.contains("<section id=\"ipc\">"));
 }
+
+#[test]
+fn every_sample_is_a_valid_envelope() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    for s in SUITES {
+        let doc: serde_json::Value = serde_json::from_str(&envelope_json(s, 1.0).unwrap()).unwrap();
+        let errors: Vec<String> = v
+            .iter_errors(&doc)
+            .map(|e| format!("{}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{s}: {errors:?}");
+    }
+}
