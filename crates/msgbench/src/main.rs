@@ -11,6 +11,7 @@ use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
 use msgbench::measure::placement::cpu_count;
 use msgbench::report::compare::{self, CompareArgs};
+use msgbench::report::html::{self as report, ReportArgs};
 use msgbench::suites::adder::{Adder, AdderArgs, Placement};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{Ipc, IpcArgs};
@@ -45,6 +46,8 @@ enum Cmd {
     /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
     #[command(long_about = compare::LONG_ABOUT)]
     Compare(CompareArgs),
+    /// One self-contained HTML page (inline SVG charts) from results files; several are overlaid.
+    Report(ReportArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => suites::execute::<Rtos>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });
@@ -76,8 +80,8 @@ const TOUR_TRANSPORTS: [&str; 3] = ["shm-block", "pipe", "uds"];
 /// The tour: the adder's question (does message passing scale with
 /// threads, and do threads of one process scale like processes?) answered
 /// with one client/server pair pinned per CPU, the unpinned rows as a
-/// contrast, a verdict sentence under the tables, and the envelope kept in
-/// msgbench-results/.
+/// contrast, a verdict sentence under the tables, the envelope kept in
+/// msgbench-results/ and drawn as an HTML report beside it.
 fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
@@ -94,11 +98,11 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
         "\nAll figures, percentiles and the environment: {}",
         json.display()
     );
-    // ---- msgbench report -------------------------------------------------
-    // `msgbench report FILE` (issue 11, another change) will draw this run's
-    // envelope; when it lands, the tour calls it here on `json` instead of
-    // only printing the path above.
-    // ----------------------------------------------------------------------
+    let html = json.with_extension("html");
+    report::run(&ReportArgs {
+        files: vec![json],
+        output: html,
+    })?;
     println!(
         "Next: msgbench adder --help, or dev-adder / client-adder for the seed's two programs."
     );

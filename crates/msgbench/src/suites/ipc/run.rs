@@ -61,7 +61,7 @@ pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
         None
     };
     let meter = LoadMeter::start();
-    let rows = run_rows(plan, cx, &dir.ns());
+    let rows = run_rows(plan, cx, dir.ns());
     if let Some(l) = meter.finish() {
         notes.push(l.describe());
     }
