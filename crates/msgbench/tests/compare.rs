@@ -105,7 +105,10 @@ fn a_slowed_server_is_slower_and_fails_the_gate() {
             "uds",
             "--threads",
             "1",
-            "--quick",
+            "--row-secs",
+            "0.3",
+            "--idle-secs",
+            "0",
             "--json",
             path.to_str().unwrap(),
         ]);

@@ -14,18 +14,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{run, skip, Bin, TestDir};
-use msgbench::report::html::sample::envelope_json;
 
 /// Longest a short suite run or a browser run may take.
 const LIMIT: Duration = Duration::from_secs(180);
 
-/// Every suite with the arguments of a short run, and whether its run
-/// writes the schema-1 envelope yet. Suites still being converted get a
-/// generated envelope of the same shape (`report::html::sample`) instead;
-/// the merge of issue 11's conversions switches each to `true`, so that
-/// every suite is then a real run.
-const SUITES: [(&str, &[&str], bool); 5] = [
-    ("floor", &["floor", "--quick"], true),
+/// Every suite with the arguments of a short real run.
+const SUITES: [(&str, &[&str]); 5] = [
+    ("floor", &["floor", "--quick"]),
     (
         "adder",
         &[
@@ -34,20 +29,20 @@ const SUITES: [(&str, &[&str], bool); 5] = [
             "1,2",
             "-t",
             "shm,uds",
+            "--placement",
+            "pinned,unpinned",
             "--row-secs",
             "0.2",
             "--idle-secs",
             "0",
         ],
-        false,
     ),
     (
         "ipc",
         &["ipc", "--quick", "-t", "uds,pipe", "--sizes", "64,1024"],
-        false,
     ),
-    ("rtos", &["rtos", "--quick"], false),
-    ("validate", &["validate", "--quick"], false),
+    ("rtos", &["rtos", "--quick"]),
+    ("validate", &["validate", "--quick"]),
 ];
 
 /// The browser on PATH, if any.
@@ -85,27 +80,22 @@ fn run_bounded(mut cmd: Command, what: &str) -> (bool, String, String) {
     (status.success(), read(&out), read(&err))
 }
 
-/// The results files: a real short run where the suite writes the
-/// envelope, else a generated one.
+/// The results files: a real short run of every suite.
 fn results(dir: &TestDir) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for (suite, args, real) in SUITES {
+    for (suite, args) in SUITES {
         let json = dir.file(&format!("{suite}.json"));
-        if real {
-            let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-            a.extend(["--json".to_string(), json.display().to_string()]);
-            // Exit status 1 only says a row failed (an rtos verdict, a
-            // validate disagreement): the envelope is still complete.
-            let (_, out, err) = run_bounded(Bin::Msgbench.cmd(&a), suite);
-            let text = std::fs::read_to_string(&json)
-                .unwrap_or_else(|e| panic!("msgbench {a:?} wrote no results ({e})\n{out}\n{err}"));
-            assert!(
-                text.contains("\"schema\": 1"),
-                "msgbench {a:?}: not a schema-1 envelope"
-            );
-        } else {
-            std::fs::write(&json, envelope_json(suite, 1.0).unwrap()).unwrap();
-        }
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        a.extend(["--json".to_string(), json.display().to_string()]);
+        // Exit status 1 only says a row failed (an rtos verdict, a
+        // validate disagreement): the envelope is still complete.
+        let (_, out, err) = run_bounded(Bin::Msgbench.cmd(&a), suite);
+        let text = std::fs::read_to_string(&json)
+            .unwrap_or_else(|e| panic!("msgbench {a:?} wrote no results ({e})\n{out}\n{err}"));
+        assert!(
+            text.contains("\"schema\": 1"),
+            "msgbench {a:?}: not a schema-1 envelope"
+        );
         files.push(json);
     }
     files

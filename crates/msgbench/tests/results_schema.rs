@@ -104,6 +104,9 @@ fn validate_envelope_follows_the_schema() {
     check("validate", &["validate", "--quick"]);
 }
 
+/// What is broken, and how.
+type Breakage = (&'static str, fn(&mut Value));
+
 /// The schema refuses what breaks it: a missing field, a wrong version,
 /// a figure without a key, an unknown suite.
 #[test]
@@ -111,7 +114,7 @@ fn the_schema_refuses_broken_envelopes() {
     let v = validator();
     let good = envelope(&["floor", "--quick", "--cpus", "0"]);
     assert!(errors(&v, &good).is_empty());
-    let broken: [(&str, fn(&mut Value)); 5] = [
+    let broken: [Breakage; 5] = [
         ("no rows", |d| {
             d.as_object_mut().unwrap().remove("rows");
         }),
