@@ -84,7 +84,7 @@ fn adder_envelope_follows_the_schema() {
             "1",
             "--modes",
             "one",
-            "--samples",
+            "-S",
             "2000",
             "--idle-secs",
             "0",
