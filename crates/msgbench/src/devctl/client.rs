@@ -98,6 +98,42 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
 /// Like [`run`]; with `tcp = Some(base)` thread j connects over TCP to
 /// instance K+j at `base`'s port + K+j (no namespace involved).
 pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<ClientRun> {
+    let conns = connect_all(cfg, tcp)?;
+    let (results, busy) = run_threads(cfg, conns);
+    let mut threads = Vec::new();
+    let mut merged = Recorder::new();
+    // Report the failure that caused an abort, not the threads it stopped.
+    if let Some(i) = results
+        .iter()
+        .position(|r| r.as_ref().is_err_and(|e| !e.is::<Aborted>()))
+    {
+        return Err(results
+            .into_iter()
+            .nth(i)
+            .and_then(|r| r.err())
+            .unwrap_or_else(|| anyhow!(Aborted)));
+    }
+    for r in results {
+        let (t, rec) = r?;
+        merged.merge(&rec);
+        threads.push(t);
+    }
+    let ave = threads.iter().map(|t| t.duration_ns as f64).sum::<f64>() / threads.len() as f64;
+    Ok(ClientRun {
+        transport: cfg.transport.to_string(),
+        samples: cfg.samples,
+        ave_duration_ns: ave,
+        rate_per_thread: rate_per_thread(&threads),
+        aggregate_rate: aggregate_rate(&threads),
+        latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
+        threads,
+        busy,
+    })
+}
+
+/// One connection per thread, to instances `first..first+n`, over TCP
+/// from `tcp` or by name; a missing server says how to start one.
+fn connect_all(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Vec<Connection>> {
     let transport = msgpass::transport::by_name(cfg.transport)?;
     let mut conns = Vec::with_capacity(cfg.n as usize);
     for j in 0..cfg.n {
@@ -122,8 +158,17 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
         })?;
         conns.push(c);
     }
+    Ok(conns)
+}
+
+/// What every thread returned, and the machine's busy share over the run.
+type ThreadsRun = (Vec<Result<(ThreadResult, Recorder)>>, Option<CpuUsage>);
+
+/// Runs one thread per connection from one barrier; the first to fail
+/// aborts the others. /proc/stat is read around the whole run.
+fn run_threads(cfg: &RunConfig, conns: Vec<Connection>) -> ThreadsRun {
     let barrier = Barrier::new(cfg.n as usize + 1);
-    let (results, busy) = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let handles: Vec<_> = conns
             .into_iter()
             .enumerate()
@@ -153,35 +198,6 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
             _ => None,
         };
         (results, busy)
-    });
-    let mut threads = Vec::new();
-    let mut merged = Recorder::new();
-    // Report the failure that caused an abort, not the threads it stopped.
-    if let Some(i) = results
-        .iter()
-        .position(|r| r.as_ref().is_err_and(|e| !e.is::<Aborted>()))
-    {
-        return Err(results
-            .into_iter()
-            .nth(i)
-            .and_then(|r| r.err())
-            .unwrap_or_else(|| anyhow!(Aborted)));
-    }
-    for r in results {
-        let (t, rec) = r?;
-        merged.merge(&rec);
-        threads.push(t);
-    }
-    let ave = threads.iter().map(|t| t.duration_ns as f64).sum::<f64>() / threads.len() as f64;
-    Ok(ClientRun {
-        transport: cfg.transport.to_string(),
-        samples: cfg.samples,
-        ave_duration_ns: ave,
-        rate_per_thread: rate_per_thread(&threads),
-        aggregate_rate: aggregate_rate(&threads),
-        latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
-        threads,
-        busy,
     })
 }
 

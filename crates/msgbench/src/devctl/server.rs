@@ -13,7 +13,7 @@ use oslayer::process;
 
 use super::options::{self, Common};
 use super::{endpoint, ADDER_INCREMENT};
-use crate::measure::placement;
+use crate::measure::placement::{self, CpuList};
 
 /// Command line of `dev-adder`.
 #[derive(Debug, Parser)]
@@ -92,14 +92,32 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
         None => Place::Ns(Namespace::resolve(args.common.ns.as_deref())?),
     };
     let transport = msgpass::transport::by_name(&args.common.transport)?;
+    let channels = create_all(args, &place, &*transport, &stop)?;
+    if !args.quiet {
+        println!(
+            "dev-adder: serving {} over {} (pid {})",
+            describe(args, &place)?,
+            transport.name(),
+            std::process::id()
+        );
+    }
+    serve_all(channels, &cpus, delay, &stop)
+}
+
+/// Creates every channel before serving any, so a failure is reported
+/// once and nothing is left half-started.
+fn create_all(
+    args: &ServerArgs,
+    place: &Place,
+    transport: &dyn msgpass::transport::Transport,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Channel>> {
     let opts = args.common.msgpass_options();
     let (first, n) = (args.common.i, args.common.n);
-    // Create every channel before serving any, so a failure is reported
-    // once and nothing is left half-started.
     let mut channels = Vec::with_capacity(n as usize);
     for k in first..=first + (n - 1) {
-        let mut ch = match &place {
-            Place::Ns(ns) => Channel::create(ns, &endpoint(k), &*transport, &opts)
+        let mut ch = match place {
+            Place::Ns(ns) => Channel::create(ns, &endpoint(k), transport, &opts)
                 .with_context(|| format!("cannot serve {}", endpoint(k)))?,
             Place::Tcp(base) => {
                 let addr = options::instance_addr(*base, k)?;
@@ -113,31 +131,41 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
                 ch.path().display()
             );
         }
-        ch.set_stop_flag(Arc::clone(&stop));
+        ch.set_stop_flag(Arc::clone(stop));
         channels.push(ch);
     }
-    if !args.quiet {
-        let last = first + (n - 1);
-        let range = if n == 1 {
-            endpoint(first)
-        } else {
-            format!("{}..{}", endpoint(first), endpoint(last))
-        };
-        let place = match &place {
-            Place::Ns(ns) => format!("in {}", ns.root().display()),
-            Place::Tcp(base) if n == 1 => format!("on {}", options::instance_addr(*base, first)?),
-            Place::Tcp(base) => format!(
-                "on {}..{}",
-                options::instance_addr(*base, first)?,
-                options::instance_addr(*base, last)?.port()
-            ),
-        };
-        println!(
-            "dev-adder: serving {range} {place} over {} (pid {})",
-            transport.name(),
-            std::process::id()
-        );
-    }
+    Ok(channels)
+}
+
+/// "adder/0..adder/3 in DIR" or "... on ADDR..PORT": what is served where.
+fn describe(args: &ServerArgs, place: &Place) -> Result<String> {
+    let (first, n) = (args.common.i, args.common.n);
+    let last = first + (n - 1);
+    let range = if n == 1 {
+        endpoint(first)
+    } else {
+        format!("{}..{}", endpoint(first), endpoint(last))
+    };
+    let place = match place {
+        Place::Ns(ns) => format!("in {}", ns.root().display()),
+        Place::Tcp(base) if n == 1 => format!("on {}", options::instance_addr(*base, first)?),
+        Place::Tcp(base) => format!(
+            "on {}..{}",
+            options::instance_addr(*base, first)?,
+            options::instance_addr(*base, last)?.port()
+        ),
+    };
+    Ok(format!("{range} {place}"))
+}
+
+/// Serves every channel on its own pinned thread until stopped; the first
+/// to fail stops the others, and its error is returned.
+fn serve_all(
+    channels: Vec<Channel>,
+    cpus: &CpuList,
+    delay: Option<Duration>,
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
     let failed = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let handles: Vec<_> = channels
@@ -145,7 +173,7 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
             .enumerate()
             .map(|(j, ch)| {
                 let cpu = cpus.for_thread(j);
-                let (stop, failed) = (&stop, &failed);
+                let failed = &failed;
                 s.spawn(move || {
                     let r = serve(ch, cpu, delay);
                     if r.is_err() {
