@@ -116,7 +116,7 @@ pub fn main(args: &ClientArgs) -> Result<()> {
             idle,
             run: &run,
         };
-        crate::report::json::write(path, &report)?;
+        crate::report::envelope::write(path, &report)?;
     }
     Ok(())
 }

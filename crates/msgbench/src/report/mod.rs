@@ -3,7 +3,6 @@
 pub mod compare;
 pub mod envelope;
 pub mod html;
-pub mod json;
 pub mod progress;
 pub mod table;
 
