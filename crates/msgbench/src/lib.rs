@@ -3,11 +3,9 @@
 
 #![warn(missing_docs)]
 
-pub mod adder;
 pub mod cli;
-pub mod floor;
+pub mod devctl;
 pub mod measure;
+pub mod pingpong;
 pub mod report;
-pub mod rtos;
-pub mod suite;
-pub mod validate;
+pub mod suites;

@@ -7,20 +7,24 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use msgbench::adder::server::{self, ServerArgs};
 use msgbench::cli;
-use msgbench::rtos::{self, RtosArgs};
-use msgbench::suite::adder::{self, AdderArgs};
-use msgbench::suite::floor::{self, FloorArgs};
-use msgbench::suite::ipc::{self, IpcArgs};
-use msgbench::validate::{self, ValidateArgs};
+use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::measure::placement::cpu_count;
+use msgbench::report::compare::{self, CompareArgs};
+use msgbench::report::html::{self as report, ReportArgs};
+use msgbench::suites::adder::{Adder, AdderArgs, Placement};
+use msgbench::suites::floor::{Floor, FloorArgs};
+use msgbench::suites::ipc::{Ipc, IpcArgs};
+use msgbench::suites::rtos::{Rtos, RtosArgs};
+use msgbench::suites::validate::{Validate, ValidateArgs};
+use msgbench::suites::{self, OutputArgs};
 
 #[derive(Parser)]
 #[command(
     name = "msgbench",
     version,
     about = "Message-passing and IPC benchmarks for Linux",
-    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory and Unix sockets, with embedded servers."
+    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory, a pipe and Unix sockets, with embedded servers, one client/server pair pinned per CPU and then unpinned for contrast."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -39,6 +43,11 @@ enum Cmd {
     Validate(ValidateArgs),
     /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM tests) with the QNX 6.5 figures.
     Rtos(RtosArgs),
+    /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
+    #[command(long_about = compare::LONG_ABOUT)]
+    Compare(CompareArgs),
+    /// One self-contained HTML page (inline SVG charts) from results files; several are overlaid.
+    Report(ReportArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -46,37 +55,76 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Cmd::Compare(a)) = &cli.cmd {
+        return compare::main(a);
+    }
     let result = cli::stop_on_signals().and_then(|stop| match cli.cmd {
         None => tour(stop),
-        Some(Cmd::Adder(a)) => adder::run(&a, stop).map(|_| ()),
-        Some(Cmd::Ipc(a)) => ipc::run(&a, stop).map(|_| ()),
-        Some(Cmd::Floor(a)) => floor::run(&a, stop).map(|_| ()),
-        Some(Cmd::Validate(a)) => validate::run(&a, stop).map(|_| ()),
-        Some(Cmd::Rtos(a)) => rtos::run(&a, stop).map(|_| ()),
+        Some(Cmd::Adder(a)) => suites::execute::<Adder>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Ipc(a)) => suites::execute::<Ipc>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Rtos(a)) => suites::execute::<Rtos>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
+        Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });
     cli::finish("msgbench", result)
 }
 
-/// The tour: the adder table over shm and uds, JSON kept for later.
+/// Transports of the tour: one that blocks on shared memory, one pipe,
+/// one socket (all blocking, so pinned pairs sharing a CPU hand over at
+/// once rather than spin).
+const TOUR_TRANSPORTS: [&str; 3] = ["shm-block", "pipe", "uds"];
+
+/// The tour: the adder's question (does message passing scale with
+/// threads, and do threads of one process scale like processes?) answered
+/// with one client/server pair pinned per CPU, the unpinned rows as a
+/// contrast, a verdict sentence under the tables, the envelope kept in
+/// msgbench-results/ and drawn as an HTML report beside it.
 fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace(':', "");
     let json = PathBuf::from("msgbench-results").join(format!("tour-{stamp}.json"));
-    println!("msgbench tour: the QNX devctl adder benchmark on this machine (msgbench --help for more)\n");
-    let args = AdderArgs {
-        transports: vec!["shm".into(), "uds".into()],
-        json: Some(json.clone()),
-        ..AdderArgs::default()
-    };
-    adder::run(&args, stop)?;
+    println!(
+        "msgbench tour: does message passing scale with threads? The QNX devctl adder benchmark,\n\
+         first with one client/server pair pinned per CPU, then unpinned for contrast\n\
+         (msgbench --help for more)\n"
+    );
+    let args = tour_args(json.clone());
+    suites::execute::<Adder>(&args, &args.output, stop)?;
     println!(
         "\nAll figures, percentiles and the environment: {}",
         json.display()
     );
+    let html = json.with_extension("html");
+    report::run(&ReportArgs {
+        files: vec![json],
+        output: html,
+    })?;
     println!(
         "Next: msgbench adder --help, or dev-adder / client-adder for the seed's two programs."
     );
     Ok(())
+}
+
+/// The tour's adder run: 1, 2 and every CPU's worth of threads, pinned
+/// then unpinned, the envelope written to `json`.
+fn tour_args(json: PathBuf) -> AdderArgs {
+    let cpus = cpu_count().max(1);
+    let mut threads = vec![1, 2.min(cpus), cpus];
+    threads.dedup();
+    let threads: Vec<String> = threads.iter().map(usize::to_string).collect();
+    AdderArgs {
+        threads: Some(threads.join(",")),
+        transports: TOUR_TRANSPORTS.map(String::from).to_vec(),
+        placements: vec![Placement::Pinned, Placement::Unpinned],
+        idle_secs: 1.0,
+        output: OutputArgs {
+            json: Some(json),
+            ..OutputArgs::default()
+        },
+        ..AdderArgs::default()
+    }
 }

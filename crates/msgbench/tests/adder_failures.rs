@@ -264,7 +264,7 @@ fn wrong_transport_client_does_not_disturb_the_server() {
 /// (ENOTTY for an unknown command), never a crash; the adder wraps at
 /// u32::MAX. Talks to the real dev-adder through the msgpass library.
 fn odd_requests(transport: &str) {
-    use msgbench::adder::{endpoint, ADDER_INCREMENT};
+    use msgbench::devctl::{endpoint, ADDER_INCREMENT};
     use msgpass::{Connection, Error, Namespace};
 
     let dir = TestDir::new(&format!("odd-{transport}"));

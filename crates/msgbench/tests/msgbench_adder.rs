@@ -1,6 +1,7 @@
 //! `msgbench adder`: the whole experiment with embedded servers, its table,
-//! its JSON, its option errors, and its cleanup (run directory, server
-//! processes) on success and on SIGINT.
+//! its results envelope, its output formats (table, markdown, csv, json),
+//! its option errors, and its cleanup (run directory, server processes) on
+//! success and on SIGINT.
 
 mod common;
 
@@ -17,29 +18,32 @@ struct Row {
     scaling: String,
 }
 
-/// Parses the table printed after `Transport <t>:`.
-fn table(stdout: &str, transport: &str) -> Vec<Row> {
-    let title = format!("Transport {transport}:");
+/// The column titles of every adder table.
+const HEAD: [&str; 10] = [
+    "Mode",
+    "Threads",
+    "Idle",
+    "CPU Busy",
+    "Ave Duration",
+    "Rate/thread",
+    "Aggregate",
+    "Scaling",
+    "p50",
+    "p99",
+];
+
+/// Parses the table printed under `Transport <t>, <placement>...`.
+fn table(stdout: &str, transport: &str, placement: &str) -> Vec<Row> {
+    let title = format!("Transport {transport}, {placement}");
     let mut lines = stdout
         .lines()
-        .skip_while(|l| *l != title)
+        .skip_while(|l| !l.starts_with(&title))
         .skip(1)
         .peekable();
     let header = lines
         .next()
         .unwrap_or_else(|| panic!("no table for {transport}: {stdout}"));
-    for col in [
-        "Mode",
-        "Threads",
-        "Idle",
-        "CPU Busy",
-        "Ave Duration",
-        "Rate/thread",
-        "Aggregate",
-        "Scaling",
-        "p50",
-        "p99",
-    ] {
+    for col in HEAD {
         assert!(header.contains(col), "header lacks {col:?}: {header}");
     }
     let rule = lines.next().unwrap_or_default();
@@ -107,14 +111,25 @@ fn adder_suite_runs_both_modes_and_cleans_up() {
     let o = run(Bin::Msgbench, &args);
     o.assert_ok();
 
+    check_tables(&o.stdout);
+    check_suite_json(&read_json(&json));
+
+    dir.assert_ns_clean();
+    let left = leftovers(&dir);
+    assert!(left.is_empty(), "server processes left behind: {left:?}");
+}
+
+/// The unpinned shm and uds tables of a `--threads 1,2` run, the legend,
+/// no verdict.
+fn check_tables(stdout: &str) {
     for t in ["shm", "uds"] {
-        let rows = table(&o.stdout, t);
+        let rows = table(stdout, t, "unpinned");
         let shape: Vec<(&str, u32)> = rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect();
         assert_eq!(
             shape,
             [("One process", 1), ("", 2), ("Multi-process", 1), ("", 2)],
             "{t}: {}",
-            o.stdout
+            stdout
         );
         for r in &rows {
             assert_eq!(r.idle, "-", "no idle baseline with --idle-secs 0: {r:?}");
@@ -124,53 +139,229 @@ fn adder_suite_runs_both_modes_and_cleans_up() {
             }
         }
     }
+    assert!(stdout.contains("Scaling = "), "legend missing: {}", stdout);
     assert!(
-        o.stdout.contains("Scaling = "),
-        "legend missing: {}",
-        o.stdout
+        !stdout.contains("With each client/server pair pinned"),
+        "no pinned rows, no verdict: {}",
+        stdout
     );
+}
 
-    let v = read_json(&json);
+/// The envelope of a `--threads 1,2 -S 2000 -t shm,uds` run.
+fn check_suite_json(v: &serde_json::Value) {
+    check_envelope(v);
     assert!(v["environment"]["kernel"].is_string(), "{v}");
-    assert!(v["idle"].is_null(), "{}", v["idle"]);
-    let tables = v["tables"].as_array().expect("tables");
-    assert_eq!(tables.len(), 2);
-    for (table, t) in tables.iter().zip(["shm", "uds"]) {
-        assert_eq!(table["transport"].as_str(), Some(t));
-        let rows = table["rows"].as_array().expect("rows");
-        let shape: Vec<(&str, u64)> = rows
+    let settings = &v["settings"];
+    assert_eq!(settings["transports"], serde_json::json!(["shm", "uds"]));
+    assert_eq!(settings["threads"], serde_json::json!([1, 2]));
+    assert_eq!(settings["placements"], serde_json::json!(["unpinned"]));
+    assert_eq!(settings["samples"], 2000);
+    assert_eq!(v["notes"], serde_json::json!([]), "no idle baseline: {v}");
+    assert_eq!(
+        v["outcome"],
+        serde_json::json!({"rows": 8, "failed": 0, "skipped": 0, "interrupted": false})
+    );
+    let rows = v["rows"].as_array().expect("rows");
+    let shape: Vec<(&str, &str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["transport"].as_str().unwrap_or("?"),
+                r["mode"].as_str().unwrap_or("?"),
+                r["threads"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let mut want = Vec::new();
+    for t in ["shm", "uds"] {
+        for m in ["one", "multi"] {
+            want.extend([(t, m, 1), (t, m, 2)]);
+        }
+    }
+    assert_eq!(shape, want);
+    for r in rows {
+        check_row_json(r);
+    }
+    check_figures(v);
+}
+
+/// Checks the envelope's frame against docs/results.schema.json.
+fn check_envelope(v: &serde_json::Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results.schema.json"
+    );
+    let schema = read_json(std::path::Path::new(path));
+    if let Err(e) = jsonschema::validate(&schema, v) {
+        panic!("the envelope does not match {path}: {e}");
+    }
+    assert_eq!(v["schema"], 1, "{v}");
+    assert_eq!(v["suite"], "adder", "{v}");
+}
+
+/// Checks one measured row of a `-S 2000` run.
+fn check_row_json(r: &serde_json::Value) {
+    let x = r["threads"].as_u64().unwrap_or(0);
+    assert!(r["error"].is_null(), "{r}");
+    assert_eq!(r["placement"], "unpinned", "{r}");
+    assert_eq!(r["samples_per_thread"].as_u64(), Some(2000));
+    // -S is honoured exactly: never re-run, nothing discarded.
+    assert_eq!(r["discarded_runs"], serde_json::json!([]), "{r}");
+    let ts = r["run"]["threads"].as_array().expect("run.threads");
+    assert_eq!(ts.len() as u64, x, "{r}");
+    for th in ts {
+        assert_eq!(th["final_value"].as_u64(), Some(2000), "{th}");
+        check_latency(&th["latency"], 2000);
+    }
+    check_latency(&r["latency"], 2000 * x);
+    check_busy_json(&r["busy_pct"], "busy_pct");
+    assert!(num(r, "rate_per_thread") > 0.0 && num(r, "aggregate_rate") > 0.0);
+    if x == 1 {
+        assert_eq!(num(r, "efficiency"), 1.0, "{r}");
+    }
+}
+
+/// Every row has its rate and latency figures, keyed as docs/results.md says.
+fn check_figures(v: &serde_json::Value) {
+    let figures = v["figures"].as_array().expect("figures");
+    for r in v["rows"].as_array().expect("rows") {
+        let key = serde_json::json!({
+            "transport": r["transport"],
+            "mode": r["mode"],
+            "threads": r["threads"].to_string(),
+            "placement": r["placement"],
+        });
+        let metrics: Vec<(&str, &str, &str)> = figures
             .iter()
-            .map(|r| {
+            .filter(|f| f["key"] == key)
+            .map(|f| {
                 (
-                    r["mode"].as_str().unwrap_or("?"),
-                    r["threads"].as_u64().unwrap_or(0),
+                    f["metric"].as_str().unwrap_or("?"),
+                    f["unit"].as_str().unwrap_or("?"),
+                    f["better"].as_str().unwrap_or("?"),
                 )
             })
             .collect();
-        assert_eq!(shape, [("One", 1), ("One", 2), ("Multi", 1), ("Multi", 2)]);
-        for r in rows {
-            let x = r["threads"].as_u64().unwrap_or(0);
-            assert_eq!(r["samples_per_thread"].as_u64(), Some(2000));
-            // -S is honoured exactly: never re-run, nothing discarded.
-            assert_eq!(r["discarded_runs"], serde_json::json!([]), "{r}");
-            let ts = r["run"]["threads"].as_array().expect("run.threads");
-            assert_eq!(ts.len() as u64, x, "{r}");
-            for th in ts {
-                assert_eq!(th["final_value"].as_u64(), Some(2000), "{th}");
-                check_latency(&th["latency"], 2000);
-            }
-            check_latency(&r["latency"], 2000 * x);
-            check_busy_json(&r["busy_pct"], "busy_pct");
-            assert!(num(r, "rate_per_thread") > 0.0 && num(r, "aggregate_rate") > 0.0);
-            if x == 1 {
-                assert_eq!(num(r, "efficiency"), 1.0, "{r}");
-            }
+        for want in [
+            ("rate_per_thread", "msg/s", "higher"),
+            ("aggregate_rate", "msg/s", "higher"),
+            ("p50_ns", "ns", "lower"),
+            ("p99_ns", "ns", "lower"),
+        ] {
+            assert!(
+                metrics.contains(&want),
+                "{key}: {want:?} missing: {metrics:?}"
+            );
+        }
+        if !r["busy_pct"].is_null() {
+            assert!(metrics.contains(&("cpu_busy", "%", "neither")), "{key}");
         }
     }
+}
 
+/// `msgbench adder -t uds --modes one --threads 1,2 -S 2000 <extra>` in `dir`.
+fn small_run(dir: &TestDir, extra: &[&str]) -> Output {
+    let mut a: Vec<String> = [
+        "adder",
+        "-t",
+        "uds",
+        "--modes",
+        "one",
+        "--threads",
+        "1,2",
+        "-S",
+        "2000",
+        "--idle-secs",
+        "0",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(dir.ns_args());
+    let o = run(Bin::Msgbench, &a);
+    o.assert_ok();
     dir.assert_ns_clean();
-    let left = leftovers(&dir);
-    assert!(left.is_empty(), "server processes left behind: {left:?}");
+    o
+}
+
+#[test]
+fn format_csv_prints_only_csv() {
+    let dir = TestDir::new("csv");
+    let o = small_run(&dir, &["--format", "csv", "--placement", "pinned,unpinned"]);
+    let blocks: Vec<&str> = o.stdout.trim_end().split("\n\n").collect();
+    assert_eq!(blocks.len(), 2, "a block per table: {}", o.stdout);
+    for b in blocks {
+        let mut r = csv::ReaderBuilder::new().from_reader(b.as_bytes());
+        let head: Vec<String> = r
+            .headers()
+            .unwrap_or_else(|e| panic!("not CSV ({e}): {b}"))
+            .iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(head, HEAD, "{b}");
+        let recs: Vec<csv::StringRecord> = r
+            .records()
+            .map(|x| x.unwrap_or_else(|e| panic!("not CSV ({e}): {b}")))
+            .collect();
+        let threads: Vec<&str> = recs.iter().map(|x| &x[1]).collect();
+        assert_eq!(threads, ["1", "2"], "{b}");
+        assert_eq!(&recs[0][0], "One process", "{b}");
+        for x in &recs {
+            x[5].replace(',', "")
+                .parse::<u64>()
+                .unwrap_or_else(|_| panic!("rate {:?} in {b}", &x[5]));
+        }
+    }
+}
+
+#[test]
+fn format_json_prints_one_envelope() {
+    let dir = TestDir::new("fjson");
+    let o = small_run(&dir, &["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", o.stdout));
+    check_envelope(&v);
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["outcome"]["rows"], 2, "{v}");
+}
+
+#[test]
+fn format_markdown_prints_markdown_tables_pinned_first() {
+    let dir = TestDir::new("md");
+    let o = small_run(
+        &dir,
+        &["--format", "markdown", "--placement", "pinned,unpinned"],
+    );
+    let out = &o.stdout;
+    let pinned = out
+        .find("**Transport uds, pinned: ")
+        .unwrap_or_else(|| panic!("no pinned title: {out}"));
+    let unpinned = out
+        .find("**Transport uds, unpinned (contrast")
+        .unwrap_or_else(|| panic!("no unpinned title: {out}"));
+    assert!(pinned < unpinned, "pinned rows lead: {out}");
+    let head = out
+        .lines()
+        .find(|l| l.starts_with("| Mode"))
+        .unwrap_or_else(|| panic!("no markdown header: {out}"));
+    for col in HEAD {
+        assert!(head.contains(col), "{head}");
+    }
+    let rules = out
+        .lines()
+        .filter(|l| l.starts_with('|') && l.chars().all(|c| "|-: ".contains(c)))
+        .count();
+    assert_eq!(rules, 2, "a header rule per table: {out}");
+    assert!(out.contains("| One process "), "{out}");
+    if cpu_count() >= 2 {
+        assert!(
+            // Either way it comes out: "uds scaled best (...)" or "uds
+            // reached only ..." (this test asserts no speed).
+            out.contains("With each client/server pair pinned, uds "),
+            "the verdict sentence: {out}"
+        );
+    }
 }
 
 #[test]
@@ -188,10 +379,13 @@ fn adder_suite_sigint_mid_run_cleans_up() {
         "shm",
         "--modes",
         "multi",
+        "--json",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let json = dir.file("int.json");
+    args.push(json.display().to_string());
     args.extend(dir.ns_args());
     let mut mb = Proc::start(Bin::Msgbench, &args);
     let run_dir = dir.ns().join(format!("adder-run-{}", mb.pid()));
@@ -213,10 +407,22 @@ fn adder_suite_sigint_mid_run_cleans_up() {
 
     mb.signal(libc::SIGINT);
     let o = mb.wait_within(Duration::from_secs(10), "SIGINT");
-    assert_ne!(o.code(), 0, "an interrupted run is not a success: {o}");
+    // The pipeline's rule: an interrupted run prints what it measured,
+    // says where it stopped, and ends with one line and exit status 1.
+    let line = o.assert_one_line_error(1);
+    assert!(line.contains("adder: interrupted"), "{line}");
     assert!(
-        o.stderr.lines().count() == 1 && o.stderr.starts_with("msgbench: error: "),
+        o.stdout
+            .contains("Interrupted at shm, unpinned, Multi-process, 2 threads"),
         "{o}"
+    );
+    let v = read_json(&json);
+    assert_eq!(v["outcome"]["interrupted"], true, "{v}");
+    assert_eq!(v["outcome"]["failed"], 0, "{v}");
+    assert_eq!(
+        v["rows"],
+        serde_json::json!([]),
+        "the cut row is not kept: {v}"
     );
     assert!(
         !run_dir.exists(),
@@ -276,7 +482,15 @@ fn adder_suite_usage_errors_exit_2() {
     assert_eq!(o.code(), 2, "{o}");
     let o = run(Bin::Msgbench, ["adder", "--help"]);
     o.assert_ok();
-    for s in ["--threads", "--transport", "-S", "--modes", "--json"] {
+    for s in [
+        "--threads",
+        "--transport",
+        "-S",
+        "--modes",
+        "--placement",
+        "--format",
+        "--json",
+    ] {
         assert!(o.stdout.contains(s), "msgbench adder --help lacks {s}: {o}");
     }
 }

@@ -128,6 +128,14 @@ fn ipc_embeds_the_floor_and_shows_the_column() {
     let futex = rows_of(floor, "futex");
     assert!(!futex.is_empty(), "{floor}");
     futex.iter().for_each(|r| check_row(r));
+    assert_eq!(doc["suite"], "ipc", "{doc}");
+    let ratios = doc["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .filter(|f| f["metric"] == "vs_floor" && f["unit"] == "ratio")
+        .count();
+    assert!(ratios > 0, "no vs_floor figure: {doc}");
     // Every measured uds row shows a ratio ("...x") in the last column.
     let uds: Vec<&str> = out.stdout.lines().filter(|l| is_uds_row(l)).collect();
     assert!(!uds.is_empty(), "{out}");

@@ -1,6 +1,7 @@
 //! `msgbench ipc`: rows for each transport, size and placement, n/a for a
-//! size beyond the transports' maximum, the JSON document, the ipc-bench
-//! block, option errors, and the namespace left clean (also after SIGINT).
+//! size beyond the transports' maximum, the results envelope, the formats
+//! (table, markdown, csv, json) and the ipc-bench block, option errors,
+//! and the namespace left clean (also after SIGINT).
 //! Behaviour only: nothing here asserts a speed.
 
 mod common;
@@ -84,8 +85,12 @@ fn ipc_quick_rows_na_and_json() {
     assert!(o.stdout.contains("window 1"), "legend: {}", o.stdout);
 
     let v = read_json(&json);
+    assert_eq!(v["schema"].as_u64(), Some(1), "{v}");
+    assert_eq!(v["suite"], "ipc", "{v}");
     assert!(v["environment"]["kernel"].is_string(), "{v}");
     assert!(v["clock"]["name"].is_string(), "{v}");
+    assert!(v["floor"].is_null(), "no floor without --vs-floor: {v}");
+    assert_eq!(v["settings"]["sizes"], serde_json::json!([1, 70000]), "{v}");
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 2 * 2 * placements().len(), "{v}");
     for r in rows {
@@ -109,6 +114,7 @@ fn ipc_quick_rows_na_and_json() {
             .map(|b| b[1].as_u64().expect("bucket count"))
             .sum();
         assert_eq!(hist, n, "histogram holds every sample: {r}");
+        assert_eq!(r["histogram"], l["histogram"], "the row's histogram: {r}");
         let cpu = &l["cpu"];
         let (c, s, o, t) = (
             num(cpu, "client_ns"),
@@ -132,19 +138,27 @@ fn ipc_quick_rows_na_and_json() {
         assert!(num(&tp["cpu"], "server_ns") > 0.0, "{tp}");
         assert_eq!(r["client_cpu"].is_u64(), r["server_cpu"].is_u64(), "{r}");
     }
-    let s = &v["summary"];
+    let s = &v["outcome"];
     assert_eq!(s["failed"].as_u64(), Some(0), "{s}");
+    assert_eq!(s["rows"].as_u64(), Some(rows.len() as u64), "{s}");
     assert_eq!(
-        s["not_applicable"].as_u64(),
+        s["skipped"].as_u64(),
         Some(2 * placements().len() as u64),
         "{s}"
     );
-    assert!(!s["groups"].as_array().expect("groups").is_empty(), "{s}");
+    assert_eq!(s["interrupted"], false, "{s}");
+    let figures = v["figures"].as_array().expect("figures");
+    let p50s = figures.iter().filter(|f| f["metric"] == "p50_ns").count();
+    assert_eq!(
+        p50s,
+        2 * placements().len(),
+        "one p50 per measured row: {v}"
+    );
     dir.assert_ns_clean();
 }
 
 #[test]
-fn ipc_bench_format_prints_the_old_block() {
+fn ipcbench_block_prints_the_old_block_under_the_table() {
     let dir = TestDir::new("ipcfmt");
     let o = run(
         Bin::Msgbench,
@@ -158,8 +172,7 @@ fn ipc_bench_format_prints_the_old_block() {
                 "0,1",
                 "--placement",
                 "same",
-                "--format",
-                "ipc-bench",
+                "--ipcbench-block",
             ],
         ),
     );
@@ -172,6 +185,11 @@ fn ipc_bench_format_prints_the_old_block() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(starts.len(), 2, "one block per size: {}", o.stdout);
+    assert!(
+        o.stdout.contains("0 B, same CPU"),
+        "the tables too: {}",
+        o.stdout
+    );
     for (&i, size) in starts.iter().zip(["0", "1"]) {
         assert!(
             lines[i - 1].starts_with("uds: ") && lines[i - 1].contains(&format!("{size} B")),
@@ -240,7 +258,10 @@ fn ipc_wrong_replies_fail_their_row_and_the_run_goes_on() {
             ),
         );
         let line = o.assert_one_line_error(1);
-        assert!(line.contains("2 of 2 rows FAILED"), "{fault}: {line}");
+        assert!(
+            line.contains("ipc: 2 of 2 row(s) failed"),
+            "{fault}: {line}"
+        );
         let g = group(&o.stdout, "64 B, same CPU");
         for t in ["uds", "shm-block"] {
             assert!(
@@ -256,7 +277,8 @@ fn ipc_wrong_replies_fail_their_row_and_the_run_goes_on() {
             assert_eq!(r["status"].as_str(), Some("failed"), "{r}");
             assert!(r["reason"].as_str().unwrap_or("").contains(want), "{r}");
         }
-        assert_eq!(v["summary"]["failed"].as_u64(), Some(2));
+        assert_eq!(v["outcome"]["failed"].as_u64(), Some(2));
+        assert!(v["figures"].as_array().is_some_and(|f| f.is_empty()), "{v}");
         dir.assert_ns_clean();
     }
 }
@@ -283,7 +305,6 @@ fn ipc_option_errors() {
     option_error(&["--sizes", "1,abc"], "--sizes 1,abc");
     option_error(&["--sizes", ""], "--sizes");
     option_error(&["--placement", "numa"], "--placement numa");
-    option_error(&["--format", "xml"], "--format xml");
     option_error(&["--row-secs", "0"], "--row-secs 0");
     option_error(&["--row-secs", "x"], "--row-secs x");
     option_error(&["--spin-us", "-5"], "--spin-us -5");
@@ -297,6 +318,13 @@ fn ipc_option_errors() {
     option_error(&["--window", "0"], "--window 0");
     option_error(&["--window", "x"], "--window x");
     option_error(&["--window", "-3"], "--window -3");
+    option_error(&["--fifo", "0"], "--fifo 0");
+    // --format is checked by the command line parser: a usage error.
+    let dir = TestDir::new("ipcfmtopt");
+    let o = run(Bin::Msgbench, ipc_args(&dir, &["--format", "xml"]));
+    assert_eq!(o.code(), 2, "{o}");
+    assert!(o.stderr.contains("--format"), "{o}");
+    assert!(!dir.ns().exists(), "--format xml created the namespace");
 }
 
 /// `--window 8`: pipe streams 8 messages per acknowledged window and says
@@ -374,7 +402,7 @@ fn ipc_corrupted_oneway_message_fails_the_row() {
         ),
     );
     let line = o.assert_one_line_error(1);
-    assert!(line.contains("2 of 2 rows FAILED"), "{line}");
+    assert!(line.contains("ipc: 2 of 2 row(s) failed"), "{line}");
     let v = read_json(&json);
     for r in v["rows"].as_array().expect("rows") {
         assert_eq!(r["status"].as_str(), Some("failed"), "{r}");
@@ -389,12 +417,26 @@ fn ipc_corrupted_oneway_message_fails_the_row() {
     dir.assert_ns_clean();
 }
 
+/// SIGINT: the run stops, prints what it measured, says so in the
+/// envelope and in one line (exit 1: an incomplete run), and cleans up.
 #[test]
 fn ipc_sigint_mid_run_cleans_up() {
     let dir = TestDir::new("ipcint");
+    let json = dir.file("int.json");
+    let json_s = json.display().to_string();
     let mut mb = Proc::start(
         Bin::Msgbench,
-        ipc_args(&dir, &["-t", "shm-block,uds", "--placement", "same"]),
+        ipc_args(
+            &dir,
+            &[
+                "-t",
+                "shm-block,uds",
+                "--placement",
+                "same",
+                "--json",
+                &json_s,
+            ],
+        ),
     );
     let prefix = format!("ipc-run-{}-", mb.pid());
     let ns = dir.ns();
@@ -408,7 +450,13 @@ fn ipc_sigint_mid_run_cleans_up() {
     mb.signal(libc::SIGINT);
     let o = mb.wait_within(Duration::from_secs(15), "SIGINT");
     let line = o.assert_one_line_error(1);
-    assert_eq!(line, "msgbench: error: interrupted", "{o}");
+    assert!(line.contains("ipc: interrupted"), "{line}");
+    assert!(o.stdout.contains("Interrupted: "), "{o}");
+    let v = read_json(&json);
+    assert_eq!(v["outcome"]["interrupted"], true, "{v}");
+    assert_eq!(v["outcome"]["failed"].as_u64(), Some(0), "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(rows.len() < 10, "stopped early: {} rows", rows.len());
     dir.assert_ns_clean();
 }
 
@@ -491,7 +539,7 @@ fn ipc_timestamp_cost_is_subtracted_and_said() {
         "{}",
         o.stdout
     );
-    let oh = num(&v["settings"], "timestamp_overhead_ns");
+    let oh = num(&v["clock"], "overhead_ns");
     let sub = num(&v["rows"][0]["latency"], "overhead_subtracted_ns");
     assert!(oh >= 0.0 && sub >= 0.0, "{v}");
     // Rounded to whole clock ticks.
@@ -622,4 +670,110 @@ fn ipc_warns_when_another_process_loads_the_cpus() {
         assert!(num(&r["other_load"], "other_pct") > 0.0, "{r}");
     }
     dir.assert_ns_clean();
+}
+
+/// `msgbench ipc --quick -t uds --sizes <sizes> --placement same <extra>`:
+/// the output (the namespace checked clean).
+fn ipc_uds(tag: &str, sizes: &str, extra: &[&str]) -> Output {
+    let dir = TestDir::new(tag);
+    let mut args = vec![
+        "--quick",
+        "-t",
+        "uds",
+        "--sizes",
+        sizes,
+        "--placement",
+        "same",
+    ];
+    args.extend_from_slice(extra);
+    let o = run(Bin::Msgbench, ipc_args(&dir, &args));
+    o.assert_ok();
+    dir.assert_ns_clean();
+    o
+}
+
+#[test]
+fn ipc_csv_is_csv_only() {
+    let o = ipc_uds("ipccsv", "1,70000", &["--format", "csv"]);
+    let mut r = csv::Reader::from_reader(o.stdout.as_bytes());
+    let head = r.headers().expect("a CSV header").clone();
+    assert_eq!(&head[0], "transport", "no banner, no title: {}", o.stdout);
+    for col in [
+        "size",
+        "placement",
+        "status",
+        "p50_ns",
+        "msgs_per_s",
+        "note",
+    ] {
+        assert!(head.iter().any(|h| h == col), "no {col}: {}", o.stdout);
+    }
+    let recs: Vec<csv::StringRecord> = r
+        .records()
+        .map(|x| x.unwrap_or_else(|e| panic!("not CSV: {e}: {}", o.stdout)))
+        .collect();
+    assert_eq!(recs.len(), 2, "{}", o.stdout);
+    let col = |name: &str| head.iter().position(|h| h == name).expect("column");
+    assert_eq!(&recs[0][col("status")], "ok", "{}", o.stdout);
+    let p50: f64 = recs[0][col("p50_ns")].parse().expect("p50 in ns");
+    assert!(p50 > 0.0, "{}", o.stdout);
+    assert_eq!(&recs[1][col("status")], "not_applicable", "{}", o.stdout);
+    assert_eq!(&recs[1][col("p50_ns")], "", "{}", o.stdout);
+}
+
+#[test]
+fn ipc_json_format_prints_one_envelope() {
+    let o = ipc_uds("ipcjsonfmt", "1", &["--format", "json", "-r", "2"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}: {}", o.stdout));
+    assert_eq!(v["schema"].as_u64(), Some(1), "{v}");
+    assert_eq!(v["suite"], "ipc", "{v}");
+    assert_eq!(v["settings"]["repeats"].as_u64(), Some(2), "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{v}");
+    let r = &rows[0];
+    let samples = r["latency"]["samples"].as_u64().expect("samples");
+    let h = r["histogram"].as_array().expect("histogram");
+    let sum: u64 = h.iter().map(|b| b[1].as_u64().expect("count")).sum();
+    assert_eq!(sum, samples, "every sample once: {r}");
+    let uppers: Vec<f64> = h.iter().map(|b| b[0].as_f64().expect("upper_ns")).collect();
+    assert!(
+        uppers.windows(2).all(|w| w[0] < w[1]),
+        "increasing: {uppers:?}"
+    );
+    let p50 = v["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .find(|f| f["metric"] == "p50_ns")
+        .unwrap_or_else(|| panic!("no p50 figure: {v}"));
+    assert_eq!(p50["key"]["transport"], "uds", "{p50}");
+    assert_eq!(p50["key"]["size"], "1", "{p50}");
+    assert_eq!(p50["key"]["placement"], "same", "{p50}");
+    assert_eq!(p50["better"], "lower", "{p50}");
+    assert_eq!(p50["repeats"].as_array().map(Vec::len), Some(2), "{p50}");
+}
+
+#[test]
+fn ipc_markdown_prints_markdown_tables() {
+    let o = ipc_uds("ipcmd", "1", &["--format", "markdown"]);
+    assert!(o.stdout.contains("**1 B, same CPU"), "{}", o.stdout);
+    let table: Vec<&str> = o
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("| "))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(table.len() >= 3, "header, rule, a row: {}", o.stdout);
+    assert!(
+        table[0].contains("Transport") && table[0].contains("p50"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        table[1].chars().all(|c| "|-: ".contains(c)),
+        "rule: {}",
+        o.stdout
+    );
+    assert!(table[2].contains("uds"), "{}", o.stdout);
 }

@@ -10,9 +10,22 @@ use serde_json::Value;
 
 use common::*;
 
-/// The results of a JSON report.
+/// The results of a JSON envelope (its rows).
 fn results(doc: &Value) -> &Vec<Value> {
-    doc["results"].as_array().expect("a results array")
+    assert_eq!(doc["schema"], 1, "not a results envelope");
+    assert_eq!(doc["suite"], "rtos", "not an rtos envelope");
+    doc["rows"].as_array().expect("a rows array")
+}
+
+/// The FAIL verdicts and errors of the rows: what the envelope's
+/// `outcome.failed` counts.
+fn failures(res: &[Value]) -> u64 {
+    res.iter()
+        .filter(|r| {
+            let o = &r["outcome"];
+            o["kind"] == "error" || (o["kind"] == "behaviour" && o["pass"] == false)
+        })
+        .count() as u64
 }
 
 /// The behaviour verdicts of a run, checked for what they are for.
@@ -25,8 +38,18 @@ fn results(doc: &Value) -> &Vec<Value> {
 /// The exit status must agree with the verdicts: 1 exactly when a
 /// behaviour FAILed, each FAIL saying what it observed; never an error.
 fn check_verdicts(o: &Output, doc: &Value, quick: bool) {
-    assert_eq!(doc["summary"]["errors"], 0, "errors: {o}");
     let res = results(doc);
+    assert!(
+        res.iter().all(|r| r["outcome"]["kind"] != "error"),
+        "errors: {o}"
+    );
+    assert_eq!(doc["outcome"]["rows"], res.len(), "{}", doc["outcome"]);
+    assert_eq!(
+        doc["outcome"]["failed"],
+        failures(res),
+        "{}",
+        doc["outcome"]
+    );
     let failed: Vec<&Value> = res
         .iter()
         .filter(|r| r["outcome"]["kind"] == "behaviour" && r["outcome"]["pass"] == false)
@@ -309,11 +332,10 @@ fn rtos_selection_runs_only_what_is_named() {
 
 #[test]
 fn rtos_option_errors_are_one_line() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 3] = [
         (&["rtos", "NOPE"], "NOPE"),
         (&["rtos", "--sem", "foo"], "--sem foo"),
         (&["rtos", "--duration", "0"], "--duration 0"),
-        (&["rtos", "--format", "x"], "--format x"),
     ];
     for (args, needle) in cases {
         let o = run(Bin::Msgbench, args);
@@ -321,6 +343,63 @@ fn rtos_option_errors_are_one_line() {
         assert!(line.contains(needle), "{args:?}: {line}");
         assert!(!o.stdout.contains("Summary"), "{args:?} ran tests: {o}");
     }
+    // --format is checked by the command-line parser (usage error, 2).
+    let o = run(Bin::Msgbench, ["rtos", "--format", "x"]);
+    assert_eq!(o.code(), 2, "{o}");
+    assert!(o.stderr.contains("--format"), "{o}");
+    assert!(!o.stdout.contains("Summary"), "ran tests: {o}");
+}
+
+/// `--format json` prints the envelope and nothing else; `--format csv`
+/// prints only CSV (a header and rows per group, no banner, no notes).
+#[test]
+fn rtos_json_and_csv_formats() {
+    let o = run(
+        Bin::Msgbench,
+        ["rtos", "IRQ-P-LAT", "IRQ-P-DLT", "--format", "json"],
+    );
+    o.assert_ok();
+    let doc: Value = serde_json::from_str(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {o}"));
+    let res = results(&doc);
+    assert!(res.iter().any(|r| r["id"] == "IRQ-P-LAT"), "{doc}");
+    assert_eq!(doc["outcome"]["rows"], res.len(), "{doc}");
+    assert_eq!(doc["outcome"]["failed"], 0, "{doc}");
+    assert!(
+        res.iter()
+            .filter(|r| r["id"] == "IRQ-P-LAT")
+            .all(|r| r["reference"]["text"].is_string()),
+        "IRQ-P-LAT without its reference: {doc}"
+    );
+    let notes = doc["notes"].as_array().expect("notes");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("summary: "))),
+        "{doc}"
+    );
+    for f in doc["figures"].as_array().expect("figures") {
+        assert!(
+            f["key"]["id"].is_string() && f["key"]["variant"].is_string(),
+            "{f}"
+        );
+    }
+
+    let o = run(
+        Bin::Msgbench,
+        ["rtos", "IRQ-P-LAT", "IRQ-P-DLT", "--format", "csv"],
+    );
+    o.assert_ok();
+    let lines: Vec<&str> = o.stdout.lines().filter(|l| !l.is_empty()).collect();
+    assert!(
+        lines[0].starts_with("Test,Variant,Result,Samples,Avg"),
+        "{o}"
+    );
+    for l in &lines {
+        assert!(l.matches(',').count() >= 11, "not a CSV record: {l:?}\n{o}");
+    }
+    assert!(!o.stdout.contains("Summary"), "{o}");
+    assert!(!o.stdout.contains("msgbench rtos:"), "{o}");
 }
 
 #[test]
@@ -330,8 +409,9 @@ fn rtos_markdown_and_no_reference() {
         ["rtos", "IRQ-P-LAT", "IRQ-P-DLT", "--format", "markdown"],
     );
     o.assert_ok();
-    assert!(o.stdout.contains("| --- |"), "no markdown table: {o}");
-    assert!(o.stdout.contains("**Summary:**"), "{o}");
+    assert!(o.stdout.contains("|---"), "no markdown table: {o}");
+    assert!(o.stdout.contains("**Interrupts"), "no markdown title: {o}");
+    assert!(o.stdout.contains("Summary: "), "{o}");
     assert!(o.stdout.contains("QNX"), "no reference column: {o}");
     assert!(o.stdout.contains("1.8 us"), "no reference figure: {o}");
 
@@ -363,7 +443,7 @@ fn rtos_sigint_stops_cleanly() {
     assert!(
         o.stderr
             .trim_end()
-            .ends_with("msgbench: error: interrupted"),
+            .ends_with("msgbench: error: rtos: interrupted; the results so far are above"),
         "{o}"
     );
     assert!(o.stdout.contains("(interrupted)"), "{o}");

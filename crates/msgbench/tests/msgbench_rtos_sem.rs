@@ -38,7 +38,7 @@ fn results_for(kind: &str) -> (i32, Vec<Value>) {
         ],
     );
     let v = read_json(&json);
-    let results = v["results"].as_array().cloned().unwrap_or_default();
+    let results = v["rows"].as_array().cloned().unwrap_or_default();
     for id in IDS {
         assert!(
             results.iter().any(|r| r["id"] == id),

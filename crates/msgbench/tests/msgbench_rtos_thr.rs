@@ -37,7 +37,7 @@ fn cal_clk_thr_quick_results_and_json() {
         ],
     );
     let doc = read_json(&json);
-    let results = doc["results"]
+    let results = doc["rows"]
         .as_array()
         .unwrap_or_else(|| panic!("no results: {doc}"));
     for id in IDS {

@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use msgbench::adder::client::{self, ClientArgs};
 use msgbench::cli;
+use msgbench::devctl::client_adder::{self, ClientArgs};
 
 fn main() -> ExitCode {
     let args = ClientArgs::parse();
-    cli::finish("client-adder", client::main(&args))
+    cli::finish("client-adder", client_adder::main(&args))
 }

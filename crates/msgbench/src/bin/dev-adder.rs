@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use msgbench::adder::server::{self, ServerArgs};
 use msgbench::cli;
+use msgbench::devctl::server::{self, ServerArgs};
 
 fn main() -> ExitCode {
     let args = ServerArgs::parse();

@@ -1,5 +1,5 @@
 //! Measurement building blocks shared by every suite: clocks, histograms,
-//! CPU accounting, placement and environment capture.
+//! CPU accounting, placement, environment capture and run directories.
 
 pub mod clock;
 pub mod costs;
@@ -7,4 +7,5 @@ pub mod cpu;
 pub mod env;
 pub mod hist;
 pub mod placement;
+pub mod rundir;
 pub mod sched;

@@ -1,17 +1,21 @@
 //! Writing results out.
 
-pub mod json;
+pub mod compare;
+pub mod envelope;
+pub mod html;
+pub mod progress;
+pub mod table;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::measure::clock::Clock;
 use crate::measure::env::Environment;
 
 /// The clock a run used, as stored in JSON.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClockInfo {
     /// `tsc` or `clock_monotonic`.
-    pub name: &'static str,
+    pub name: String,
     /// Clock ticks per microsecond.
     pub ticks_per_us: f64,
     /// Measured cost of one timestamp, ns.
@@ -22,7 +26,7 @@ impl ClockInfo {
     /// Describes `clock`.
     pub fn of(clock: &Clock) -> ClockInfo {
         ClockInfo {
-            name: clock.name(),
+            name: clock.name().to_string(),
             ticks_per_us: clock.ticks_per_us(),
             overhead_ns: clock.overhead_ns(),
         }

@@ -1,0 +1,250 @@
+//! `dev-adder`: one thread per instance, each with its own channel (not a
+//! pool behind one path, so that a global lock in the OS shows up as lost
+//! scaling).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use msgpass::{Channel, Namespace};
+use oslayer::process;
+
+use super::options::{self, Common};
+use super::{endpoint, ADDER_INCREMENT};
+use crate::measure::placement::{self, CpuList};
+
+/// Command line of `dev-adder`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dev-adder",
+    version,
+    about = "The adder server of the QNX devctl benchmark: serves adder/<k> for k = K..K+N-1",
+    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints.\n\nWith -t tcp --listen ADDR:PORT, instance k is served on ADDR:PORT+k instead, for clients on other hosts (client-adder -t tcp --connect ADDR:PORT)."
+)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: Common,
+    /// Exit when process PID (the parent) dies (used by msgbench).
+    #[arg(long = "die-with-parent", value_name = "PID", hide = true)]
+    pub die_with_parent: Option<i32>,
+    /// Print nothing but errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Serve instance k over TCP on ADDR:PORT+k, reachable from other
+    /// hosts, instead of in the namespace (needs -t tcp).
+    #[arg(long = "listen", value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+}
+
+/// Where the instances are served.
+enum Place {
+    /// In the endpoint namespace.
+    Ns(Namespace),
+    /// Over TCP, instance k on this address's port + k.
+    Tcp(std::net::SocketAddr),
+}
+
+/// Test knob, not an option: when set to a whole number of microseconds,
+/// every instance sleeps that long before each reply, so that a test can
+/// make a deliberately slower server (`tests/compare.rs` checks that
+/// `msgbench compare` calls such a run slower). Read once at start; the
+/// serving loop only tests a cached `Option`. Children started by
+/// `msgbench adder` inherit it.
+pub const TEST_DELAY_ENV: &str = "MSGBENCH_TEST_SERVER_DELAY_US";
+
+/// The delay [`TEST_DELAY_ENV`] asks for: `None` when unset or 0, an
+/// error naming the variable when it is not a whole number of
+/// microseconds (at most one second).
+fn test_delay() -> Result<Option<Duration>> {
+    match std::env::var_os(TEST_DELAY_ENV) {
+        Some(v) => parse_test_delay(&v.to_string_lossy()),
+        None => Ok(None),
+    }
+}
+
+/// Parses a [`TEST_DELAY_ENV`] value.
+fn parse_test_delay(text: &str) -> Result<Option<Duration>> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(us) if us <= 1_000_000 => Ok(Some(Duration::from_micros(us))),
+        _ => anyhow::bail!(
+            "{TEST_DELAY_ENV}={text}: must be a whole number of microseconds, 0 to 1000000"
+        ),
+    }
+}
+
+/// Runs the server until SIGINT/SIGTERM (or `stop` is set).
+pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
+    let cpus = args.common.validate()?;
+    let delay = test_delay()?;
+    let listen = match &args.listen {
+        Some(v) => Some(options::tcp_base("--listen", v, &args.common)?),
+        None => None,
+    };
+    if let Some(ppid) = args.die_with_parent {
+        die_with_parent(ppid)?;
+    }
+    let place = match listen {
+        Some(base) => Place::Tcp(base),
+        None => Place::Ns(Namespace::resolve(args.common.ns.as_deref())?),
+    };
+    let transport = msgpass::transport::by_name(&args.common.transport)?;
+    let channels = create_all(args, &place, &*transport, &stop)?;
+    if !args.quiet {
+        println!(
+            "dev-adder: serving {} over {} (pid {})",
+            describe(args, &place)?,
+            transport.name(),
+            std::process::id()
+        );
+    }
+    serve_all(channels, &cpus, delay, &stop)
+}
+
+/// Creates every channel before serving any, so a failure is reported
+/// once and nothing is left half-started.
+fn create_all(
+    args: &ServerArgs,
+    place: &Place,
+    transport: &dyn msgpass::transport::Transport,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Channel>> {
+    let opts = args.common.msgpass_options();
+    let (first, n) = (args.common.i, args.common.n);
+    let mut channels = Vec::with_capacity(n as usize);
+    for k in first..=first + (n - 1) {
+        let mut ch = match place {
+            Place::Ns(ns) => Channel::create(ns, &endpoint(k), transport, &opts)
+                .with_context(|| format!("cannot serve {}", endpoint(k)))?,
+            Place::Tcp(base) => {
+                let addr = options::instance_addr(*base, k)?;
+                Channel::listen_tcp(addr, &opts)
+                    .with_context(|| format!("cannot serve {} on tcp {addr}", endpoint(k)))?
+            }
+        };
+        if ch.replaced_stale() && !args.quiet {
+            eprintln!(
+                "dev-adder: replaced a stale endpoint at {}",
+                ch.path().display()
+            );
+        }
+        ch.set_stop_flag(Arc::clone(stop));
+        channels.push(ch);
+    }
+    Ok(channels)
+}
+
+/// "adder/0..adder/3 in DIR" or "... on ADDR..PORT": what is served where.
+fn describe(args: &ServerArgs, place: &Place) -> Result<String> {
+    let (first, n) = (args.common.i, args.common.n);
+    let last = first + (n - 1);
+    let range = if n == 1 {
+        endpoint(first)
+    } else {
+        format!("{}..{}", endpoint(first), endpoint(last))
+    };
+    let place = match place {
+        Place::Ns(ns) => format!("in {}", ns.root().display()),
+        Place::Tcp(base) if n == 1 => format!("on {}", options::instance_addr(*base, first)?),
+        Place::Tcp(base) => format!(
+            "on {}..{}",
+            options::instance_addr(*base, first)?,
+            options::instance_addr(*base, last)?.port()
+        ),
+    };
+    Ok(format!("{range} {place}"))
+}
+
+/// Serves every channel on its own pinned thread until stopped; the first
+/// to fail stops the others, and its error is returned.
+fn serve_all(
+    channels: Vec<Channel>,
+    cpus: &CpuList,
+    delay: Option<Duration>,
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
+    let failed = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        let handles: Vec<_> = channels
+            .into_iter()
+            .enumerate()
+            .map(|(j, ch)| {
+                let cpu = cpus.for_thread(j);
+                let failed = &failed;
+                s.spawn(move || {
+                    let r = serve(ch, cpu, delay);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a server thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    result.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(())
+}
+
+/// Serves one channel until stopped, sleeping `delay` before each reply
+/// (the [`TEST_DELAY_ENV`] knob; `None` in every real run).
+fn serve(mut ch: Channel, cpu: Option<usize>, delay: Option<Duration>) -> Result<()> {
+    placement::maybe_pin(cpu)?;
+    let name = ch.path().display().to_string();
+    while let Some(req) = ch.receive().with_context(|| format!("receive on {name}"))? {
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
+        if req.cmd() != ADDER_INCREMENT {
+            req.reply_error(libc::ENOTTY)?;
+            continue;
+        }
+        match <[u8; 4]>::try_from(req.data()) {
+            Ok(b) => {
+                let v = u32::from_le_bytes(b).wrapping_add(1);
+                req.reply(&v.to_le_bytes())?;
+            }
+            Err(_) => req.reply_error(libc::EINVAL)?,
+        }
+    }
+    Ok(())
+}
+
+/// Asks the kernel to send SIGTERM when the parent dies, then checks the
+/// parent did not die before the request took effect.
+fn die_with_parent(ppid: i32) -> Result<()> {
+    process::set_parent_death_signal(Some(process::Signal::TERM))
+        .context("prctl(PR_SET_PDEATHSIG)")?;
+    if process::parent_pid().map_or(0, |p| p.as_raw_nonzero().get()) != ppid {
+        anyhow::bail!("parent {ppid} is gone");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_delay_is_microseconds_and_off_at_zero() {
+        assert_eq!(parse_test_delay("0").unwrap(), None);
+        assert_eq!(
+            parse_test_delay("250").unwrap(),
+            Some(Duration::from_micros(250))
+        );
+        for bad in ["", "-1", "1.5", "2000000"] {
+            let e = parse_test_delay(bad).unwrap_err().to_string();
+            assert!(e.starts_with(TEST_DELAY_ENV), "{e}");
+        }
+    }
+}

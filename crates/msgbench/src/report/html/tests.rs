@@ -1,0 +1,149 @@
+//! Tests of the page: self-contained, escaped, overlaid.
+
+use std::path::PathBuf;
+
+use super::sample::{envelope_json, SUITES};
+use super::*;
+
+/// A private directory of sample files, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("msgbench-report-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn every_suite(dir: &Dir, prefix: &str, scale: f64) -> Vec<PathBuf> {
+    SUITES
+        .iter()
+        .map(|s| {
+            dir.write(
+                &format!("{prefix}{s}.json"),
+                &envelope_json(s, scale).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_page_is_self_contained_and_every_chart_has_data_marks() {
+    let dir = Dir::new("self");
+    let page = page(&load(&every_suite(&dir, "", 1.0)).unwrap()).unwrap();
+    for bad in ["http://", "https://", "<script", "<link", " src=", "url("] {
+        assert!(!page.contains(bad), "page holds {bad:?}");
+    }
+    let charts = page.matches("<svg").count();
+    assert!(charts >= 7, "{charts} charts");
+    for svg in page.split("<svg").skip(1) {
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        assert!(
+            svg.contains("class=\"data-series\""),
+            "a chart without data marks"
+        );
+    }
+    for id in ["adder", "ipc", "floor", "rtos", "validate", "environment"] {
+        assert!(
+            page.contains(&format!("<section id=\"{id}\">")),
+            "no {id} section"
+        );
+    }
+}
+
+#[test]
+fn strings_from_the_json_are_escaped() {
+    let dir = Dir::new("esc");
+    let evil = "<script>alert(\"x\")</script>&";
+    let quoted = serde_json::to_string(evil).unwrap();
+    let inner = &quoted[1..quoted.len() - 1];
+    let text = envelope_json("floor", 1.0)
+        .unwrap()
+        .replace("cache-line ping-pong", inner)
+        .replace("Generated sample, not a measurement.", inner);
+    let p = dir.write("<b>run&.json", &text);
+    let page = page(&load(&[p]).unwrap()).unwrap();
+    assert!(!page.contains("<script"), "unescaped script");
+    assert!(!page.contains("<b>run"), "unescaped label");
+    assert!(page.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;"));
+    assert!(page.contains("&lt;b&gt;run&amp;"));
+}
+
+#[test]
+fn two_runs_overlay_with_both_labels() {
+    let dir = Dir::new("two");
+    let a = dir.write("before.json", &envelope_json("adder", 1.0).unwrap());
+    let b = dir.write("after.json", &envelope_json("adder", 1.3).unwrap());
+    let page = page(&load(&[a, b]).unwrap()).unwrap();
+    let charts: Vec<&str> = page.split("<figure class=\"chart\">").skip(1).collect();
+    assert_eq!(charts.len(), 2, "per-thread and aggregate charts");
+    for c in charts {
+        assert!(c.contains("before: shm, one process"), "no 'before' series");
+        assert!(c.contains("after: shm, one process"), "no 'after' series");
+        assert!(c.contains("QNX 8.0"), "no QNX reference");
+    }
+}
+
+#[test]
+fn the_same_stem_twice_gets_two_labels() {
+    let dir = Dir::new("same");
+    let a = dir.write("run.json", &envelope_json("floor", 1.0).unwrap());
+    let inputs = load(&[a.clone(), a]).unwrap();
+    assert_eq!(inputs[0].label, "run");
+    assert_eq!(inputs[1].label, "run (2)");
+}
+
+#[test]
+fn a_bad_file_is_one_line_naming_it() {
+    let dir = Dir::new("bad");
+    let missing = dir.0.join("missing.json");
+    let junk = dir.write("junk.json", "not json");
+    let old = dir.write("old.json", r#"{"schema": 0}"#);
+    for p in [missing, junk, old] {
+        let e = format!("{:#}", load(std::slice::from_ref(&p)).unwrap_err());
+        assert!(e.contains(&p.display().to_string()), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+#[test]
+fn missing_sections_are_left_out() {
+    let dir = Dir::new("floor-only");
+    let p = dir.write("f.json", &envelope_json("floor", 1.0).unwrap());
+    let page = page(&load(&[p]).unwrap()).unwrap();
+    assert!(page.contains("<section id=\"floor\">"));
+    assert!(!page.contains("<section id=\"adder\">"));
+    assert!(!page.contains("<section id=\"ipc\">"));
+}
+
+#[test]
+fn every_sample_is_a_valid_envelope() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    for s in SUITES {
+        let doc: serde_json::Value = serde_json::from_str(&envelope_json(s, 1.0).unwrap()).unwrap();
+        let errors: Vec<String> = v
+            .iter_errors(&doc)
+            .map(|e| format!("{}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{s}: {errors:?}");
+    }
+}

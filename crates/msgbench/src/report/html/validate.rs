@@ -1,0 +1,95 @@
+//! Validate: each check's ratio (ours / the reference tool's) as a dot
+//! per run, over its tolerance band (grey) and the line at ratio 1.
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::chart::Series;
+use super::dots::{dots, DotPlot};
+use super::ipc::field;
+use super::{chart_html, key, of_suite, table, Input, Section};
+use crate::report::envelope::Figure;
+
+fn check_name(f: &Figure) -> String {
+    match key(f, "side") {
+        "" => key(f, "check").to_string(),
+        side => format!("{} ({side})", key(f, "check")),
+    }
+}
+
+/// The tolerance (low, high) of check `name` in a run's rows (`low`/`high`,
+/// or `lo`/`hi` as first written).
+fn tolerance(input: &Input, name: &str) -> Option<(f64, f64)> {
+    let row = input.run.rows.iter().find(|r| field(r, "name") == name)?;
+    let t = row.get("tolerance")?;
+    let bound = |a: &str, b: &str| t.get(a).or_else(|| t.get(b)).and_then(Value::as_f64);
+    Some((bound("low", "lo")?, bound("high", "hi")?))
+}
+
+/// The validate section, or `None` without ratios.
+pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
+    let runs = of_suite(inputs, "validate");
+    let mut plot = DotPlot {
+        title: "Validate: ours / reference, with the tolerance band".into(),
+        x_desc: "ratio (ours / reference tool)".into(),
+        x_log: false,
+        categories: Vec::new(),
+        series: Vec::new(),
+        bands: Vec::new(),
+        rule: Some(1.0),
+    };
+    let mut rows = Vec::new();
+    for (n, input) in runs.iter().enumerate() {
+        let mut points = Vec::new();
+        for f in input.run.figures.iter().filter(|f| f.metric == "ratio") {
+            let name = check_name(f);
+            let at = match plot.categories.iter().position(|c| *c == name) {
+                Some(at) => at,
+                None => {
+                    plot.categories.push(name.clone());
+                    plot.categories.len() - 1
+                }
+            };
+            points.push((f.value, at as f64));
+            let band = tolerance(input, key(f, "check"));
+            if let Some((lo, hi)) = band.filter(|_| !plot.bands.iter().any(|b| b.0 == at)) {
+                plot.bands.push((at, lo, hi));
+            }
+            rows.push(table_row(input, f, band));
+        }
+        let mut s = Series::data(input.label.clone(), points, n);
+        s.line = false;
+        plot.series.push(s);
+    }
+    let Some(chart) = dots(&plot)? else {
+        return Ok(None);
+    };
+    let mut html = chart_html(&chart);
+    html.push_str(&table(
+        &["run", "check", "ratio", "tolerance", "verdict"],
+        &rows,
+    ));
+    Ok(Some(Section {
+        id: "validate",
+        title: "Validate",
+        html,
+    }))
+}
+
+fn table_row(input: &Input, f: &Figure, band: Option<(f64, f64)>) -> Vec<String> {
+    let verdict = input
+        .run
+        .rows
+        .iter()
+        .find(|r| field(r, "name") == key(f, "check"))
+        .and_then(|r| r.get("verdict"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    vec![
+        input.label.clone(),
+        check_name(f),
+        format!("{:.3}", f.value),
+        band.map_or(String::new(), |(lo, hi)| format!("{lo} to {hi}")),
+        verdict.to_string(),
+    ]
+}

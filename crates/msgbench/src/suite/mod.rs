@@ -1,5 +1,0 @@
-//! One module per suite.
-
-pub mod adder;
-pub mod floor;
-pub mod ipc;

@@ -1,0 +1,250 @@
+//! `msgbench adder`: the seed's whole experiment in one command. For each
+//! placement (client and server pinned, or left to the scheduler), each
+//! transport, each mode ("One process": one server process with X
+//! threads; "Multi-process": X server processes) and each X, run X client
+//! threads against embedded servers; the seed's table, plus aggregate rate
+//! and scaling efficiency, is printed at the end by the suite pipeline
+//! ([`crate::suites::execute`]).
+//!
+//! The idle baseline, measured once before the rows, is kept in each
+//! row (`idle_pct`) and stated once in the results' `notes`.
+
+mod options;
+mod row;
+mod run;
+mod servers;
+mod table;
+pub mod verdict;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+pub use options::AdderPlan;
+pub use row::{DiscardedRun, Measured, Row};
+
+use super::{OutputArgs, Results, RunContext, Suite};
+use crate::measure::placement;
+use crate::measure::sched::SchedArgs;
+use crate::report::envelope::{Better, Figure};
+use crate::report::table::Section;
+
+/// How the X server instances are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// One dev-adder process with X server threads.
+    One,
+    /// X dev-adder processes with one instance each.
+    Multi,
+}
+
+impl Mode {
+    /// The seed's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::One => "One process",
+            Mode::Multi => "Multi-process",
+        }
+    }
+
+    /// The figures' key value: `one` or `multi`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Mode::One => "one",
+            Mode::Multi => "multi",
+        }
+    }
+}
+
+/// Where clients and servers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Client thread k and server instance k pinned: to the k-th CPU of
+    /// --client-cpus / --server-cpus, or both to the k-th online CPU (one
+    /// client/server pair per CPU) when those are not given.
+    Pinned,
+    /// Every thread left to the scheduler.
+    Unpinned,
+}
+
+impl Placement {
+    /// The figures' key value: `pinned` or `unpinned`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Placement::Pinned => "pinned",
+            Placement::Unpinned => "unpinned",
+        }
+    }
+}
+
+/// Options of `msgbench adder`.
+#[derive(Debug, Clone, Args)]
+pub struct AdderArgs {
+    /// Thread counts X to run, e.g. 1,2,4 or 1-6 [default: 1 to CPUs+2].
+    #[arg(long = "threads", value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Transports, comma-separated; one table each.
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "shm"
+    )]
+    pub transports: Vec<String>,
+    /// Round trips per thread for every row [default: picked so a row takes about --row-secs].
+    #[arg(short = 'S', value_name = "SAMPLES")]
+    pub samples: Option<u64>,
+    /// Target duration of one row when -S is not given.
+    #[arg(
+        long = "row-secs",
+        value_name = "SECS",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub row_secs: f64,
+    /// Length of the idle baseline measured once before the runs (0: skip;
+    /// else 0.1 to 600).
+    #[arg(
+        long = "idle-secs",
+        value_name = "SECS",
+        default_value_t = 2.0,
+        allow_negative_numbers = true
+    )]
+    pub idle_secs: f64,
+    /// Modes to run.
+    #[arg(
+        long = "modes",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "one,multi"
+    )]
+    pub modes: Vec<Mode>,
+    /// Placements to run, in order: pinned (--client-cpus/--server-cpus,
+    /// else one client/server pair per CPU), unpinned [default: pinned
+    /// when --client-cpus or --server-cpus is given, else unpinned].
+    #[arg(long = "placement", value_name = "LIST", value_delimiter = ',')]
+    pub placements: Vec<Placement>,
+    /// Pin client thread k to the k-th CPU of LIST (pinned rows).
+    #[arg(long = "client-cpus", value_name = "LIST")]
+    pub client_cpus: Option<String>,
+    /// Pin server instance k to the k-th CPU of LIST (pinned rows).
+    #[arg(long = "server-cpus", value_name = "LIST")]
+    pub server_cpus: Option<String>,
+    /// Namespace under which a private run directory is made.
+    #[arg(long = "ns", value_name = "DIR")]
+    pub ns: Option<PathBuf>,
+    /// Hybrid waiting: spin budget in microseconds.
+    #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
+    pub spin_us: u64,
+    /// Time whole runs only (no per-request timestamps).
+    #[arg(long = "no-timestamps")]
+    pub no_timestamps: bool,
+    /// Scheduling controls: --fifo, --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl Default for AdderArgs {
+    fn default() -> AdderArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: AdderArgs,
+        }
+        Wrap::parse_from(["msgbench"]).a
+    }
+}
+
+/// `msgbench adder`.
+pub struct Adder;
+
+impl Suite for Adder {
+    const NAME: &'static str = "adder";
+    type Args = AdderArgs;
+    type Plan = AdderPlan;
+    type Row = Row;
+
+    fn plan(args: &AdderArgs) -> Result<AdderPlan> {
+        options::plan(args)
+    }
+
+    fn sched(args: &AdderArgs) -> Option<&SchedArgs> {
+        Some(&args.sched)
+    }
+
+    fn estimate(plan: &AdderPlan) -> Duration {
+        Duration::from_secs_f64(plan.idle_secs) + plan.row_estimate() * plan.row_count() as u32
+    }
+
+    fn banner(plan: &AdderPlan, cx: &RunContext) -> String {
+        format!(
+            "msgbench adder: {} CPUs, clock {}, {}",
+            placement::cpu_count(),
+            cx.clock.describe(),
+            match plan.samples {
+                Some(s) => format!("{s} round trips per thread"),
+                None => format!("about {} s per row", plan.row_secs),
+            },
+        )
+    }
+
+    fn run(plan: &AdderPlan, cx: &RunContext) -> Result<Results<Row>> {
+        run::run(plan, cx)
+    }
+
+    fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section> {
+        table::sections(plan, results)
+    }
+
+    fn figures(results: &Results<Row>) -> Vec<Figure> {
+        results.rows.iter().flat_map(figures).collect()
+    }
+}
+
+/// A row's figures, keyed by transport, mode, threads and placement
+/// (docs/results.md); a failed row has none.
+fn figures(r: &Row) -> Vec<Figure> {
+    let Some(m) = &r.measured else {
+        return Vec::new();
+    };
+    let key = [
+        ("transport", r.transport.clone()),
+        ("mode", r.mode.key().to_string()),
+        ("threads", r.threads.to_string()),
+        ("placement", r.placement.key().to_string()),
+    ];
+    let mut out = vec![
+        Figure::new(
+            &key,
+            "rate_per_thread",
+            m.rate_per_thread,
+            "msg/s",
+            Better::Higher,
+        ),
+        Figure::new(
+            &key,
+            "aggregate_rate",
+            m.aggregate_rate,
+            "msg/s",
+            Better::Higher,
+        ),
+    ];
+    if let Some(b) = m.busy_pct {
+        out.push(Figure::new(&key, "cpu_busy", b, "%", Better::Neither));
+    }
+    if let Some(l) = &m.latency {
+        out.push(Figure::new(&key, "p50_ns", l.p50_ns, "ns", Better::Lower));
+        out.push(Figure::new(&key, "p99_ns", l.p99_ns, "ns", Better::Lower));
+    }
+    out
+}

@@ -1,0 +1,280 @@
+//! The checked settings of `msgbench adder`: every option is checked here,
+//! before a server starts or a directory is made.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use serde::Serialize;
+
+use super::{AdderArgs, Mode, Placement};
+use crate::devctl::options::check_samples;
+use crate::devctl::MAX_INSTANCES;
+use crate::measure::placement::{self, CpuList};
+
+/// The checked settings (the envelope's `settings`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AdderPlan {
+    /// The thread counts X, in order.
+    pub threads: Vec<u32>,
+    /// The transports, in order.
+    pub transports: Vec<String>,
+    /// The modes, in order.
+    pub modes: Vec<Mode>,
+    /// The placements, in order.
+    pub placements: Vec<Placement>,
+    /// `-S`: round trips per thread, or `None` to size rows by time.
+    pub samples: Option<u64>,
+    /// Target length of a row, s.
+    pub row_secs: f64,
+    /// Length of the idle baseline, s (0: none).
+    pub idle_secs: f64,
+    /// Spin budget of hybrid waits, µs.
+    pub spin_us: u64,
+    /// Per-request timestamps taken (latency percentiles).
+    pub timestamps: bool,
+    /// CPUs of client thread k in pinned rows (k-th entry, cycling);
+    /// empty when no row is pinned.
+    pub client_cpus: Vec<usize>,
+    /// CPUs of server instance k in pinned rows (k-th entry, cycling).
+    pub server_cpus: Vec<usize>,
+    /// `--ns`, as given.
+    pub ns: Option<PathBuf>,
+}
+
+/// One row to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Spec<'a> {
+    pub placement: Placement,
+    pub transport: &'a str,
+    pub mode: Mode,
+    pub threads: u32,
+}
+
+impl Spec<'_> {
+    /// "uds, pinned, One process, 2 threads".
+    pub fn label(&self) -> String {
+        format!(
+            "{}, {}, {}, {} thread{}",
+            self.transport,
+            self.placement.key(),
+            self.mode.label(),
+            self.threads,
+            if self.threads == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl AdderPlan {
+    /// Every row, in run order: placement, transport, mode, X.
+    pub(super) fn specs(&self) -> Vec<Spec<'_>> {
+        let mut out = Vec::new();
+        for &placement in &self.placements {
+            for transport in &self.transports {
+                for &mode in &self.modes {
+                    for &threads in &self.threads {
+                        out.push(Spec {
+                            placement,
+                            transport,
+                            mode,
+                            threads,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// How many rows the plan runs.
+    pub fn row_count(&self) -> usize {
+        self.placements.len() * self.transports.len() * self.modes.len() * self.threads.len()
+    }
+
+    /// About how long one row takes: the row, its probes, the servers'
+    /// start.
+    pub fn row_estimate(&self) -> Duration {
+        Duration::from_secs_f64(self.row_secs * 1.2 + 0.1)
+    }
+
+    /// Client and server CPU lists for rows in `placement`.
+    pub(super) fn cpus(&self, placement: Placement) -> (CpuList, CpuList) {
+        match placement {
+            Placement::Pinned => (
+                CpuList(self.client_cpus.clone()),
+                CpuList(self.server_cpus.clone()),
+            ),
+            Placement::Unpinned => (CpuList::default(), CpuList::default()),
+        }
+    }
+}
+
+/// Checks the command line.
+pub(super) fn plan(args: &AdderArgs) -> Result<AdderPlan> {
+    check_transports(args)?;
+    if let Some(s) = args.samples {
+        check_samples(s)?;
+    }
+    check_secs(args)?;
+    crate::cli::check_spin_us(args.spin_us)?;
+    if args.modes.is_empty() {
+        bail!("--modes: give at least one of one, multi");
+    }
+    let (placements, client_cpus, server_cpus) = placements(args)?;
+    Ok(AdderPlan {
+        threads: threads(args.threads.as_deref())?,
+        transports: args.transports.clone(),
+        modes: args.modes.clone(),
+        placements,
+        samples: args.samples,
+        row_secs: args.row_secs,
+        idle_secs: args.idle_secs,
+        spin_us: args.spin_us,
+        timestamps: !args.no_timestamps,
+        client_cpus,
+        server_cpus,
+        ns: args.ns.clone(),
+    })
+}
+
+/// `--threads`: a list of counts from 1 to [`MAX_INSTANCES`].
+fn threads(list: Option<&str>) -> Result<Vec<u32>> {
+    let threads: Vec<u32> = match list {
+        Some(l) => placement::parse_ranges(l, MAX_INSTANCES as usize)
+            .map_err(|e| anyhow!("--threads {l}: {e}"))?
+            .into_iter()
+            .map(|x| x as u32)
+            .collect(),
+        None => (1..=placement::cpu_count() as u32 + 2).collect(),
+    };
+    if let Some(x) = threads.iter().find(|x| !(1..=MAX_INSTANCES).contains(*x)) {
+        bail!("--threads {x}: thread counts must be between 1 and {MAX_INSTANCES}");
+    }
+    Ok(threads)
+}
+
+/// `--transport`: known names; none that spins under `--fifo`.
+fn check_transports(args: &AdderArgs) -> Result<()> {
+    if args.transports.is_empty() {
+        bail!("--transport: give at least one transport");
+    }
+    for t in &args.transports {
+        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
+    }
+    if args.sched.parse()?.fifo_priority.is_some() {
+        if let Some(t) = args.transports.iter().find(|t| spins(t)) {
+            bail!(
+                "--fifo: transport {t} spins, and a spinning real-time thread never yields \
+                 its CPU; choose a blocking or hybrid transport"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// True for a transport whose waits spin without bound.
+fn spins(transport: &str) -> bool {
+    msgpass::transport::info(transport).is_ok_and(|t| t.wait == msgpass::transport::Wait::Spin)
+}
+
+/// `--row-secs` and `--idle-secs`.
+fn check_secs(args: &AdderArgs) -> Result<()> {
+    if !(args.row_secs.is_finite() && args.row_secs > 0.0 && args.row_secs <= 3600.0) {
+        bail!(
+            "--row-secs {}: must be more than 0 and at most 3600 seconds",
+            crate::cli::show_num(args.row_secs)
+        );
+    }
+    if !(args.idle_secs == 0.0 || (0.1..=600.0).contains(&args.idle_secs)) {
+        bail!(
+            "--idle-secs {}: must be 0 (no baseline) or from 0.1 to 600 seconds \
+             (a shorter baseline is below /proc/stat's resolution)",
+            crate::cli::show_num(args.idle_secs)
+        );
+    }
+    Ok(())
+}
+
+/// `--placement`, `--client-cpus`, `--server-cpus`: the placements and
+/// the pinned rows' client and server CPUs (one pair per online CPU when
+/// neither list is given).
+fn placements(args: &AdderArgs) -> Result<(Vec<Placement>, Vec<usize>, Vec<usize>)> {
+    let cpus = |flag: &str, l: &Option<String>| -> Result<Option<CpuList>> {
+        l.as_ref()
+            .map(|l| CpuList::parse(l).map_err(|e| anyhow!("{flag} {l}: {e}")))
+            .transpose()
+    };
+    let client = cpus("--client-cpus", &args.client_cpus)?;
+    let server = cpus("--server-cpus", &args.server_cpus)?;
+    let given = client.is_some() || server.is_some();
+    let placements = match (&args.placements[..], given) {
+        ([], true) => vec![Placement::Pinned],
+        ([], false) => vec![Placement::Unpinned],
+        (p, _) => p.to_vec(),
+    };
+    if given && !placements.contains(&Placement::Pinned) {
+        bail!("--placement: --client-cpus and --server-cpus place pinned rows only; add pinned");
+    }
+    let pinned = placements.contains(&Placement::Pinned);
+    let list = |l: Option<CpuList>| match (l, given) {
+        (Some(l), _) => l.0,
+        (None, false) if pinned => placement::online_cpus(),
+        (None, _) => Vec::new(),
+    };
+    Ok((placements, list(client), list(server)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> AdderArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: AdderArgs,
+        }
+        let mut a = vec!["msgbench"];
+        a.extend_from_slice(extra);
+        Wrap::parse_from(a).a
+    }
+
+    #[test]
+    fn placement_follows_the_cpu_lists_unless_given() {
+        let p = plan(&args(&[])).expect("plan");
+        assert_eq!(p.placements, [Placement::Unpinned]);
+        assert!(p.client_cpus.is_empty() && p.server_cpus.is_empty());
+        let p = plan(&args(&["--client-cpus", "0"])).expect("plan");
+        assert_eq!(p.placements, [Placement::Pinned]);
+        assert_eq!((p.client_cpus, p.server_cpus), (vec![0], vec![]));
+        let p = plan(&args(&["--placement", "pinned,unpinned"])).expect("plan");
+        assert_eq!(p.placements, [Placement::Pinned, Placement::Unpinned]);
+        assert_eq!(p.client_cpus, placement::online_cpus(), "one pair per CPU");
+        assert_eq!(p.server_cpus, p.client_cpus);
+        let e = plan(&args(&["--placement", "unpinned", "--server-cpus", "0"]))
+            .expect_err("refused")
+            .to_string();
+        assert!(e.starts_with("--placement"), "{e}");
+    }
+
+    #[test]
+    fn rows_run_placement_first_then_transport_mode_threads() {
+        let p = plan(&args(&[
+            "--placement",
+            "pinned,unpinned",
+            "-t",
+            "shm,uds",
+            "--threads",
+            "1,2",
+        ]))
+        .expect("plan");
+        let s = p.specs();
+        assert_eq!(s.len(), p.row_count());
+        assert_eq!(s.len(), 16);
+        assert_eq!(s[0].label(), "shm, pinned, One process, 1 thread");
+        assert_eq!(s[3].label(), "shm, pinned, Multi-process, 2 threads");
+        assert_eq!(s[4].transport, "uds");
+        assert_eq!(s[8].placement, Placement::Unpinned);
+    }
+}

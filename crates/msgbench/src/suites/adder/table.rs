@@ -1,0 +1,237 @@
+//! The text of `msgbench adder`: one table per placement and transport
+//! (pinned first when both ran), the verdict sentence, the legend and the
+//! footnotes.
+
+use super::options::AdderPlan;
+use super::row::{Measured, Row};
+use super::{verdict, Placement};
+use crate::measure::hist::fmt_ns;
+use crate::measure::placement::{cpu_count, format_list};
+use crate::report::table::{Align, Section, Table};
+use crate::report::thousands;
+use crate::suites::Results;
+
+/// Column titles.
+const HEAD: [&str; 10] = [
+    "Mode",
+    "Threads",
+    "Idle",
+    "CPU Busy",
+    "Ave Duration",
+    "Rate/thread",
+    "Aggregate",
+    "Scaling",
+    "p50",
+    "p99",
+];
+
+/// Every section, in order: notes on the run, the tables, the verdict,
+/// the legend and the footnotes the rows call for.
+pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section> {
+    let mut out = Vec::new();
+    if !results.notes.is_empty() {
+        out.push(Section::Text(results.notes.join("\n")));
+    }
+    for &p in &plan.placements {
+        for t in &plan.transports {
+            let rows: Vec<&Row> = results
+                .rows
+                .iter()
+                .filter(|r| r.placement == p && &r.transport == t)
+                .collect();
+            if !rows.is_empty() {
+                out.push(Section::Table(table(plan, p, t, &rows)));
+            }
+        }
+    }
+    if let Some(v) = verdict::verdict(&results.rows, cpu_count()) {
+        out.push(Section::Text(v));
+    }
+    out.push(Section::Text(legend()));
+    out.extend(footnotes(&results.rows).into_iter().map(Section::Text));
+    out
+}
+
+/// The title of a table: transport and placement.
+fn title(plan: &AdderPlan, p: Placement, transport: &str) -> String {
+    match p {
+        Placement::Pinned if plan.client_cpus == plan.server_cpus => format!(
+            "Transport {transport}, pinned: client k and server k on CPU k of {}",
+            format_list(&plan.client_cpus)
+        ),
+        Placement::Pinned => format!(
+            "Transport {transport}, pinned: clients on CPUs {}, servers on CPUs {}",
+            list_or_any(&plan.client_cpus),
+            list_or_any(&plan.server_cpus)
+        ),
+        Placement::Unpinned if plan.placements.contains(&Placement::Pinned) => {
+            format!("Transport {transport}, unpinned (contrast: the scheduler places every thread)")
+        }
+        Placement::Unpinned => format!("Transport {transport}, unpinned"),
+    }
+}
+
+fn list_or_any(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        "any".to_string()
+    } else {
+        format_list(cpus)
+    }
+}
+
+/// One table: a row per mode and X; failed rows say so under it.
+fn table(plan: &AdderPlan, p: Placement, transport: &str, rows: &[&Row]) -> Table {
+    let mut t = Table::new(title(plan, p, transport), &HEAD);
+    let mut align = vec![Align::Right; HEAD.len()];
+    align[0] = Align::Left;
+    t = t.aligned(&align);
+    for (i, r) in rows.iter().enumerate() {
+        let first_of_mode = i == 0 || rows[i - 1].mode != r.mode;
+        t.row(cells(r, first_of_mode));
+        if let Some(e) = &r.error {
+            t.notes.push(format!(
+                "{}, {} threads FAILED: {e}",
+                r.mode.label(),
+                r.threads
+            ));
+        }
+    }
+    t
+}
+
+/// One row's cells; the mode label only on the first row of each mode.
+pub(super) fn cells(r: &Row, first_of_mode: bool) -> Vec<String> {
+    let mode = if first_of_mode { r.mode.label() } else { "" };
+    let mut c = vec![mode.to_string(), r.threads.to_string()];
+    match &r.measured {
+        Some(m) => c.extend(figures(m)),
+        None => {
+            c.extend(["-", "-", "FAILED"].map(String::from));
+            c.extend(std::iter::repeat_n("-".to_string(), 5));
+        }
+    }
+    c
+}
+
+/// The eight figure cells of a measured row.
+fn figures(m: &Measured) -> [String; 8] {
+    let (p50, p99) = match &m.latency {
+        Some(l) => (fmt_ns(l.p50_ns), fmt_ns(l.p99_ns)),
+        None => ("-".into(), "-".into()),
+    };
+    [
+        m.idle_pct.map_or("-".into(), |i| format!("{i:.2}%")),
+        m.busy_pct.map_or("n/a".into(), |b| format!("{b:.2}%")),
+        format!(
+            "{:.0} ms{}{}",
+            m.ave_duration_ms,
+            if m.cut { "*" } else { "" },
+            if m.discarded_runs.is_empty() { "" } else { "+" }
+        ),
+        thousands(m.rate_per_thread),
+        thousands(m.aggregate_rate),
+        m.efficiency
+            .map_or("-".into(), |e| format!("{:.0}%", e * 100.0)),
+        p50,
+        p99,
+    ]
+}
+
+/// The footnote of a row marked `+`.
+const RERUN_NOTE: &str =
+    "+ The row was run again: its first measured run lasted under a third of --row-secs (the probe that sized\n\
+     it ran slower than the row), so it was re-run sized from its own rate, up to 3 times; the table shows the last run.\n\
+     The discarded runs, their figures and why, are in the JSON (rows[].discarded_runs).";
+
+/// The footnote of a row marked `*`.
+const CUT_NOTE: &str =
+    "* The row hit its time limit before its sample count: the rate fell 3x or more\n\
+     during the run (threads outnumbering CPUs can flip between fast and slow phases).\n\
+     Its figures are over the round trips done; every reply was still checked.";
+
+/// Why unpinned scaling can read above 100%.
+const OVER_NOTE: &str =
+    "Note: Scaling above 100% means the 1-thread row ran in a slower placement. Unpinned, a lone\n\
+     client and server are often woken across CPUs, which on a virtual machine costs tens of\n\
+     microseconds; with more threads the scheduler packs pairs onto one CPU. The pinned rows\n\
+     (--placement pinned, or --client-cpus/--server-cpus) hold the placement fixed.";
+
+/// What the columns mean.
+fn legend() -> String {
+    format!(
+        "Idle and CPU Busy are summed over CPUs ({}% = all busy). Rate/thread = samples / Ave Duration (msgs/s);\n\
+         Aggregate = all round trips / wall time of the row; Scaling = Aggregate / (Threads x Rate/thread at 1 thread).\n\
+         Latency p50/p99 per round trip from per-request timestamps.",
+        cpu_count() * 100,
+    )
+}
+
+/// The footnotes the rows call for.
+fn footnotes(rows: &[Row]) -> Vec<String> {
+    let ms: Vec<&Measured> = rows.iter().filter_map(|r| r.measured.as_ref()).collect();
+    let mut out = Vec::new();
+    if ms.iter().any(|m| m.cut) {
+        out.push(CUT_NOTE.to_string());
+    }
+    if ms.iter().any(|m| !m.discarded_runs.is_empty()) {
+        out.push(RERUN_NOTE.to_string());
+    }
+    if rows.iter().any(|r| r.efficiency().is_some_and(|e| e > 1.2)) {
+        out.push(OVER_NOTE.to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devctl::client::ClientRun;
+    use crate::suites::adder::Mode;
+
+    fn row(error: Option<&str>) -> Row {
+        let run = ClientRun {
+            transport: "shm".into(),
+            samples: 1000,
+            threads: Vec::new(),
+            busy: None,
+            ave_duration_ns: 1e6,
+            rate_per_thread: 1e6,
+            aggregate_rate: 1e6,
+            latency: None,
+        };
+        Row {
+            transport: "shm".into(),
+            placement: Placement::Unpinned,
+            mode: Mode::One,
+            threads: 1,
+            error: error.map(String::from),
+            measured: error.is_none().then(|| Measured::new(1, run, None, None)),
+        }
+    }
+
+    #[test]
+    fn unmeasured_busy_is_na_in_the_table_and_null_in_json() {
+        let r = row(None);
+        let c = cells(&r, true);
+        assert_eq!(c.len(), HEAD.len());
+        assert_eq!(c[3], "n/a", "{c:?}");
+        assert!(!c.contains(&"0.00%".to_string()), "{c:?}");
+        let json = serde_json::to_value(&r).expect("serialises");
+        assert!(json["busy_pct"].is_null(), "{json}");
+        assert!(json["steal_pct"].is_null(), "{json}");
+    }
+
+    #[test]
+    fn a_failed_row_says_so_in_the_table_and_has_no_figures_in_json() {
+        let r = row(Some("thread 0: adder/0 answered 7 to 5: wrong reply"));
+        let c = cells(&r, true);
+        assert_eq!(c.len(), HEAD.len());
+        assert_eq!(c[4], "FAILED");
+        let json = serde_json::to_value(&r).expect("serialises");
+        assert!(json["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("wrong reply")));
+        assert!(json.get("rate_per_thread").is_none(), "{json}");
+        assert!(super::super::figures(&r).is_empty());
+    }
+}

@@ -1,0 +1,126 @@
+//! `msgbench ipc`: the ipc-bench catalogue (../shared/spec/transports.md)
+//! measured the same way for every msgpass transport: for each transport,
+//! message size and placement (client and server threads pinned to one CPU
+//! or to two), round-trip latency percentiles, one-way throughput, and the
+//! CPU both sides spend per message, every payload byte checked.
+//!
+//! The server of each row is a thread of this process in a private
+//! namespace directory (removed at the end, also after SIGINT). A row that
+//! breaks (a wrong, lost or stale reply) shows `FAILED` and the run goes on;
+//! the exit status is 1 if any row failed.
+
+mod client;
+mod figures;
+mod ipcbench;
+mod load;
+mod notes;
+mod options;
+mod protocol;
+mod results;
+mod row;
+mod run;
+mod server;
+mod stats;
+mod table;
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+pub use options::{IpcArgs, Plan};
+pub use results::{
+    CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
+    ThroughputRun, WaitClass,
+};
+
+use super::{Results, RunContext, Suite};
+use crate::measure::clock::Clock;
+use crate::measure::placement;
+use crate::measure::sched::SchedArgs;
+use crate::report::envelope::Figure;
+use crate::report::table::{Format, Section};
+
+/// `msgbench ipc`.
+pub struct Ipc;
+
+impl Suite for Ipc {
+    const NAME: &'static str = "ipc";
+    type Args = IpcArgs;
+    type Plan = Plan;
+    type Row = Row;
+
+    fn plan(args: &IpcArgs) -> Result<Plan> {
+        options::plan(args)
+    }
+
+    fn sched(args: &IpcArgs) -> Option<&SchedArgs> {
+        Some(&args.sched)
+    }
+
+    fn estimate(plan: &Plan) -> Duration {
+        run::estimate(plan)
+    }
+
+    fn banner(plan: &Plan, cx: &RunContext) -> String {
+        let list = |v: Vec<String>| v.join(", ");
+        format!(
+            "msgbench ipc: {} CPUs, clock {}, about {} s per measured run\n\
+             Transports {}; sizes {} bytes; placements {}",
+            placement::cpu_count(),
+            cx.clock.describe(),
+            plan.row_secs,
+            plan.transports.join(", "),
+            list(plan.sizes.iter().map(|s| s.to_string()).collect()),
+            list(plan.placements.iter().map(|p| p.name().into()).collect()),
+        )
+    }
+
+    fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
+        run::run(plan, cx)
+    }
+
+    fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
+        sections(plan, results)
+    }
+
+    fn figures(results: &Results<Row>) -> Vec<Figure> {
+        figures::figures(&results.rows, results.floor.as_ref())
+    }
+}
+
+/// The text output. Table and markdown: a table per (size, placement)
+/// (with `--ipcbench-block`, the old study's blocks after each), then the
+/// legends and the run's notes. CSV: one flat table of every row.
+fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
+    let floor = results.floor.as_ref();
+    if plan.format == Format::Csv {
+        return vec![Section::Table(table::flat(&results.rows, floor))];
+    }
+    let mut out = Vec::new();
+    for g in results
+        .rows
+        .chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement))
+    {
+        let cpus = g.first().and_then(|r| plan.cpus_for(r.placement).ok());
+        out.push(Section::Table(table::group(g, cpus, floor)));
+        if plan.ipcbench_block {
+            let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
+            out.push(Section::Text(blocks.join("\n")));
+        }
+    }
+    // The clock of the run: Clock::best() is chosen once per process.
+    let clock = Clock::best();
+    out.push(Section::Text(table::legend(
+        &results.rows,
+        &clock,
+        plan.row_secs,
+    )));
+    if let Some(f) = floor {
+        out.push(Section::Text(table::floor_legend(f)));
+    }
+    out.push(Section::Text(notes::legend(plan, &clock)));
+    if !results.notes.is_empty() {
+        out.push(Section::Text(results.notes.join("\n")));
+    }
+    out
+}

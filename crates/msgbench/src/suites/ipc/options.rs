@@ -1,0 +1,487 @@
+//! The options of `msgbench ipc`, checked into a [`Plan`]. Every value is
+//! parsed here (not by clap), so that every mistake is one line naming the
+//! option, exit status 1.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use serde::Serialize;
+
+use super::results::{Placement, Timing};
+use super::server::Fault;
+use crate::measure::placement;
+use crate::report::table::Format;
+use crate::suites::OutputArgs;
+
+/// Largest `--window`.
+const MAX_WINDOW: u32 = 4096;
+
+/// Default message sizes, bytes.
+const SIZES: &[usize] = &[1, 64, 1024, 4096, 65536];
+/// Message sizes of `--quick`.
+const QUICK_SIZES: &[usize] = &[1, 4096];
+/// Target length of each measured run.
+const ROW_SECS: f64 = 0.3;
+/// Target length of each measured run with `--quick`.
+const QUICK_ROW_SECS: f64 = 0.05;
+/// Time budget of a whole run without `--row-secs` (default, `--quick`):
+/// with many transports the row length shrinks to fit. A row takes about
+/// 2.5 row lengths (warm-up, latency run, throughput run).
+const BUDGET_SECS: f64 = 150.0;
+const QUICK_BUDGET_SECS: f64 = 20.0;
+/// Shortest row length the budget may impose.
+const MIN_ROW_SECS: f64 = 0.02;
+
+/// Options of `msgbench ipc`.
+#[derive(Debug, Clone, Args)]
+pub struct IpcArgs {
+    /// Transports, comma-separated [default: every transport msgpass has].
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        long_help = crate::cli::transport_long_help(
+            "Transports, comma-separated [default: every transport msgpass has]:"
+        ),
+    )]
+    pub transports: Option<String>,
+    /// Message sizes in bytes, comma-separated (0 to 16777216, 16 MiB)
+    /// [default: 1,64,1024,4096,65536; with --quick: 1,4096].
+    #[arg(long = "sizes", value_name = "LIST", allow_hyphen_values = true)]
+    pub sizes: Option<String>,
+    /// Placements, comma-separated: same (client and server pinned to one
+    /// CPU), cross (pinned to two CPUs).
+    #[arg(long = "placement", value_name = "LIST", default_value = "same,cross")]
+    pub placement: String,
+    /// A short run: sizes 1,4096 and about 0.05 s per measured run.
+    #[arg(long = "quick")]
+    pub quick: bool,
+    /// Target length of each measured run, seconds [default: 0.3, or less so that a run
+    /// with many transports stays within about 150 s; with --quick: 0.05, within 20 s].
+    #[arg(long = "row-secs", value_name = "SECS", allow_hyphen_values = true)]
+    pub row_secs: Option<String>,
+    /// Hybrid waiting: spin budget in microseconds.
+    #[arg(
+        long = "spin-us",
+        value_name = "US",
+        default_value = "20",
+        allow_hyphen_values = true
+    )]
+    pub spin_us: String,
+    /// With --format table or markdown: also print the old ipc-bench
+    /// study's results block (message count, total, average, minimum and
+    /// maximum duration, standard deviation, message rate) for every row,
+    /// under the table of its size and placement.
+    #[arg(long = "ipcbench-block")]
+    pub ipcbench_block: bool,
+    /// Namespace under which a private run directory is made.
+    #[arg(long = "ns", value_name = "DIR")]
+    pub ns: Option<PathBuf>,
+    /// Add a column: each row's p50 as a multiple of this machine's floor (see `msgbench floor`).
+    #[arg(long = "vs-floor")]
+    pub vs_floor: bool,
+    /// Scheduling controls: --fifo, --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: crate::measure::sched::SchedArgs,
+    /// Warm-up before each measured latency run, seconds (0: none; the
+    /// latency run is then sized by time) [default: a fifth of a row, at
+    /// least 50 round trips].
+    #[arg(long = "warmup", value_name = "SECS", allow_hyphen_values = true)]
+    pub warmup: Option<String>,
+    /// Latency runs per row; the table shows the median of their p50s and
+    /// their spread.
+    #[arg(
+        short = 'r',
+        long = "repeats",
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub repeats: String,
+    /// Latency timing: per-message (a timestamp around each call:
+    /// percentiles) or whole (no clock in the loop: the mean only).
+    #[arg(long = "timing", value_name = "MODE", default_value = "per-message")]
+    pub timing: String,
+    /// Open loop: send at a fixed schedule of R messages per second and
+    /// measure latency from each message's intended send time.
+    #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// Throughput window: messages in flight (W-1 one-way messages, then a
+    /// call that acknowledges them) where the transport has one-way
+    /// messages; 1 = each message waits for its reply.
+    #[arg(
+        long = "window",
+        value_name = "N",
+        default_value = "16",
+        allow_hyphen_values = true
+    )]
+    pub window: String,
+    /// Test hook: every row's server breaks one reply (corrupt, stale,
+    /// checksum, oneway) or stalls once (stall).
+    #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
+    pub inject_fault: Option<String>,
+    /// --format (table, markdown, csv, json), --json FILE.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Checked settings, stored in the results envelope as `settings`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Transport names, in the order given.
+    pub transports: Vec<String>,
+    /// Message sizes, in the order given, without repeats.
+    pub sizes: Vec<usize>,
+    /// Placements, in the order given, without repeats.
+    pub placements: Vec<Placement>,
+    /// Target seconds per measured run (time cap: twice that).
+    pub row_secs: f64,
+    /// Hybrid spin budget, microseconds.
+    pub spin_us: u64,
+    /// CPUs this process may run on (online and in its affinity mask), in
+    /// the order placements use them.
+    pub cpus: Vec<usize>,
+    /// Namespace under which the private run directory is made (`--ns`;
+    /// null: msgpass's default).
+    pub ns: Option<PathBuf>,
+    /// `--vs-floor`: the floor is measured first and each row's p50 shown
+    /// as a multiple of it.
+    pub vs_floor: bool,
+    /// `--ipcbench-block`: the old study's block under each table.
+    pub ipcbench_block: bool,
+    /// How results are printed (`--format`).
+    #[serde(skip)]
+    pub format: Format,
+    /// Test hook: the reply every server breaks.
+    #[serde(skip)]
+    pub fault: Option<Fault>,
+    /// Warm-up before each latency run, seconds; null: the default (a
+    /// fifth of a row, at least 50 round trips).
+    pub warmup_secs: Option<f64>,
+    /// Latency runs per row (1 or more).
+    pub repeats: usize,
+    /// How latency runs are timed.
+    pub timing: Timing,
+    /// Open loop: messages per second; null: closed loop.
+    pub rate: Option<f64>,
+    /// Throughput window asked for (1 or more; rows whose transport has
+    /// no one-way messages use 1).
+    pub window: u32,
+}
+
+impl Plan {
+    /// The hybrid spin budget.
+    pub fn spin(&self) -> Duration {
+        Duration::from_micros(self.spin_us)
+    }
+
+    /// Every row in run order: for each size, each placement, each
+    /// transport.
+    pub fn row_order(&self) -> Vec<(usize, Placement, &str)> {
+        let mut out = Vec::new();
+        for &size in &self.sizes {
+            for &placement in &self.placements {
+                for t in &self.transports {
+                    out.push((size, placement, t.as_str()));
+                }
+            }
+        }
+        out
+    }
+
+    /// (client CPU, server CPU) of a placement, or why it cannot be had.
+    pub fn cpus_for(&self, p: Placement) -> Result<(usize, usize), String> {
+        let first = *self
+            .cpus
+            .first()
+            .ok_or("no CPU is available to this process")?;
+        match p {
+            Placement::Same => Ok((first, first)),
+            Placement::Cross => match self.cpus.get(1) {
+                Some(&second) => Ok((first, second)),
+                None => Err(format!(
+                    "needs two CPUs; only CPU {first} is available to this process"
+                )),
+            },
+        }
+    }
+}
+
+/// Checks the options, every one, before anything runs.
+pub fn plan(args: &IpcArgs) -> Result<Plan> {
+    args.sched.parse()?;
+    let transports = match &args.transports {
+        Some(l) => parse_transports(l)?,
+        None => msgpass::transport::NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let sizes = match &args.sizes {
+        Some(l) => parse_sizes(l).map_err(|e| anyhow!("--sizes {l}: {e}"))?,
+        None if args.quick => QUICK_SIZES.to_vec(),
+        None => SIZES.to_vec(),
+    };
+    let placements = parse_placements(&args.placement)
+        .map_err(|e| anyhow!("--placement {}: {e}", args.placement))?;
+    let rows = transports.len() * sizes.len() * placements.len();
+    let (timing, rate) = timing_and_rate(args)?;
+    Ok(Plan {
+        transports,
+        sizes,
+        placements,
+        row_secs: row_secs(args, rows)?,
+        spin_us: spin_us(&args.spin_us)?,
+        cpus: usable_cpus(),
+        ns: args.ns.clone(),
+        vs_floor: args.vs_floor,
+        ipcbench_block: args.ipcbench_block,
+        format: args.output.format,
+        fault: fault(args.inject_fault.as_deref())?,
+        warmup_secs: match &args.warmup {
+            None => None,
+            Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
+        },
+        repeats: repeats(&args.repeats)?,
+        timing,
+        rate,
+        window: window(&args.window)?,
+    })
+}
+
+/// `--row-secs`, or the default for `rows` rows: the target length cut
+/// so that the whole run fits its budget.
+fn row_secs(args: &IpcArgs, rows: usize) -> Result<f64> {
+    let rows = rows.max(1) as f64;
+    let fit = |secs: f64, budget: f64| {
+        let s = secs.min(budget / (rows * 2.5)).max(MIN_ROW_SECS);
+        (s * 1000.0).floor() / 1000.0
+    };
+    Ok(match &args.row_secs {
+        Some(s) => match s.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 && v <= 60.0 => v,
+            _ => bail!("--row-secs {s}: must be a number of seconds, more than 0 and at most 60"),
+        },
+        None if args.quick => fit(QUICK_ROW_SECS, QUICK_BUDGET_SECS),
+        None => fit(ROW_SECS, BUDGET_SECS),
+    })
+}
+
+/// `--spin-us`: microseconds, 0 to 1000000.
+fn spin_us(s: &str) -> Result<u64> {
+    match s.trim().parse::<u64>() {
+        Ok(us) if us <= 1_000_000 => Ok(us),
+        _ => bail!("--spin-us {s}: must be a whole number of microseconds, 0 to 1000000"),
+    }
+}
+
+/// `--inject-fault`.
+fn fault(kind: Option<&str>) -> Result<Option<Fault>> {
+    Ok(match kind {
+        None => None,
+        Some("corrupt") => Some(Fault::Corrupt),
+        Some("stale") => Some(Fault::Stale),
+        Some("checksum") => Some(Fault::Checksum),
+        Some("stall") => Some(Fault::Stall),
+        Some("oneway") => Some(Fault::Oneway),
+        Some(f) => {
+            bail!(
+                "--inject-fault {f}: unknown fault (known: corrupt, stale, checksum, oneway, stall)"
+            )
+        }
+    })
+}
+
+/// `--window`: 1 to [`MAX_WINDOW`] messages in flight.
+fn window(s: &str) -> Result<u32> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_WINDOW).contains(&n) => Ok(n),
+        _ => bail!("--window {s}: must be a whole number of messages in flight, 1 to {MAX_WINDOW}"),
+    }
+}
+
+/// `--repeats`: 1 to 1000 runs.
+fn repeats(s: &str) -> Result<usize> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => bail!("--repeats {s}: must be a whole number of runs, 1 to 1000"),
+    }
+}
+
+/// `--timing` and `--rate`, which needs per-message timing.
+fn timing_and_rate(args: &IpcArgs) -> Result<(Timing, Option<f64>)> {
+    let timing = match args.timing.as_str() {
+        "per-message" => Timing::PerMessage,
+        "whole" => Timing::Whole,
+        t => bail!("--timing {t}: unknown timing (known: per-message, whole)"),
+    };
+    let rate = match &args.rate {
+        None => None,
+        Some(r) => Some(parse_rate(r).map_err(|e| anyhow!("--rate {r}: {e}"))?),
+    };
+    if rate.is_some() && timing == Timing::Whole {
+        bail!("--rate: needs --timing per-message (latency from each intended send time)");
+    }
+    Ok((timing, rate))
+}
+
+fn parse_transports(list: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for t in list.split(',').map(str::trim) {
+        if t.is_empty() {
+            bail!(
+                "--transport {list}: empty name (known: {})",
+                msgpass::transport::NAMES.join(", ")
+            );
+        }
+        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a warm-up length: seconds, 0 to 60.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=60.0).contains(&v) => Ok(v),
+        _ => Err("must be a number of seconds, 0 to 60".into()),
+    }
+}
+
+/// Parses an open-loop rate: messages per second, more than 0, at most 10^8.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e8 => Ok(v),
+        _ => Err("must be a number of messages per second, more than 0 and at most 1e8".into()),
+    }
+}
+
+/// The largest `--sizes` entry, bytes (16 MiB): each side holds a few
+/// buffers of this size, so a larger one only ends in an allocation
+/// failure (an abort, not an error).
+const MAX_SIZE: usize = 16 << 20;
+
+/// Parses `1,64,4096` (bytes, 0 to [`MAX_SIZE`]), keeping order, dropping
+/// repeats.
+fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim) {
+        let too_big = || format!("{s} bytes is above the maximum, {MAX_SIZE} (16 MiB)");
+        let v = match s.parse::<usize>() {
+            Ok(v) if v <= MAX_SIZE => v,
+            Ok(_) => return Err(too_big()),
+            Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(too_big())
+            }
+            Err(_) => {
+                return Err(format!(
+                    "{s:?} is not a size in bytes (a whole number, 0 or more)"
+                ))
+            }
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_placements(list: &str) -> Result<Vec<Placement>, String> {
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim) {
+        let p = match s {
+            "same" => Placement::Same,
+            "cross" => Placement::Cross,
+            _ => return Err(format!("unknown placement {s:?} (known: same, cross)")),
+        };
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Online CPUs that this process's affinity mask allows, in order.
+fn usable_cpus() -> Vec<usize> {
+    let online = placement::online_cpus();
+    match oslayer::sched::affinity() {
+        Ok(allowed) => online.into_iter().filter(|c| allowed.contains(c)).collect(),
+        Err(_) => online,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_allow_zero_and_refuse_negatives_and_words() {
+        assert_eq!(parse_sizes("1,0,1,65536").unwrap(), vec![1, 0, 65536]);
+        assert!(parse_sizes("-1").is_err());
+        assert!(parse_sizes("4k").is_err());
+        assert!(parse_sizes("").is_err());
+        assert!(parse_sizes("1,,2").is_err());
+        assert_eq!(parse_sizes("16777216").unwrap(), vec![MAX_SIZE]);
+        for big in [
+            "16777217",
+            "18446744073709551615",
+            "99999999999999999999999",
+        ] {
+            let e = parse_sizes(big).unwrap_err();
+            assert!(e.contains("above the maximum, 16777216"), "{big}: {e}");
+        }
+    }
+
+    #[test]
+    fn warmup_and_rate_bounds() {
+        assert_eq!(parse_secs("0").unwrap(), 0.0);
+        assert_eq!(parse_secs(" 0.5 ").unwrap(), 0.5);
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("nan").is_err());
+        assert!(parse_secs("61").is_err());
+        assert_eq!(parse_rate("1000").unwrap(), 1000.0);
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("x").is_err());
+        assert!(parse_rate("inf").is_err());
+    }
+
+    #[test]
+    fn placements_are_same_or_cross() {
+        assert_eq!(
+            parse_placements("cross,same,cross").unwrap(),
+            vec![Placement::Cross, Placement::Same]
+        );
+        assert!(parse_placements("numa").is_err());
+    }
+
+    #[test]
+    fn cross_needs_two_cpus() {
+        let mut p = Plan {
+            transports: vec![],
+            sizes: vec![],
+            placements: vec![],
+            row_secs: 0.1,
+            spin_us: 0,
+            cpus: vec![3],
+            ns: None,
+            vs_floor: false,
+            ipcbench_block: false,
+            format: Format::Table,
+            fault: None,
+            warmup_secs: None,
+            repeats: 1,
+            timing: Timing::PerMessage,
+            rate: None,
+            window: 16,
+        };
+        assert_eq!(p.cpus_for(Placement::Same), Ok((3, 3)));
+        assert!(p.cpus_for(Placement::Cross).is_err());
+        p.cpus = vec![0, 1];
+        assert_eq!(p.cpus_for(Placement::Cross), Ok((0, 1)));
+        assert!(!usable_cpus().is_empty());
+    }
+}

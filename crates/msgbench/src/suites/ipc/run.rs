@@ -1,0 +1,173 @@
+//! Running a plan: a private namespace directory, the floor with
+//! `--vs-floor`, every row in run order (one progress item each), and the
+//! outcome. Nothing is printed here: the pipeline prints at the end.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use msgpass::Namespace;
+
+use super::load::LoadMeter;
+use super::options::Plan;
+use super::results::{Placement, Row, Status};
+use super::row::{self, RowContext};
+use crate::measure::rundir::RunDir;
+use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
+use crate::suites::{Results, RunContext};
+
+/// Time a row takes besides its measured runs (server start, connect,
+/// stop), for the progress estimate.
+const ROW_SETUP_SECS: f64 = 0.05;
+
+/// This run's private namespace, `ipc-run-<pid>-<nanos>` under `--ns` (or
+/// msgpass's default), removed on drop (also after SIGINT: the run
+/// returns what it measured).
+fn run_dir(base: Option<&Path>) -> Result<RunDir> {
+    let base = Namespace::resolve(base)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("ipc-run-{}-{nanos}", std::process::id());
+    Ok(RunDir::create(&base, &name)?)
+}
+
+/// About how long one row takes: per repeat a warm-up and a latency run,
+/// then the throughput run and the setup.
+pub fn row_estimate(plan: &Plan) -> Duration {
+    let warm = plan.warmup_secs.unwrap_or(plan.row_secs / 5.0);
+    let secs = plan.repeats.max(1) as f64 * (warm + plan.row_secs) + plan.row_secs;
+    Duration::from_secs_f64(secs + ROW_SETUP_SECS)
+}
+
+/// About how long the whole plan takes.
+pub fn estimate(plan: &Plan) -> Duration {
+    let rows = plan.row_order().len() as u32;
+    let floor = if plan.vs_floor {
+        QUICK_BUDGET
+    } else {
+        Duration::ZERO
+    };
+    row_estimate(plan) * rows + floor
+}
+
+/// Runs the plan: the floor (with `--vs-floor`), then every row.
+pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
+    let dir = run_dir(plan.ns.as_deref())?;
+    let mut notes = Vec::new();
+    let floor = if plan.vs_floor {
+        measure_floor(plan, cx, &mut notes)
+    } else {
+        None
+    };
+    let meter = LoadMeter::start();
+    let rows = run_rows(plan, cx, dir.ns());
+    if let Some(l) = meter.finish() {
+        notes.push(l.describe());
+    }
+    drop(dir);
+    Ok(results(plan, cx, rows, floor, notes))
+}
+
+/// A quick floor between the first two CPUs (one progress item), or
+/// `None` with a note saying why not.
+fn measure_floor(plan: &Plan, cx: &RunContext, notes: &mut Vec<String>) -> Option<FloorReport> {
+    cx.progress.start("floor");
+    let cpus = &plan.cpus[..plan.cpus.len().min(2)];
+    let floor = floor::measure_until(true, cpus, &cx.stop);
+    cx.progress.done(QUICK_BUDGET);
+    floor
+        .map_err(|e| notes.push(format!("Floor not measured (--vs-floor): {e:#}")))
+        .ok()
+}
+
+/// Every row in run order, until SIGINT.
+fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
+    let opts = msgpass::Options {
+        spin: plan.spin(),
+        wait: Some(Duration::from_secs(2)),
+        ..msgpass::Options::default()
+    };
+    let ctx = RowContext {
+        ns,
+        opts: &opts,
+        row_secs: plan.row_secs,
+        clock: cx.clock,
+        stop: &cx.stop,
+        fault: plan.fault,
+        plan,
+    };
+    let planned = row_estimate(plan);
+    let mut rows = Vec::new();
+    for (size, placement, transport) in plan.row_order() {
+        if cx.stopped() {
+            break;
+        }
+        cx.progress
+            .start(format!("{transport} {size} B {}", placement.name()));
+        let mut row = one_row(&ctx, rows.len(), transport, size, placement);
+        // A call broken by the stop (the server returns on the flag) is
+        // an interruption, not a fault of the transport.
+        if cx.stopped() && row.status == Status::Failed {
+            row.status = Status::Interrupted;
+        }
+        rows.push(row);
+        cx.progress.done(planned);
+    }
+    rows
+}
+
+/// One row as endpoint `row-<index>`, or skipped when its placement
+/// cannot be had here.
+fn one_row(
+    ctx: &RowContext,
+    index: usize,
+    transport: &str,
+    size: usize,
+    placement: Placement,
+) -> Row {
+    match ctx.plan.cpus_for(placement) {
+        Ok(cpus) => row::run(
+            ctx,
+            &format!("row-{index}"),
+            transport,
+            size,
+            placement,
+            cpus,
+        ),
+        Err(reason) => {
+            let mech = msgpass::transport::by_name(transport).map_or(transport, |t| t.name());
+            Row::new(transport, mech, size, placement).end(Status::Skipped, reason)
+        }
+    }
+}
+
+/// The rows with their outcome: failed rows (wrong replies, broken
+/// calls), skipped ones (not available here, or beyond the transport's
+/// largest message), and whether SIGINT stopped the run.
+fn results(
+    plan: &Plan,
+    cx: &RunContext,
+    rows: Vec<Row>,
+    floor: Option<FloorReport>,
+    mut notes: Vec<String>,
+) -> Results<Row> {
+    let count = |f: fn(Status) -> bool| rows.iter().filter(|r| f(r.status)).count();
+    let failed = count(|s| s == Status::Failed);
+    let skipped = count(|s| matches!(s, Status::Skipped | Status::NotApplicable));
+    let interrupted = cx.stopped() || count(|s| s == Status::Interrupted) > 0;
+    if interrupted {
+        notes.push(format!(
+            "Interrupted: {} of {} rows run.",
+            rows.len(),
+            plan.row_order().len()
+        ));
+    }
+    let mut r = Results::new(rows);
+    r.outcome.failed = failed;
+    r.outcome.skipped = skipped;
+    r.outcome.interrupted = interrupted;
+    r.floor = floor;
+    r.notes = notes;
+    r
+}

@@ -1,0 +1,449 @@
+//! The text output: one table per (size, placement), rows sorted by
+//! median round trip, the winners marked, rows without figures last with
+//! why; with `--format csv` one flat table of every row in raw units.
+
+use super::results::Timing;
+use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
+use crate::measure::clock::Clock;
+use crate::measure::hist::fmt_ns;
+use crate::pingpong::floor::FloorReport;
+use crate::report::table::{Align, Table};
+use crate::report::thousands;
+
+/// The figure columns after the mark, the transport and its wait class.
+const FIGURES: [&str; 10] = [
+    "Samples", "p50", "p99", "p99.9", "max", "Msgs/s", "MB/s", "CPU cli", "CPU srv", "CPU all",
+];
+
+/// "1 B, same CPU: client and server on CPU 0".
+pub fn title(size: usize, placement: Placement, cpus: Option<(usize, usize)>) -> String {
+    let head = format!("{size} B, {} CPU", placement.name());
+    match cpus {
+        Some((c, s)) if c == s => format!("{head}: client and server on CPU {c}"),
+        Some((c, s)) => format!("{head}: client on CPU {c}, server on CPU {s}"),
+        None => head,
+    }
+}
+
+/// Which optional columns a group's table has.
+#[derive(Debug, Clone, Copy)]
+struct Columns<'a> {
+    /// Mean (some row timed as a whole).
+    mean: bool,
+    /// Spread of the repeats.
+    spread: bool,
+    /// Ratio to the floor (`--vs-floor`).
+    floor: Option<&'a FloorReport>,
+    /// Why a row has no figures.
+    note: bool,
+}
+
+impl<'a> Columns<'a> {
+    fn of(rows: &[Row], floor: Option<&'a FloorReport>) -> Columns<'a> {
+        Columns {
+            mean: rows.iter().any(|r| {
+                r.latency
+                    .as_ref()
+                    .is_some_and(|l| l.timing == Timing::Whole)
+            }),
+            spread: rows.iter().any(|r| r.repeats.len() > 1),
+            floor,
+            note: rows.iter().any(|r| r.p50_ns().is_none()),
+        }
+    }
+
+    /// The header and the alignment of each column.
+    fn head(&self) -> (Vec<&'static str>, Vec<Align>) {
+        let mut head = vec!["", "Transport", "Wait"];
+        head.extend(FIGURES);
+        for (on, name) in [
+            (self.mean, "Mean"),
+            (self.spread, "Spread"),
+            (self.floor.is_some(), VS_FLOOR),
+        ] {
+            if on {
+                head.push(name);
+            }
+        }
+        let mut align = vec![Align::Right; head.len()];
+        align[..3].fill(Align::Left);
+        if self.note {
+            head.push("Note");
+            align.push(Align::Left);
+        }
+        (head, align)
+    }
+}
+
+/// The table of one group (rows of one size and placement): measured
+/// rows by p50, then the others in run order with why; warnings under it.
+/// With `floor`, a column of each row's p50 as a multiple of its floor
+/// (see [`vs_floor`]).
+pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorReport>) -> Table {
+    let (size, placement) = rows
+        .first()
+        .map_or((0, Placement::Same), |r| (r.size, r.placement));
+    let summary = GroupSummary::of(size, placement, rows);
+    let cols = Columns::of(rows, floor);
+    let (head, align) = cols.head();
+    let mut t = Table::new(title(size, placement, cpus), &head).aligned(&align);
+    let mut measured: Vec<&Row> = rows.iter().filter(|r| r.p50_ns().is_some()).collect();
+    measured.sort_by(|a, b| {
+        a.p50_ns()
+            .unwrap_or(0.0)
+            .total_cmp(&b.p50_ns().unwrap_or(0.0))
+    });
+    for r in measured {
+        t.row(measured_row(r, &summary, &cols));
+    }
+    for r in rows.iter().filter(|r| r.p50_ns().is_none()) {
+        let mut c = vec![String::new(), r.transport.clone(), r.wait.label().into()];
+        c.resize(head.len() - 1, "-".to_string());
+        c.push(r.note());
+        t.row(c);
+    }
+    t.notes = super::notes::warnings(rows);
+    t
+}
+
+/// The cells of a measured row: mark, name, figures, optional columns.
+fn measured_row(r: &Row, summary: &GroupSummary, cols: &Columns) -> Vec<String> {
+    let mut mark = String::new();
+    if summary.fastest.as_deref() == Some(r.transport.as_str()) {
+        mark.push('*');
+    }
+    if summary.fastest_blocking.as_deref() == Some(r.transport.as_str()) {
+        mark.push('B');
+    }
+    let mut c = vec![mark, r.transport.clone()];
+    c.extend(cells(r));
+    if cols.mean {
+        c.push(
+            r.latency
+                .as_ref()
+                .map_or("-".into(), |l| fmt_ns(l.summary.mean_ns)),
+        );
+    }
+    if cols.spread {
+        c.push(
+            r.repeat_stats
+                .as_ref()
+                .map_or("-".into(), |s| format!("{:.1}%", s.spread_pct)),
+        );
+    }
+    if let Some(f) = cols.floor {
+        c.push(vs_floor(r, f).map_or("-".to_string(), times));
+    }
+    if cols.note {
+        c.push(String::new());
+    }
+    c
+}
+
+fn cells(r: &Row) -> Vec<String> {
+    let mut c = vec![r.wait.label().to_string()];
+    if let Some(l) = &r.latency {
+        let cap = if l.time_capped { "~" } else { "" };
+        c.push(format!("{}{cap}", thousands(l.samples as f64)));
+        // With repeats, p50 is the median of their p50s; whole-run
+        // timing has no percentiles.
+        let p50 = r.p50_ns().unwrap_or(l.summary.p50_ns);
+        for v in [p50, l.summary.p99_ns, l.summary.p999_ns, l.summary.max_ns] {
+            c.push(match l.timing {
+                Timing::Whole => "-".to_string(),
+                Timing::PerMessage => fmt_ns(v),
+            });
+        }
+    }
+    match &r.throughput {
+        Some(t) => {
+            let cap = if t.time_capped { "~" } else { "" };
+            c.push(format!("{}{cap}", thousands(t.msgs_per_s)));
+            c.push(mb(t.mb_per_s));
+        }
+        None => c.extend(["-".to_string(), "-".to_string()]),
+    }
+    if let Some(l) = &r.latency {
+        for v in [l.cpu.client_ns, l.cpu.server_ns, l.cpu.total_ns] {
+            c.push(fmt_ns(v));
+        }
+    }
+    c
+}
+
+/// Every row in one table for `--format csv`: what it is, its status,
+/// and its figures in raw units (ns, messages per second, MB/s, ratio);
+/// empty where not measured.
+pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
+    let mut t = Table::new(
+        "",
+        &[
+            "transport",
+            "mechanism",
+            "wait",
+            "size",
+            "placement",
+            "status",
+            "samples",
+            "p50_ns",
+            "p99_ns",
+            "p999_ns",
+            "max_ns",
+            "mean_ns",
+            "msgs_per_s",
+            "mb_per_s",
+            "cpu_client_ns",
+            "cpu_server_ns",
+            "cpu_total_ns",
+            "vs_floor",
+            "note",
+        ],
+    );
+    for r in rows {
+        let mut c = vec![
+            r.transport.clone(),
+            r.mechanism.clone(),
+            r.wait.label().to_string(),
+            r.size.to_string(),
+            r.placement.name().to_string(),
+            status_name(r.status).to_string(),
+        ];
+        c.extend(raw_figures(r, floor));
+        c.push(r.reason.clone().unwrap_or_default());
+        t.row(c);
+    }
+    t
+}
+
+/// The status as in the JSON.
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Failed => "failed",
+        Status::NotApplicable => "not_applicable",
+        Status::Skipped => "skipped",
+        Status::Interrupted => "interrupted",
+    }
+}
+
+/// The figures of [`flat`], from samples to vs_floor.
+fn raw_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<String> {
+    let num = |v: Option<f64>| {
+        v.filter(|x| x.is_finite())
+            .map_or(String::new(), |x| format!("{x:.1}"))
+    };
+    let l = r.latency.as_ref().filter(|_| r.status == Status::Ok);
+    let tp = r.throughput.as_ref().filter(|_| r.status == Status::Ok);
+    let per_message = l.is_some_and(|l| l.timing == Timing::PerMessage);
+    let s = l.map(|l| &l.summary);
+    let cpu = l.map(|l| l.cpu);
+    vec![
+        l.map_or(String::new(), |l| l.samples.to_string()),
+        num(r.p50_ns().filter(|_| per_message)),
+        num(s.map(|s| s.p99_ns)),
+        num(s.map(|s| s.p999_ns)),
+        num(s.map(|s| s.max_ns)),
+        num(s.map(|s| s.mean_ns)),
+        num(tp.map(|t| t.msgs_per_s)),
+        num(tp.map(|t| t.mb_per_s)),
+        num(cpu.map(|c| c.client_ns)),
+        num(cpu.map(|c| c.server_ns)),
+        num(cpu.map(|c| c.total_ns)),
+        floor
+            .and_then(|f| vs_floor(r, f))
+            .map_or(String::new(), |v| format!("{v:.3}")),
+    ]
+}
+
+/// Title of the `--vs-floor` column (an optional column: 7 wide).
+const VS_FLOOR: &str = "x floor";
+
+/// A row's p50 as a multiple of the matching floor: polling and hybrid
+/// transports against the cache-line ping-pong between threads, blocking
+/// ones against the futex ping-pong, on one CPU or two as the row was.
+/// `None` when the row has no p50 or the floor lacks that figure.
+pub fn vs_floor(r: &Row, floor: &FloorReport) -> Option<f64> {
+    let f = floor_ns(r.wait, r.placement, floor)?;
+    (f > 0.0).then_some(r.p50_ns()? / f)
+}
+
+/// The floor a row of this wait class and placement is compared with.
+fn floor_ns(wait: WaitClass, placement: Placement, floor: &FloorReport) -> Option<f64> {
+    let same = placement == Placement::Same;
+    match wait {
+        WaitClass::Blocking => floor.futex_ns(same),
+        WaitClass::Polling | WaitClass::Hybrid => floor.cacheline_ns(same),
+    }
+}
+
+/// A ratio with 3 significant digits at most: "1.25x", "12.3x", "250x".
+fn times(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}x")
+    } else if v < 100.0 {
+        format!("{v:.1}x")
+    } else {
+        format!("{v:.0}x")
+    }
+}
+
+/// What the `--vs-floor` column means, with the floors used.
+pub fn floor_legend(floor: &FloorReport) -> String {
+    let f = |v: Option<f64>| v.map_or("n/a".to_string(), fmt_ns);
+    format!(
+        "x floor: p50 / the bare round trip of the same kind on the same placement (msgbench floor, measured at\n\
+         the start): poll and hybrid against a cache line between threads ({} same CPU, {} cross CPU), block\n\
+         against a futex wait/wake ({} same CPU, {} cross CPU).",
+        f(floor.cacheline_ns(true)),
+        f(floor.cacheline_ns(false)),
+        f(floor.futex_ns(true)),
+        f(floor.futex_ns(false)),
+    )
+}
+
+/// MB/s with 3 significant digits at most ("0.52", "12.3", "2048").
+fn mb(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Which throughput window the rows used: "Window: 16 for uds, pipe; 1
+/// for shm (no one-way messages: each message waits for its reply)."
+fn windows(rows: &[Row]) -> String {
+    let mut by: Vec<(u32, Vec<&str>)> = Vec::new();
+    for r in rows {
+        let Some(t) = &r.throughput else { continue };
+        match by.iter_mut().find(|(w, _)| *w == t.window) {
+            Some((_, names)) if names.contains(&r.transport.as_str()) => {}
+            Some((_, names)) => names.push(&r.transport),
+            None => by.push((t.window, vec![&r.transport])),
+        }
+    }
+    if by.is_empty() {
+        return "Window: no throughput was measured.".to_string();
+    }
+    by.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(w, names)| {
+            let why = if *w == 1 && by.len() > 1 {
+                " (no one-way messages, or --window 1)"
+            } else if *w == 1 {
+                " (each message waits for its reply)"
+            } else {
+                ""
+            };
+            format!("{w} for {}{why}", names.join(", "))
+        })
+        .collect();
+    format!("Window: {}.", parts.join("; "))
+}
+
+/// What the columns and marks mean; lines about capped rows and polling on
+/// one CPU only when such rows exist.
+pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
+    let mut l = vec![
+        format!(
+            "Samples, p50..max: round trips of SIZE bytes each way, after a warm-up; one timestamp before and one after\n\
+             each call ({}); every reply byte and sequence number checked.",
+            clock.describe()
+        ),
+        "Msgs/s, MB/s: SIZE bytes one way, at most a window of W messages in flight (W-1 one-way messages, then a\n\
+         call whose reply checks the count and checksums of all W; window 1: each message waits for its checksum);\n\
+         MB = 10^6 bytes of payload. CPU cli/srv: thread CPU time per round trip of the latency run, the client\n\
+         thread and the server's serving thread; CPU all: every thread of both sides (client and server share this\n\
+         process: its CPU clock over the run), so the transports' helper threads (fuse's reader, sysv-msg's ticker,\n\
+         the pokers of signal, eventfd and pipe) count too."
+            .to_string(),
+        windows(rows),
+        "Wait: poll = both sides spin (\"spin\" in the name); hybrid = spin, then block (polling+blocking);\n\
+         block = sleep in the kernel. * lowest p50 of the table; B lowest p50 among \"block\" transports."
+            .to_string(),
+    ];
+    if rows.iter().any(|r| {
+        r.latency.as_ref().is_some_and(|x| x.time_capped)
+            || r.throughput.as_ref().is_some_and(|x| x.time_capped)
+    }) {
+        l.push(format!(
+            "~ time-capped: the run stopped after {:.2} s, before its target count; figures are over what was done.",
+            row_secs * 2.0
+        ));
+    }
+    if rows.iter().any(|r| {
+        r.status == Status::Ok && r.wait == WaitClass::Polling && r.placement == Placement::Same
+    }) {
+        l.push(
+            "Polling on one CPU: the spinning side keeps the CPU until the scheduler preempts it, so each round trip\n\
+             costs scheduler ticks (milliseconds) and both sides' CPU time."
+                .to_string(),
+        );
+    }
+    l.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mb_and_times() {
+        assert_eq!(mb(0.5234), "0.52");
+        assert_eq!(mb(12.34), "12.3");
+        assert_eq!(mb(2048.4), "2048");
+        assert_eq!(times(1.254), "1.25x");
+        assert_eq!(times(12.34), "12.3x");
+        assert_eq!(times(250.4), "250x");
+    }
+
+    #[test]
+    fn each_wait_class_meets_its_floor() {
+        use crate::pingpong::floor::{FloorKind, FloorRow};
+        let row = |kind, same: bool, ns| FloorRow {
+            kind,
+            what: String::new(),
+            unit: "round_trip",
+            cpus: Some((0, if same { 0 } else { 1 })),
+            same_cpu: Some(same),
+            count: 1,
+            ns,
+            spread: 0.0,
+            runs_ns: vec![ns],
+        };
+        let floor = FloorReport {
+            quick: true,
+            runs_per_figure: 1,
+            cpus: vec![0, 1],
+            rows: vec![
+                row(FloorKind::CachelineThreads, true, 1.0),
+                row(FloorKind::CachelineThreads, false, 2.0),
+                row(FloorKind::Futex, true, 3.0),
+                row(FloorKind::Futex, false, 4.0),
+            ],
+        };
+        let f = |w, p| floor_ns(w, p, &floor);
+        assert_eq!(f(WaitClass::Polling, Placement::Same), Some(1.0));
+        assert_eq!(f(WaitClass::Hybrid, Placement::Cross), Some(2.0));
+        assert_eq!(f(WaitClass::Blocking, Placement::Same), Some(3.0));
+        assert_eq!(f(WaitClass::Blocking, Placement::Cross), Some(4.0));
+        // A row without a p50 has no ratio.
+        let r = Row::new("uds", "uds", 1, Placement::Same);
+        assert_eq!(vs_floor(&r, &floor), None);
+    }
+
+    #[test]
+    fn titles_name_the_cpus() {
+        assert_eq!(
+            title(64, Placement::Same, Some((0, 0))),
+            "64 B, same CPU: client and server on CPU 0"
+        );
+        assert_eq!(
+            title(1, Placement::Cross, Some((0, 1))),
+            "1 B, cross CPU: client on CPU 0, server on CPU 1"
+        );
+    }
+}

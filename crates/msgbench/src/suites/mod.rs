@@ -1,0 +1,203 @@
+//! The suites, one folder each, none importing another, all the same
+//! shape: the command line is turned into a plan before anything runs
+//! (every bad option fails in one line), the plan runs with progress
+//! shown and produces one result type, and renderers turn the results
+//! into text. [`execute`] is that pipeline, once for every suite.
+
+pub mod adder;
+pub mod floor;
+pub mod ipc;
+pub mod rtos;
+pub mod validate;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde::Serialize;
+
+use crate::measure::clock::Clock;
+use crate::measure::env::Environment;
+use crate::measure::sched::SchedArgs;
+use crate::pingpong::floor::FloorReport;
+use crate::report::envelope::{self, Envelope, Figure, Outcome};
+use crate::report::progress::Progress;
+use crate::report::table::{self, Format, Section};
+use crate::report::ClockInfo;
+
+/// The output options every suite has.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
+    /// How results are printed on standard output: table, markdown, csv,
+    /// or json (the results envelope, as --json writes it).
+    #[arg(long = "format", value_enum, default_value_t = Format::Table, value_name = "FORMAT")]
+    pub format: Format,
+    /// Also write the results envelope (environment, settings, every row
+    /// with its raw data, generic figures) to FILE, for `msgbench report`
+    /// and `msgbench compare`.
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// What a running suite is given.
+pub struct RunContext {
+    /// The clock for timestamps.
+    pub clock: Clock,
+    /// The machine, captured before the run.
+    pub environment: Environment,
+    /// The progress bar (hidden unless standard error is a terminal).
+    pub progress: Progress,
+    /// Set by SIGINT/SIGTERM: stop early and return what was measured.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl RunContext {
+    /// True once SIGINT or SIGTERM arrived.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// What a suite's run produced.
+pub struct Results<R> {
+    /// The suite's rows, in run order.
+    pub rows: Vec<R>,
+    /// The machine's floor, where measured in the same run.
+    pub floor: Option<FloorReport>,
+    /// Rows, failures, skips, interruption.
+    pub outcome: Outcome,
+    /// Remarks on the whole run.
+    pub notes: Vec<String>,
+}
+
+impl<R> Results<R> {
+    /// Results with `rows` and nothing else yet.
+    pub fn new(rows: Vec<R>) -> Results<R> {
+        Results {
+            outcome: Outcome {
+                rows: rows.len(),
+                ..Outcome::default()
+            },
+            rows,
+            floor: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// One suite: how its plan is made, run and shown.
+pub trait Suite {
+    /// Its name, e.g. `ipc`.
+    const NAME: &'static str;
+    /// Its command line.
+    type Args;
+    /// Checked settings, stored in the envelope as `settings`.
+    type Plan: Serialize;
+    /// One row of its results.
+    type Row: Serialize;
+
+    /// Checks the command line: every bad option fails here, in one line
+    /// naming it, before anything is measured.
+    fn plan(args: &Self::Args) -> Result<Self::Plan>;
+
+    /// The scheduling controls (`--fifo`, `--mlock`, `--dma-latency`) to
+    /// hold while the suite runs, if it has them.
+    fn sched(args: &Self::Args) -> Option<&SchedArgs> {
+        let _ = args;
+        None
+    }
+
+    /// About how long the plan takes to run (for the progress bar).
+    fn estimate(plan: &Self::Plan) -> Duration;
+
+    /// The line printed above the results: what is run, on what.
+    fn banner(plan: &Self::Plan, cx: &RunContext) -> String;
+
+    /// Runs the plan.
+    fn run(plan: &Self::Plan, cx: &RunContext) -> Result<Results<Self::Row>>;
+
+    /// The results as tables and prose.
+    fn sections(plan: &Self::Plan, results: &Results<Self::Row>) -> Vec<Section>;
+
+    /// The results as generic figures (for compare and report).
+    fn figures(results: &Results<Self::Row>) -> Vec<Figure>;
+}
+
+/// Runs suite `S`: plan, banner, run with progress, envelope (printed with
+/// `--format json`, written with `--json`), text in the chosen format,
+/// and an error (exit status 1) when any row failed.
+pub fn execute<S: Suite>(
+    args: &S::Args,
+    out: &OutputArgs,
+    stop: Arc<AtomicBool>,
+) -> Result<Results<S::Row>> {
+    let plan = S::plan(args)?;
+    // Held to the end of the run; applied before the environment is
+    // captured, so the envelope records the controls in effect.
+    let _applied = S::sched(args).map(SchedArgs::apply).transpose()?;
+    let started = envelope::now();
+    let clock = Clock::best();
+    let cx = RunContext {
+        clock,
+        environment: Environment::capture(),
+        progress: Progress::new(S::NAME, S::estimate(&plan)),
+        stop,
+    };
+    if matches!(out.format, Format::Table | Format::Markdown) {
+        println!(
+            "{}\n{}\n",
+            S::banner(&plan, &cx),
+            cx.environment.context_line()
+        );
+    }
+    let results = S::run(&plan, &cx)?;
+    cx.progress.finish();
+    let figures = S::figures(&results);
+    let doc = Envelope {
+        schema: envelope::SCHEMA_VERSION,
+        suite: S::NAME,
+        command_line: &cx.environment.command_line,
+        started: &started,
+        finished: envelope::now(),
+        environment: &cx.environment,
+        clock: &ClockInfo::of(&cx.clock),
+        floor: results
+            .floor
+            .as_ref()
+            .and_then(|f| serde_json::to_value(f).ok()),
+        settings: &plan,
+        rows: &results.rows,
+        figures: &figures,
+        outcome: &results.outcome,
+        notes: &results.notes,
+    };
+    if let Some(p) = &out.json {
+        envelope::write(p, &doc)?;
+    }
+    match out.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&doc)?),
+        f => print!("{}", table::render(&S::sections(&plan, &results), f)),
+    }
+    verdict(S::NAME, &results.outcome)?;
+    Ok(results)
+}
+
+/// Exit status 1, with one line, when rows failed or the run was cut
+/// short by SIGINT/SIGTERM (after what was measured is printed and
+/// written): an incomplete run is not a success for a script.
+fn verdict(suite: &str, o: &Outcome) -> Result<()> {
+    if o.failed > 0 {
+        bail!(
+            "{suite}: {} of {} row(s) failed (see above)",
+            o.failed,
+            o.rows
+        );
+    }
+    if o.interrupted {
+        bail!("{suite}: interrupted; the results so far are above");
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! `msgbench rtos`: the RTOS evaluation catalogue (../shared/spec/rtos.md)
+//! on Linux: behaviour tests (PASS/FAIL with the observed order of events)
+//! and timing tests (samples, avg, min, max, p50, p99, p99.9, next to the
+//! lab's QNX 6.5 figure), by test ID or group.
+//!
+//! Layout: `def.rs` says what a test is ([`TestDef`], [`Variant`]);
+//! `catalogue.rs` lists every test and runs one; each group lives
+//! in its own file (`cal.rs`, `clk.rs`, `thr.rs`, `sem.rs`, `mutex.rs`,
+//! `irq.rs`, `mem.rs`) and returns its definitions; `outcome.rs` holds what
+//! a test produces; `ctx.rs` what a test is given; `rt.rs` the real-time
+//! helpers (SCHED_FIFO threads, pinning); `report.rs` draws the tables
+//! and the generic figures; [`Rtos`] runs it all through the suite
+//! pipeline ([`crate::suites::execute`]).
+
+mod catalogue;
+mod ctx;
+mod def;
+mod options;
+mod outcome;
+mod report;
+pub mod rt;
+
+mod cal;
+mod clk;
+mod irq;
+mod mem;
+mod mutex;
+pub mod prims; // SEM and MUT primitives (prims/)
+mod rtthread;
+mod sem;
+mod thr; // threads with explicit scheduling, futex gate (CAL, CLK, THR)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+
+pub use catalogue::catalogue;
+pub use ctx::{Ctx, SemKind};
+pub use def::{TestDef, Variant};
+pub use options::{Plan, RtosArgs};
+pub use outcome::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
+pub use report::Summary;
+
+use super::{Results, RunContext, Suite};
+use crate::measure::sched::SchedArgs;
+use crate::report::envelope::Figure;
+use crate::report::table::Section;
+
+/// `msgbench rtos`.
+///
+/// Outcome counts: FAIL verdicts and errors are `failed` (exit status
+/// 1), skipped tests `skipped`; an inconclusive verdict is neither, and
+/// the rtos summary line (passed, failed, inconclusive, measured,
+/// skipped, errors) is kept in the envelope's `notes` for that reason.
+pub struct Rtos;
+
+impl Suite for Rtos {
+    const NAME: &'static str = "rtos";
+    type Args = RtosArgs;
+    type Plan = Plan;
+    type Row = TestResult;
+
+    fn plan(args: &RtosArgs) -> Result<Plan> {
+        options::plan(args)
+    }
+
+    fn sched(args: &RtosArgs) -> Option<&SchedArgs> {
+        Some(&args.sched)
+    }
+
+    fn estimate(plan: &Plan) -> Duration {
+        plan.tests
+            .iter()
+            .map(|t| catalogue::planned(t, plan.quick, plan.duration))
+            .sum()
+    }
+
+    fn banner(plan: &Plan, cx: &RunContext) -> String {
+        format!(
+            "msgbench rtos: {} tests, clock {}, semaphores: {}\n{}",
+            plan.tests.len(),
+            cx.clock.describe(),
+            plan.sem.name(),
+            if rt::fifo_allowed() {
+                "Real-time priority available: priority tests run pinned at SCHED_FIFO."
+            } else {
+                "No real-time priority (needs CAP_SYS_NICE): priority tests are skipped."
+            }
+        )
+    }
+
+    fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
+        let ctx = Ctx::new(
+            plan.quick,
+            plan.sem,
+            plan.duration,
+            cx.clock,
+            Arc::clone(&cx.stop),
+        );
+        let mut rows = Vec::new();
+        for def in &plan.tests {
+            if cx.stopped() {
+                break;
+            }
+            cx.progress.start(def.id);
+            rows.extend(catalogue::run_one(def, &ctx));
+            cx.progress
+                .done(catalogue::planned(def, plan.quick, plan.duration));
+        }
+        Ok(results(rows, cx.stopped()))
+    }
+
+    fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {
+        report::sections(plan, &results.rows, results.outcome.interrupted)
+    }
+
+    fn figures(results: &Results<TestResult>) -> Vec<Figure> {
+        results.rows.iter().flat_map(report::figures).collect()
+    }
+}
+
+/// The rows with their outcome: FAIL verdicts and errors failed, skipped
+/// tests skipped, the summary line as a note.
+fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
+    let s = Summary::of(&rows);
+    let mut r = Results::new(rows);
+    r.outcome.failed = s.failed + s.errors;
+    r.outcome.skipped = s.skipped;
+    r.outcome.interrupted = interrupted;
+    r.notes.push(format!("summary: {}", s.line(interrupted)));
+    r
+}

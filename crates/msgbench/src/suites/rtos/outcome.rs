@@ -1,0 +1,242 @@
+//! What a test produces: a behaviour verdict with the events observed, or
+//! timing samples with their statistics, or a reason it did not run.
+
+use serde::Serialize;
+
+/// The lab's test groups, in report order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Group {
+    /// Calibration: timestamp cost, CPU and memory speed.
+    CAL,
+    /// The clock tick.
+    CLK,
+    /// Threads: creation, scheduling, switching.
+    THR,
+    /// Semaphores.
+    SEM,
+    /// Mutexes and priority inheritance.
+    MUT,
+    /// Interrupts (user-space substitutes on Linux).
+    IRQ,
+    /// Resource leaks.
+    MEM,
+}
+
+impl Group {
+    /// Every group, in report order.
+    pub const ALL: [Group; 7] = [
+        Group::CAL,
+        Group::CLK,
+        Group::THR,
+        Group::SEM,
+        Group::MUT,
+        Group::IRQ,
+        Group::MEM,
+    ];
+
+    /// The group's name as in test IDs ("THR").
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::CAL => "CAL",
+            Group::CLK => "CLK",
+            Group::THR => "THR",
+            Group::SEM => "SEM",
+            Group::MUT => "MUT",
+            Group::IRQ => "IRQ",
+            Group::MEM => "MEM",
+        }
+    }
+
+    /// A heading for the report.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::CAL => "Calibration",
+            Group::CLK => "Clock tick",
+            Group::THR => "Threads",
+            Group::SEM => "Semaphores",
+            Group::MUT => "Mutexes",
+            Group::IRQ => "Interrupts (user-space substitutes)",
+            Group::MEM => "Memory and resource leaks",
+        }
+    }
+}
+
+/// The unit a timing test reports in (the spec's unit for that test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Nanoseconds.
+    Ns,
+    /// Microseconds.
+    Us,
+    /// Milliseconds.
+    Ms,
+    /// A plain number (a ratio, a rate); samples are stored as given.
+    Count,
+}
+
+impl Unit {
+    /// Nanoseconds per unit (1 for [`Unit::Count`]).
+    pub fn ns(self) -> f64 {
+        match self {
+            Unit::Ns | Unit::Count => 1.0,
+            Unit::Us => 1e3,
+            Unit::Ms => 1e6,
+        }
+    }
+
+    /// Label for the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Us => "us",
+            Unit::Ms => "ms",
+            Unit::Count => "",
+        }
+    }
+}
+
+/// The lab's QNX 6.5 figure for a result, in the result's unit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reference {
+    /// Average, when the lab gave one.
+    pub avg: Option<f64>,
+    /// Maximum, when given.
+    pub max: Option<f64>,
+    /// Minimum, when given.
+    pub min: Option<f64>,
+    /// The lab's figure as written in the spec (e.g. "12.7 / 12.1 us").
+    pub text: &'static str,
+}
+
+impl Reference {
+    /// A reference given only as text (a verdict, a range).
+    pub const fn text(text: &'static str) -> Reference {
+        Reference {
+            avg: None,
+            max: None,
+            min: None,
+            text,
+        }
+    }
+
+    /// A reference with an average.
+    pub const fn avg(avg: f64, text: &'static str) -> Reference {
+        Reference {
+            avg: Some(avg),
+            max: None,
+            min: None,
+            text,
+        }
+    }
+}
+
+/// One sample, in the result's unit (kept raw for plots over the index).
+pub type Sample = f64;
+
+/// Statistics of a timing result, in its unit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timing {
+    /// The unit of every figure and sample.
+    pub unit: Unit,
+    /// Number of samples.
+    pub count: usize,
+    /// Mean.
+    pub avg: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Every sample, in measurement order.
+    pub samples: Vec<Sample>,
+}
+
+impl Timing {
+    /// Statistics of `samples` (in `unit`); `None` when there are none.
+    pub fn of(unit: Unit, samples: Vec<Sample>) -> Option<Timing> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut sorted = samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+            sorted[i]
+        };
+        Some(Timing {
+            unit,
+            count: samples.len(),
+            avg: samples.iter().sum::<f64>() / samples.len() as f64,
+            min: sorted[0],
+            max: sorted[sorted.len() - 1],
+            p50: q(0.5),
+            p99: q(0.99),
+            p999: q(0.999),
+            samples,
+        })
+    }
+}
+
+/// What one test (or one variant of it) produced.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// A behaviour test: the verdict and the events observed, in order.
+    Behaviour {
+        /// The behaviour held.
+        pass: bool,
+        /// What was observed, in order (e.g. the priorities in wake-up
+        /// order), so a FAIL says what happened instead.
+        observed: Vec<String>,
+        /// What was expected, in the same terms.
+        expected: String,
+    },
+    /// A behaviour test that ran but reached no verdict either way (e.g.
+    /// no trial reached the target count within the time allowed): neither
+    /// PASS nor FAIL, with why and what was observed.
+    Inconclusive {
+        /// Why no verdict was reached.
+        reason: String,
+        /// What was observed, in order.
+        observed: Vec<String>,
+    },
+    /// A timing test.
+    Timing(Timing),
+    /// Not run here, with the reason (e.g. "needs CAP_SYS_NICE").
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// The test could not be carried out (a system call failed...).
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestResult {
+    /// Test ID, e.g. "THR-P-SLS".
+    pub id: &'static str,
+    /// Its group.
+    pub group: Group,
+    /// What it checks or measures.
+    pub title: &'static str,
+    /// The variant, e.g. "128 threads" ("" when the test has one).
+    pub variant: String,
+    /// Set for tests that stand in for hardware the lab used (interrupts).
+    pub substitute: Option<&'static str>,
+    /// The lab's figure.
+    pub reference: Option<Reference>,
+    /// Notes on how it was measured here (method, conditions).
+    pub note: Option<String>,
+    /// The outcome.
+    pub outcome: Outcome,
+}

@@ -1,0 +1,166 @@
+//! The options of `msgbench validate`, checked into a [`Plan`]. Every
+//! value is parsed here, so that every mistake is one line naming the
+//! option (exit status 1).
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use serde::Serialize;
+
+use crate::measure::placement::{self, CpuList};
+use crate::suites::OutputArgs;
+
+/// Latency loops per row by default (about 60 s in all).
+const LOOPS: u64 = 4000;
+/// Latency loops per row with `--quick` (about 15 s in all).
+const QUICK_LOOPS: u64 = 800;
+/// Pipe round trips per latency loop (perf is fast per operation).
+pub const PERF_PER_LOOP: u64 = 20;
+/// The interval of rt-tests and cyclictest (their default, 1000 us).
+pub const INTERVAL: Duration = Duration::from_micros(1000);
+/// Each row alternates this many reference runs and ours, each of a
+/// share of the loops.
+pub const CHUNKS: u64 = 4;
+/// Largest `--loops`.
+const MAX_LOOPS: u64 = 1_000_000;
+
+/// Options of `msgbench validate`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ValidateArgs {
+    /// CPUs: same-CPU rows use the first, the cross-CPU row floats on the
+    /// first two [default: the first two online CPUs].
+    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// SCHED_FIFO priority for both sides, 2 to 99 (the waking side runs
+    /// one below, as rt-tests does) [default: normal scheduling].
+    #[arg(long = "fifo", value_name = "PRIO", allow_hyphen_values = true)]
+    pub fifo: Option<String>,
+    /// Hand-overs and timer wake-ups per latency row (perf pipe rows: 20x
+    /// as many round trips) [default: 4000, about 60 s; --quick: 800].
+    #[arg(long = "loops", value_name = "N", allow_hyphen_values = true)]
+    pub loops: Option<String>,
+    /// A short run (about 15 s).
+    #[arg(long = "quick")]
+    pub quick: bool,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What a run does, every option checked (stored in the envelope as
+/// `settings`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// CPU of the same-CPU rows.
+    pub cpu: usize,
+    /// CPUs of the cross-CPU row (absent with one CPU).
+    pub pair: Option<(usize, usize)>,
+    /// SCHED_FIFO priority, or normal scheduling.
+    pub fifo: Option<i32>,
+    /// Latency loops per row.
+    pub loops: u64,
+    /// Round trips per pipe row.
+    pub perf_loops: u64,
+    /// Interval of the latency rows, microseconds.
+    pub interval_us: u64,
+    /// Alternating runs of the reference and of ours per row.
+    pub runs_per_row: u64,
+}
+
+impl ValidateArgs {
+    /// Checks every option's value (whether SCHED_FIFO is allowed is
+    /// checked by the suite's plan, on a throw-away thread).
+    pub fn plan(&self) -> Result<Plan> {
+        let (cpu, pair) = self.placement()?;
+        let loops = self.loops()?;
+        Ok(Plan {
+            cpu,
+            pair,
+            fifo: self.fifo()?,
+            loops,
+            perf_loops: loops * PERF_PER_LOOP,
+            interval_us: INTERVAL.as_micros() as u64,
+            runs_per_row: CHUNKS,
+        })
+    }
+
+    /// `--cpus`: the same-CPU rows' CPU and the two-CPU row's pair.
+    fn placement(&self) -> Result<(usize, Option<(usize, usize)>)> {
+        let cpus = match &self.cpus {
+            Some(s) => CpuList::parse(s).map_err(|e| anyhow!("--cpus {s}: {e}"))?.0,
+            None => placement::online_cpus().into_iter().take(2).collect(),
+        };
+        let cpu = *cpus
+            .first()
+            .ok_or_else(|| anyhow!("--cpus: no CPU online"))?;
+        let pair = cpus.iter().copied().find(|&c| c != cpu).map(|c| (cpu, c));
+        Ok((cpu, pair))
+    }
+
+    /// `--fifo`: a priority from 2 to 99, or normal scheduling.
+    fn fifo(&self) -> Result<Option<i32>> {
+        let Some(s) = &self.fifo else {
+            return Ok(None);
+        };
+        match s.parse::<i32>() {
+            Ok(p) if (2..=99).contains(&p) => Ok(Some(p)),
+            _ => bail!("--fifo {s}: must be a priority from 2 to 99"),
+        }
+    }
+
+    /// `--loops`, else the default of a full or `--quick` run.
+    fn loops(&self) -> Result<u64> {
+        let Some(s) = &self.loops else {
+            return Ok(if self.quick { QUICK_LOOPS } else { LOOPS });
+        };
+        match s.parse::<u64>() {
+            Ok(n) if (1..=MAX_LOOPS).contains(&n) => Ok(n),
+            _ => bail!("--loops {s}: must be a whole number from 1 to {MAX_LOOPS}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cpus: Option<&str>, fifo: Option<&str>, loops: Option<&str>) -> ValidateArgs {
+        ValidateArgs {
+            cpus: cpus.map(Into::into),
+            fifo: fifo.map(Into::into),
+            loops: loops.map(Into::into),
+            ..ValidateArgs::default()
+        }
+    }
+
+    #[test]
+    fn bad_values_name_their_option() {
+        for (a, opt) in [
+            (args(Some("x"), None, None), "--cpus x"),
+            (args(Some("99999"), None, None), "--cpus 99999"),
+            (args(None, Some("1"), None), "--fifo 1"),
+            (args(None, Some("100"), None), "--fifo 100"),
+            (args(None, Some("rt"), None), "--fifo rt"),
+            (args(None, None, Some("0")), "--loops 0"),
+            (args(None, None, Some("-3")), "--loops -3"),
+        ] {
+            let e = a.plan().unwrap_err().to_string();
+            assert!(e.starts_with(opt), "{opt}: {e}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let p = args(Some("0"), None, None).plan().unwrap();
+        assert_eq!((p.cpu, p.pair, p.fifo, p.loops), (0, None, None, LOOPS));
+        assert_eq!(p.perf_loops, LOOPS * PERF_PER_LOOP);
+        let q = ValidateArgs {
+            quick: true,
+            ..args(Some("0"), Some("80"), None)
+        }
+        .plan()
+        .unwrap();
+        assert_eq!((q.fifo, q.loops), (Some(80), QUICK_LOOPS));
+    }
+}

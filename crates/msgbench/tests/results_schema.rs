@@ -1,0 +1,135 @@
+//! Every suite's results envelope against the JSON Schema in
+//! `docs/results.schema.json`: a short real run of each suite with
+//! `--format json`, validated, and the schema shown to refuse documents
+//! that break it (so a pass means something).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// The schema, compiled.
+fn validator() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/results.schema.json"
+    );
+    let text = std::fs::read_to_string(path).expect("docs/results.schema.json");
+    let schema: Value = serde_json::from_str(&text).expect("the schema is JSON");
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+/// The errors of `doc` against the schema, one line each.
+fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
+    v.iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect()
+}
+
+/// Runs `msgbench ARGS --format json` and returns the envelope it printed.
+fn envelope(args: &[&str]) -> Value {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--format", "json"]);
+    let out = run(Bin::Msgbench, &all);
+    out.assert_ok();
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"))
+}
+
+fn check(suite: &str, args: &[&str]) {
+    let doc = envelope(args);
+    let v = validator();
+    let errs = errors(&v, &doc);
+    assert!(errs.is_empty(), "{suite}: {errs:#?}");
+    assert_eq!(doc["suite"], suite);
+    assert!(
+        !doc["figures"].as_array().expect("figures").is_empty(),
+        "{suite}: no figures"
+    );
+}
+
+#[test]
+fn floor_envelope_follows_the_schema() {
+    check("floor", &["floor", "--quick", "--cpus", "0"]);
+}
+
+#[test]
+fn ipc_envelope_follows_the_schema() {
+    check(
+        "ipc",
+        &[
+            "ipc",
+            "--quick",
+            "-t",
+            "uds",
+            "--sizes",
+            "64",
+            "--placement",
+            "same",
+        ],
+    );
+}
+
+#[test]
+fn adder_envelope_follows_the_schema() {
+    let dir = TestDir::new("schema-adder");
+    let ns = dir.ns_args();
+    check(
+        "adder",
+        &[
+            "adder",
+            "-t",
+            "uds",
+            "--threads",
+            "1",
+            "--modes",
+            "one",
+            "-S",
+            "2000",
+            "--idle-secs",
+            "0",
+            &ns[0],
+            &ns[1],
+        ],
+    );
+}
+
+#[test]
+fn rtos_envelope_follows_the_schema() {
+    check("rtos", &["rtos", "--quick", "CAL"]);
+}
+
+#[test]
+fn validate_envelope_follows_the_schema() {
+    check("validate", &["validate", "--quick"]);
+}
+
+/// What is broken, and how.
+type Breakage = (&'static str, fn(&mut Value));
+
+/// The schema refuses what breaks it: a missing field, a wrong version,
+/// a figure without a key, an unknown suite.
+#[test]
+fn the_schema_refuses_broken_envelopes() {
+    let v = validator();
+    let good = envelope(&["floor", "--quick", "--cpus", "0"]);
+    assert!(errors(&v, &good).is_empty());
+    let broken: [Breakage; 5] = [
+        ("no rows", |d| {
+            d.as_object_mut().unwrap().remove("rows");
+        }),
+        ("version 2", |d| d["schema"] = 2.into()),
+        ("an unknown suite", |d| d["suite"] = "bogus".into()),
+        ("a figure without a key", |d| {
+            d["figures"][0].as_object_mut().unwrap().remove("key");
+        }),
+        ("a figure better 'up'", |d| {
+            d["figures"][0]["better"] = "up".into()
+        }),
+    ];
+    for (what, breaks) in broken {
+        let mut doc = good.clone();
+        breaks(&mut doc);
+        assert!(!errors(&v, &doc).is_empty(), "the schema accepts {what}");
+    }
+}
