@@ -70,6 +70,42 @@ fn ipc_envelope_follows_the_schema() {
     );
 }
 
+/// A row's raw histogram counts every sample of its latency summary once,
+/// in increasing order.
+fn check_histogram(row: &Value) {
+    let h = row["histogram"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no histogram: {row}"));
+    let counted: u64 = h.iter().map(|b| b[1].as_u64().expect("a count")).sum();
+    assert_eq!(Some(counted), row["latency"]["count"].as_u64(), "{row}");
+    let bounds: Vec<f64> = h.iter().map(|b| b[0].as_f64().expect("a bound")).collect();
+    assert!(bounds.windows(2).all(|w| w[0] < w[1]), "{bounds:?}");
+}
+
+#[test]
+fn adder_rows_keep_their_raw_histogram() {
+    let dir = TestDir::new("schema-adder-hist");
+    let ns = dir.ns_args();
+    let doc = envelope(&[
+        "adder",
+        "-t",
+        "uds",
+        "--threads",
+        "2",
+        "--modes",
+        "one",
+        "-S",
+        "2000",
+        "--idle-secs",
+        "0",
+        &ns[0],
+        &ns[1],
+    ]);
+    for row in doc["rows"].as_array().expect("rows") {
+        check_histogram(&row["run"]);
+    }
+}
+
 #[test]
 fn adder_envelope_follows_the_schema() {
     let dir = TestDir::new("schema-adder");

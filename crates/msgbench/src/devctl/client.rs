@@ -88,6 +88,10 @@ pub struct ClientRun {
     pub aggregate_rate: f64,
     /// All threads' latencies merged.
     pub latency: Option<LatencySummary>,
+    /// The same, raw: `[upper_ns, count]` per non-empty bucket of the
+    /// merged HDR histogram, increasing (empty without timestamps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub histogram: Vec<(f64, u64)>,
 }
 
 /// Connects every thread, runs them from one barrier, and checks results.
@@ -126,6 +130,11 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
         rate_per_thread: rate_per_thread(&threads),
         aggregate_rate: aggregate_rate(&threads),
         latency: cfg.timestamps.then(|| merged.summary(cfg.clock)),
+        histogram: if cfg.timestamps {
+            merged.buckets(cfg.clock)
+        } else {
+            Vec::new()
+        },
         threads,
         busy,
     })

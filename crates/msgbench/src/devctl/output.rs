@@ -77,6 +77,7 @@ mod tests {
 
     fn run(busy: Option<CpuUsage>) -> ClientRun {
         ClientRun {
+            histogram: Vec::new(),
             transport: "shm".into(),
             samples: 1000,
             threads: Vec::new(),

@@ -46,6 +46,19 @@ impl Recorder {
         self.h.len()
     }
 
+    /// The raw distribution: for each non-empty bucket, its highest value
+    /// in ns (to 0.1 ns) and its count, in increasing order; buckets that
+    /// round to the same ns value are merged, so every sample is counted
+    /// once and the bounds strictly increase (the envelope's `histogram`).
+    pub fn buckets(&self, clock: &Clock) -> Vec<(f64, u64)> {
+        let mut out: Vec<(f64, u64)> = Vec::new();
+        for v in self.h.iter_recorded() {
+            let ns = clock.ticks_to_ns(v.value_iterated_to());
+            push_bucket(&mut out, (ns * 10.0).round() / 10.0, v.count_at_value());
+        }
+        out
+    }
+
     /// Summary statistics converted to ns with `clock`.
     pub fn summary(&self, clock: &Clock) -> LatencySummary {
         if self.h.is_empty() {
@@ -64,6 +77,15 @@ impl Recorder {
             p999_ns: q(0.999),
             max_ns: ns(self.h.max()),
         }
+    }
+}
+
+/// Appends a bucket, or adds its count to the last one when both round
+/// to the same ns value, so that upper bounds stay strictly increasing.
+fn push_bucket(out: &mut Vec<(f64, u64)>, upper_ns: f64, count: u64) {
+    match out.last_mut() {
+        Some(last) if last.0 >= upper_ns => last.1 += count,
+        _ => out.push((upper_ns, count)),
     }
 }
 
@@ -233,6 +255,29 @@ mod tests {
         assert!((499.0..=502.0).contains(&s.p50_ns), "{s:?}");
         assert!(s.max_ns > 1e18);
         assert_eq!(Recorder::new().summary(&clock), LatencySummary::default());
+    }
+
+    #[test]
+    fn buckets_count_every_sample_once_in_increasing_order() {
+        let clock = Clock::monotonic();
+        let mut r = Recorder::new();
+        for v in [5, 5, 7, 1000, 1001, 250_000] {
+            r.record(v);
+        }
+        let b = r.buckets(&clock);
+        assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), 6, "{b:?}");
+        assert!(b.windows(2).all(|w| w[0].0 < w[1].0), "{b:?}");
+        assert_eq!(b[0], (5.0, 2));
+        assert!(Recorder::new().buckets(&clock).is_empty());
+    }
+
+    #[test]
+    fn buckets_rounding_alike_are_merged() {
+        let mut b = Vec::new();
+        push_bucket(&mut b, 1.0, 2);
+        push_bucket(&mut b, 1.0, 3);
+        push_bucket(&mut b, 1.5, 1);
+        assert_eq!(b, vec![(1.0, 5), (1.5, 1)]);
     }
 }
 

@@ -281,6 +281,7 @@ mod tests {
     /// A run of `samples` round trips per thread at `rate` per second.
     pub(crate) fn fake(samples: u64, rate: f64) -> ClientRun {
         ClientRun {
+            histogram: Vec::new(),
             transport: "shm".into(),
             samples,
             threads: Vec::new(),

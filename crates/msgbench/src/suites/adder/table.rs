@@ -190,6 +190,7 @@ mod tests {
 
     fn row(error: Option<&str>) -> Row {
         let run = ClientRun {
+            histogram: Vec::new(),
             transport: "shm".into(),
             samples: 1000,
             threads: Vec::new(),

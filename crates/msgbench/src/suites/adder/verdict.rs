@@ -164,6 +164,7 @@ mod tests {
     /// A measured row with scaling `eff`.
     fn row(transport: &str, placement: Placement, mode: Mode, threads: u32, eff: f64) -> Row {
         let run = ClientRun {
+            histogram: Vec::new(),
             transport: transport.into(),
             samples: 1000,
             threads: Vec::new(),

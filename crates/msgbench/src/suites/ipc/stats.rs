@@ -2,45 +2,18 @@
 //! cost taken out, the HDR summary and buckets, the exact figures the old
 //! study printed; and how a row's repeats agree.
 
-use hdrhistogram::Histogram;
-
 use super::results::{ExactStats, RepeatStats};
 use crate::measure::clock::Clock;
 use crate::measure::hist::{LatencySummary, Recorder};
 
-/// The HDR summary (through the suite's [`Recorder`]) and the histogram's
-/// non-empty buckets as (highest value of the bucket in ns, count).
+/// The HDR summary and the histogram's non-empty buckets as (highest
+/// value of the bucket in ns, count), through the suite's [`Recorder`].
 pub fn histogram(samples: &[u64], clock: &Clock) -> (LatencySummary, Vec<(f64, u64)>) {
     let mut rec = Recorder::new();
-    // Auto-resizing (Histogram::new starts tiny and grows on record();
-    // saturating_record would clamp instead).
-    let mut h = Histogram::<u64>::new(3).ok();
     for &t in samples {
         rec.record(t);
-        if let Some(h) = h.as_mut() {
-            if h.record(t).is_err() {
-                h.saturating_record(t);
-            }
-        }
     }
-    let buckets = h.map_or_else(Vec::new, |h| {
-        let mut out: Vec<(f64, u64)> = Vec::new();
-        for v in h.iter_recorded() {
-            let ns = clock.ticks_to_ns(v.value_iterated_to());
-            push_bucket(&mut out, (ns * 10.0).round() / 10.0, v.count_at_value());
-        }
-        out
-    });
-    (rec.summary(clock), buckets)
-}
-
-/// Appends a bucket, or adds its count to the last one when both round
-/// to the same ns value, so that upper bounds stay strictly increasing.
-fn push_bucket(out: &mut Vec<(f64, u64)>, upper_ns: f64, count: u64) {
-    match out.last_mut() {
-        Some(last) if last.0 >= upper_ns => last.1 += count,
-        _ => out.push((upper_ns, count)),
-    }
+    (rec.summary(clock), rec.buckets(clock))
 }
 
 /// Repeats whose spread, or a first repeat whose distance from the
@@ -143,15 +116,6 @@ mod tests {
         let top = buckets[4].0;
         assert!((4_995_000.0..=5_005_000.0).contains(&top), "{buckets:?}");
         assert_eq!(exact(&[], &clock).max_ns, 0.0);
-    }
-
-    #[test]
-    fn buckets_rounding_alike_are_merged() {
-        let mut b = Vec::new();
-        push_bucket(&mut b, 1.0, 2);
-        push_bucket(&mut b, 1.0, 3);
-        push_bucket(&mut b, 1.5, 1);
-        assert_eq!(b, vec![(1.0, 5), (1.5, 1)]);
     }
 
     #[test]
