@@ -15,6 +15,7 @@
 //! process: this test binary re-executed to run only [`child_entry`], with
 //! its role in `MSGPASS_TEST_CHILD`.
 
+#[macro_use]
 mod common;
 
 use std::path::PathBuf;
@@ -140,25 +141,7 @@ macro_rules! conformance_tests {
     };
 }
 
-conformance_tests! {
-    shm: "shm",
-    shm_spin: "shm-spin",
-    shm_block: "shm-block",
-    shm_hybrid: "shm-hybrid",
-    uds: "uds",
-    uds_stream: "uds-stream",
-    uds_dgram: "uds-dgram",
-    pipe: "pipe",
-    posix_mq: "posix-mq",
-    sysv_msg: "sysv-msg",
-    fifo: "fifo",
-    eventfd: "eventfd",
-    io_uring: "io-uring",
-    signal: "signal",
-    fuse: "fuse",
-    tcp: "tcp",
-    udp: "udp",
-}
+every_transport!(conformance_tests);
 
 #[test]
 fn every_transport_is_instantiated() {

@@ -25,6 +25,7 @@
 //! `hostile_rendezvous.rs` and `hostile_fds.rs`; this file is the matrix
 //! that every transport in `msgpass::transport::NAMES` must pass.
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeSet;
@@ -96,25 +97,7 @@ macro_rules! hostile_tests {
     };
 }
 
-hostile_tests! {
-    shm: "shm",
-    shm_spin: "shm-spin",
-    shm_block: "shm-block",
-    shm_hybrid: "shm-hybrid",
-    uds: "uds",
-    uds_stream: "uds-stream",
-    uds_dgram: "uds-dgram",
-    pipe: "pipe",
-    posix_mq: "posix-mq",
-    sysv_msg: "sysv-msg",
-    fifo: "fifo",
-    eventfd: "eventfd",
-    io_uring: "io-uring",
-    signal: "signal",
-    fuse: "fuse",
-    tcp: "tcp",
-    udp: "udp",
-}
+every_transport!(hostile_tests);
 
 #[test]
 fn every_transport_is_attacked() {

@@ -722,3 +722,31 @@ pub fn honest_calls(
         .recv_timeout(bound)
         .unwrap_or_else(|_| panic!("{who}: the honest client was not served beside the attacker"));
 }
+
+/// Invokes the macro `$m` with every transport as `module_name: "name"`,
+/// the one list the per-transport suites (conformance, hostile peers) are
+/// instantiated from; each checks it against `msgpass::transport::NAMES`.
+#[allow(unused_macros)]
+macro_rules! every_transport {
+    ($m:ident) => {
+        $m! {
+            shm: "shm",
+            shm_spin: "shm-spin",
+            shm_block: "shm-block",
+            shm_hybrid: "shm-hybrid",
+            uds: "uds",
+            uds_stream: "uds-stream",
+            uds_dgram: "uds-dgram",
+            pipe: "pipe",
+            posix_mq: "posix-mq",
+            sysv_msg: "sysv-msg",
+            fifo: "fifo",
+            eventfd: "eventfd",
+            io_uring: "io-uring",
+            signal: "signal",
+            fuse: "fuse",
+            tcp: "tcp",
+            udp: "udp",
+        }
+    };
+}
