@@ -53,60 +53,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use msgpass::{Channel, Connection, Options};
+use msgpass::Connection;
 use oslayer::poll::{self, PollFd};
-use oslayer::socket::{RecvFlags, SocketType};
 
 const TICK: Duration = Duration::from_millis(20);
 /// Bounds a hang; does not time speed.
 const BOUND: Duration = Duration::from_secs(10);
 const PAGE: usize = 4096;
-
-fn options() -> Options {
-    Options {
-        tick: TICK,
-        ..Options::default()
-    }
-}
-
-/// A server of `transport` on a fresh endpoint, and the endpoint's path.
-fn server(t: &TestNs, transport: &str) -> (Server, PathBuf) {
-    let tr = msgpass::transport::by_name(transport).expect("transport");
-    let chan = Channel::create(&t.ns, "hostile/0", &*tr, &options()).expect("create");
-    let path = chan.path().to_path_buf();
-    (Server::serve_channel(chan), path)
-}
-
-/// A client that met the server through the rendezvous by hand: its
-/// session, the hello's extra bytes and the descriptors it carried.
-struct Raw {
-    session: OwnedFd,
-    extra: Vec<u8>,
-    fds: Vec<OwnedFd>,
-}
-
-fn raw(path: &Path) -> Raw {
-    let session = oslayer::socket::unix_connect(path, SocketType::SEQPACKET).expect("connect");
-    oslayer::socket::set_recv_timeout(session.as_fd(), Some(Duration::from_secs(5)))
-        .expect("timeout");
-    let mut hello = [0u8; 16];
-    let mut extra = vec![0u8; 1024];
-    let got = oslayer::socket::recv_parts(
-        session.as_fd(),
-        &mut hello,
-        &mut extra,
-        RecvFlags::empty(),
-        true,
-    )
-    .expect("hello");
-    assert_eq!(&hello[..4], b"MSGP");
-    extra.truncate(got.len - hello.len());
-    Raw {
-        session,
-        extra,
-        fds: got.fds,
-    }
-}
 
 /// A frame header: command, payload length.
 fn head(cmd: u32, len: u32) -> [u8; 8] {
@@ -129,7 +82,7 @@ fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
     common::honest_calls(transport, calls, BOUND, move || {
         let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
         let tr = msgpass::transport::by_name(transport).expect("transport");
-        Connection::open(&ns, "hostile/0", &*tr, &options()).expect("honest open")
+        Connection::open(&ns, "hostile/0", &*tr, &tick_options(TICK)).expect("honest open")
     });
 }
 
@@ -185,7 +138,7 @@ fn open_fifo(path: &Path, write: bool) -> File {
 /// A fifo client that met the server by hand and opened what it was told
 /// to (`s2c`: whether it opened the reply FIFO too).
 struct RawFifo {
-    raw: Raw,
+    raw: RawClient,
     /// Requests (c2s), blocking, in packet mode.
     tx: OwnedFd,
     /// Replies (s2c), when opened.
@@ -193,7 +146,7 @@ struct RawFifo {
 }
 
 fn raw_fifo(path: &Path, s2c: bool, confirm: bool) -> RawFifo {
-    let raw = raw(path);
+    let raw = raw_client(path);
     let (c2s_path, s2c_path) = fifo_names(&raw.extra);
     let rx = s2c.then(|| open_fifo(&s2c_path, false));
     let tx = OwnedFd::from(open_fifo(&c2s_path, true));
@@ -217,12 +170,12 @@ fn fifos_in(dir: &Path) -> Vec<PathBuf> {
 fn fifo_clients_stopping_in_the_handshake_are_dropped() {
     watchdog("fifo handshake", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "fifo");
+        let (s, path) = raw_server(&t, "fifo", TICK);
         // Stops after the hello: opens nothing.
-        let hello_only = raw(&path);
+        let hello_only = raw_client(&path);
         // Opens the reply FIFO only.
         let reader_only = {
-            let r = raw(&path);
+            let r = raw_client(&path);
             let (_, s2c) = fifo_names(&r.extra);
             (r, open_fifo(&s2c, false))
         };
@@ -253,7 +206,7 @@ fn fifo_clients_stopping_in_the_handshake_are_dropped() {
 fn fifo_clients_silent_inside_a_message_are_dropped() {
     watchdog("fifo partial", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "fifo");
+        let (s, path) = raw_server(&t, "fifo", TICK);
         let in_header = raw_fifo(&path, true, true);
         oslayer::fd::write_all(in_header.tx.as_fd(), &[&head(1, 5)[..3]]).expect("3 bytes");
         let in_payload = raw_fifo(&path, true, true);
@@ -305,7 +258,7 @@ fn trickle(fd: OwnedFd, bytes: Vec<u8>, every: Duration, stop: Arc<AtomicBool>) 
 fn fifo_clients_trickling_bytes_stop_nobody() {
     watchdog("fifo trickle", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "fifo");
+        let (s, path) = raw_server(&t, "fifo", TICK);
         let stop = Arc::new(AtomicBool::new(false));
         // A whole header, then the payload a byte per half tick.
         let after_header = raw_fifo(&path, true, true);
@@ -352,7 +305,7 @@ fn flood_requests(tx: OwnedFd) -> thread::JoinHandle<()> {
 fn fifo_clients_that_never_read_their_replies_are_dropped() {
     watchdog("fifo never reads", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "fifo");
+        let (s, path) = raw_server(&t, "fifo", TICK);
         // Opened the reply FIFO, never drains it.
         let undrained = raw_fifo(&path, true, true);
         let f1 = flood_requests(undrained.tx.try_clone().expect("dup"));
@@ -393,7 +346,7 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
 /// control page (server tid, client tid, req_seq, rep_seq), then the
 /// client-to-server area.
 struct RawSignal {
-    raw: Raw,
+    raw: RawClient,
     map: oslayer::mman::Mapping,
     id: u64,
     server_pid: i32,
@@ -401,7 +354,7 @@ struct RawSignal {
 }
 
 fn raw_signal(path: &Path) -> RawSignal {
-    let raw = raw(path);
+    let raw = raw_client(path);
     let (max, id) = (u64_at(&raw.extra, 0) as usize, u64_at(&raw.extra, 8));
     let server_pid = i32::from_le_bytes(raw.extra[16..20].try_into().expect("pid"));
     let len = PAGE + 2 * area_len(max);
@@ -445,7 +398,7 @@ impl RawSignal {
 fn signal_clients_writing_garbage_headers_are_dropped() {
     watchdog("signal garbage", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "signal");
+        let (s, path) = raw_server(&t, "signal", TICK);
         let me = oslayer::thread::gettid();
         // A length far beyond the area.
         let huge = raw_signal(&path);
@@ -480,7 +433,7 @@ fn signal_clients_writing_garbage_headers_are_dropped() {
 fn signal_flood_stops_nobody() {
     watchdog("signal flood", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "signal");
+        let (s, path) = raw_server(&t, "signal", TICK);
         let attacker = Arc::new(raw_signal(&path));
         // One real request, then its signal again and again, and signals
         // naming connections that do not exist, as fast as they go.
@@ -566,7 +519,7 @@ fn signal_never_takes_child() {
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &lim) }, 0);
     let verdict = thread::spawn(|| {
         let t = TestNs::new();
-        let (s, path) = server(&t, "signal");
+        let (s, path) = raw_server(&t, "signal", TICK);
         let attacker = Arc::new(raw_signal(&path));
         let stop = Arc::new(AtomicBool::new(false));
         let (piled_tx, piled) = std::sync::mpsc::channel();
@@ -635,7 +588,7 @@ fn signal_client_that_never_takes_its_replies_stops_nobody() {
 /// (taken with its pidfd), a ring of its own, the mapped areas
 /// (client-to-server first, at offset 0).
 struct RawRing {
-    raw: Raw,
+    raw: RawClient,
     map: oslayer::mman::Mapping,
     server_ring: OwnedFd,
     ring: io_uring::IoUring,
@@ -643,7 +596,7 @@ struct RawRing {
 
 /// Meets the server; sends our ring's number back unless `silent`.
 fn raw_ring(path: &Path, silent: bool) -> RawRing {
-    let raw = raw(path);
+    let raw = raw_client(path);
     let max = u64_at(&raw.extra, 0) as usize;
     let num = i32::from_le_bytes(raw.extra[8..12].try_into().expect("ring number"));
     let (mem, pidfd, back) = (&raw.fds[0], &raw.fds[1], &raw.fds[2]);
@@ -685,7 +638,7 @@ impl RawRing {
 fn io_uring_clients_lying_in_the_shared_area_are_dropped() {
     watchdog("io-uring garbage", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "io-uring");
+        let (s, path) = raw_server(&t, "io-uring", TICK);
         // A length far beyond the area, in the area and the completion.
         let mut huge = raw_ring(&path, false);
         let h = head(1, u32::MAX);
@@ -716,10 +669,10 @@ fn io_uring_clients_lying_in_the_shared_area_are_dropped() {
 fn io_uring_client_stopping_after_the_hello_stops_nobody() {
     watchdog("io-uring stalled", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "io-uring");
+        let (s, path) = raw_server(&t, "io-uring", TICK);
         // Read the hello and stopped; took the server's ring and stopped.
         // Neither is told from an idle client: both stay, harmlessly.
-        let hello_only = raw(&path);
+        let hello_only = raw_client(&path);
         let took_ring = raw_ring(&path, true);
         honest_calls(t.dir(), "io-uring", 50);
         drop((hello_only, took_ring));
@@ -792,7 +745,7 @@ fn fuse_malformed_ioctls_are_refused() {
     }
     watchdog("fuse malformed", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, path) = server(&t, "fuse");
+        let (s, path) = raw_server(&t, "fuse", TICK);
         let stop = Arc::new(AtomicBool::new(false));
         let attacker = {
             let stop = Arc::clone(&stop);
@@ -832,7 +785,7 @@ fn fuse_caller_child() {
     let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
     let ns = msgpass::Namespace::open(Path::new(&var(CHILD_NS))).expect("namespace");
     let tr = msgpass::transport::by_name("fuse").expect("fuse");
-    let mut c = Connection::open(&ns, "hostile/0", &*tr, &options()).expect("open");
+    let mut c = Connection::open(&ns, "hostile/0", &*tr, &tick_options(TICK)).expect("open");
     println!("calling");
     let mut buf = [0u8; 64];
     let _ = c.call(CMD_HOLD, &[], &mut buf);
@@ -854,7 +807,7 @@ fn fuse_client_frozen_mid_ioctl_stops_nobody() {
     }
     watchdog("fuse frozen", WATCHDOG, || {
         let t = TestNs::new();
-        let (s, _) = server(&t, "fuse");
+        let (s, _) = raw_server(&t, "fuse", TICK);
         let mut child = ChildProc::spawn("child_entry", "fuse-caller", &[(CHILD_NS, t.dir())]);
         child.expect_line("calling");
         // The server holds the child's request; the child sits in ioctl.

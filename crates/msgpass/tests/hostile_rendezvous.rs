@@ -9,61 +9,17 @@
 mod common;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use msgpass::{Channel, Connection, Options};
+use msgpass::Connection;
 use oslayer::poll::{self, PollFd};
-use oslayer::socket::{RecvFlags, SocketType};
 
 const TICK: Duration = Duration::from_millis(20);
 /// Bounds a hang; does not time speed.
 const BOUND: Duration = Duration::from_secs(10);
-
-fn options() -> Options {
-    Options {
-        tick: TICK,
-        ..Options::default()
-    }
-}
-
-/// A server of `transport` on a fresh endpoint, and the endpoint's path.
-fn server(t: &TestNs, transport: &str) -> (Server, PathBuf) {
-    let tr = msgpass::transport::by_name(transport).expect("transport");
-    let chan = Channel::create(&t.ns, "hostile/0", &*tr, &options()).expect("create");
-    let path = chan.path().to_path_buf();
-    (Server::serve_channel(chan), path)
-}
-
-/// A client that met the server through the rendezvous by hand: its
-/// session and the descriptors the hello carried.
-struct Raw {
-    session: OwnedFd,
-    fds: Vec<OwnedFd>,
-}
-
-fn raw(path: &Path) -> Raw {
-    let session = oslayer::socket::unix_connect(path, SocketType::SEQPACKET).expect("connect");
-    oslayer::socket::set_recv_timeout(session.as_fd(), Some(Duration::from_secs(5)))
-        .expect("timeout");
-    let mut hello = [0u8; 16];
-    let mut extra = [0u8; 1024];
-    let got = oslayer::socket::recv_parts(
-        session.as_fd(),
-        &mut hello,
-        &mut extra,
-        RecvFlags::empty(),
-        true,
-    )
-    .expect("hello");
-    assert_eq!(&hello[..4], b"MSGP");
-    Raw {
-        session,
-        fds: got.fds,
-    }
-}
 
 /// A frame: header (command 1, an echo), then `len` bytes.
 fn frame(len: usize) -> Vec<u8> {
@@ -80,7 +36,7 @@ fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
     common::honest_calls(transport, calls, BOUND, move || {
         let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
         let tr = msgpass::transport::by_name(transport).expect("transport");
-        Connection::open(&ns, "hostile/0", &*tr, &options()).expect("honest open")
+        Connection::open(&ns, "hostile/0", &*tr, &tick_options(TICK)).expect("honest open")
     });
 }
 
@@ -106,8 +62,8 @@ fn a_client_silent_inside_a_message_stops_nobody() {
     for (transport, req_fd) in [("uds-stream", 0), ("pipe", 0)] {
         watchdog(transport, WATCHDOG, move || {
             let t = TestNs::new();
-            let (s, path) = server(&t, transport);
-            let attacker = raw(&path);
+            let (s, path) = raw_server(&t, transport, TICK);
+            let attacker = raw_client(&path);
             let w = attacker.fds[req_fd].as_fd();
             if transport == "pipe" {
                 oslayer::pipe::set_packet_mode(w).expect("packets");
@@ -137,8 +93,8 @@ fn a_client_that_never_reads_its_replies_stops_nobody() {
     ] {
         watchdog(transport, WATCHDOG, move || {
             let t = TestNs::new();
-            let (s, path) = server(&t, transport);
-            let attacker = raw(&path);
+            let (s, path) = raw_server(&t, transport, TICK);
+            let attacker = raw_client(&path);
             let w = match req_fd {
                 Some(i) => attacker.fds[i].try_clone().expect("dup"),
                 None => attacker.session.try_clone().expect("dup"),

@@ -750,3 +750,58 @@ macro_rules! every_transport {
         }
     };
 }
+
+/// Default options with a short `tick`, so that deadlines pass quickly.
+pub fn tick_options(tick: Duration) -> Options {
+    Options {
+        tick,
+        ..Options::default()
+    }
+}
+
+/// A server of `transport` on a fresh endpoint `hostile/0` of `t`, with a
+/// short `tick` so that deadlines pass quickly, and the endpoint's path
+/// (for clients that speak the rendezvous by hand).
+pub fn raw_server(t: &TestNs, transport: &str, tick: Duration) -> (Server, PathBuf) {
+    let tr = msgpass::transport::by_name(transport).expect("transport");
+    let chan = Channel::create(&t.ns, "hostile/0", &*tr, &tick_options(tick)).expect("create");
+    let path = chan.path().to_path_buf();
+    (Server::serve_channel(chan), path)
+}
+
+/// A client that met the server through the rendezvous by hand: its
+/// session, the hello's extra bytes and the descriptors it carried.
+pub struct RawClient {
+    /// The session socket.
+    pub session: std::os::fd::OwnedFd,
+    /// The transport's extra hello bytes.
+    pub extra: Vec<u8>,
+    /// The descriptors the hello carried.
+    pub fds: Vec<std::os::fd::OwnedFd>,
+}
+
+/// Connects to `path` and reads the server's hello (within 5 s).
+pub fn raw_client(path: &Path) -> RawClient {
+    use oslayer::socket::{RecvFlags, SocketType};
+    use std::os::fd::AsFd;
+    let session = oslayer::socket::unix_connect(path, SocketType::SEQPACKET).expect("connect");
+    oslayer::socket::set_recv_timeout(session.as_fd(), Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut hello = [0u8; 16];
+    let mut extra = vec![0u8; 1024];
+    let got = oslayer::socket::recv_parts(
+        session.as_fd(),
+        &mut hello,
+        &mut extra,
+        RecvFlags::empty(),
+        true,
+    )
+    .expect("hello");
+    assert_eq!(&hello[..4], b"MSGP");
+    extra.truncate(got.len.saturating_sub(hello.len()));
+    RawClient {
+        session,
+        extra,
+        fds: got.fds,
+    }
+}
