@@ -76,7 +76,10 @@ fn the_kernel_forwards_real_frames_and_the_guard_removes_everything() {
         trial.rate,
         out.lost()
     );
-    assert!(out.sent.frames > 0, "{out:?}");
+    assert!(
+        out.sent.offered_in_full(),
+        "20,000 frames/s offered in full: {out:?}"
+    );
     assert!(
         out.received.frames > 0,
         "the kernel forwarded nothing: {out:?}"
@@ -260,4 +263,37 @@ fn after_sigkill_the_next_start_sweeps() {
         still_listed(&names)
     );
     drop(topo);
+}
+
+/// Not an assertion: prints the kernel reference's loss at a few offered
+/// rates (`cargo test --release --test smp_veth -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn kernel_reference_rates() {
+    let _serial = serial();
+    if let Some(why) = unavailable() {
+        return skip(&why);
+    }
+    let topo = Topology::create().expect("create the test bed");
+    let stop = AtomicBool::new(false);
+    for size in [64, 1518] {
+        for rate in [50e3, 100e3, 200e3, 400e3, 800e3, 1.6e6] {
+            let trial = Trial {
+                size,
+                rate,
+                duration: Duration::from_secs(1),
+            };
+            let o = kernel_trial(&topo, &trial, &stop).expect("kernel trial");
+            let secs = o.sent.elapsed.as_secs_f64();
+            eprintln!(
+                "{size:>5} B offered {rate:>9.0}/s: sent {:>8} ({:>9.0}/s, late {:>8}) received {:>8} lost {:>7} ({:.2}%)",
+                o.sent.frames,
+                o.sent.frames as f64 / secs,
+                o.sent.late,
+                o.received.frames,
+                o.lost(),
+                100.0 * o.lost() as f64 / o.sent.frames.max(1) as f64
+            );
+        }
+    }
 }

@@ -69,8 +69,26 @@ pub struct Sent {
     /// Frames due that the kernel did not take (`ENOBUFS`, or a short
     /// `sendmmsg`): not offered again, not counted as sent.
     pub refused: u64,
-    /// Wall time from the first frame due to the last sent.
+    /// Frames still due when the trial's time was up: the generator (and
+    /// whatever the kernel made its thread do while sending) could not
+    /// offer the rate. Not sent, not lost.
+    pub late: u64,
+    /// Wall time from the start to the last frame sent.
     pub elapsed: Duration,
+}
+
+impl Sent {
+    /// Whether every frame due was sent: the offered rate was really
+    /// offered (a trial where it was not says nothing about loss at that
+    /// rate).
+    pub fn offered_in_full(&self) -> bool {
+        self.late == 0 && self.refused == 0
+    }
+
+    /// Frames sent per second of the trial.
+    pub fn rate(&self) -> f64 {
+        self.frames as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
 }
 
 /// `n` frames from `source(i)`, built before sending starts so the send
@@ -82,7 +100,9 @@ pub fn frame_pool(n: usize, source: impl FnMut(usize) -> Vec<u8>) -> Vec<Vec<u8>
 /// Sends `pool` round and round at `rate` frames per second for
 /// `duration`, paced open loop by its own clock: at every moment the
 /// frames due so far (`elapsed × rate`) are sent in batches, whether or not
-/// anyone keeps up. Stops early when `stop` is set.
+/// anyone keeps up. Ends at `duration` (plus 0.5% grace) even when behind (the frames still
+/// due are counted as [`Sent::late`]: the generator could not offer the
+/// rate), or early when `stop` is set.
 pub fn generate(
     fd: &OwnedFd,
     pool: &[Vec<u8>],
@@ -95,11 +115,17 @@ pub fn generate(
         "generator: needs frames and a positive rate"
     );
     let total = (rate * duration.as_secs_f64()).round() as u64;
+    // The last frames fall due at `duration`: a little grace to send them.
+    let deadline = duration + (duration / 200).max(Duration::from_millis(1));
     let start = Instant::now();
     let mut s = Sent::default();
     let mut next = 0usize;
     while s.frames + s.refused < total && !stop.load(Ordering::Relaxed) {
-        let due = ((start.elapsed().as_secs_f64() * rate) as u64).min(total);
+        let now = start.elapsed();
+        if now >= deadline {
+            break;
+        }
+        let due = ((now.as_secs_f64() * rate) as u64).min(total);
         let behind = due - (s.frames + s.refused);
         if behind == 0 {
             wait_for_next(start, s.frames + s.refused + 1, rate);
@@ -120,6 +146,9 @@ pub fn generate(
         next = (next + k) % pool.len();
     }
     s.elapsed = start.elapsed();
+    if !stop.load(Ordering::Relaxed) {
+        s.late = total - s.frames - s.refused;
+    }
     Ok(s)
 }
 

@@ -174,7 +174,12 @@ pub fn owner_pid(name: &str) -> Option<u32> {
 /// Deletes every namespace of ours whose owning process is gone (a run
 /// killed before it could clean up); returns their names. A namespace
 /// whose pid is alive is left alone: it may be another run's.
+///
+/// Sweeps of one process take turns; a namespace another process swept
+/// first (gone by the time we delete it) is not an error.
 pub fn sweep_stale() -> Result<Vec<String>> {
+    static TURN: Mutex<()> = Mutex::new(());
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let mut swept = Vec::new();
     for name in our_namespaces()? {
         let Some(pid) = owner_pid(&name) else {
@@ -183,7 +188,11 @@ pub fn sweep_stale() -> Result<Vec<String>> {
         if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        delete_namespace(&name).with_context(|| format!("cannot sweep stale namespace {name}"))?;
+        if let Err(e) = delete_namespace(&name) {
+            if our_namespaces()?.contains(&name) {
+                return Err(e.context(format!("cannot sweep stale namespace {name}")));
+            }
+        }
         swept.push(name);
     }
     Ok(swept)
