@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{is_root, serial, skip, Proc};
-use msgbench::suites::smp::veth::afpacket;
-use msgbench::suites::smp::veth::kernel::{kernel_trial, run_trial, Trial};
+use msgbench::suites::smp::veth::afpacket::{self, Relayed};
+use msgbench::suites::smp::veth::kernel::{kernel_trial, run_trial, Outcome, Trial};
 use msgbench::suites::smp::veth::topology::{self, Topology, FWD0, FWD1, SINK0};
 
 /// Set in the child a test spawns (the test binary itself).
@@ -111,30 +111,7 @@ fn with_kernel_forwarding_off_nothing_crosses_unless_a_relay_forwards_it() {
     let out = run_trial(&topo, &trial, &stop).expect("trial without a forwarder");
     assert_eq!(out.received.frames, 0, "ip_forward is off: {out:?}");
 
-    let rx = afpacket::open_receivers(&topo, FWD0, 2, 7).expect("fanout receivers");
-    let tx = afpacket::open_sender(&topo, FWD1).expect("sender");
-    let relay_stop = AtomicBool::new(false);
-    let (out, relayed) = std::thread::scope(|s| {
-        let workers: Vec<_> = rx
-            .iter()
-            .map(|r| {
-                s.spawn(|| {
-                    afpacket::relay(r, &tx, &relay_stop, |f| {
-                        f[0..6].copy_from_slice(&SINK0.mac);
-                        f[6..12].copy_from_slice(&FWD1.mac);
-                        true
-                    })
-                })
-            })
-            .collect();
-        let out = run_trial(&topo, &trial, &stop);
-        relay_stop.store(true, Ordering::Relaxed);
-        let relayed: Vec<_> = workers
-            .into_iter()
-            .map(|w| w.join().unwrap().unwrap())
-            .collect();
-        (out.expect("trial through the relay"), relayed)
-    });
+    let (out, relayed) = relay_trial(&topo, &trial, 2);
     eprintln!(
         "relay at {} fps, 128 B: {out:?}, workers {relayed:?}",
         trial.rate
@@ -149,6 +126,65 @@ fn with_kernel_forwarding_off_nothing_crosses_unless_a_relay_forwards_it() {
         relayed.iter().all(|r| r.received > 0),
         "fanout spreads 256 flows over both: {relayed:?}"
     );
+}
+
+/// One trial through `workers` relay workers in the middle namespace (a
+/// fanout group on fwd0, all sending out of fwd1), rewriting the MACs only.
+fn relay_trial(topo: &Topology, trial: &Trial, workers: usize) -> (Outcome, Vec<Relayed>) {
+    let stop = AtomicBool::new(false);
+    let rx = afpacket::open_receivers(topo, FWD0, workers, 7).expect("fanout receivers");
+    let tx = afpacket::open_sender(topo, FWD1).expect("sender");
+    let relay_stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = rx
+            .iter()
+            .map(|r| {
+                s.spawn(|| {
+                    afpacket::relay(r, &tx, &relay_stop, |f| {
+                        f[0..6].copy_from_slice(&SINK0.mac);
+                        f[6..12].copy_from_slice(&FWD1.mac);
+                        true
+                    })
+                })
+            })
+            .collect();
+        let out = run_trial(topo, trial, &stop);
+        relay_stop.store(true, Ordering::Relaxed);
+        let relayed: Vec<_> = handles
+            .into_iter()
+            .map(|w| w.join().unwrap().unwrap())
+            .collect();
+        (out.expect("trial through the relay"), relayed)
+    })
+}
+
+/// Not an assertion: prints the relay's loss at a few offered rates.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn relay_rates() {
+    let _serial = serial();
+    if let Some(why) = unavailable() {
+        return skip(&why);
+    }
+    let topo = Topology::create().expect("create the test bed");
+    for workers in [1, 2] {
+        for rate in [50e3, 100e3, 200e3, 400e3] {
+            let trial = Trial {
+                size: 64,
+                rate,
+                duration: Duration::from_secs(1),
+            };
+            let (o, r) = relay_trial(&topo, &trial, workers);
+            eprintln!(
+                "relay x{workers} 64 B offered {rate:>7.0}/s: sent {:>7} late {:>7} received {:>7} lost {:>6}; workers {:?}",
+                o.sent.frames,
+                o.sent.late,
+                o.received.frames,
+                o.lost(),
+                r.iter().map(|w| (w.received, w.forwarded)).collect::<Vec<_>>()
+            );
+        }
+    }
 }
 
 #[test]
