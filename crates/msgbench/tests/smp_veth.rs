@@ -86,6 +86,7 @@ fn the_kernel_forwards_real_frames_and_the_guard_removes_everything() {
     );
     assert!(out.received.frames <= out.sent.frames, "{out:?}");
     assert_eq!(out.received.bytes, out.received.frames * 60, "{out:?}");
+    assert!(out.received.socket_drops <= out.lost(), "{out:?}");
     drop(topo);
     assert!(
         still_listed(&names).is_empty(),
@@ -122,6 +123,13 @@ fn with_kernel_forwarding_off_nothing_crosses_unless_a_relay_forwards_it() {
         "{out:?}"
     );
     assert!(out.received.frames <= forwarded, "{out:?} {relayed:?}");
+    let overruns: u64 = relayed.iter().map(|r| r.socket_drops).sum();
+    let received: u64 = relayed.iter().map(|r| r.received).sum();
+    assert_eq!(
+        received + overruns,
+        out.sent.frames,
+        "every frame sent reached a worker or overran its socket: {out:?} {relayed:?}"
+    );
     assert!(
         relayed.iter().all(|r| r.received > 0),
         "fanout spreads 256 flows over both: {relayed:?}"
@@ -181,7 +189,7 @@ fn relay_rates() {
                 o.sent.late,
                 o.received.frames,
                 o.lost(),
-                r.iter().map(|w| (w.received, w.forwarded)).collect::<Vec<_>>()
+                r.iter().map(|w| (w.received, w.forwarded, w.socket_drops)).collect::<Vec<_>>()
             );
         }
     }

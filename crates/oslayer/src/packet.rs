@@ -148,6 +148,37 @@ pub fn set_recv_timeout(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()>
     .map_err(io::Error::from)
 }
 
+/// A receiving socket's counts since the last call (`PACKET_STATISTICS`;
+/// reading resets them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames that reached the socket, queued or not.
+    pub packets: u32,
+    /// Of those, frames dropped because the socket's buffer was full.
+    pub drops: u32,
+}
+
+/// Reads and resets the socket's [`Stats`].
+pub fn take_stats(fd: BorrowedFd<'_>) -> io::Result<Stats> {
+    // SAFETY: tpacket_stats is plain data; all-zero is valid.
+    let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into the live `st`.
+    check(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut st as *mut libc::tpacket_stats).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(Stats {
+        packets: st.tp_packets,
+        drops: st.tp_drops,
+    })
+}
+
 /// Sends up to [`MAX_BATCH`] frames from `frames` out of the bound
 /// interface in one `sendmmsg`; returns how many the kernel took (fewer
 /// when it refused one: the rest are not sent). Retries `EINTR`.
@@ -305,6 +336,15 @@ mod tests {
             }
         }
         assert_eq!(seen, (0..10).collect::<Vec<u8>>());
+        let st = take_stats(rx.as_fd())?;
+        assert_eq!(
+            st,
+            Stats {
+                packets: 10,
+                drops: 0
+            }
+        );
+        assert_eq!(take_stats(rx.as_fd())?, Stats::default(), "reading resets");
         assert_eq!(
             recv_batch(rx.as_fd(), &mut bufs, 16, &mut lens, true)?,
             0,

@@ -174,6 +174,9 @@ pub struct Counted {
     pub frames: u64,
     /// Their full lengths (without FCS).
     pub bytes: u64,
+    /// Frames that reached the sink's socket but found its buffer full
+    /// (part of the loss: the sink, not the forwarder, fell behind).
+    pub socket_drops: u64,
 }
 
 /// Counts frames arriving on `fd` until `done` is set and then no frame
@@ -194,6 +197,7 @@ pub fn count(fd: &OwnedFd, done: &AtomicBool, stop: &AtomicBool) -> Result<Count
             break;
         }
     }
+    c.socket_drops = socket_drops(fd)?;
     Ok(c)
 }
 
@@ -206,6 +210,16 @@ pub struct Relayed {
     pub forwarded: u64,
     /// Frames the closure dropped, or the kernel refused to send.
     pub dropped: u64,
+    /// Frames that reached the worker's socket but found its buffer full
+    /// (an RX overrun: the worker fell behind).
+    pub socket_drops: u64,
+}
+
+/// Drops counted by the kernel on a receiving socket since it was opened
+/// (or since the last call).
+fn socket_drops(fd: &OwnedFd) -> Result<u64> {
+    let st = packet::take_stats(fd.as_fd()).context("cannot read packet socket statistics")?;
+    Ok(u64::from(st.drops))
 }
 
 /// A forwarding worker's loop: receives batches on `rx`, lets `forward`
@@ -240,6 +254,7 @@ pub fn relay(
         r.forwarded += sent as u64;
         r.dropped += (n - sent) as u64;
     }
+    r.socket_drops = socket_drops(rx)?;
     Ok(r)
 }
 
