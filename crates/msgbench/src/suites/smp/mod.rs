@@ -4,8 +4,13 @@
 //! The parts, each its own module:
 //! - `fib`: what a forwarding table is ([`fib::Fib`]) and a slow, obviously
 //!   right one ([`fib::Reference`]) every faster table is checked against.
+//! - `ports`: the simulated NIC ports of the `memory` path: receive rings
+//!   filled as time passes at the offered rate, overruns counted as loss
+//!   ([`ports::RxPort`]), transmit rings draining at the line rate
+//!   ([`ports::TxPort`]), `--line-rate` parsing.
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
 
 pub mod fib;
+pub mod ports;
