@@ -8,11 +8,15 @@
 //!   filled as time passes at the offered rate, overruns counted as loss
 //!   ([`ports::RxPort`]), transmit rings draining at the line rate
 //!   ([`ports::TxPort`]), `--line-rate` parsing.
+//! - `forwarder`: N pinned workers, each draining its own receive ports
+//!   into the transmit ports a forwarding closure chooses, for one trial
+//!   ([`forwarder::run`]).
 //! - `search`: the RFC 2544 throughput search ([`search::search`]).
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
 
 pub mod fib;
+pub mod forwarder;
 pub mod ports;
 pub mod search;
