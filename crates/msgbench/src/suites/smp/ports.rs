@@ -180,8 +180,12 @@ pub struct RxPort<S> {
     slots: Vec<u8>,
     ring: usize,
     frame_len: usize,
+    /// Frames taken out and put in since the start.
     head: u64,
     tail: u64,
+    /// Byte offsets of the next frame out and the next slot in.
+    head_at: usize,
+    tail_at: usize,
     offered: Offered,
     duration_ns: u64,
     source: S,
@@ -219,6 +223,8 @@ impl<S: FrameSource> RxPort<S> {
             frame_len,
             head: 0,
             tail: 0,
+            head_at: 0,
+            tail_at: 0,
             offered,
             duration_ns,
             source,
@@ -250,10 +256,11 @@ impl<S: FrameSource> RxPort<S> {
         };
         let fit = new.min(self.ring as u64 - self.len());
         for k in 0..fit {
-            let at = self.slot(self.tail);
+            let at = self.tail_at;
             self.source
                 .fill(seq0 + k, &mut self.slots[at..at + self.frame_len]);
             self.tail += 1;
+            self.tail_at = self.next(at);
         }
         self.counters.generated += new;
         self.counters.received += fit;
@@ -268,8 +275,9 @@ impl<S: FrameSource> RxPort<S> {
         if self.head == self.tail {
             return None;
         }
-        let at = self.slot(self.head);
+        let at = self.head_at;
         self.head += 1;
+        self.head_at = self.next(at);
         Some(&mut self.slots[at..at + self.frame_len])
     }
 
@@ -303,9 +311,16 @@ impl<S: FrameSource> RxPort<S> {
         }
     }
 
+    /// The slot after the one at byte offset `at` (no division: this is
+    /// on every frame's path).
     #[inline]
-    fn slot(&self, index: u64) -> usize {
-        (index % self.ring as u64) as usize * self.frame_len
+    fn next(&self, at: usize) -> usize {
+        let n = at + self.frame_len;
+        if n >= self.slots.len() {
+            0
+        } else {
+            n
+        }
     }
 }
 
