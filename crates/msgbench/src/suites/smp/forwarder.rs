@@ -18,7 +18,11 @@
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
-use super::ports::{Fate, FrameSource, Offered, RxCounters, RxPort, Sink, TxCounters, TxPort};
+use super::ports::{
+    line_rate_pps, Discard, Fate, FrameSource, Offered, RxCounters, RxPort, Sink, TxCounters,
+    TxPort,
+};
+use super::search::{bounds, try_search, SearchParams, SearchResult, Trial};
 use crate::measure::clock::Clock;
 use crate::measure::placement::{pin_current_thread, CpuList, PlacementError};
 
@@ -127,6 +131,19 @@ impl TrialReport {
         let mut t = RxCounters::default();
         self.rx.iter().for_each(|c| t.add(c));
         t
+    }
+}
+
+impl TrialReport {
+    /// The trial as the RFC 2544 search sees it: packets offered on all
+    /// ports, and lost for any reason.
+    pub fn as_trial(&self, rate: f64) -> Trial {
+        let t = self.total();
+        Trial {
+            rate,
+            sent: t.generated,
+            lost: t.lost(),
+        }
     }
 }
 
@@ -396,11 +413,42 @@ where
     Ok(run.report.total().forwarded as f64 / secs / cfg.ports as f64)
 }
 
+/// The RFC 2544 throughput of the forwarder as `cfg` sets it up (its
+/// `offered` is ignored): a flat-out probe of at most 200 ms sets the
+/// upper bound (capped by the line rate, see [`bounds`]), then the binary
+/// search runs trials of `cfg.trial` to `resolution` (fraction of the
+/// rate). Rates are per port.
+pub fn throughput<F, S>(
+    cfg: &ForwarderConfig,
+    clock: &Clock,
+    resolution: f64,
+    route: impl Fn(usize) -> F,
+    source: impl Fn(u16) -> S,
+) -> Result<SearchResult, ForwardError>
+where
+    F: FnMut(&mut [u8]) -> Option<u16> + Send,
+    S: FrameSource + Send,
+{
+    let probe_cfg = ForwarderConfig {
+        trial: cfg.trial.min(Duration::from_millis(200)),
+        ..cfg.clone()
+    };
+    let probe = probe_capacity(&probe_cfg, clock, &route, &source)?;
+    let (lo, hi) = bounds(line_rate_pps(cfg.line_rate, cfg.frame_len), Some(probe));
+    try_search(SearchParams::new(lo, hi, resolution), |rate| {
+        let at = ForwarderConfig {
+            offered: Offered::Rate(rate),
+            ..cfg.clone()
+        };
+        let run = run(&at, clock, &route, &source, |_| Discard)?;
+        Ok(run.report.as_trial(rate))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::measure::placement::online_cpus;
-    use crate::suites::smp::ports::line_rate_pps;
     use std::collections::HashSet;
 
     /// Test frames: [0..2) input port, [2..10) sequence number, [10] the
@@ -594,6 +642,23 @@ mod tests {
     }
 
     #[test]
+    fn the_search_runs_on_the_forwarder() {
+        // Machine-independent: whatever the rate found, the search ended
+        // on a trial without loss at it, or found none.
+        let mut cfg = ForwarderConfig::new(1, 1, 64, Offered::FlatOut, Duration::from_millis(20));
+        cfg.line_rate = Some(10_000_000); // 14,880 pps at 64 B: fast enough anywhere
+        let source = |_| |_, f: &mut [u8]| f[10..12].fill(0); // all to port 0
+        let r = throughput(&cfg, &Clock::best(), 0.05, by_byte, source).unwrap();
+        let last = r.trials.last().unwrap();
+        assert!(
+            r.rate == 0.0 || (last.passed() && last.rate == r.rate),
+            "{r:?}"
+        );
+        assert!(r.rate <= line_rate_pps(cfg.line_rate, 64));
+        assert!(r.trials.iter().all(|t| t.sent > 0));
+    }
+
+    #[test]
     fn a_flat_out_probe_forwards() {
         let cfg = ForwarderConfig::new(1, 2, 64, Offered::Rate(0.0), Duration::from_millis(20));
         let pps = probe_capacity(&cfg, &Clock::best(), by_byte, |port| Stamp {
@@ -602,5 +667,34 @@ mod tests {
         })
         .unwrap();
         assert!(pps > 0.0);
+    }
+
+    /// How fast the bare loop goes here (no table: a byte picks the
+    /// port), flat out, 64-byte frames: run by hand in release mode with
+    /// `--ignored --nocapture`. Prints, asserts nothing about speed.
+    #[test]
+    #[ignore]
+    fn bare_loop_speed() {
+        for (workers, ports) in [(1, 1), (1, 2), (2, 2)] {
+            let cfg = ForwarderConfig::new(
+                workers,
+                ports,
+                64,
+                Offered::Rate(0.0),
+                Duration::from_millis(500),
+            );
+            let route = |_: usize| |f: &mut [u8]| Some(u16::from(f[10]));
+            let pool = |p: u16| {
+                super::super::ports::Pool::build(256, 64, move |k, f| {
+                    f[10] = ((k + u64::from(p)) % ports as u64) as u8
+                })
+            };
+            let pps = probe_capacity(&cfg, &Clock::best(), route, pool).unwrap();
+            println!(
+                "{workers} worker(s), {ports} port(s): {:.2} Mpps per port, {:.2} Mpps in all",
+                pps / 1e6,
+                pps * ports as f64 / 1e6
+            );
+        }
     }
 }

@@ -181,6 +181,30 @@ pub fn search(p: SearchParams, mut trial: impl FnMut(f64) -> Trial) -> SearchRes
     r
 }
 
+/// [`search`] with a trial that can fail: the first error ends the search
+/// (later trials are not run) and is returned.
+pub fn try_search<E>(
+    p: SearchParams,
+    mut trial: impl FnMut(f64) -> Result<Trial, E>,
+) -> Result<SearchResult, E> {
+    let mut err = None;
+    let failed = |rate| Trial {
+        rate,
+        sent: 0,
+        lost: 1,
+    };
+    let r = search(p, |rate| {
+        if err.is_some() {
+            return failed(rate);
+        }
+        trial(rate).unwrap_or_else(|e| {
+            err = Some(e);
+            failed(rate)
+        })
+    });
+    err.map_or(Ok(r), Err)
+}
+
 /// Whether the bracket is no wider than the resolution (relative to the
 /// rate passed; 1 pps at least).
 fn closed(p: &SearchParams, b: &Bracket) -> bool {
@@ -297,6 +321,25 @@ mod tests {
         assert!(r.trial_count() <= 4, "{}", r.trial_count());
         assert!(!r.converged && r.note.is_some());
         assert!(r.rate <= 12_345.0);
+    }
+
+    #[test]
+    fn a_failing_trial_ends_the_search() {
+        let mut calls = 0;
+        let r = try_search(SearchParams::new(1.0, 1e6, 0.01), |rate| {
+            calls += 1;
+            if calls == 3 {
+                Err("no CPU")
+            } else {
+                Ok(model(500.0)(rate))
+            }
+        });
+        assert_eq!(r, Err("no CPU"));
+        assert_eq!(calls, 3, "no trial after the error");
+        let ok = try_search::<()>(SearchParams::new(1.0, 1e6, 0.01), |rate| {
+            Ok(model(500.0)(rate))
+        });
+        assert!(ok.unwrap().converged);
     }
 
     /// A deterministic forwarder: one worker that takes `service_ns` per
