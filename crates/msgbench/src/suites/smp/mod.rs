@@ -4,6 +4,14 @@
 //! The parts, each its own module:
 //! - `fib`: what a forwarding table is ([`fib::Fib`]) and a slow, obviously
 //!   right one ([`fib::Reference`]) every faster table is checked against.
+//! - `ports`: the simulated NIC ports of the `memory` path: receive rings
+//!   filled as time passes at the offered rate, overruns counted as loss
+//!   ([`ports::RxPort`]), transmit rings draining at the line rate
+//!   ([`ports::TxPort`]), `--line-rate` parsing.
+//! - `forwarder`: N pinned workers, each draining its own receive ports
+//!   into the transmit ports a forwarding closure chooses, for one trial
+//!   ([`forwarder::run`]).
+//! - `search`: the RFC 2544 throughput search ([`search::search`]).
 //! - `veth`: the real-network path (root): our own namespaces and veth
 //!   pairs, AF_PACKET generator, sink and relay, and the kernel's own
 //!   forwarding as the reference row.
@@ -12,4 +20,7 @@
 //! modules are tested on their own.
 
 pub mod fib;
+pub mod forwarder;
+pub mod ports;
+pub mod search;
 pub mod veth;
