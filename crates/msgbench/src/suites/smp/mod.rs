@@ -4,8 +4,11 @@
 //! The parts, each its own module:
 //! - `fib`: what a forwarding table is ([`fib::Fib`]) and a slow, obviously
 //!   right one ([`fib::Reference`]) every faster table is checked against.
+//! - `lpm`: the fast table, DIR-24-8 ([`lpm::Dir24`]): one or two memory
+//!   reads per lookup.
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
 
 pub mod fib;
+pub mod lpm;
