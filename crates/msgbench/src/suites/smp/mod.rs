@@ -6,9 +6,12 @@
 //!   right one ([`fib::Reference`]) every faster table is checked against.
 //! - `lpm`: the fast table, DIR-24-8 ([`lpm::Dir24`]): one or two memory
 //!   reads per lookup.
+//! - `synth`: a synthetic Internet-sized table ([`synth::generate`]) and
+//!   the destinations of its traffic ([`synth::Destinations`]).
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
 
 pub mod fib;
 pub mod lpm;
+pub mod synth;
