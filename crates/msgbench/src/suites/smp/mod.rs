@@ -8,10 +8,13 @@
 //!   reads per lookup.
 //! - `synth`: a synthetic Internet-sized table ([`synth::generate`]) and
 //!   the destinations of its traffic ([`synth::Destinations`]).
+//! - `packet`: real Ethernet/IPv4/UDP frames in bytes, and what a router
+//!   does to them ([`packet::forward_in_place`]).
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
 
 pub mod fib;
 pub mod lpm;
+pub mod packet;
 pub mod synth;
