@@ -2,7 +2,7 @@
 //! UDP (8 bytes) + payload + FCS, what a router forwards.
 //!
 //! A frame's size counts the 4-byte FCS, as RFC 2544's sizes do
-//! ([`RFC2544_SIZES`], 64 to 1518 bytes). [`write`] fills in headers and
+//! ([`RFC2544_SIZES`], 64 to 1518 bytes). [`write()`] fills in headers and
 //! payload; [`seal`] writes the FCS (CRC-32, IEEE 802.3); [`build`] does
 //! both. A router changes the TTL and so the FCS, which its NIC recomputes
 //! on transmit: [`forward_in_place`] leaves the FCS alone (it is stale
@@ -264,7 +264,7 @@ pub fn dst(frame: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes([d[0], d[1], d[2], d[3]]))
 }
 
-/// The sequence number [`write`] put in a valid UDP frame.
+/// The sequence number [`write()`] put in a valid UDP frame.
 pub fn seq(frame: &[u8]) -> Option<u64> {
     let ihl = check(frame).ok()?;
     let at = IP + ihl + UDP_HEADER;
