@@ -15,12 +15,21 @@
 //! - `veth`: the real-network path (root): our own namespaces and veth
 //!   pairs, AF_PACKET generator, sink and relay, and the kernel's own
 //!   forwarding as the reference row.
+//! - `lpm`: the fast table, DIR-24-8 ([`lpm::Dir24`]): one or two memory
+//!   reads per lookup.
+//! - `synth`: a synthetic Internet-sized table ([`synth::generate`]) and
+//!   the destinations of its traffic ([`synth::Destinations`]).
+//! - `packet`: real Ethernet/IPv4/UDP frames in bytes, and what a router
+//!   does to them ([`packet::forward_in_place`]).
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
 
 pub mod fib;
 pub mod forwarder;
+pub mod lpm;
+pub mod packet;
 pub mod ports;
 pub mod search;
+pub mod synth;
 pub mod veth;
