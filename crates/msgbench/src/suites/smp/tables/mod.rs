@@ -41,7 +41,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use super::fib::{Fib, RouteId};
 use crate::measure::clock::Clock;
 use stats::{lock, read, LockTimer};
-pub use stats::{LockStats, SAMPLE_EVERY};
+pub use stats::{LockStats, INTERRUPTED_NS, SAMPLE_EVERY};
 pub use update::{ChangeStream, RouteChange, UpdatePlan, Updater, UpdaterReport};
 
 /// Which way the workers share the table (`--table`).
@@ -285,7 +285,7 @@ impl<F: Fib> Table<F> {
         }
         let _order = self.updating.lock().unwrap_or_else(PoisonError::into_inner);
         match &self.shared {
-            Shared::Mutex(m) => lock(m).0.routing.apply(change),
+            Shared::Mutex(m) => locked(m).routing.apply(change),
             Shared::RwLock(l) => l
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -293,7 +293,7 @@ impl<F: Fib> Table<F> {
             Shared::Rcu(r) => r.update(change),
             Shared::PerCpu(copies) => {
                 for c in copies {
-                    lock(&c.0).0.routing.apply(change);
+                    locked(&c.0).routing.apply(change);
                 }
             }
         }
@@ -311,8 +311,8 @@ impl<F: Fib> Table<F> {
             .clone();
         let mut add = |counts: &[Counts]| add_all(&mut sum, counts);
         match &self.shared {
-            Shared::Mutex(m) => add(&lock(m).0.counts),
-            Shared::PerCpu(copies) => copies.iter().for_each(|c| add(&lock(&c.0).0.counts)),
+            Shared::Mutex(m) => add(&locked(m).counts),
+            Shared::PerCpu(copies) => copies.iter().for_each(|c| add(&locked(&c.0).counts)),
             Shared::RwLock(_) | Shared::Rcu(_) => {}
         }
         sum
@@ -323,12 +323,12 @@ impl<F: Fib> Table<F> {
     /// every copy).
     pub fn views(&self) -> Vec<Routing<F>> {
         match &self.shared {
-            Shared::Mutex(m) => vec![lock(m).0.routing.clone()],
-            Shared::RwLock(l) => vec![read(l).0.clone()],
+            Shared::Mutex(m) => vec![locked(m).routing.clone()],
+            Shared::RwLock(l) => vec![l.read().unwrap_or_else(PoisonError::into_inner).clone()],
             Shared::Rcu(r) => vec![r.snapshot()],
             Shared::PerCpu(copies) => copies
                 .iter()
-                .map(|c| lock(&c.0).0.routing.clone())
+                .map(|c| locked(&c.0).routing.clone())
                 .collect(),
         }
     }
@@ -353,18 +353,20 @@ impl<F: Fib> WorkerHandle<'_, F> {
     pub fn forward(&mut self, dst: u32, bytes: u32) -> Option<Hop> {
         let table = self.table;
         match &table.shared {
-            Shared::Mutex(m) => self.timer.run(true, || lock(m), |g| g.forward(dst, bytes)),
+            Shared::Mutex(m) => self
+                .timer
+                .run(true, |c| lock(m, c), |g| g.forward(dst, bytes)),
             Shared::PerCpu(copies) => {
                 let own = &copies[self.index].0;
                 self.timer
-                    .run(true, || lock(own), |g| g.forward(dst, bytes))
+                    .run(true, |c| lock(own, c), |g| g.forward(dst, bytes))
             }
             Shared::RwLock(l) => {
-                let hop = self.timer.run(true, || read(l), |g| g.hop(dst));
+                let hop = self.timer.run(true, |c| read(l, c), |g| g.hop(dst));
                 self.count(hop, bytes)
             }
             Shared::Rcu(r) => {
-                let hop = self.timer.run(false, || (r.load(), false), |g| g.hop(dst));
+                let hop = self.timer.run(false, |_| (r.load(), None), |g| g.hop(dst));
                 self.count(hop, bytes)
             }
         }
@@ -406,6 +408,11 @@ impl<F> Drop for WorkerHandle<'_, F> {
             add_all(&mut merged, &local);
         }
     }
+}
+
+/// Takes `m` outside the forwarding path (poisoned or not).
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Adds `counts` route by route to `sum`.
