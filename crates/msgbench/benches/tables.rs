@@ -5,7 +5,7 @@
 //! random destinations through one table for `RUN` while the route-update
 //! thread applies 300 changes/s. Printed: total packets/s, ns per packet
 //! per worker, and the workers' lock figures (mean wait, mean hold,
-//! contended share). Two FIBs:
+//! contended share, uncontended samples dropped as interrupted). Two FIBs:
 //! - `direct16`: a bench-only table of prefixes up to /16, one array read
 //!   per lookup (L2-resident), so the lock is most of the cost;
 //! - `reference`: `fib::Reference` with 50,000 prefixes of /16, /20, /24
@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use msgbench::measure::clock::Clock;
 use msgbench::measure::placement::pin_current_thread;
 use msgbench::suites::smp::fib::{Fib, Prefix, Reference, RouteId};
 use msgbench::suites::smp::tables::{LockStats, Table, UpdatePlan, Updater, Variant};
@@ -175,13 +176,14 @@ fn sweep<F: Fib>(name: &str, fib: &F, prefixes: &[(Prefix, RouteId)]) {
         for threads in [1, 2] {
             let r = run(v, threads, fib, prefixes, &dsts);
             println!(
-                "{name:<9} {:<7} {threads:>2} {:>8.2} {:>8.1} {:>8.1} {:>8.1} {:>8.2}% {:>5}",
+                "{name:<9} {:<7} {threads:>2} {:>8.2} {:>8.1} {:>8.1} {:>8.1} {:>8.2}% {:>5} {:>5}",
                 v.name(),
                 r.pps / 1e6,
                 r.ns_per_packet,
                 r.stats.mean_wait_ns(),
                 r.stats.mean_hold_ns(),
                 r.stats.contended_fraction() * 100.0,
+                r.stats.interrupted,
                 r.updates,
             );
         }
@@ -190,12 +192,13 @@ fn sweep<F: Fib>(name: &str, fib: &F, prefixes: &[(Prefix, RouteId)]) {
 
 fn main() {
     println!(
-        "{} CPUs; each row {RUN:?}, {UPDATES_PER_S} route updates/s",
-        cpus()
+        "{} CPUs, clock {}; each row {RUN:?}, {UPDATES_PER_S} route updates/s",
+        cpus(),
+        Clock::best().describe()
     );
     println!(
-        "{:<9} {:<7} {:>2} {:>8} {:>8} {:>8} {:>8} {:>9} {:>5}",
-        "fib", "table", "n", "Mpps", "ns/pkt", "wait ns", "hold ns", "contended", "upd"
+        "{:<9} {:<7} {:>2} {:>8} {:>8} {:>8} {:>8} {:>9} {:>5} {:>5}",
+        "fib", "table", "n", "Mpps", "ns/pkt", "wait ns", "hold ns", "contended", "intr", "upd"
     );
     let (direct, dp) = build(Direct16::new(), 4000, &[8, 12, 14, 16], 1);
     sweep("direct16", &direct, &dp);
