@@ -21,6 +21,9 @@
 //!   the destinations of its traffic ([`synth::Destinations`]).
 //! - `packet`: real Ethernet/IPv4/UDP frames in bytes, and what a router
 //!   does to them ([`packet::forward_in_place`]).
+//! - `tables`: the table variants of `--table` (`mutex`, `rwlock`, `rcu`,
+//!   `per-cpu`) behind one worker interface, with per-worker lock wait and
+//!   hold times, per-route counters, and the route-update thread.
 //!
 //! The suite itself (plan, run, rows, figures) is not built yet: the
 //! modules are tested on their own.
@@ -32,4 +35,5 @@ pub mod packet;
 pub mod ports;
 pub mod search;
 pub mod synth;
+pub mod tables;
 pub mod veth;
