@@ -26,6 +26,8 @@ pub mod mem;
 pub mod mman;
 pub mod mount;
 pub mod mqueue;
+pub mod netns;
+pub mod packet;
 pub mod pidfd;
 pub mod pipe;
 pub mod pmutex;

@@ -8,6 +8,7 @@ pub mod adder;
 pub mod floor;
 pub mod ipc;
 pub mod rtos;
+pub mod smp;
 pub mod validate;
 
 use std::path::PathBuf;
