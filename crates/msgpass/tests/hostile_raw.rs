@@ -54,7 +54,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use msgpass::Connection;
-use oslayer::poll::{self, PollFd};
 
 const TICK: Duration = Duration::from_millis(20);
 /// Bounds a hang; does not time speed.
@@ -76,36 +75,13 @@ fn frame(len: usize) -> Vec<u8> {
     f
 }
 
-/// `calls` honest echo calls over `transport` beside the attackers.
-fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
-    let ns_dir = ns_dir.to_path_buf();
-    common::honest_calls(transport, calls, BOUND, move || {
-        let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
-        let tr = msgpass::transport::by_name(transport).expect("transport");
-        Connection::open(&ns, "hostile/0", &*tr, &tick_options(TICK)).expect("honest open")
-    });
-}
-
-/// True once the server hung up the session (within [`BOUND`]).
-fn hung_up(session: &OwnedFd) -> bool {
-    let deadline = Instant::now() + BOUND;
-    while Instant::now() < deadline {
-        let mut p = [PollFd::readable(session.as_fd())];
-        if poll::poll(&mut p, Some(Duration::from_millis(50))).expect("poll") > 0 {
-            let mut b = [0u8; 64];
-            match oslayer::socket::recv_now(session.as_fd(), &mut b) {
-                Ok(0) | Err(_) => return true,
-                Ok(_) => {}
-            }
-        }
-    }
-    false
-}
-
 /// Asserts that every attacker in `attackers` (named) was dropped.
 fn all_dropped(transport: &str, attackers: &[(&str, &OwnedFd)]) {
     for (what, session) in attackers {
-        assert!(hung_up(session), "{transport}: {what}: attacker kept");
+        assert!(
+            hung_up(session, BOUND),
+            "{transport}: {what}: attacker kept"
+        );
     }
 }
 
@@ -184,7 +160,7 @@ fn fifo_clients_stopping_in_the_handshake_are_dropped() {
         // Half of its opened frame (one packet of 4 bytes), then silence.
         let half = raw_fifo(&path, true, false);
         oslayer::fd::write_all(half.tx.as_fd(), &[&head(FIFO_OPENED, 0)[..4]]).expect("half");
-        honest_calls(t.dir(), "fifo", 50);
+        honest_calls_at(t.dir(), "fifo", 50, TICK, BOUND);
         all_dropped(
             "fifo",
             &[
@@ -216,7 +192,7 @@ fn fifo_clients_silent_inside_a_message_are_dropped() {
         let unpacketed = raw_fifo(&path, true, true);
         clear_packet_mode(&unpacketed.tx);
         oslayer::fd::write_all(unpacketed.tx.as_fd(), &[&frame(60_000)[..1008]]).expect("part");
-        honest_calls(t.dir(), "fifo", 50);
+        honest_calls_at(t.dir(), "fifo", 50, TICK, BOUND);
         all_dropped(
             "fifo",
             &[
@@ -272,12 +248,12 @@ fn fifo_clients_trickling_bytes_stop_nobody() {
         let tx = bare.tx.try_clone().expect("dup");
         let st = Arc::clone(&stop);
         let t2 = thread::spawn(move || trickle(tx, frame(1000), TICK / 2, st));
-        honest_calls(t.dir(), "fifo", 50);
+        honest_calls_at(t.dir(), "fifo", 50, TICK, BOUND);
         all_dropped(
             "fifo",
             &[("trickling a payload", &after_header.raw.session)],
         );
-        honest_calls(t.dir(), "fifo", 5);
+        honest_calls_at(t.dir(), "fifo", 5, TICK, BOUND);
         stop.store(true, Ordering::Relaxed);
         t1.join().expect("trickler");
         t2.join().expect("trickler");
@@ -312,7 +288,7 @@ fn fifo_clients_that_never_read_their_replies_are_dropped() {
         // Confirmed without ever opening the reply FIFO.
         let unopened = raw_fifo(&path, false, true);
         let f2 = flood_requests(unopened.tx.try_clone().expect("dup"));
-        honest_calls(t.dir(), "fifo", 50);
+        honest_calls_at(t.dir(), "fifo", 50, TICK, BOUND);
         all_dropped(
             "fifo",
             &[
@@ -414,7 +390,7 @@ fn signal_clients_writing_garbage_headers_are_dropped() {
         no_thread
             .request(1, head(1, 16), 0x3fff_fff0, no_thread.id)
             .expect("signal");
-        honest_calls(t.dir(), "signal", 50);
+        honest_calls_at(t.dir(), "signal", 50, TICK, BOUND);
         all_dropped(
             "signal",
             &[
@@ -467,11 +443,11 @@ fn signal_flood_stops_nobody() {
         // The honest client comes once the signal queue is full (or after
         // a while: a server that drains faster than the flood comes).
         let _ = full.recv_timeout(Duration::from_secs(2));
-        honest_calls(t.dir(), "signal", 50);
+        honest_calls_at(t.dir(), "signal", 50, TICK, BOUND);
         stop.store(true, Ordering::Relaxed);
         let (sent, refused) = flood.join().expect("flood");
         println!("signal flood: {sent} signals sent, {refused} refused (queue full)");
-        honest_calls(t.dir(), "signal", 5);
+        honest_calls_at(t.dir(), "signal", 5, TICK, BOUND);
         drop(attacker);
         s.stop();
         t.finish();
@@ -529,8 +505,8 @@ fn signal_never_takes_child() {
         };
         let n = piled.recv_timeout(BOUND).expect("the pile never filled");
         println!("signal never takes: {n} requests before the server gave up");
-        honest_calls(t.dir(), "signal", 50);
-        assert!(hung_up(&attacker.raw.session), "attacker kept");
+        honest_calls_at(t.dir(), "signal", 50, TICK, BOUND);
+        assert!(hung_up(&attacker.raw.session, BOUND), "attacker kept");
         stop.store(true, Ordering::Relaxed);
         pile.join().expect("pile");
         drop(attacker);
@@ -650,7 +626,7 @@ fn io_uring_clients_lying_in_the_shared_area_are_dropped() {
         let mut early = raw_ring(&path, true);
         let h = head(1, 16);
         early.post(h, u64::from_le_bytes(h), 16);
-        honest_calls(t.dir(), "io-uring", 50);
+        honest_calls_at(t.dir(), "io-uring", 50, TICK, BOUND);
         all_dropped(
             "io-uring",
             &[
@@ -674,9 +650,9 @@ fn io_uring_client_stopping_after_the_hello_stops_nobody() {
         // Neither is told from an idle client: both stay, harmlessly.
         let hello_only = raw_client(&path);
         let took_ring = raw_ring(&path, true);
-        honest_calls(t.dir(), "io-uring", 50);
+        honest_calls_at(t.dir(), "io-uring", 50, TICK, BOUND);
         drop((hello_only, took_ring));
-        honest_calls(t.dir(), "io-uring", 5);
+        honest_calls_at(t.dir(), "io-uring", 5, TICK, BOUND);
         s.stop();
         t.finish();
     });
@@ -766,7 +742,7 @@ fn fuse_malformed_ioctls_are_refused() {
                 }
             })
         };
-        honest_calls(t.dir(), "fuse", 50);
+        honest_calls_at(t.dir(), "fuse", 50, TICK, BOUND);
         stop.store(true, Ordering::Relaxed);
         let (rounds, served) = attacker.join().expect("attacker");
         assert!(
@@ -821,9 +797,9 @@ fn fuse_client_frozen_mid_ioctl_stops_nobody() {
         }
         // The reply goes to a stopped caller; then others are served.
         s.release();
-        honest_calls(t.dir(), "fuse", 50);
+        honest_calls_at(t.dir(), "fuse", 50, TICK, BOUND);
         child.kill_and_reap();
-        honest_calls(t.dir(), "fuse", 5);
+        honest_calls_at(t.dir(), "fuse", 5, TICK, BOUND);
         s.stop();
         t.finish();
     });

@@ -8,14 +8,11 @@
 
 mod common;
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::os::fd::AsFd;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use msgpass::Connection;
-use oslayer::poll::{self, PollFd};
 
 const TICK: Duration = Duration::from_millis(20);
 /// Bounds a hang; does not time speed.
@@ -28,32 +25,6 @@ fn frame(len: usize) -> Vec<u8> {
     f.extend_from_slice(&(len as u32).to_le_bytes());
     f.resize(8 + len, 7);
     f
-}
-
-/// `calls` honest echo calls over `transport` beside the attacker.
-fn honest_calls(ns_dir: &Path, transport: &'static str, calls: usize) {
-    let ns_dir = ns_dir.to_path_buf();
-    common::honest_calls(transport, calls, BOUND, move || {
-        let ns = msgpass::Namespace::open(&ns_dir).expect("namespace");
-        let tr = msgpass::transport::by_name(transport).expect("transport");
-        Connection::open(&ns, "hostile/0", &*tr, &tick_options(TICK)).expect("honest open")
-    });
-}
-
-/// True once the server hung up the session (within [`BOUND`]).
-fn hung_up(session: &OwnedFd) -> bool {
-    let deadline = Instant::now() + BOUND;
-    while Instant::now() < deadline {
-        let mut p = [PollFd::readable(session.as_fd())];
-        if poll::poll(&mut p, Some(Duration::from_millis(50))).expect("poll") > 0 {
-            let mut b = [0u8; 64];
-            match oslayer::socket::recv_now(session.as_fd(), &mut b) {
-                Ok(0) | Err(_) => return true,
-                Ok(_) => {}
-            }
-        }
-    }
-    false
 }
 
 #[test]
@@ -70,9 +41,9 @@ fn a_client_silent_inside_a_message_stops_nobody() {
             }
             // A header and part of a payload: a whole packet, then silence.
             oslayer::fd::write_all(w, &[&frame(6000)[..4096]]).expect("part");
-            honest_calls(t.dir(), transport, 50);
+            honest_calls_at(t.dir(), transport, 50, TICK, BOUND);
             assert!(
-                hung_up(&attacker.session),
+                hung_up(&attacker.session, BOUND),
                 "{transport}: silent client kept"
             );
             drop(attacker);
@@ -119,9 +90,9 @@ fn a_client_that_never_reads_its_replies_stops_nobody() {
                     }
                 }
             });
-            honest_calls(t.dir(), transport, 50);
+            honest_calls_at(t.dir(), transport, 50, TICK, BOUND);
             assert!(
-                hung_up(&attacker.session),
+                hung_up(&attacker.session, BOUND),
                 "{transport}: non-reading client kept"
             );
             drop(attacker);

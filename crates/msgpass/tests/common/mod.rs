@@ -805,3 +805,39 @@ pub fn raw_client(path: &Path) -> RawClient {
         fds: got.fds,
     }
 }
+
+/// `calls` honest echo calls to `hostile/0` of the namespace at `ns_dir`
+/// over `transport` (options with `tick`), each answered within `bound`:
+/// the client beside a raw attacker.
+pub fn honest_calls_at(
+    ns_dir: &Path,
+    transport: &'static str,
+    calls: usize,
+    tick: Duration,
+    bound: Duration,
+) {
+    let ns_dir = ns_dir.to_path_buf();
+    honest_calls(transport, calls, bound, move || {
+        let ns = Namespace::open(&ns_dir).expect("namespace");
+        let tr = msgpass::transport::by_name(transport).expect("transport");
+        Connection::open(&ns, "hostile/0", &*tr, &tick_options(tick)).expect("honest open")
+    });
+}
+
+/// True once the server hung up `session` (within `bound`).
+pub fn hung_up(session: &std::os::fd::OwnedFd, bound: Duration) -> bool {
+    use oslayer::poll::{self, PollFd};
+    use std::os::fd::AsFd;
+    let deadline = Instant::now() + bound;
+    while Instant::now() < deadline {
+        let mut p = [PollFd::readable(session.as_fd())];
+        if poll::poll(&mut p, Some(Duration::from_millis(50))).expect("poll") > 0 {
+            let mut b = [0u8; 64];
+            match oslayer::socket::recv_now(session.as_fd(), &mut b) {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => {}
+            }
+        }
+    }
+    false
+}
