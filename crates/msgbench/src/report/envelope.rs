@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ClockInfo;
 use crate::measure::env::Environment;
+use crate::pingpong::floor::FloorReport;
 
 /// Version of the envelope. Bump it when a field changes meaning or
 /// disappears; adding an optional field does not need a bump.
@@ -124,7 +125,7 @@ pub struct Envelope<'a, S: Serialize, R: Serialize> {
     /// The clock used for timestamps.
     pub clock: &'a ClockInfo,
     /// The machine's floor, where the suite measured one in the same run.
-    pub floor: Option<serde_json::Value>,
+    pub floor: Option<&'a FloorReport>,
     /// The suite's checked settings (what the plan was).
     pub settings: &'a S,
     /// The suite's rows, complete.

@@ -91,10 +91,7 @@ pub fn render(sections: &[Section], format: Format) -> String {
     for s in sections {
         let part = match (s, format) {
             (_, Format::Json) => continue,
-            (Section::Text(t), Format::Csv) => {
-                let _ = t;
-                continue;
-            }
+            (Section::Text(_), Format::Csv) => continue,
             (Section::Text(t), _) => t.trim_end().to_string(),
             (Section::Table(t), Format::Table) => text(t),
             (Section::Table(t), Format::Markdown) => markdown(t),

@@ -165,10 +165,7 @@ pub fn execute<S: Suite>(
         finished: envelope::now(),
         environment: &cx.environment,
         clock: &ClockInfo::of(&cx.clock),
-        floor: results
-            .floor
-            .as_ref()
-            .and_then(|f| serde_json::to_value(f).ok()),
+        floor: results.floor.as_ref(),
         settings: &plan,
         rows: &results.rows,
         figures: &figures,
