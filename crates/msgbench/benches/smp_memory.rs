@@ -49,6 +49,7 @@ struct Args {
     size: usize,
     trial: Duration,
     updates: f64,
+    probe: bool,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -57,12 +58,14 @@ fn args() -> anyhow::Result<Args> {
         size: packet::MIN_FRAME,
         trial: Duration::from_millis(500),
         updates: UPDATES_PER_S,
+        probe: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--quick" => a.routes = 100_000,
+            "--probe" => a.probe = true,
             "--routes" => a.routes = value("--routes")?.parse()?,
             "--size" => a.size = value("--size")?.parse()?,
             "--trial" => a.trial = Duration::from_secs_f64(value("--trial")?.parse()?),
@@ -213,6 +216,9 @@ fn main() -> anyhow::Result<()> {
         online_cpus(),
         t.elapsed(),
     );
+    if a.probe {
+        return probe(&a, &fib, &routes, &pools, &clock);
+    }
     println!(
         "{:<8} {:>2} {:>12} {:>9} {:>7} {:>24} {:>24} {:>6} {:>7} {:>10} {:>12}",
         "table",
@@ -264,4 +270,78 @@ fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--probe`: flat-out capacity (no search), per variant and N, and of
+/// the parts alone: the bare loop, plus the router's header work, plus
+/// the lookup without a table around it.
+fn probe(a: &Args, fib: &Dir24, routes: &[Route], pools: &[Pool], clock: &Clock) -> anyhow::Result<()> {
+    let bytes = a.size as u32;
+    for workers in [1, 2] {
+        let mut cfg = ForwarderConfig::new(workers, PORTS, a.size, Offered::FlatOut, a.trial);
+        cfg.cpus = CpuList(online_cpus());
+        let src = |p: u16| pools[usize::from(p)].clone();
+        let show = |what: &str, pps: f64| {
+            println!("{what:<12} N={workers} {:>8.2} Mpps  {:>6.1} ns/pkt/worker", pps * PORTS as f64 / 1e6,
+                1e9 * workers as f64 / (pps * PORTS as f64));
+        };
+        let bare = forwarder::probe_capacity(&cfg, clock, |_| |f: &mut [u8]| Some(u16::from(f[33] & 1)), src)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        show("bare", bare);
+        let hdr = forwarder::probe_capacity(&cfg, clock, |_| |f: &mut [u8]| {
+            packet::forward_in_place(f).ok()?;
+            Some(u16::from(f[33] & 1))
+        }, src).map_err(|e| anyhow::anyhow!("{e}"))?;
+        show("+header", hdr);
+        let ports: Vec<u16> = routes.iter().map(|r| r.port).collect();
+        let look = forwarder::probe_capacity(&cfg, clock, |_| |f: &mut [u8]| {
+            packet::forward_in_place(f).ok()?;
+            let dst = u32::from_be_bytes(f[30..34].try_into().ok()?);
+            use msgbench::suites::smp::fib::Fib;
+            let r = fib.lookup(dst)?;
+            ports.get(r as usize).copied()
+        }, src).map_err(|e| anyhow::anyhow!("{e}"))?;
+        show("+lookup", look);
+        for v in Variant::ALL {
+            let table = Table::new(v, fib.clone(), ports.clone(), workers);
+            let pps = forwarder::probe_capacity(&cfg, clock, |k| {
+                let mut h = table.worker(k);
+                move |frame: &mut [u8]| -> Option<u16> {
+                    packet::forward_in_place(frame).ok()?;
+                    let dst = u32::from_be_bytes(frame[30..34].try_into().ok()?);
+                    h.forward(dst, bytes).map(|hop| hop.port)
+                }
+            }, src).map_err(|e| anyhow::anyhow!("{e}"))?;
+            show(v.name(), pps);
+            let table = Arc::new(table);
+            let plan = UpdatePlan {
+                rate: a.updates,
+                seed: 7,
+                prefixes: routes.iter().enumerate().map(|(i, r)| (r.prefix, i as RouteId)).collect(),
+                routes: routes.len() as u32,
+                ports: PORTS as u16,
+            };
+            let updater = Updater::start(Arc::clone(&table), &plan)?;
+            let mut at = cfg.clone();
+            at.offered = Offered::Rate(pps * 0.7);
+            at.trial = Duration::from_secs(1);
+            let run = forwarder::run(&at, clock, |k| {
+                let mut h = table.worker(k);
+                move |frame: &mut [u8]| -> Option<u16> {
+                    packet::forward_in_place(frame).ok()?;
+                    let dst = u32::from_be_bytes(frame[30..34].try_into().ok()?);
+                    h.forward(dst, bytes).map(|hop| hop.port)
+                }
+            }, src, |_| forwarder_discard()).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let u = updater.stop();
+            let t = run.report.total();
+            println!("   at 70%: overrun {} unrouted {} of {}; max gap {:?} us; updates {} max {:?}", t.overrun(), t.unrouted, t.generated,
+                run.report.workers.iter().map(|w| w.max_gap_ns / 1000).collect::<Vec<_>>(), u.applied, u.apply_max);
+        }
+    }
+    Ok(())
+}
+
+fn forwarder_discard() -> msgbench::suites::smp::ports::Discard {
+    msgbench::suites::smp::ports::Discard
 }

@@ -16,6 +16,7 @@ use msgbench::suites::adder::{Adder, AdderArgs, Placement};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{Ipc, IpcArgs};
 use msgbench::suites::rtos::{Rtos, RtosArgs};
+use msgbench::suites::smp::{Smp, SmpArgs};
 use msgbench::suites::validate::{Validate, ValidateArgs};
 use msgbench::suites::{self, OutputArgs};
 
@@ -43,6 +44,8 @@ enum Cmd {
     Validate(ValidateArgs),
     /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM tests) with the QNX 6.5 figures.
     Rtos(RtosArgs),
+    /// SMP packet forwarding: RFC 2544 zero-loss throughput per table variant (mutex, rwlock, rcu, per-cpu) and worker count, in memory or over veth.
+    Smp(SmpArgs),
     /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
     #[command(long_about = compare::LONG_ABOUT)]
     Compare(CompareArgs),
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Some(Cmd::Floor(a)) => suites::execute::<Floor>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => suites::execute::<Rtos>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Smp(a)) => suites::execute::<Smp>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{is_root, serial, skip, Proc};
 use msgbench::suites::smp::veth::afpacket::{self, Relayed};
-use msgbench::suites::smp::veth::kernel::{kernel_trial, run_trial, Outcome, Trial};
+use msgbench::suites::smp::veth::kernel::{flow_pool, kernel_trial, run_trial, Outcome, Trial};
 use msgbench::suites::smp::veth::topology::{self, Topology, FWD0, FWD1, SINK0};
 
 /// Set in the child a test spawns (the test binary itself).
@@ -70,7 +70,7 @@ fn the_kernel_forwards_real_frames_and_the_guard_removes_everything() {
         rate: 20_000.0,
         duration: Duration::from_millis(500),
     };
-    let out = kernel_trial(&topo, &trial, &stop).expect("kernel trial");
+    let out = kernel_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("kernel trial");
     eprintln!(
         "kernel reference at {} fps, 64 B: {out:?} (lost {})",
         trial.rate,
@@ -113,7 +113,7 @@ fn with_kernel_forwarding_off_nothing_crosses_unless_a_relay_forwards_it() {
         rate: 5_000.0,
         duration: Duration::from_millis(200),
     };
-    let out = run_trial(&topo, &trial, &stop).expect("trial without a forwarder");
+    let out = run_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("trial without a forwarder");
     assert_eq!(out.received.frames, 0, "ip_forward is off: {out:?}");
 
     let (out, relayed) = relay_trial(&topo, &trial, 2);
@@ -160,7 +160,7 @@ fn relay_trial(topo: &Topology, trial: &Trial, workers: usize) -> (Outcome, Vec<
                 })
             })
             .collect();
-        let out = run_trial(topo, trial, &stop);
+        let out = run_trial(topo, trial, &flow_pool(trial.size), &stop);
         relay_stop.store(true, Ordering::Relaxed);
         let relayed: Vec<_> = handles
             .into_iter()
@@ -331,7 +331,7 @@ fn kernel_reference_rates() {
                 rate,
                 duration: Duration::from_secs(1),
             };
-            let o = kernel_trial(&topo, &trial, &stop).expect("kernel trial");
+            let o = kernel_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("kernel trial");
             let secs = o.sent.elapsed.as_secs_f64();
             eprintln!(
                 "{size:>5} B offered {rate:>9.0}/s: sent {:>8} ({:>9.0}/s, late {:>8}) received {:>8} lost {:>7} ({:.2}%)",

@@ -104,12 +104,18 @@ pub struct WorkerReport {
     pub cpu: Option<usize>,
     /// The receive ports it drained.
     pub rx_ports: Vec<u16>,
-    /// Frames it forwarded.
+    /// Frames it took from its rings and dealt with (forwarded, dropped
+    /// at a full transmit ring, or unrouted).
     pub forwarded: u64,
     /// Times it went round its loop.
     pub polls: u64,
     /// Rounds in which it found nothing to do.
     pub idle_polls: u64,
+    /// The longest time between two of its polls, ns: how long it was
+    /// away (preempted, interrupted, kept waiting by a lock or its own
+    /// work). A receive ring of `r` frames at `p` packets/s overruns when
+    /// this exceeds `r / p`.
+    pub max_gap_ns: u64,
 }
 
 /// What a trial did, per port and per worker.
@@ -136,13 +142,14 @@ impl TrialReport {
 
 impl TrialReport {
     /// The trial as the RFC 2544 search sees it: packets offered on all
-    /// ports, and lost for any reason.
+    /// ports, and lost for want of capacity ([`RxCounters::overrun`];
+    /// unrouted packets are dropped by design, not lost).
     pub fn as_trial(&self, rate: f64) -> Trial {
         let t = self.total();
         Trial {
             rate,
             sent: t.generated,
-            lost: t.lost(),
+            lost: t.overrun(),
         }
     }
 }
@@ -307,8 +314,11 @@ fn forward_loop<F, S, K>(
     S: FrameSource,
     K: Sink,
 {
+    let mut last = 0;
     loop {
         let now = clock.ticks_to_ns(clock.now().saturating_sub(t0)) as u64;
+        w.report.max_gap_ns = w.report.max_gap_ns.max(now.saturating_sub(last));
+        last = now;
         let mut moved = 0;
         let mut finished = true;
         for rx in w.rx.iter_mut() {

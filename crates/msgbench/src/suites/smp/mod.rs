@@ -25,15 +25,86 @@
 //!   `per-cpu`) behind one worker interface, with per-worker lock wait and
 //!   hold times, per-route counters, and the route-update thread.
 //!
-//! The suite itself (plan, run, rows, figures) is not built yet: the
-//! modules are tested on their own.
+//! - `options`: the command line and the plan; `memory` and `wire`: one
+//!   cell measured on each path; `sweep`: every cell, repeated and
+//!   interleaved, into rows ([`row::SmpRow`]); `lessons`: the study's
+//!   three lessons judged from the rows; `render`: tables and figures.
 
 pub mod fib;
 pub mod forwarder;
+pub mod lessons;
 pub mod lpm;
+pub mod memory;
+pub mod options;
 pub mod packet;
 pub mod ports;
+pub mod render;
+pub mod row;
 pub mod search;
+pub mod sweep;
 pub mod synth;
 pub mod tables;
 pub mod veth;
+pub mod wire;
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+pub use options::{PortsMode, SmpArgs, SmpPlan};
+pub use row::SmpRow;
+
+use super::{Results, RunContext, Suite};
+use crate::measure::sched::SchedArgs;
+use crate::report::envelope::Figure;
+use crate::report::table::Section;
+
+/// `msgbench smp`.
+pub struct Smp;
+
+impl Suite for Smp {
+    const NAME: &'static str = "smp";
+    type Args = SmpArgs;
+    type Plan = SmpPlan;
+    type Row = SmpRow;
+
+    fn plan(args: &SmpArgs) -> Result<SmpPlan> {
+        let plan = options::plan(args)?;
+        if plan.ports == PortsMode::Veth {
+            if let Some(why) = wire::unavailable() {
+                anyhow::bail!("{why}");
+            }
+        }
+        Ok(plan)
+    }
+
+    fn sched(args: &SmpArgs) -> Option<&SchedArgs> {
+        Some(&args.sched)
+    }
+
+    fn estimate(plan: &SmpPlan) -> Duration {
+        sweep::cell_estimate(plan) * (sweep::cells(plan).len() * plan.repeats) as u32
+    }
+
+    fn banner(plan: &SmpPlan, cx: &RunContext) -> String {
+        format!(
+            "msgbench smp: RFC 2544 zero-loss forwarding throughput; {}; clock {}",
+            plan.describe(),
+            cx.clock.describe()
+        )
+    }
+
+    fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
+        let mut r = sweep::run(plan, cx)?;
+        r.notes = lessons::judge(&r.rows).into_iter().map(|v| v.text).collect();
+        Ok(r)
+    }
+
+    fn sections(plan: &SmpPlan, results: &Results<SmpRow>) -> Vec<Section> {
+        render::sections(plan, &results.rows, &lessons::judge(&results.rows))
+    }
+
+    fn figures(results: &Results<SmpRow>) -> Vec<Figure> {
+        render::figures(&results.rows)
+    }
+}

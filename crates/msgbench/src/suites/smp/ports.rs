@@ -159,9 +159,17 @@ impl RxCounters {
         self.unrouted += o.unrouted;
     }
 
-    /// Every packet lost, for any reason.
+    /// Every packet not forwarded, for any reason.
     pub fn lost(&self) -> u64 {
         self.rx_dropped + self.tx_dropped + self.unrouted
+    }
+
+    /// Packets lost for want of capacity: RX overruns and full transmit
+    /// rings. Unrouted packets are not among them: a router that drops a
+    /// packet with no route (a prefix withdrawn a moment ago, a TTL run
+    /// out) did its job, at any rate. This is the RFC 2544 loss.
+    pub fn overrun(&self) -> u64 {
+        self.rx_dropped + self.tx_dropped
     }
 
     /// Whether every packet is accounted for: generated = received +
@@ -246,7 +254,12 @@ impl<S: FrameSource> RxPort<S> {
         let (new, seq0) = match self.offered {
             Offered::Rate(_) => {
                 let total = self.arrived_by(now_ns);
-                (total - self.counters.generated, self.counters.generated)
+                // Saturating: a clock that read lower than at the last
+                // poll (it must not, but) means no new arrivals.
+                (
+                    total.saturating_sub(self.counters.generated),
+                    self.counters.generated,
+                )
             }
             Offered::FlatOut if now_ns < self.duration_ns => {
                 let free = self.ring as u64 - self.len();

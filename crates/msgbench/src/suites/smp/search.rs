@@ -205,6 +205,35 @@ pub fn try_search<E>(
     err.map_or(Ok(r), Err)
 }
 
+/// Most times [`try_search_raising`] raises the upper bound.
+pub const MAX_RAISES: usize = 3;
+
+/// [`try_search`], but when every trial passes at the upper bound (a
+/// probe that underestimated the forwarder), the bound is doubled, up to
+/// `ceiling` (the line rate) and at most [`MAX_RAISES`] times, and the
+/// search runs again from the old bound: a low probe does not cap the
+/// result. Every trial run is in the result, in order.
+pub fn try_search_raising<E>(
+    mut p: SearchParams,
+    ceiling: f64,
+    mut trial: impl FnMut(f64) -> Result<Trial, E>,
+) -> Result<SearchResult, E> {
+    let mut earlier = Vec::new();
+    let mut raises = 0;
+    loop {
+        let mut r = try_search(p, &mut trial)?;
+        let capped = r.rate >= p.hi && r.trials.len() == 1;
+        if !capped || p.hi >= ceiling || raises == MAX_RAISES {
+            earlier.append(&mut r.trials);
+            r.trials = earlier;
+            return Ok(r);
+        }
+        earlier.append(&mut r.trials);
+        raises += 1;
+        p = SearchParams::new(p.hi, (p.hi * 2.0).min(ceiling), p.resolution);
+    }
+}
+
 /// Whether the bracket is no wider than the resolution (relative to the
 /// rate passed; 1 pps at least).
 fn closed(p: &SearchParams, b: &Bracket) -> bool {
@@ -386,5 +415,32 @@ mod tests {
         assert!(r.rate <= capacity * 1.001, "{}", r.rate);
         assert!(capacity - r.rate <= 0.005 * capacity, "{}", r.rate);
         assert!(r.trials.iter().any(|t| t.sent > 0 && t.lost > 0));
+    }
+
+    #[test]
+    fn a_low_upper_bound_is_raised_until_loss_is_seen() {
+        // Capacity 10,000; the bound starts at 1,000 and doubles.
+        let r = try_search_raising::<()>(
+            SearchParams::new(1.0, 1_000.0, 0.01),
+            f64::INFINITY,
+            |rate| Ok(model(10_000.0)(rate)),
+        )
+        .unwrap();
+        assert!(r.rate > 9_800.0 && r.rate <= 10_000.0, "{r:?}");
+        assert_eq!(r.trials[0].rate, 1_000.0);
+        assert!(r.trials.iter().any(|t| t.rate == 8_000.0 && t.passed()));
+        // A ceiling caps it, and the note says so.
+        let r = try_search_raising::<()>(SearchParams::new(1.0, 1_000.0, 0.01), 3_000.0, |rate| {
+            Ok(model(10_000.0)(rate))
+        })
+        .unwrap();
+        assert_eq!(r.rate, 3_000.0);
+        assert!(r.note.is_some());
+        // Raised at most MAX_RAISES times.
+        let r = try_search_raising::<()>(SearchParams::new(1.0, 1.0, 0.01), f64::INFINITY, |rate| {
+            Ok(model(1e12)(rate))
+        })
+        .unwrap();
+        assert_eq!(r.trials.len(), MAX_RAISES + 1);
     }
 }

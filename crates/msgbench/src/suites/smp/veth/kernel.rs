@@ -42,28 +42,44 @@ impl Outcome {
 }
 
 /// Runs one trial through the kernel's forwarding (ip_forward on in the
-/// middle namespace for the trial, off again after). `stop` (SIGINT) ends
-/// it early; the counts so far are returned.
-pub fn kernel_trial(topo: &Topology, trial: &Trial, stop: &AtomicBool) -> Result<Outcome> {
+/// middle namespace for the trial, off again after), the generator
+/// sending `pool` round and round. `stop` (SIGINT) ends it early; the
+/// counts so far are returned.
+pub fn kernel_trial(
+    topo: &Topology,
+    trial: &Trial,
+    pool: &[Vec<u8>],
+    stop: &AtomicBool,
+) -> Result<Outcome> {
     topo.set_kernel_forwarding(true)?;
-    let out = run_trial(topo, trial, stop);
+    let out = run_trial(topo, trial, pool, stop);
     let off = topo.set_kernel_forwarding(false);
     let out = out?;
     off?;
     Ok(out)
 }
 
+/// The generator's frames of the test bed's own tests: [`FLOWS`] flows to
+/// [`DEST_PREFIX`](super::topology::DEST_PREFIX).
+pub fn flow_pool(size: usize) -> Vec<Vec<u8>> {
+    afpacket::frame_pool(FLOWS, |i| afpacket::udp_frame(size, i as u16))
+}
+
 /// Generator and sink around whatever forwards in the middle namespace.
-pub fn run_trial(topo: &Topology, trial: &Trial, stop: &AtomicBool) -> Result<Outcome> {
+pub fn run_trial(
+    topo: &Topology,
+    trial: &Trial,
+    pool: &[Vec<u8>],
+    stop: &AtomicBool,
+) -> Result<Outcome> {
     let tx = afpacket::open_sender(topo, GEN0)?;
     let rx = afpacket::open_receivers(topo, SINK0, 1, 0)?.remove(0);
-    let pool = afpacket::frame_pool(FLOWS, |i| afpacket::udp_frame(trial.size, i as u16));
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let sink = std::thread::Builder::new()
             .name("smp-sink".into())
             .spawn_scoped(s, || afpacket::count(&rx, &done, stop))?;
-        let sent = afpacket::generate(&tx, &pool, trial.rate, trial.duration, stop);
+        let sent = afpacket::generate(&tx, pool, trial.rate, trial.duration, stop);
         done.store(true, Ordering::Release);
         let received = sink
             .join()

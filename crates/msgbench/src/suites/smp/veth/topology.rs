@@ -286,16 +286,23 @@ impl Topology {
         Ok(())
     }
 
-    /// Routes and permanent neighbours: no ARP ever runs.
+    /// Routes and permanent neighbours: no ARP ever runs. The forwarder
+    /// sends everything not on its own links to the sink (a default
+    /// route), so the kernel forwards the synthetic table's destinations
+    /// as our workers do.
     fn route(&self) -> Result<()> {
         let dest = format!("{}/{}", dotted(DEST_PREFIX.0), DEST_PREFIX.1);
-        for (ns, via, dev) in [(Role::Gen, FWD0, GEN0), (Role::Fwd, SINK0, FWD1)] {
+        for (ns, via, dev, to) in [
+            (Role::Gen, FWD0, GEN0, dest.as_str()),
+            (Role::Fwd, SINK0, FWD1, dest.as_str()),
+            (Role::Fwd, SINK0, FWD1, "default"),
+        ] {
             ip([
                 "-n",
                 self.ns(ns),
                 "route",
                 "add",
-                &dest,
+                to,
                 "via",
                 &dotted(via.ip),
                 "dev",

@@ -1,0 +1,304 @@
+//! The `memory` path of `msgbench smp`: one cell (a table variant, N
+//! workers, one frame size) measured by the RFC 2544 search over the
+//! simulated NIC ports, with a route-update thread changing routes all the
+//! while.
+//!
+//! Per frame a worker does what a router does: header checks, TTL and
+//! checksum update ([`packet::forward_in_place`]; a frame it refuses is
+//! unrouted), then the lookup of the destination and the per-route
+//! counters through its own table handle. Each input port is fed from its
+//! own pool of real frames whose destinations follow `--flows`. Every
+//! trial's books are checked (every frame that arrived was forwarded or
+//! counted as lost); one that does not balance fails the row.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::fib::RouteId;
+use super::forwarder::{self, ForwarderConfig, TrialReport};
+use super::lpm::Dir24;
+use super::options::SmpPlan;
+use super::packet::{self, Spec};
+use super::ports::{Discard, Offered, Pool};
+use super::search::{bounds, try_search_raising, SearchParams, SearchResult};
+use super::synth::{self, Destinations, Route};
+use super::tables::{LockStats, Table, UpdatePlan, Updater, UpdaterReport, Variant, WorkerHandle};
+use crate::measure::placement::CpuList;
+use crate::suites::RunContext;
+
+/// Bytes of frames per pool (the pool's frame count is this over the
+/// frame size, within [`MIN_POOL`] and [`MAX_POOL`]).
+const POOL_BYTES: usize = 16 << 20;
+const MIN_POOL: usize = 4096;
+const MAX_POOL: usize = 65_536;
+/// Longest flat-out probe.
+const PROBE_MS: u64 = 200;
+/// Seed of the synthetic table, of the traffic (plus the port) and of the
+/// route changes.
+const TABLE_SEED: u64 = 1;
+const TRAFFIC_SEED: u64 = 100;
+const CHANGE_SEED: u64 = 7;
+
+/// What every cell of a run shares: the table and the traffic.
+pub struct Setup {
+    /// The synthetic routes (route id = index).
+    pub routes: Vec<Route>,
+    /// The FIB built from them; each cell's table starts from a copy.
+    pub fib: Dir24,
+    /// Input ports.
+    pub ports: usize,
+    /// Per frame size, one pool of frames per input port.
+    pools: Vec<(usize, Vec<Pool>)>,
+}
+
+impl Setup {
+    /// Builds the table and the frames of every size in `plan`.
+    pub fn build(plan: &SmpPlan) -> Result<Setup> {
+        let ports = plan.memory_ports();
+        let routes = synth::generate(plan.routes, ports as u16, TABLE_SEED);
+        let mut fib = Dir24::new();
+        synth::fill(&mut fib, &routes);
+        let mut pools = Vec::new();
+        for &size in &plan.sizes {
+            let per_port = (0..ports)
+                .map(|p| pool(&routes, plan, size, p))
+                .collect::<Result<Vec<_>>>()?;
+            pools.push((size, per_port));
+        }
+        Ok(Setup {
+            routes,
+            fib,
+            ports,
+            pools,
+        })
+    }
+
+    fn pools(&self, size: usize) -> Result<&[Pool]> {
+        self.pools
+            .iter()
+            .find(|(s, _)| *s == size)
+            .map(|(_, p)| p.as_slice())
+            .ok_or_else(|| anyhow!("no frames of {size} bytes were built"))
+    }
+
+    /// The route changes of a cell: the same stream for every cell.
+    fn update_plan(&self, rate: f64) -> UpdatePlan {
+        UpdatePlan {
+            rate,
+            seed: CHANGE_SEED,
+            prefixes: self
+                .routes
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.prefix, i as RouteId))
+                .collect(),
+            routes: self.routes.len() as u32,
+            ports: self.ports as u16,
+        }
+    }
+}
+
+/// Input port `port`'s frames: destinations from its own stream.
+fn pool(routes: &[Route], plan: &SmpPlan, size: usize, port: usize) -> Result<Pool> {
+    let mut dsts = Destinations::new(routes, plan.flows, TRAFFIC_SEED + port as u64)
+        .context("no destinations: the table is empty")?;
+    let count = (POOL_BYTES / size).clamp(MIN_POOL, MAX_POOL);
+    let mut spec = Spec::default();
+    let mut err = None;
+    let pool = Pool::build(count, size, |k, frame| {
+        spec.dst = dsts.next_addr();
+        match packet::write(frame, &spec, k) {
+            Ok(()) => packet::seal(frame),
+            Err(e) => err = Some(e),
+        }
+    });
+    match err {
+        Some(e) => Err(anyhow!("building {size}-byte frames: {e}")),
+        None => Ok(pool),
+    }
+}
+
+/// What one cell's search found, with the figures behind it.
+#[derive(Debug, Clone)]
+pub struct CellRun {
+    /// The search.
+    pub search: SearchResult,
+    /// The flat-out probe, pps over all ports.
+    pub capacity_pps: f64,
+    /// Lock figures per worker, over the trials at the zero-loss rate.
+    pub locks: Vec<LockStats>,
+    /// Share of the workers' polls that found packets, same trials.
+    pub busy: Option<f64>,
+    /// Each worker's longest time away, same trials, microseconds.
+    pub max_gap_us: Vec<f64>,
+    /// Unrouted packets, same trials.
+    pub unrouted: u64,
+    /// The route-update thread.
+    pub updates: UpdaterReport,
+}
+
+/// One trial's extra figures, kept beside the search's own record.
+struct TrialFigures {
+    rate: f64,
+    passed: bool,
+    locks: Vec<LockStats>,
+    report: TrialReport,
+}
+
+/// Lock figures of the worker handles, handed over as they are dropped
+/// at the end of each trial.
+type Collected = Mutex<Vec<(usize, LockStats)>>;
+
+/// A worker's table handle that hands its lock figures over when dropped.
+struct Handle<'a> {
+    handle: WorkerHandle<'a, Dir24>,
+    out: &'a Collected,
+}
+
+impl Drop for Handle<'_> {
+    fn drop(&mut self) {
+        let s = self.handle.stats();
+        self.out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((self.handle.index(), s));
+    }
+}
+
+/// Measures one cell: `variant` with `workers` workers at `size` bytes.
+pub fn measure(
+    plan: &SmpPlan,
+    setup: &Setup,
+    (size, variant, workers): (usize, Variant, usize),
+    cx: &RunContext,
+) -> Result<CellRun> {
+    let pools = setup.pools(size)?;
+    let ports: Vec<u16> = setup.routes.iter().map(|r| r.port).collect();
+    let table = Arc::new(Table::new(variant, setup.fib.clone(), ports, workers));
+    let mut cfg = ForwarderConfig::new(workers, setup.ports, size, Offered::FlatOut, plan.trial());
+    cfg.cpus = CpuList(plan.cpus.clone());
+    cfg.rx_ring = plan.rx_ring;
+    cfg.line_rate = plan.line_rate_bps;
+    let collected: Collected = Mutex::new(Vec::new());
+    let bytes = size as u32;
+    let route = |k: usize| {
+        let mut h = Handle {
+            handle: table.worker(k),
+            out: &collected,
+        };
+        move |frame: &mut [u8]| -> Option<u16> {
+            packet::forward_in_place(frame).ok()?;
+            let dst = u32::from_be_bytes(frame[30..34].try_into().ok()?);
+            h.handle.forward(dst, bytes).map(|hop| hop.port)
+        }
+    };
+    let source = |p: u16| pools[usize::from(p)].clone();
+    let updater = Updater::start(Arc::clone(&table), &setup.update_plan(plan.updates))
+        .context("cannot start the route-update thread")?;
+    let searched = search(plan, &cfg, cx, |at| {
+        let run = forwarder::run(at, &cx.clock, route, source, |_| Discard)?;
+        let mut locks = std::mem::take(&mut *collected.lock().unwrap_or_else(PoisonError::into_inner));
+        locks.sort_by_key(|(k, _)| *k);
+        Ok((run.report, locks.into_iter().map(|(_, s)| s).collect()))
+    });
+    let updates = updater.stop();
+    let (search, capacity_pps, figures) = searched?;
+    Ok(summarise(search, capacity_pps, &figures, workers, updates))
+}
+
+/// The probe, then the search, each trial's books checked.
+fn search(
+    plan: &SmpPlan,
+    cfg: &ForwarderConfig,
+    cx: &RunContext,
+    mut trial: impl FnMut(&ForwarderConfig) -> Result<(TrialReport, Vec<LockStats>), forwarder::ForwardError>,
+) -> Result<(SearchResult, f64, Vec<TrialFigures>)> {
+    let probe_cfg = ForwarderConfig {
+        trial: cfg.trial.min(std::time::Duration::from_millis(PROBE_MS)),
+        offered: Offered::FlatOut,
+        ..cfg.clone()
+    };
+    let (probe, _) = trial(&probe_cfg).map_err(|e| anyhow!("{e}"))?;
+    let secs = probe_cfg.trial.as_secs_f64().max(1e-9);
+    let capacity = probe.total().forwarded as f64 / secs;
+    let line = super::ports::line_rate_pps(plan.line_rate_bps, cfg.frame_len);
+    let (lo, hi) = bounds(line, Some(capacity / cfg.ports as f64));
+    let mut figures = Vec::new();
+    let params = SearchParams::new(lo, hi, plan.resolution);
+    let result = try_search_raising(params, line, |rate| {
+        if cx.stopped() {
+            bail!("interrupted");
+        }
+        let at = ForwarderConfig {
+            offered: Offered::Rate(rate),
+            ..cfg.clone()
+        };
+        let (report, locks) = trial(&at).map_err(|e| anyhow!("{e}"))?;
+        check_books(&report)?;
+        let t = report.as_trial(rate);
+        figures.push(TrialFigures {
+            rate,
+            passed: t.passed(),
+            locks,
+            report,
+        });
+        Ok(t)
+    })?;
+    Ok((result, capacity, figures))
+}
+
+/// Every frame that arrived on a port was forwarded or counted as lost,
+/// and every frame forwarded left by a transmit port.
+fn check_books(r: &TrialReport) -> Result<()> {
+    for (p, c) in r.rx.iter().enumerate() {
+        if !c.balanced(0) {
+            bail!("port {p}: the books do not balance: {c:?}");
+        }
+    }
+    let t = r.total();
+    let out: u64 = r.tx.iter().map(|c| c.forwarded).sum();
+    if out != t.forwarded {
+        bail!(
+            "{} frames forwarded by input port, {out} by output port",
+            t.forwarded
+        );
+    }
+    Ok(())
+}
+
+/// The figures of the trials at the zero-loss rate.
+fn summarise(
+    search: SearchResult,
+    capacity_pps: f64,
+    figures: &[TrialFigures],
+    workers: usize,
+    updates: UpdaterReport,
+) -> CellRun {
+    let mut locks = vec![LockStats::default(); workers];
+    let mut gaps = vec![0u64; workers];
+    let (mut polls, mut idle, mut unrouted) = (0u64, 0u64, 0u64);
+    for f in figures
+        .iter()
+        .filter(|f| f.passed && f.rate == search.rate)
+    {
+        for (k, s) in f.locks.iter().enumerate().take(workers) {
+            locks[k].merge(s);
+        }
+        for (k, w) in f.report.workers.iter().enumerate().take(workers) {
+            gaps[k] = gaps[k].max(w.max_gap_ns);
+            polls += w.polls;
+            idle += w.idle_polls;
+        }
+        unrouted += f.report.total().unrouted;
+    }
+    CellRun {
+        search,
+        capacity_pps,
+        locks,
+        busy: (polls > 0).then(|| 1.0 - idle as f64 / polls as f64),
+        max_gap_us: gaps.iter().map(|&g| g as f64 / 1000.0).collect(),
+        unrouted,
+        updates,
+    }
+}

@@ -1,0 +1,174 @@
+//! The printed results of `msgbench smp`: one table of rows, what the
+//! columns mean, the study's lessons judged, and the rows' notes; and the
+//! generic figures for `compare` and `report`.
+
+use super::lessons::Verdict;
+use super::options::{describe_flows, PortsMode, SmpPlan};
+use super::row::SmpRow;
+use crate::report::envelope::{Better, Figure};
+use crate::report::table::{Align, Section, Table};
+
+/// `12.3M`, `456k`, `789`.
+fn si(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Per-worker figures joined with `/`.
+fn each(v: &[f64], digits: usize) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.iter()
+        .map(|x| format!("{x:.digits$}"))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The results table.
+pub fn table(rows: &[SmpRow]) -> Table {
+    use Align::{Left, Right};
+    let mut t = Table::new(
+        "",
+        &[
+            "Size", "Forwarder", "N", "Zero-loss pps", "Per port", "Mbit/s", "Scale", "Flat out",
+            "Wait ns", "Hold ns", "Busy", "Stall us", "Trials", "QNX study, per port",
+        ],
+    )
+    .aligned(&[
+        Right, Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Right, Right,
+        Left,
+    ]);
+    for r in rows {
+        let n = r.workers.map_or("-".into(), |n| n.to_string());
+        let reference = r.reference.map_or("-".into(), |q| {
+            if q.line_rate {
+                format!("line rate ({})", q.column)
+            } else {
+                format!("{} ({})", si(q.pps_per_port), q.column)
+            }
+        });
+        if let Some(e) = &r.error {
+            let what = if r.skipped { "skipped" } else { "FAILED" };
+            let mut cells = vec![r.size.to_string(), r.forwarder.name().into(), n];
+            cells.push(format!("{what}: {e}"));
+            cells.extend(std::iter::repeat_n(String::new(), 9));
+            cells.push(reference);
+            t.row(cells);
+            continue;
+        }
+        let line = if r.at_line_rate() { " (line)" } else { "" };
+        t.row(vec![
+            r.size.to_string(),
+            r.forwarder.name().into(),
+            n,
+            format!("{}{line}", si(r.pps)),
+            si(r.pps_per_port),
+            format!("{:.0}", r.mbit_s),
+            r.scaling.map_or("-".into(), |s| format!("{s:.2}x")),
+            r.capacity_pps.map_or("-".into(), si),
+            each(&r.wait_ns(), 0),
+            each(&r.hold_ns(), 0),
+            r.cpu_busy
+                .map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
+            each(&r.max_gap_us, 0),
+            format!("{}", r.search.trial_count()),
+            reference,
+        ]);
+    }
+    t
+}
+
+/// What the columns mean, for this plan.
+pub fn legend(plan: &SmpPlan) -> String {
+    let busy = match plan.ports {
+        PortsMode::Memory => "share of the workers' polls that found packets (they spin: the rest is headroom)",
+        PortsMode::Veth => "the whole machine's CPU time (/proc/stat), generator, workers or kernel, and sink together",
+    };
+    let mut s = format!(
+        "Zero-loss pps: the RFC 2544 throughput over all input ports, the highest offered rate with no frame lost\n\
+         over a {} s trial (binary search to {}% of the rate, then confirmed; Trials: how many it took).\n\
+         Per port: the same per input port, the study's unit. Mbit/s: frame bytes, FCS included. Scale: against\n\
+         the same forwarder with 1 worker. Flat out: what the workers forwarded with full rings (the search's\n\
+         upper bound). Wait/Hold ns: per packet, per worker, time taking and holding the table's lock (rcu: loading\n\
+         the snapshot); Busy: {busy}. Stall us: each worker's longest time away from its rings; a ring of {} frames\n\
+         overflows at the offered rate when a stall is longer than its size over that rate.\n\
+         Traffic: {} over {} routes; {} route changes/s applied throughout. QNX study: dual-core 600 MHz MIPS,\n\
+         QNX 6.2.1, two 1 Gbit/s ports (../shared/spec/smp.md): packets/s per port.",
+        plan.trial_secs,
+        plan.resolution * 100.0,
+        plan.rx_ring,
+        describe_flows(plan.flows),
+        plan.routes,
+        plan.updates,
+    );
+    if plan.ports == PortsMode::Veth {
+        s.push_str(
+            "\nveth: the generator and the sink are threads of msgbench on the same CPUs as the workers (and the\n\
+             kernel's softirqs): every veth figure includes that competition. kernel: the kernel's own IPv4\n\
+             forwarding between the same namespaces, the reference row.",
+        );
+    }
+    s
+}
+
+/// The lessons, then every row's note.
+pub fn summary(rows: &[SmpRow], verdicts: &[Verdict]) -> String {
+    let mut lines: Vec<String> = verdicts.iter().map(|v| v.text.clone()).collect();
+    for r in rows.iter().filter(|r| r.measured()) {
+        let who = match r.workers {
+            Some(n) => format!("{} x{n}", r.forwarder.name()),
+            None => r.forwarder.name().to_string(),
+        };
+        if let Some(n) = &r.search.note {
+            lines.push(format!("{} B, {who}: {n}.", r.size));
+        }
+    }
+    lines.join("\n")
+}
+
+/// All sections.
+pub fn sections(plan: &SmpPlan, rows: &[SmpRow], verdicts: &[Verdict]) -> Vec<Section> {
+    vec![
+        Section::Table(table(rows)),
+        Section::Text(legend(plan)),
+        Section::Text(summary(rows, verdicts)),
+    ]
+}
+
+/// A row's key.
+fn key(r: &SmpRow) -> Vec<(&'static str, String)> {
+    vec![
+        ("ports", r.ports.to_string()),
+        ("forwarder", r.forwarder.name().to_string()),
+        ("workers", r.workers.map_or("-".into(), |n| n.to_string())),
+        ("size", r.size.to_string()),
+    ]
+}
+
+/// The generic figures: zero-loss pps (with the repeats) and, where
+/// measured, the flat-out rate and the lock wait.
+pub fn figures(rows: &[SmpRow]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.measured()) {
+        let k = key(r);
+        out.push(
+            Figure::new(&k, "zero_loss_pps", r.pps, "pps", Better::Higher)
+                .with_repeats(r.repeats_pps.clone()),
+        );
+        if let Some(c) = r.capacity_pps {
+            out.push(Figure::new(&k, "flat_out_pps", c, "pps", Better::Higher));
+        }
+        let w = r.wait_ns();
+        if !w.is_empty() {
+            let mean = w.iter().sum::<f64>() / w.len() as f64;
+            out.push(Figure::new(&k, "lock_wait_ns_per_packet", mean, "ns", Better::Lower));
+        }
+    }
+    out
+}

@@ -1,0 +1,285 @@
+//! The sweep of `msgbench smp`: every cell of the plan (veth mode: the
+//! kernel's row first at each size), repeated `-r` times with the cells
+//! interleaved, then one row per cell from the median repeat.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::memory;
+use super::options::{PortsMode, SmpPlan};
+use super::row::{reference, Forwarder, SmpRow};
+use super::search::SearchResult;
+use super::tables::{LockStats, UpdaterReport};
+use super::wire;
+use crate::suites::{Results, RunContext};
+
+/// A cell: frame size, forwarder, workers (0 for the kernel).
+pub type Cell = (usize, Forwarder, usize);
+
+/// What one measurement of a cell found, whichever the path.
+#[derive(Debug, Clone)]
+struct Measured {
+    search: SearchResult,
+    capacity_pps: Option<f64>,
+    locks: Vec<LockStats>,
+    busy: Option<f64>,
+    max_gap_us: Vec<f64>,
+    unrouted: u64,
+    updates: UpdaterReport,
+    generator_limited: bool,
+}
+
+impl From<memory::CellRun> for Measured {
+    fn from(r: memory::CellRun) -> Measured {
+        Measured {
+            search: r.search,
+            capacity_pps: Some(r.capacity_pps),
+            locks: r.locks,
+            busy: r.busy,
+            max_gap_us: r.max_gap_us,
+            unrouted: r.unrouted,
+            updates: r.updates,
+            generator_limited: false,
+        }
+    }
+}
+
+impl From<wire::CellRun> for Measured {
+    fn from(r: wire::CellRun) -> Measured {
+        Measured {
+            search: r.search,
+            capacity_pps: None,
+            locks: r.locks,
+            busy: r.busy,
+            max_gap_us: Vec::new(),
+            unrouted: r.unrouted,
+            updates: r.updates,
+            generator_limited: r.generator_limited,
+        }
+    }
+}
+
+/// The built path: the table and frames, and in veth mode the test bed.
+enum Path {
+    Memory(memory::Setup),
+    Veth(Box<wire::Setup>),
+}
+
+impl Path {
+    fn input_ports(&self) -> usize {
+        match self {
+            Path::Memory(s) => s.ports,
+            Path::Veth(_) => 1,
+        }
+    }
+}
+
+/// Every cell in run order.
+pub fn cells(plan: &SmpPlan) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for &size in &plan.sizes {
+        if plan.ports == PortsMode::Veth {
+            out.push((size, Forwarder::Kernel, 0));
+        }
+        for &v in &plan.variants {
+            for &n in &plan.workers {
+                out.push((size, Forwarder::Table(v), n));
+            }
+        }
+    }
+    out
+}
+
+/// About how long one cell takes: the probe and the search's trials.
+pub fn cell_estimate(plan: &SmpPlan) -> Duration {
+    let steps = (1.0 / plan.resolution).log2().ceil() + 4.0;
+    let per_trial = plan.trial_secs
+        + match plan.ports {
+            PortsMode::Memory => 0.03,
+            PortsMode::Veth => 0.1,
+        };
+    Duration::from_secs_f64(plan.trial_secs.min(0.2) + steps * per_trial)
+}
+
+/// Runs the sweep.
+pub fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
+    cx.progress.start("building the table and the frames");
+    let path = match plan.ports {
+        PortsMode::Memory => Path::Memory(memory::Setup::build(plan)?),
+        PortsMode::Veth => Path::Veth(Box::new(wire::Setup::build(plan)?)),
+    };
+    let cells = cells(plan);
+    let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); cells.len()];
+    let mut errors: Vec<Option<String>> = vec![None; cells.len()];
+    let each = cell_estimate(plan);
+    'sweep: for rep in 0..plan.repeats {
+        for (i, &cell) in cells.iter().enumerate() {
+            if cx.stopped() {
+                break 'sweep;
+            }
+            if errors[i].is_some() || plan.skip_reason(cell.2).is_some() {
+                cx.progress.done(each);
+                continue;
+            }
+            cx.progress.start(label(plan, cell, rep));
+            let measured = measure(plan, &path, cell, cx);
+            cx.progress.done(each);
+            match measured {
+                Ok(m) => runs[i].push(m),
+                Err(_) if cx.stopped() => break 'sweep,
+                Err(e) => errors[i] = Some(format!("{e:#}")),
+            }
+        }
+    }
+    let rows = rows(plan, &path, &cells, runs, errors);
+    drop(path); // the test bed goes before the results are printed
+    let mut results = Results::new(rows);
+    results.outcome.failed = results
+        .rows
+        .iter()
+        .filter(|r| !r.measured() && !r.skipped)
+        .count();
+    results.outcome.skipped = results.rows.iter().filter(|r| r.skipped).count();
+    results.outcome.interrupted = cx.stopped();
+    Ok(results)
+}
+
+fn label(plan: &SmpPlan, (size, f, n): Cell, rep: usize) -> String {
+    let who = match f {
+        Forwarder::Kernel => "kernel".to_string(),
+        Forwarder::Table(v) => format!("{} x{n}", v.name()),
+    };
+    if plan.repeats > 1 {
+        format!("{size} B, {who} (run {}/{})", rep + 1, plan.repeats)
+    } else {
+        format!("{size} B, {who}")
+    }
+}
+
+fn measure(plan: &SmpPlan, path: &Path, (size, f, n): Cell, cx: &RunContext) -> Result<Measured> {
+    match (path, f) {
+        (Path::Memory(s), Forwarder::Table(v)) => {
+            memory::measure(plan, s, (size, v, n), cx).map(Measured::from)
+        }
+        (Path::Memory(_), Forwarder::Kernel) => {
+            anyhow::bail!("the kernel forwards only in veth mode")
+        }
+        (Path::Veth(s), f) => wire::measure(plan, s, (size, f, n), cx).map(Measured::from),
+    }
+}
+
+/// One row per cell, from the median repeat; scaling against N = 1.
+fn rows(
+    plan: &SmpPlan,
+    path: &Path,
+    cells: &[Cell],
+    runs: Vec<Vec<Measured>>,
+    errors: Vec<Option<String>>,
+) -> Vec<SmpRow> {
+    let ports = path.input_ports();
+    let mut rows: Vec<SmpRow> = cells
+        .iter()
+        .zip(runs)
+        .zip(errors)
+        .map(|((&cell, runs), error)| row(plan, ports, cell, runs, error))
+        .collect();
+    let base: Vec<Option<f64>> = rows
+        .iter()
+        .map(|r| {
+            rows.iter()
+                .find(|b| {
+                    b.forwarder == r.forwarder
+                        && b.size == r.size
+                        && b.workers == Some(1)
+                        && b.measured()
+                })
+                .map(|b| b.pps)
+        })
+        .collect();
+    for (r, b) in rows.iter_mut().zip(base) {
+        if r.measured() && r.workers.is_some() {
+            r.scaling = b.filter(|&b| b > 0.0).map(|b| r.pps / b);
+        }
+    }
+    rows
+}
+
+fn row(
+    plan: &SmpPlan,
+    ports: usize,
+    (size, forwarder, n): Cell,
+    mut runs: Vec<Measured>,
+    error: Option<String>,
+) -> SmpRow {
+    let skip = plan.skip_reason(n);
+    let repeats_pps: Vec<f64> = runs
+        .iter()
+        .map(|m| m.search.rate * ports as f64)
+        .collect();
+    runs.sort_by(|a, b| a.search.rate.total_cmp(&b.search.rate));
+    let median = (!runs.is_empty()).then(|| runs.swap_remove(runs.len() / 2));
+    let error = match (&skip, error, &median) {
+        (Some(why), _, _) => Some(why.clone()),
+        (None, Some(e), _) => Some(e),
+        (None, None, None) => Some("not measured: the run was interrupted".into()),
+        (None, None, Some(_)) => None,
+    };
+    let per_port = median.as_ref().map_or(0.0, |m| m.search.rate);
+    let m = median.unwrap_or_else(|| Measured {
+        search: SearchResult {
+            rate: 0.0,
+            failed_at: None,
+            trials: Vec::new(),
+            resolution: plan.resolution,
+            converged: false,
+            note: None,
+        },
+        capacity_pps: None,
+        locks: Vec::new(),
+        busy: None,
+        max_gap_us: Vec::new(),
+        unrouted: 0,
+        updates: UpdaterReport::default(),
+        generator_limited: false,
+    });
+    let pps = per_port * ports as f64;
+    let elapsed = m.updates.elapsed.as_secs_f64();
+    SmpRow {
+        ports: plan.ports.name(),
+        forwarder,
+        workers: (forwarder != Forwarder::Kernel).then_some(n),
+        size,
+        input_ports: ports,
+        pps,
+        pps_per_port: per_port,
+        mbit_s: pps * (size * 8) as f64 / 1e6,
+        repeats_pps,
+        capacity_pps: m.capacity_pps,
+        line_pps: plan
+            .line_rate_bps
+            .map(|b| super::ports::line_rate_pps(Some(b), size)),
+        scaling: None,
+        locks: m.locks,
+        cpu_busy: m.busy,
+        max_gap_us: m.max_gap_us,
+        search: SearchResult {
+            note: match (m.search.note.clone(), m.generator_limited) {
+                (n, false) => n,
+                (Some(n), true) => Some(format!("{n}; the generator could not offer more")),
+                (None, true) => Some("the generator could not offer more: a lower bound".into()),
+            },
+            ..m.search
+        },
+        updates_per_s: if elapsed > 0.0 {
+            m.updates.applied as f64 / elapsed
+        } else {
+            0.0
+        },
+        update_max_us: m.updates.apply_max.as_secs_f64() * 1e6,
+        unrouted: m.unrouted,
+        reference: reference(forwarder, n, size),
+        skipped: skip.is_some(),
+        error,
+    }
+}
