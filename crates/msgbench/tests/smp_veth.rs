@@ -113,7 +113,8 @@ fn with_kernel_forwarding_off_nothing_crosses_unless_a_relay_forwards_it() {
         rate: 5_000.0,
         duration: Duration::from_millis(200),
     };
-    let out = run_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("trial without a forwarder");
+    let out =
+        run_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("trial without a forwarder");
     assert_eq!(out.received.frames, 0, "ip_forward is off: {out:?}");
 
     let (out, relayed) = relay_trial(&topo, &trial, 2);
@@ -331,7 +332,8 @@ fn kernel_reference_rates() {
                 rate,
                 duration: Duration::from_secs(1),
             };
-            let o = kernel_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("kernel trial");
+            let o =
+                kernel_trial(&topo, &trial, &flow_pool(trial.size), &stop).expect("kernel trial");
             let secs = o.sent.elapsed.as_secs_f64();
             eprintln!(
                 "{size:>5} B offered {rate:>9.0}/s: sent {:>8} ({:>9.0}/s, late {:>8}) received {:>8} lost {:>7} ({:.2}%)",

@@ -42,8 +42,15 @@ fn find(rows: &[SmpRow], v: Variant, n: usize, size: usize) -> Option<&SmpRow> {
 fn small_and_pair(rows: &[SmpRow]) -> Option<(usize, usize)> {
     let measured = rows.iter().filter(|r| r.measured() && r.workers.is_some());
     let size = measured.clone().map(|r| r.size).min()?;
-    let ns: Vec<usize> = measured.filter_map(|r| r.workers).filter(|&n| n > 1).collect();
-    let n = if ns.contains(&2) { 2 } else { *ns.iter().max()? };
+    let ns: Vec<usize> = measured
+        .filter_map(|r| r.workers)
+        .filter(|&n| n > 1)
+        .collect();
+    let n = if ns.contains(&2) {
+        2
+    } else {
+        *ns.iter().max()?
+    };
     Some((size, n))
 }
 
@@ -63,7 +70,11 @@ fn lesson1(rows: &[SmpRow]) -> Verdict {
     };
     let scale = |v| Some(find(rows, v, n, size)?.pps / find(rows, v, 1, size)?.pps);
     let (Some(mutex), other) = (scale(Variant::Mutex), scale(Variant::PerCpu)) else {
-        return not_judged(1, L1, "needs the mutex table with 1 and 2 workers (--table mutex)");
+        return not_judged(
+            1,
+            L1,
+            "needs the mutex table with 1 and 2 workers (--table mutex)",
+        );
     };
     let holds = mutex >= ALMOST_TWICE;
     let per_cpu = other.map_or(String::new(), |s| format!("; per-cpu tables {s:.2}x"));
@@ -87,7 +98,11 @@ fn lesson2(rows: &[SmpRow]) -> Verdict {
         find(rows, Variant::Mutex, n, size),
         find(rows, Variant::PerCpu, n, size),
     ) else {
-        return not_judged(2, L2, "needs the mutex and per-cpu tables (--table mutex,per-cpu)");
+        return not_judged(
+            2,
+            L2,
+            "needs the mutex and per-cpu tables (--table mutex,per-cpu)",
+        );
     };
     if m.pps <= 0.0 {
         return not_judged(2, L2, "the mutex table forwarded nothing without loss");
@@ -246,7 +261,11 @@ mod tests {
         ];
         for r in &mut rows {
             r.line_pps = line;
-            let one = if r.size == 64 { 2.0 * 167_280.0 } else { 2.0 * 81_274.0 };
+            let one = if r.size == 64 {
+                2.0 * 167_280.0
+            } else {
+                2.0 * 81_274.0
+            };
             r.scaling = Some(r.pps / one);
         }
         rows
@@ -256,7 +275,11 @@ mod tests {
     fn the_studys_own_figures_pass_every_lesson() {
         let v = judge(&study(Some(81_274.0)));
         assert!(v.iter().all(|v| v.holds == Some(true)), "{v:#?}");
-        assert!(v[1].text.contains("beat one mutex by 5.6%"), "{}", v[1].text);
+        assert!(
+            v[1].text.contains("beat one mutex by 5.6%"),
+            "{}",
+            v[1].text
+        );
     }
 
     #[test]
@@ -268,7 +291,11 @@ mod tests {
         assert_eq!(v[0].holds, Some(false), "{}", v[0].text);
         assert!(v[0].text.contains("scales 0.60x"), "{}", v[0].text);
         assert_eq!(v[1].holds, Some(false), "{}", v[1].text);
-        assert!(v[1].text.contains("trail one mutex by 50.0%"), "{}", v[1].text);
+        assert!(
+            v[1].text.contains("trail one mutex by 50.0%"),
+            "{}",
+            v[1].text
+        );
     }
 
     #[test]
@@ -288,7 +315,7 @@ mod tests {
         assert!(v[2].text.contains("--line-rate 1g"), "{}", v[2].text);
         let mut rows = study(Some(1e9)); // a wire far above what was forwarded
         for r in &mut rows {
-            r.scaling = Some(if r.size == 64 { 1.9 } else { 1.9 });
+            r.scaling = Some(1.9); // scaling at both sizes: the wire never limits
         }
         let v = judge(&rows);
         assert_eq!(v[2].holds, Some(false), "{}", v[2].text);

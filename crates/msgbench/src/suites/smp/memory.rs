@@ -7,7 +7,9 @@
 //! checksum update ([`packet::forward_in_place`]; a frame it refuses is
 //! unrouted), then the lookup of the destination and the per-route
 //! counters through its own table handle. Each input port is fed from its
-//! own pool of real frames whose destinations follow `--flows`. Every
+//! own pool of real frames whose destinations follow `--flows` over the
+//! routes that leave by the next port (port 0's traffic goes out of port
+//! 1, and so on round; route changes move a few routes meanwhile). Every
 //! trial's books are checked (every frame that arrived was forwarded or
 //! counted as lost); one that does not balance fails the row.
 
@@ -99,9 +101,16 @@ impl Setup {
     }
 }
 
-/// Input port `port`'s frames: destinations from its own stream.
+/// Input port `port`'s frames: destinations from its own stream, over
+/// the routes that leave by the next port (`port + 1`, round), as in the
+/// study, where each port's traffic was forwarded to the other: so no
+/// output port is offered more than an input port carries.
 fn pool(routes: &[Route], plan: &SmpPlan, size: usize, port: usize) -> Result<Pool> {
-    let mut dsts = Destinations::new(routes, plan.flows, TRAFFIC_SEED + port as u64)
+    let ports = plan.memory_ports();
+    let out = ((port + 1) % ports) as u16;
+    let onward: Vec<Route> = routes.iter().filter(|r| r.port == out).copied().collect();
+    let targets = if onward.is_empty() { routes } else { &onward };
+    let mut dsts = Destinations::new(targets, plan.flows, TRAFFIC_SEED + port as u64)
         .context("no destinations: the table is empty")?;
     let count = (POOL_BYTES / size).clamp(MIN_POOL, MAX_POOL);
     let mut spec = Spec::default();
@@ -178,7 +187,8 @@ pub fn measure(
     let table = Arc::new(Table::new(variant, setup.fib.clone(), ports, workers));
     let mut cfg = ForwarderConfig::new(workers, setup.ports, size, Offered::FlatOut, plan.trial());
     cfg.cpus = CpuList(plan.cpus.clone());
-    cfg.rx_ring = plan.rx_ring;
+    cfg.rx_ring = plan.ring;
+    cfg.tx_ring = plan.ring;
     cfg.line_rate = plan.line_rate_bps;
     let collected: Collected = Mutex::new(Vec::new());
     let bytes = size as u32;
@@ -198,7 +208,8 @@ pub fn measure(
         .context("cannot start the route-update thread")?;
     let searched = search(plan, &cfg, cx, |at| {
         let run = forwarder::run(at, &cx.clock, route, source, |_| Discard)?;
-        let mut locks = std::mem::take(&mut *collected.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut locks =
+            std::mem::take(&mut *collected.lock().unwrap_or_else(PoisonError::into_inner));
         locks.sort_by_key(|(k, _)| *k);
         Ok((run.report, locks.into_iter().map(|(_, s)| s).collect()))
     });
@@ -212,7 +223,9 @@ fn search(
     plan: &SmpPlan,
     cfg: &ForwarderConfig,
     cx: &RunContext,
-    mut trial: impl FnMut(&ForwarderConfig) -> Result<(TrialReport, Vec<LockStats>), forwarder::ForwardError>,
+    mut trial: impl FnMut(
+        &ForwarderConfig,
+    ) -> Result<(TrialReport, Vec<LockStats>), forwarder::ForwardError>,
 ) -> Result<(SearchResult, f64, Vec<TrialFigures>)> {
     let probe_cfg = ForwarderConfig {
         trial: cfg.trial.min(std::time::Duration::from_millis(PROBE_MS)),
@@ -278,10 +291,7 @@ fn summarise(
     let mut locks = vec![LockStats::default(); workers];
     let mut gaps = vec![0u64; workers];
     let (mut polls, mut idle, mut unrouted) = (0u64, 0u64, 0u64);
-    for f in figures
-        .iter()
-        .filter(|f| f.passed && f.rate == search.rate)
-    {
+    for f in figures.iter().filter(|f| f.passed && f.rate == search.rate) {
         for (k, s) in f.locks.iter().enumerate().take(workers) {
             locks[k].merge(s);
         }

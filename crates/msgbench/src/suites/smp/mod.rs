@@ -96,7 +96,10 @@ impl Suite for Smp {
 
     fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
         let mut r = sweep::run(plan, cx)?;
-        r.notes = lessons::judge(&r.rows).into_iter().map(|v| v.text).collect();
+        r.notes = lessons::judge(&r.rows)
+            .into_iter()
+            .map(|v| v.text)
+            .collect();
         Ok(r)
     }
 

@@ -39,10 +39,10 @@ pub const MAX_TRIAL_SECS: f64 = 300.0;
 pub const RESOLUTION: f64 = 0.02;
 /// Search resolution of a `--quick` run.
 pub const QUICK_RESOLUTION: f64 = 0.05;
-/// Receive ring per port, frames: the largest ring of common 10G NICs
-/// (Intel 82599/X710 take 4096 descriptors).
-pub const RX_RING: usize = 4096;
-/// Largest `--rx-ring`.
+/// Ring per port, frames: the largest ring of common 10G NICs (Intel
+/// 82599/X710 take 4096 descriptors).
+pub const RING: usize = 4096;
+/// Largest `--ring`.
 pub const MAX_RING: usize = 1 << 20;
 
 /// How packets reach the forwarder (`--ports`).
@@ -90,7 +90,7 @@ pub struct SmpArgs {
     pub sizes: Option<String>,
     /// Prefixes in the synthetic forwarding table (with today's Internet
     /// prefix-length mix) [default: 1000000; --quick: 100000].
-    #[arg(long = "routes", value_name = "N")]
+    #[arg(long = "routes", value_name = "N", allow_hyphen_values = true)]
     pub routes: Option<String>,
     /// Destinations of the traffic: zipf (skewed like real traffic,
     /// exponent 1), zipf:S (exponent S), or uniform (over the routed
@@ -99,24 +99,39 @@ pub struct SmpArgs {
     pub flows: String,
     /// Route changes per second applied by the route-update thread while
     /// every trial runs (0: none).
-    #[arg(long = "updates", value_name = "R", default_value = "300")]
+    #[arg(
+        long = "updates",
+        value_name = "R",
+        default_value = "300",
+        allow_hyphen_values = true
+    )]
     pub updates: String,
     /// Seconds per RFC 2544 trial (the RFC asks for 60) [default: 1;
     /// --quick: 0.1].
-    #[arg(long = "trial", value_name = "SECS")]
+    #[arg(long = "trial", value_name = "SECS", allow_hyphen_values = true)]
     pub trial: Option<String>,
     /// Resolution of the throughput search, percent of the rate
     /// [default: 2; --quick: 5].
-    #[arg(long = "resolution", value_name = "PCT")]
+    #[arg(long = "resolution", value_name = "PCT", allow_hyphen_values = true)]
     pub resolution: Option<String>,
     /// Emulated port speed in bits/s (100m, 1g, 10g) capping every port,
     /// or none. The study's ports were 1 Gbit/s (--line-rate 1g).
-    #[arg(long = "line-rate", value_name = "RATE", default_value = "none")]
+    #[arg(
+        long = "line-rate",
+        value_name = "RATE",
+        default_value = "none",
+        allow_hyphen_values = true
+    )]
     pub line_rate: String,
-    /// Receive ring per port in frames (memory mode); a packet that finds
-    /// it full is lost.
-    #[arg(long = "rx-ring", value_name = "FRAMES", default_value = "4096")]
-    pub rx_ring: String,
+    /// Receive and transmit ring per port in frames (memory mode); a
+    /// packet that finds one full is lost.
+    #[arg(
+        long = "ring",
+        value_name = "FRAMES",
+        default_value = "4096",
+        allow_hyphen_values = true
+    )]
+    pub ring: String,
     /// CPUs the workers are pinned to, worker k on the k-th [default:
     /// every online CPU].
     #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
@@ -165,8 +180,8 @@ pub struct SmpPlan {
     pub resolution: f64,
     /// Port speed, bits/s (`None`: unlimited).
     pub line_rate_bps: Option<u64>,
-    /// Receive ring per port, frames.
-    pub rx_ring: usize,
+    /// Receive and transmit ring per port, frames.
+    pub ring: usize,
     /// CPUs the workers are pinned to, in order.
     pub cpus: Vec<usize>,
     /// Runs of the sweep.
@@ -269,7 +284,7 @@ pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
         resolution: resolution(args.resolution.as_deref(), q)?,
         line_rate_bps: parse_line_rate(&args.line_rate)
             .map_err(|e| anyhow!("--line-rate {}: {e}", args.line_rate))?,
-        rx_ring: rx_ring(&args.rx_ring)?,
+        ring: ring(&args.ring)?,
         cpus,
         repeats: repeats(&args.repeats)?,
         fifo: controls.fifo_priority,
@@ -403,10 +418,10 @@ fn resolution(s: Option<&str>, quick: bool) -> Result<f64> {
     }
 }
 
-fn rx_ring(s: &str) -> Result<usize> {
+fn ring(s: &str) -> Result<usize> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=MAX_RING).contains(&n) => Ok(n),
-        _ => bail!("--rx-ring {s}: must be a whole number of frames, 1 to {MAX_RING}"),
+        _ => bail!("--ring {s}: must be a whole number of frames, 1 to {MAX_RING}"),
     }
 }
 
@@ -443,7 +458,7 @@ mod tests {
         assert_eq!(p.routes, DEFAULT_ROUTES);
         assert_eq!(p.trial(), TRIAL);
         assert_eq!(p.line_rate_bps, None);
-        assert_eq!(p.rx_ring, RX_RING);
+        assert_eq!(p.ring, RING);
         let q = plan(&args(&["--quick"])).unwrap();
         assert_eq!((q.routes, q.trial()), (QUICK_ROUTES, QUICK_TRIAL));
     }
@@ -466,7 +481,10 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(p.variants, vec![Variant::PerCpu, Variant::Mutex]);
-        assert_eq!((p.sizes.clone(), p.workers.clone()), (vec![64, 1518], vec![1]));
+        assert_eq!(
+            (p.sizes.clone(), p.workers.clone()),
+            (vec![64, 1518], vec![1])
+        );
         assert_eq!(p.flows, Flows::Zipf(1.2));
         assert_eq!(p.line_rate_bps, Some(1_000_000_000));
         assert_eq!(p.trial_secs, 60.0);
@@ -493,7 +511,8 @@ mod tests {
             ("--trial", "1e9"),
             ("--resolution", "0"),
             ("--line-rate", "fast"),
-            ("--rx-ring", "0"),
+            ("--ring", "0"),
+            ("--trial", "-1"),
             ("--workers", "0"),
             ("--workers", too_many.as_str()),
             ("--cpus", "99999"),

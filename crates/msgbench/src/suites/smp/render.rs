@@ -36,8 +36,20 @@ pub fn table(rows: &[SmpRow]) -> Table {
     let mut t = Table::new(
         "",
         &[
-            "Size", "Forwarder", "N", "Zero-loss pps", "Per port", "Mbit/s", "Scale", "Flat out",
-            "Wait ns", "Hold ns", "Busy", "Stall us", "Trials", "QNX study, per port",
+            "Size",
+            "Forwarder",
+            "N",
+            "Zero-loss pps",
+            "Per port",
+            "Mbit/s",
+            "Scale",
+            "Flat out",
+            "Wait ns",
+            "Hold ns",
+            "Busy",
+            "Stall us",
+            "Trials",
+            "QNX study, per port",
         ],
     )
     .aligned(&[
@@ -102,7 +114,7 @@ pub fn legend(plan: &SmpPlan) -> String {
          QNX 6.2.1, two 1 Gbit/s ports (../shared/spec/smp.md): packets/s per port.",
         plan.trial_secs,
         plan.resolution * 100.0,
-        plan.rx_ring,
+        plan.ring,
         describe_flows(plan.flows),
         plan.routes,
         plan.updates,
@@ -167,7 +179,13 @@ pub fn figures(rows: &[SmpRow]) -> Vec<Figure> {
         let w = r.wait_ns();
         if !w.is_empty() {
             let mean = w.iter().sum::<f64>() / w.len() as f64;
-            out.push(Figure::new(&k, "lock_wait_ns_per_packet", mean, "ns", Better::Lower));
+            out.push(Figure::new(
+                &k,
+                "lock_wait_ns_per_packet",
+                mean,
+                "ns",
+                Better::Lower,
+            ));
         }
     }
     out

@@ -206,13 +206,13 @@ pub fn try_search<E>(
 }
 
 /// Most times [`try_search_raising`] raises the upper bound.
-pub const MAX_RAISES: usize = 3;
+pub const MAX_RAISES: usize = 4;
 
 /// [`try_search`], but when every trial passes at the upper bound (a
 /// probe that underestimated the forwarder), the bound is doubled, up to
 /// `ceiling` (the line rate) and at most [`MAX_RAISES`] times, and the
-/// search runs again from the old bound: a low probe does not cap the
-/// result. Every trial run is in the result, in order.
+/// search runs again: a low probe does not cap the result. Every trial
+/// run is in the result, in order.
 pub fn try_search_raising<E>(
     mut p: SearchParams,
     ceiling: f64,
@@ -230,7 +230,9 @@ pub fn try_search_raising<E>(
         }
         earlier.append(&mut r.trials);
         raises += 1;
-        p = SearchParams::new(p.hi, (p.hi * 2.0).min(ceiling), p.resolution);
+        // From the same floor: a repeat at the old bound may lose frames
+        // (it was one trial), and then the search must go below it.
+        p = SearchParams::new(p.lo, (p.hi * 2.0).min(ceiling), p.resolution);
     }
 }
 
@@ -437,10 +439,11 @@ mod tests {
         assert_eq!(r.rate, 3_000.0);
         assert!(r.note.is_some());
         // Raised at most MAX_RAISES times.
-        let r = try_search_raising::<()>(SearchParams::new(1.0, 1.0, 0.01), f64::INFINITY, |rate| {
-            Ok(model(1e12)(rate))
-        })
-        .unwrap();
+        let r =
+            try_search_raising::<()>(SearchParams::new(1.0, 1.0, 0.01), f64::INFINITY, |rate| {
+                Ok(model(1e12)(rate))
+            })
+            .unwrap();
         assert_eq!(r.trials.len(), MAX_RAISES + 1);
     }
 }

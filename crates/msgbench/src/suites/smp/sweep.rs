@@ -182,7 +182,7 @@ fn rows(
         .iter()
         .zip(runs)
         .zip(errors)
-        .map(|((&cell, runs), error)| row(plan, ports, cell, runs, error))
+        .filter_map(|((&cell, runs), error)| row(plan, ports, cell, runs, error))
         .collect();
     let base: Vec<Option<f64>> = rows
         .iter()
@@ -211,19 +211,18 @@ fn row(
     (size, forwarder, n): Cell,
     mut runs: Vec<Measured>,
     error: Option<String>,
-) -> SmpRow {
+) -> Option<SmpRow> {
     let skip = plan.skip_reason(n);
-    let repeats_pps: Vec<f64> = runs
-        .iter()
-        .map(|m| m.search.rate * ports as f64)
-        .collect();
+    if runs.is_empty() && error.is_none() && skip.is_none() {
+        return None; // interrupted before this cell: no row
+    }
+    let repeats_pps: Vec<f64> = runs.iter().map(|m| m.search.rate * ports as f64).collect();
     runs.sort_by(|a, b| a.search.rate.total_cmp(&b.search.rate));
     let median = (!runs.is_empty()).then(|| runs.swap_remove(runs.len() / 2));
     let error = match (&skip, error, &median) {
         (Some(why), _, _) => Some(why.clone()),
         (None, Some(e), _) => Some(e),
-        (None, None, None) => Some("not measured: the run was interrupted".into()),
-        (None, None, Some(_)) => None,
+        (None, None, _) => None,
     };
     let per_port = median.as_ref().map_or(0.0, |m| m.search.rate);
     let m = median.unwrap_or_else(|| Measured {
@@ -245,7 +244,7 @@ fn row(
     });
     let pps = per_port * ports as f64;
     let elapsed = m.updates.elapsed.as_secs_f64();
-    SmpRow {
+    Some(SmpRow {
         ports: plan.ports.name(),
         forwarder,
         workers: (forwarder != Forwarder::Kernel).then_some(n),
@@ -281,5 +280,5 @@ fn row(
         reference: reference(forwarder, n, size),
         skipped: skip.is_some(),
         error,
-    }
+    })
 }

@@ -170,7 +170,11 @@ pub fn measure(
     let pool = setup.pool(size)?;
     match forwarder {
         Forwarder::Kernel => search(plan, size, cx, |rate, d| {
-            let t = Trial { size, rate, duration: d };
+            let t = Trial {
+                size,
+                rate,
+                duration: d,
+            };
             let out = kernel_trial(&setup.topo, &t, pool, &cx.stop)?;
             Ok((out, Vec::new(), 0))
         })
@@ -202,7 +206,11 @@ fn ours(
     let updater = Updater::start(Arc::clone(&table), &changes)
         .context("cannot start the route-update thread")?;
     let searched = search(plan, size, cx, |rate, d| {
-        let t = Trial { size, rate, duration: d };
+        let t = Trial {
+            size,
+            rate,
+            duration: d,
+        };
         relay_trial(plan, setup, &table, workers, &t, pool, cx)
     });
     let updates = updater.stop();
@@ -281,7 +289,10 @@ fn search(
     let (probe, _, _) = trial(PROBE_RATE, probe_d)?;
     let crossed = probe.received.frames as f64 / probe_d.as_secs_f64();
     if probe.received.frames == 0 {
-        bail!("no frame crossed the forwarder in the probe (sent {})", probe.sent.frames);
+        bail!(
+            "no frame crossed the forwarder in the probe (sent {})",
+            probe.sent.frames
+        );
     }
     let line = super::ports::line_rate_pps(plan.line_rate_bps, size).min(PROBE_RATE);
     let hi = (crossed * 1.25).min(line);

@@ -114,7 +114,9 @@ pub fn generate(
         !pool.is_empty() && rate > 0.0,
         "generator: needs frames and a positive rate"
     );
-    let total = (rate * duration.as_secs_f64()).round() as u64;
+    // Frames due within the trial: the last one falls due at or before
+    // `duration` (rounding up would put one past the deadline).
+    let total = (rate * duration.as_secs_f64()).floor() as u64;
     // The last frames fall due at `duration`: a little grace to send them.
     let deadline = duration + (duration / 200).max(Duration::from_millis(1));
     let start = Instant::now();
