@@ -241,6 +241,8 @@ mod tests {
             updates_per_s: 0.0,
             update_max_us: 0.0,
             unrouted: 0,
+            rx_ports: Vec::new(),
+            tx_ports: Vec::new(),
             reference: reference(Forwarder::Table(v), n, size),
             error: None,
             skipped: false,

@@ -22,7 +22,7 @@ use super::forwarder::{self, ForwarderConfig, TrialReport};
 use super::lpm::Dir24;
 use super::options::SmpPlan;
 use super::packet::{self, Spec};
-use super::ports::{Discard, Offered, Pool};
+use super::ports::{Discard, Offered, Pool, RxCounters, TxCounters};
 use super::search::{bounds, try_search_raising, SearchParams, SearchResult};
 use super::synth::{self, Destinations, Route};
 use super::tables::{LockStats, Table, UpdatePlan, Updater, UpdaterReport, Variant, WorkerHandle};
@@ -145,6 +145,9 @@ pub struct CellRun {
     pub unrouted: u64,
     /// The route-update thread.
     pub updates: UpdaterReport,
+    /// Per port, the books of the last trial at the zero-loss rate: what
+    /// arrived and what became of it, and what left by it.
+    pub books: Option<(Vec<RxCounters>, Vec<TxCounters>)>,
 }
 
 /// One trial's extra figures, kept beside the search's own record.
@@ -291,7 +294,9 @@ fn summarise(
     let mut locks = vec![LockStats::default(); workers];
     let mut gaps = vec![0u64; workers];
     let (mut polls, mut idle, mut unrouted) = (0u64, 0u64, 0u64);
+    let mut books = None;
     for f in figures.iter().filter(|f| f.passed && f.rate == search.rate) {
+        books = Some((f.report.rx.clone(), f.report.tx.clone()));
         for (k, s) in f.locks.iter().enumerate().take(workers) {
             locks[k].merge(s);
         }
@@ -310,5 +315,6 @@ fn summarise(
         max_gap_us: gaps.iter().map(|&g| g as f64 / 1000.0).collect(),
         unrouted,
         updates,
+        books,
     }
 }

@@ -115,7 +115,9 @@ pub struct SmpArgs {
     #[arg(long = "resolution", value_name = "PCT", allow_hyphen_values = true)]
     pub resolution: Option<String>,
     /// Emulated port speed in bits/s (100m, 1g, 10g) capping every port,
-    /// or none. The study's ports were 1 Gbit/s (--line-rate 1g).
+    /// or none (the default on both paths: a veth pair has no speed of its
+    /// own, the CPUs are its limit). The study's ports were 1 Gbit/s
+    /// (--line-rate 1g).
     #[arg(
         long = "line-rate",
         value_name = "RATE",

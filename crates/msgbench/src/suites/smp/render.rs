@@ -30,6 +30,15 @@ fn each(v: &[f64], digits: usize) -> String {
         .join("/")
 }
 
+/// `1.93x 97%`: the scaling and its efficiency (scaling over N).
+fn scale(r: &SmpRow) -> String {
+    match (r.scaling, r.workers) {
+        (Some(s), Some(n)) if n > 1 => format!("{s:.2}x {:.0}%", 100.0 * s / n as f64),
+        (Some(s), _) => format!("{s:.2}x"),
+        _ => "-".into(),
+    }
+}
+
 /// The results table.
 pub fn table(rows: &[SmpRow]) -> Table {
     use Align::{Left, Right};
@@ -82,7 +91,7 @@ pub fn table(rows: &[SmpRow]) -> Table {
             format!("{}{line}", si(r.pps)),
             si(r.pps_per_port),
             format!("{:.0}", r.mbit_s),
-            r.scaling.map_or("-".into(), |s| format!("{s:.2}x")),
+            scale(r),
             r.capacity_pps.map_or("-".into(), si),
             each(&r.wait_ns(), 0),
             each(&r.hold_ns(), 0),
@@ -103,15 +112,17 @@ pub fn legend(plan: &SmpPlan) -> String {
         PortsMode::Veth => "the whole machine's CPU time (/proc/stat), generator, workers or kernel, and sink together",
     };
     let mut s = format!(
-        "Zero-loss pps: the RFC 2544 throughput over all input ports, the highest offered rate with no frame lost\n\
-         over a {} s trial (binary search to {}% of the rate, then confirmed; Trials: how many it took).\n\
-         Per port: the same per input port, the study's unit. Mbit/s: frame bytes, FCS included. Scale: against\n\
-         the same forwarder with 1 worker. Flat out: what the workers forwarded with full rings (the search's\n\
-         upper bound). Wait/Hold ns: per packet, per worker, time taking and holding the table's lock (rcu: loading\n\
-         the snapshot); Busy: {busy}. Stall us: each worker's longest time away from its rings; a ring of {} frames\n\
-         overflows at the offered rate when a stall is longer than its size over that rate.\n\
-         Traffic: {} over {} routes; {} route changes/s applied throughout. QNX study: dual-core 600 MHz MIPS,\n\
-         QNX 6.2.1, two 1 Gbit/s ports (../shared/spec/smp.md): packets/s per port.",
+        "Zero-loss pps: the RFC 2544 throughput over all input ports, the highest offered rate with no frame\n\
+         lost over a {} s trial (binary search to {}% of the rate, then confirmed; Trials: how many it took).\n\
+         Per port: the same per input port, the study's unit. Mbit/s: frame bytes, FCS included.\n\
+         Scale: against the same forwarder with 1 worker, and as an efficiency (scale / N).\n\
+         Flat out: what the workers forwarded with full rings (the search's upper bound).\n\
+         Wait/Hold ns: per packet, per worker, time taking and holding the table's lock (rcu: loading the\n\
+         snapshot). Busy: {busy}.\n\
+         Stall us: each worker's longest time away from its rings; a ring of {} frames overflows when a stall\n\
+         is longer than its size over the offered rate.\n\
+         Traffic: {} over {} routes; {} route changes/s applied throughout. QNX study: dual-core 600 MHz\n\
+         MIPS, QNX 6.2.1, two 1 Gbit/s ports (../shared/spec/smp.md), packets/s per port.",
         plan.trial_secs,
         plan.resolution * 100.0,
         plan.ring,

@@ -144,6 +144,12 @@ pub struct SmpRow {
     /// Packets the forwarder had no route for, in the trials at the
     /// zero-loss rate (dropped by design, not counted as loss).
     pub unrouted: u64,
+    /// Memory mode: per port, the books of the last trial at the
+    /// zero-loss rate (what arrived on it and what became of it; what left
+    /// by it).
+    pub rx_ports: Vec<super::ports::RxCounters>,
+    /// The transmit side of the same books.
+    pub tx_ports: Vec<super::ports::TxCounters>,
     /// The study's figure for this case.
     pub reference: Option<Reference>,
     /// Why the row was not measured (skipped) or failed.

@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::memory;
 use super::options::{PortsMode, SmpPlan};
 use super::row::{reference, Forwarder, SmpRow};
+use super::ports::{RxCounters, TxCounters};
 use super::search::SearchResult;
 use super::tables::{LockStats, UpdaterReport};
 use super::wire;
@@ -28,6 +29,7 @@ struct Measured {
     unrouted: u64,
     updates: UpdaterReport,
     generator_limited: bool,
+    books: Option<(Vec<RxCounters>, Vec<TxCounters>)>,
 }
 
 impl From<memory::CellRun> for Measured {
@@ -41,6 +43,7 @@ impl From<memory::CellRun> for Measured {
             unrouted: r.unrouted,
             updates: r.updates,
             generator_limited: false,
+            books: r.books,
         }
     }
 }
@@ -56,6 +59,7 @@ impl From<wire::CellRun> for Measured {
             unrouted: r.unrouted,
             updates: r.updates,
             generator_limited: r.generator_limited,
+            books: None,
         }
     }
 }
@@ -241,7 +245,9 @@ fn row(
         unrouted: 0,
         updates: UpdaterReport::default(),
         generator_limited: false,
+        books: None,
     });
+    let (rx_ports, tx_ports) = m.books.clone().unwrap_or_default();
     let pps = per_port * ports as f64;
     let elapsed = m.updates.elapsed.as_secs_f64();
     Some(SmpRow {
@@ -277,6 +283,8 @@ fn row(
         },
         update_max_us: m.updates.apply_max.as_secs_f64() * 1e6,
         unrouted: m.unrouted,
+        rx_ports,
+        tx_ports,
         reference: reference(forwarder, n, size),
         skipped: skip.is_some(),
         error,
