@@ -19,7 +19,7 @@ use common::{run, skip, Bin, TestDir};
 const LIMIT: Duration = Duration::from_secs(180);
 
 /// Every suite with the arguments of a short real run.
-const SUITES: [(&str, &[&str]); 5] = [
+const SUITES: [(&str, &[&str]); 6] = [
     ("floor", &["floor", "--quick"]),
     (
         "adder",
@@ -43,6 +43,21 @@ const SUITES: [(&str, &[&str]); 5] = [
     ),
     ("rtos", &["rtos", "--quick"]),
     ("validate", &["validate", "--quick"]),
+    (
+        "smp",
+        &[
+            "smp",
+            "--quick",
+            "--routes",
+            "2000",
+            "--sizes",
+            "64",
+            "--table",
+            "mutex,per-cpu",
+            "--trial",
+            "0.05",
+        ],
+    ),
 ];
 
 /// The browser on PATH, if any.
@@ -133,7 +148,15 @@ fn console_lines(stderr: &str) -> Vec<&str> {
 
 /// Checks the DOM as loaded: every section, every chart with data marks.
 fn check_dom(dom: &str, charts: usize) {
-    for id in ["adder", "ipc", "floor", "rtos", "validate", "environment"] {
+    for id in [
+        "adder",
+        "ipc",
+        "floor",
+        "rtos",
+        "smp",
+        "validate",
+        "environment",
+    ] {
         assert!(
             dom.contains(&format!("id=\"{id}\"")),
             "no {id} section in the DOM"

@@ -136,6 +136,25 @@ fn rtos_envelope_follows_the_schema() {
 }
 
 #[test]
+fn smp_envelope_follows_the_schema() {
+    check(
+        "smp",
+        &[
+            "smp",
+            "--quick",
+            "--routes",
+            "2000",
+            "--sizes",
+            "64",
+            "--table",
+            "mutex,per-cpu",
+            "--trial",
+            "0.05",
+        ],
+    );
+}
+
+#[test]
 fn validate_envelope_follows_the_schema() {
     check("validate", &["validate", "--quick"]);
 }

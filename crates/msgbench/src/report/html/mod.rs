@@ -4,7 +4,9 @@
 //!
 //! The page is built from each run's generic `figures` (and the few row
 //! fields `docs/results.md` names: ipc `histogram`, rtos `reference` and
-//! `outcome`, validate `tolerance`); whatever is missing is left out.
+//! `outcome`, validate `tolerance`, smp `reference` and the rest of its
+//! rows for the table; the run's `notes`); whatever is missing is left
+//! out.
 //! Several runs given together are overlaid, each series labelled with
 //! its run. Every string that comes from a results file is escaped.
 
@@ -16,6 +18,7 @@ pub mod floor;
 pub mod ipc;
 pub mod rtos;
 pub mod sample;
+pub mod smp;
 pub mod validate;
 
 use std::path::PathBuf;
@@ -118,6 +121,7 @@ pub fn page(inputs: &[Input]) -> Result<String> {
         ipc::section(inputs)?,
         floor::section(inputs)?,
         rtos::section(inputs)?,
+        smp::section(inputs)?,
         validate::section(inputs)?,
         Some(env::section(inputs)),
     ];

@@ -11,7 +11,7 @@ use crate::report::envelope::{self, Better, Envelope, Figure, Outcome};
 use crate::report::ClockInfo;
 
 /// The suites [`envelope_json`] knows.
-pub const SUITES: [&str; 5] = ["adder", "ipc", "floor", "rtos", "validate"];
+pub const SUITES: [&str; 6] = ["adder", "ipc", "floor", "rtos", "validate", "smp"];
 
 /// A sample envelope of `suite` as JSON text; `scale` multiplies every
 /// measured value (so two samples differ). `None` for an unknown suite.
@@ -30,6 +30,10 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         "validate" => {
             let (r, f) = validate(scale);
             ("validate", r, f)
+        }
+        "smp" => {
+            let (r, f) = smp(scale);
+            ("smp", r, f)
         }
         _ => return None,
     };
@@ -57,9 +61,22 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         rows: &rows,
         figures: &figures,
         outcome: &outcome,
-        notes: &["Generated sample, not a measurement.".to_string()],
+        notes: &notes(suite),
     };
     serde_json::to_string_pretty(&env).ok()
+}
+
+/// The run's notes: smp's are its lessons' verdicts.
+fn notes(suite: &str) -> Vec<String> {
+    let mut out = vec!["Generated sample, not a measurement.".to_string()];
+    if suite == "smp" {
+        out.extend([
+            "Lesson 1 (two workers scale almost 2x): holds here: one mutex scales 1.90x from 1 to 2 workers at 64 B.".to_string(),
+            "Lesson 2 (per-CPU tables beat one shared mutex): holds here: per-cpu +6.0% over mutex with 2 workers at 64 B.".to_string(),
+            "Lesson 3 (large frames reach the line rate): not judged: memory ports have no line rate.".to_string(),
+        ]);
+    }
+    out
 }
 
 fn fig(key: &[(&str, String)], metric: &str, v: f64, unit: &str, b: Better) -> Figure {
@@ -179,5 +196,58 @@ fn validate(scale: f64) -> (Vec<Value>, Vec<Figure>) {
         rows.push(json!({"name": name, "ratio": r, "verdict": "agree",
             "tolerance": {"low": 0.67, "high": 1.5, "slack_us": 1.0}}));
     }
+    (rows, figs)
+}
+
+fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {
+    let (mut rows, mut figs) = (Vec::new(), Vec::new());
+    for size in [64usize, 1518] {
+        for (forwarder, base) in [("mutex", 1.0e6), ("per-cpu", 1.06e6)] {
+            for workers in 1..=2usize {
+                let pps = scale * base * workers as f64 * if workers == 2 { 0.95 } else { 1.0 };
+                let k = [
+                    ("ports", "memory".to_string()),
+                    ("forwarder", forwarder.to_string()),
+                    ("workers", workers.to_string()),
+                    ("size", size.to_string()),
+                ];
+                let repeats = vec![pps * 0.98, pps, pps * 1.01];
+                figs.push(
+                    fig(&k, "zero_loss_pps", pps, "pps", Better::Higher).with_repeats(repeats),
+                );
+                figs.push(fig(&k, "flat_out_pps", pps * 1.2, "pps", Better::Higher));
+                figs.push(fig(
+                    &k,
+                    "lock_wait_ns_per_packet",
+                    12.0 * workers as f64,
+                    "ns",
+                    Better::Lower,
+                ));
+                let reference = match (forwarder, workers, size) {
+                    (_, 1, 64) => {
+                        json!({"column": "1 CPU", "pps_per_port": 167_280.0, "mbit_s": 214.0, "line_rate": false})
+                    }
+                    ("mutex", 2, 64) => {
+                        json!({"column": "2 CPU", "pps_per_port": 323_429.0, "mbit_s": 413.0, "line_rate": false})
+                    }
+                    ("per-cpu", 2, 64) => {
+                        json!({"column": "2 CPU, per-CPU tables", "pps_per_port": 341_390.0, "mbit_s": 436.0, "line_rate": false})
+                    }
+                    ("mutex" | "per-cpu", 1, _) => {
+                        json!({"column": "1 CPU", "pps_per_port": 81_274.0, "mbit_s": 2000.0, "line_rate": true})
+                    }
+                    _ => Value::Null,
+                };
+                rows.push(json!({"ports": "memory", "forwarder": {"table": forwarder},
+                    "workers": workers, "size": size, "input_ports": 2, "pps": pps,
+                    "pps_per_port": pps / 2.0, "mbit_s": pps * size as f64 * 8.0 / 1e6,
+                    "capacity_pps": pps * 1.2, "reference": reference, "error": null, "skipped": false}));
+            }
+        }
+    }
+    rows.push(
+        json!({"ports": "memory", "forwarder": {"table": "rw-lock"}, "workers": 4, "size": 64,
+        "input_ports": 2, "reference": null, "error": "4 workers on 2 CPUs", "skipped": true}),
+    );
     (rows, figs)
 }

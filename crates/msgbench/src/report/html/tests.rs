@@ -56,7 +56,15 @@ fn the_page_is_self_contained_and_every_chart_has_data_marks() {
             "a chart without data marks"
         );
     }
-    for id in ["adder", "ipc", "floor", "rtos", "validate", "environment"] {
+    for id in [
+        "adder",
+        "ipc",
+        "floor",
+        "rtos",
+        "smp",
+        "validate",
+        "environment",
+    ] {
         assert!(
             page.contains(&format!("<section id=\"{id}\">")),
             "no {id} section"
@@ -127,6 +135,78 @@ fn missing_sections_are_left_out() {
     assert!(page.contains("<section id=\"floor\">"));
     assert!(!page.contains("<section id=\"adder\">"));
     assert!(!page.contains("<section id=\"ipc\">"));
+    assert!(!page.contains("<section id=\"smp\">"));
+}
+
+/// The smp section of `page`.
+fn smp_section(page: &str) -> &str {
+    let at = page.find("<section id=\"smp\">").expect("an smp section");
+    let rest = &page[at..];
+    &rest[..rest.find("</section>").unwrap()]
+}
+
+#[test]
+fn the_smp_section_has_a_chart_and_table_per_size_and_the_lessons() {
+    let dir = Dir::new("smp");
+    let p = dir.write("smp.json", &envelope_json("smp", 1.0).unwrap());
+    let page = page(&load(&[p]).unwrap()).unwrap();
+    let s = smp_section(&page);
+    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    assert_eq!(charts.len(), 2, "one chart per size: {s}");
+    assert!(charts[0].contains("memory ports, 64 B"), "sizes in order");
+    assert!(charts[1].contains("memory ports, 1518 B"), "sizes in order");
+    for c in &charts {
+        assert!(c.contains("class=\"data-series\""), "no data marks");
+        assert!(c.contains("class=\"reference\""), "no study crosses");
+        for label in [">mutex</li>", ">per-cpu</li>", "QNX study"] {
+            assert!(c.contains(label), "no {label} in the legend");
+        }
+    }
+    assert_eq!(s.matches("<table>").count(), 2, "one table per size");
+    for cell in [
+        "<td>167k (1 CPU)</td>",
+        "<td>341k (2 CPU, per-CPU tables)</td>",
+        "<td>line rate (1 CPU)</td>",
+        "<td>rwlock</td><td>4</td><td>skipped: 4 workers on 2 CPUs</td>",
+        "<th>QNX study, per port</th>",
+        "<td>mutex</td><td>2</td>",
+        "<td>24.0</td>",
+    ] {
+        assert!(s.contains(cell), "no {cell}");
+    }
+    for n in 1..=3 {
+        assert!(s.contains(&format!("<p>Lesson {n} (")), "no lesson {n}");
+    }
+}
+
+#[test]
+fn smp_runs_overlay_and_the_kernel_is_a_flat_grey_line() {
+    let dir = Dir::new("smp-two");
+    let a = dir.write("before.json", &envelope_json("smp", 1.0).unwrap());
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json("smp", 1.3).unwrap()).unwrap();
+    let kernel = serde_json::json!({
+        "key": {"ports": "memory", "forwarder": "kernel", "workers": "-", "size": "64"},
+        "metric": "zero_loss_pps", "value": 900000.0, "unit": "pps", "better": "higher",
+        "repeats": [900000.0]
+    });
+    run["figures"].as_array_mut().unwrap().push(kernel);
+    let b = dir.write("after.json", &run.to_string());
+    let page = page(&load(&[a, b]).unwrap()).unwrap();
+    let s = smp_section(&page);
+    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    assert_eq!(charts.len(), 2, "runs share a chart per size");
+    for c in &charts {
+        assert!(c.contains("before: mutex"), "no 'before' series");
+        assert!(c.contains("after: per-cpu"), "no 'after' series");
+    }
+    assert!(
+        charts[0].contains("after: kernel forwarding"),
+        "no kernel line"
+    );
+    let second = &charts[1][..charts[1].find("</figure>").unwrap()];
+    assert!(!second.contains("kernel"), "the kernel only where measured");
+    assert!(s.contains("<h3>Lessons: before</h3>") && s.contains("<h3>Lessons: after</h3>"));
 }
 
 #[test]

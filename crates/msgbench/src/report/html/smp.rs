@@ -1,0 +1,339 @@
+//! Smp: for each kind of ports and frame size, the zero-loss throughput
+//! against workers, one line per run and table variant (the kernel's own
+//! forwarding as a flat grey line), the QNX study's figure as grey
+//! crosses; a table of the rows next to the study's column; then each
+//! run's lessons (its `notes`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::chart::{self, Marker, Series, XyPlot};
+use super::ipc::field;
+use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
+
+/// Where the study's figures come from, as shown under the charts.
+pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit.";
+
+/// The table variants in the study's order of interest, then any other.
+const ORDER: [&str; 5] = ["mutex", "rwlock", "rcu", "per-cpu", "kernel"];
+
+fn rank(forwarder: &str) -> usize {
+    ORDER
+        .iter()
+        .position(|f| *f == forwarder)
+        .unwrap_or(ORDER.len())
+}
+
+/// A chart or table group: ports, then frame size (numeric order).
+type Group = (String, u64, String);
+
+fn group(ports: &str, size: &str) -> Group {
+    (
+        ports.to_string(),
+        size.parse().unwrap_or(u64::MAX),
+        size.to_string(),
+    )
+}
+
+/// A row's forwarder under the name its figures use: `kernel`, or the
+/// table variant (the row holds either a string or `{"table": "mutex"}`,
+/// spelt by serde: `rw-lock` where the figures say `rwlock`).
+fn forwarder(row: &Value) -> String {
+    let name = match row.get("forwarder") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(Value::Object(m)) => m.values().next().and_then(Value::as_str).unwrap_or(""),
+        _ => "",
+    };
+    let bare = |s: &str| s.replace('-', "");
+    ORDER
+        .iter()
+        .find(|f| bare(f) == bare(name))
+        .map_or(name.to_string(), |f| f.to_string())
+}
+
+/// A row's workers: the number, or `-` (the kernel).
+fn workers(row: &Value) -> String {
+    row.get("workers")
+        .and_then(Value::as_u64)
+        .map_or("-".into(), |n| n.to_string())
+}
+
+fn size(row: &Value) -> String {
+    row.get("size")
+        .and_then(Value::as_u64)
+        .map_or(String::new(), |n| n.to_string())
+}
+
+fn num(row: &Value, name: &str) -> Option<f64> {
+    row.get(name).and_then(Value::as_f64)
+}
+
+/// `12.3M`, `456k`, `789`; empty when absent.
+fn si(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        Some(v) if v >= 1e4 => format!("{:.0}k", v / 1e3),
+        Some(v) => format!("{v:.0}"),
+        None => String::new(),
+    }
+}
+
+/// The smp section, or `None` without smp figures or rows.
+pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
+    let runs = of_suite(inputs, "smp");
+    let mut groups: BTreeSet<Group> = BTreeSet::new();
+    for i in &runs {
+        groups.extend(
+            i.run
+                .figures
+                .iter()
+                .filter(|f| f.metric == "zero_loss_pps")
+                .map(|f| group(key(f, "ports"), key(f, "size"))),
+        );
+        groups.extend(
+            i.run
+                .rows
+                .iter()
+                .map(|r| group(&field(r, "ports"), &size(r))),
+        );
+    }
+    if groups.is_empty() {
+        return Ok(None);
+    }
+    let mut html = String::new();
+    for g in &groups {
+        html.push_str(&format!(
+            "<h3>{} ports, {} B frames</h3>\n",
+            super::escape(&g.0),
+            super::escape(&g.2)
+        ));
+        if let Some(c) = chart::xy(&plot(&runs, g))? {
+            html.push_str(&chart_html(&c));
+        }
+        html.push_str(&rows_table(&runs, g));
+    }
+    html.push_str(&para(STUDY_SOURCE));
+    let overlaid = runs.len() > 1;
+    for input in &runs {
+        if input.run.notes.is_empty() {
+            continue;
+        }
+        if overlaid {
+            html.push_str(&format!(
+                "<h3>Lessons: {}</h3>\n",
+                super::escape(&input.label)
+            ));
+        } else {
+            html.push_str("<h3>Lessons</h3>\n");
+        }
+        for n in &input.run.notes {
+            html.push_str(&para(n));
+        }
+    }
+    Ok(Some(Section {
+        id: "smp",
+        title: "SMP forwarding",
+        html,
+    }))
+}
+
+/// Zero-loss pps against workers for group `g`: one line per run and
+/// table variant, the kernel flat across the workers drawn, the study's
+/// figures as crosses.
+fn plot(runs: &[&Input], g: &Group) -> XyPlot {
+    let overlaid = runs.len() > 1;
+    let mut series = Vec::new();
+    let mut kernels: Vec<(String, f64)> = Vec::new();
+    let mut study: BTreeMap<(String, u64), (f64, f64)> = BTreeMap::new();
+    for input in runs {
+        let mut lines: BTreeMap<(usize, String), Vec<(f64, f64)>> = BTreeMap::new();
+        for f in
+            input.run.figures.iter().filter(|f| {
+                f.metric == "zero_loss_pps" && group(key(f, "ports"), key(f, "size")) == *g
+            })
+        {
+            let fw = key(f, "forwarder");
+            match key(f, "workers").parse::<f64>() {
+                Ok(n) => lines
+                    .entry((rank(fw), fw.to_string()))
+                    .or_default()
+                    .push((n, f.value)),
+                Err(_) if fw == "kernel" => kernels.push((
+                    series_label(overlaid, &input.label, "kernel forwarding"),
+                    f.value,
+                )),
+                Err(_) => {}
+            }
+        }
+        for ((_, fw), mut points) in lines {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut s = Series::data(
+                series_label(overlaid, &input.label, &fw),
+                points,
+                series.len(),
+            );
+            if fw == "per-cpu" {
+                s.marker = Marker::Triangle;
+            }
+            series.push(s);
+        }
+        for r in input
+            .run
+            .rows
+            .iter()
+            .filter(|r| group(&field(r, "ports"), &size(r)) == *g)
+        {
+            let (Some(n), Some(q)) = (
+                r.get("workers").and_then(Value::as_u64),
+                r.get("reference").filter(|q| !q.is_null()),
+            ) else {
+                continue;
+            };
+            let Some(per_port) = num(q, "pps_per_port") else {
+                continue;
+            };
+            let ports = num(r, "input_ports").unwrap_or(1.0);
+            let column = q.get("column").and_then(Value::as_str).unwrap_or("");
+            study
+                .entry((column.to_string(), n))
+                .or_insert((n as f64, per_port * ports));
+        }
+    }
+    let xs = || {
+        series
+            .iter()
+            .flat_map(|s: &Series| s.points.iter().map(|p| p.0))
+    };
+    let (lo, hi) = (
+        xs().fold(f64::INFINITY, f64::min),
+        xs().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let (lo, hi) = if lo.is_finite() {
+        (lo, hi.max(lo + 1.0))
+    } else {
+        (1.0, 2.0)
+    };
+    for (n, (label, pps)) in kernels.into_iter().enumerate() {
+        let mut s = Series::reference(label, vec![(lo, pps), (hi, pps)], n);
+        s.line = true;
+        s.marker = Marker::None;
+        series.push(s);
+    }
+    if !study.is_empty() {
+        let points: Vec<(f64, f64)> = study.into_values().collect();
+        series.push(Series::reference(
+            "QNX study (dual-core MIPS, QNX 6.2.1)".into(),
+            points,
+            0,
+        ));
+    }
+    XyPlot {
+        title: format!("SMP, {} ports, {} B: zero-loss throughput", g.0, g.2),
+        x_desc: "workers".into(),
+        y_desc: "pps, all input ports (log)".into(),
+        x_log: false,
+        y_log: true,
+        series,
+    }
+}
+
+/// The rows of group `g`, every run: throughput, flat out, lock wait and
+/// the study's column.
+fn rows_table(runs: &[&Input], g: &Group) -> String {
+    let mut rows: Vec<(usize, u64, Vec<String>)> = Vec::new();
+    for (n, input) in runs.iter().enumerate() {
+        for r in input
+            .run
+            .rows
+            .iter()
+            .filter(|r| group(&field(r, "ports"), &size(r)) == *g)
+        {
+            let fw = forwarder(r);
+            let w = workers(r);
+            let reference = match r.get("reference").filter(|q| !q.is_null()) {
+                Some(q) => {
+                    let column = q.get("column").and_then(Value::as_str).unwrap_or("");
+                    if q.get("line_rate").and_then(Value::as_bool) == Some(true) {
+                        format!("line rate ({column})")
+                    } else {
+                        format!("{} ({column})", si(num(q, "pps_per_port")))
+                    }
+                }
+                None => "-".into(),
+            };
+            let error = r.get("error").and_then(Value::as_str);
+            let (zero_loss, per_port, mbit, flat, wait) = match error {
+                Some(e) => {
+                    let what = if r.get("skipped").and_then(Value::as_bool) == Some(true) {
+                        "skipped"
+                    } else {
+                        "FAILED"
+                    };
+                    (
+                        format!("{what}: {e}"),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    )
+                }
+                None => (
+                    si(num(r, "pps")),
+                    si(num(r, "pps_per_port")),
+                    num(r, "mbit_s").map_or(String::new(), |m| format!("{m:.0}")),
+                    si(num(r, "capacity_pps")),
+                    lock_wait(input, g, &fw, &w),
+                ),
+            };
+            let order = w.parse::<u64>().unwrap_or(u64::MAX);
+            rows.push((
+                n * 100 + rank(&fw),
+                order,
+                vec![
+                    input.label.clone(),
+                    fw,
+                    w,
+                    zero_loss,
+                    per_port,
+                    mbit,
+                    flat,
+                    wait,
+                    reference,
+                ],
+            ));
+        }
+    }
+    rows.sort_by_key(|r| (r.0, r.1));
+    let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.2).collect();
+    table(
+        &[
+            "run",
+            "forwarder",
+            "workers",
+            "zero-loss pps",
+            "per port",
+            "Mbit/s",
+            "flat out pps",
+            "lock wait ns/packet",
+            "QNX study, per port",
+        ],
+        &rows,
+    )
+}
+
+/// The run's `lock_wait_ns_per_packet` figure for a row, or "".
+fn lock_wait(input: &Input, g: &Group, fw: &str, w: &str) -> String {
+    input
+        .run
+        .figures
+        .iter()
+        .find(|f| {
+            f.metric == "lock_wait_ns_per_packet"
+                && group(key(f, "ports"), key(f, "size")) == *g
+                && key(f, "forwarder") == fw
+                && key(f, "workers") == w
+        })
+        .map_or(String::new(), |f| format!("{:.1}", f.value))
+}
