@@ -238,7 +238,7 @@ fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                     }
                     _ => Value::Null,
                 };
-                rows.push(json!({"ports": "memory", "forwarder": {"table": forwarder},
+                rows.push(json!({"ports": "memory", "forwarder": forwarder,
                     "workers": workers, "size": size, "input_ports": 2, "pps": pps,
                     "pps_per_port": pps / 2.0, "mbit_s": pps * size as f64 * 8.0 / 1e6,
                     "capacity_pps": pps * 1.2, "reference": reference, "error": null, "skipped": false}));
@@ -246,7 +246,7 @@ fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {
         }
     }
     rows.push(
-        json!({"ports": "memory", "forwarder": {"table": "rw-lock"}, "workers": 4, "size": 64,
+        json!({"ports": "memory", "forwarder": "rwlock", "workers": 4, "size": 64,
         "input_ports": 2, "reference": null, "error": "4 workers on 2 CPUs", "skipped": true}),
     );
     (rows, figs)

@@ -37,20 +37,12 @@ fn group(ports: &str, size: &str) -> Group {
     )
 }
 
-/// A row's forwarder under the name its figures use: `kernel`, or the
-/// table variant (the row holds either a string or `{"table": "mutex"}`,
-/// spelt by serde: `rw-lock` where the figures say `rwlock`).
+/// A row's forwarder: `mutex`, ..., `kernel` (the name its figures use).
 fn forwarder(row: &Value) -> String {
-    let name = match row.get("forwarder") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(Value::Object(m)) => m.values().next().and_then(Value::as_str).unwrap_or(""),
-        _ => "",
-    };
-    let bare = |s: &str| s.replace('-', "");
-    ORDER
-        .iter()
-        .find(|f| bare(f) == bare(name))
-        .map_or(name.to_string(), |f| f.to_string())
+    row.get("forwarder")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
 }
 
 /// A row's workers: the number, or `-` (the kernel).

@@ -7,14 +7,19 @@ use serde::Serialize;
 use super::search::SearchResult;
 use super::tables::LockStats;
 
-/// Who forwards in a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// Who forwards in a row (written as its name: `mutex`, ..., `kernel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forwarder {
     /// Our workers, sharing the table this way.
     Table(super::tables::Variant),
     /// The kernel's own IPv4 forwarding (veth mode's reference row).
     Kernel,
+}
+
+impl Serialize for Forwarder {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Forwarder {

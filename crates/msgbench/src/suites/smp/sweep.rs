@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use super::memory;
 use super::options::{PortsMode, SmpPlan};
-use super::row::{reference, Forwarder, SmpRow};
 use super::ports::{RxCounters, TxCounters};
+use super::row::{reference, Forwarder, SmpRow};
 use super::search::SearchResult;
 use super::tables::{LockStats, UpdaterReport};
 use super::wire;

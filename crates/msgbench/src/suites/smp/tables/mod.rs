@@ -51,6 +51,7 @@ pub enum Variant {
     /// One mutex around lookup, next hops and counters.
     Mutex,
     /// A reader-writer lock; counters per worker.
+    #[serde(rename = "rwlock")]
     RwLock,
     /// Snapshots that updates replace; counters per worker.
     Rcu,
