@@ -150,6 +150,7 @@ impl TrialReport {
             rate,
             sent: t.generated,
             lost: t.overrun(),
+            allowed: 0,
         }
     }
 }

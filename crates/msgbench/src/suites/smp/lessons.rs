@@ -230,6 +230,7 @@ mod tests {
             locks: Vec::new(),
             cpu_busy: None,
             max_gap_us: Vec::new(),
+            first_loss: None,
             search: SearchResult {
                 rate: pps / 2.0,
                 failed_at: None,

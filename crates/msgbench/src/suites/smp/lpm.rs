@@ -73,11 +73,27 @@ impl Default for Dir24 {
     }
 }
 
+/// `n` copies of `value` in memory backed by transparent huge pages where
+/// the system gives them (asked for before the pages are touched): the
+/// first level is 64 MiB read at random, and with 4 KiB pages nearly
+/// every lookup would also miss the TLB.
+pub fn huge_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    // Advice only: without huge pages the table works the same, slower.
+    let _ = oslayer::mem::advise_huge_pages(&mut v);
+    v.resize(n, value);
+    v
+}
+
 impl Clone for Dir24 {
     fn clone(&self) -> Self {
-        // Explicit, so that the 64 MiB first level is copied on the heap.
+        // Explicit, so that the 64 MiB first level is copied on the heap,
+        // into huge pages.
+        let mut tbl24 = Vec::with_capacity(self.tbl24.len());
+        let _ = oslayer::mem::advise_huge_pages(&mut tbl24);
+        tbl24.extend_from_slice(&self.tbl24);
         Dir24 {
-            tbl24: self.tbl24.to_vec().into_boxed_slice(),
+            tbl24: tbl24.into_boxed_slice(),
             tbl8: self.tbl8.clone(),
             free: self.free.clone(),
             by_len: self.by_len.clone(),
@@ -99,7 +115,7 @@ impl Dir24 {
     /// An empty table (64 MiB reserved for the first level).
     pub fn new() -> Dir24 {
         Dir24 {
-            tbl24: vec![0; TBL24_LEN].into_boxed_slice(),
+            tbl24: huge_vec(TBL24_LEN, 0).into_boxed_slice(),
             tbl8: Vec::new(),
             free: Vec::new(),
             by_len: vec![HashMap::new(); 33],

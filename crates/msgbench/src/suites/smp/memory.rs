@@ -141,6 +141,9 @@ pub struct CellRun {
     pub busy: Option<f64>,
     /// Each worker's longest time away, same trials, microseconds.
     pub max_gap_us: Vec<f64>,
+    /// The lowest-rate trial above the zero-loss rate that lost frames:
+    /// what it lost and its longest stall (what a VM's stalls cost).
+    pub first_loss: Option<FirstLoss>,
     /// Unrouted packets, same trials.
     pub unrouted: u64,
     /// The route-update thread.
@@ -148,6 +151,17 @@ pub struct CellRun {
     /// Per port, the books of the last trial at the zero-loss rate: what
     /// arrived and what became of it, and what left by it.
     pub books: Option<(Vec<RxCounters>, Vec<TxCounters>)>,
+}
+
+/// The trial that set the zero-loss rate from above.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct FirstLoss {
+    /// Its offered rate, pps over all ports.
+    pub pps: f64,
+    /// Frames it lost.
+    pub lost: u64,
+    /// The longest stall of any worker in it, microseconds.
+    pub stall_us: f64,
 }
 
 /// One trial's extra figures, kept beside the search's own record.
@@ -207,7 +221,8 @@ pub fn measure(
         }
     };
     let source = |p: u16| pools[usize::from(p)].clone();
-    let updater = Updater::start(Arc::clone(&table), &setup.update_plan(plan.updates))
+    let spare = spare_cpus(plan, workers);
+    let updater = Updater::start_on(Arc::clone(&table), &setup.update_plan(plan.updates), &spare)
         .context("cannot start the route-update thread")?;
     let searched = search(plan, &cfg, cx, |at| {
         let run = forwarder::run(at, &cx.clock, route, source, |_| Discard)?;
@@ -219,6 +234,12 @@ pub fn measure(
     let updates = updater.stop();
     let (search, capacity_pps, figures) = searched?;
     Ok(summarise(search, capacity_pps, &figures, workers, updates))
+}
+
+/// The CPUs of `--cpus` that `workers` workers leave free (the
+/// route-update thread runs there), or none when they take them all.
+pub fn spare_cpus(plan: &SmpPlan, workers: usize) -> Vec<usize> {
+    plan.cpus.iter().skip(workers).copied().collect()
 }
 
 /// The probe, then the search, each trial's books checked.
@@ -252,7 +273,7 @@ fn search(
         };
         let (report, locks) = trial(&at).map_err(|e| anyhow!("{e}"))?;
         check_books(&report)?;
-        let t = report.as_trial(rate);
+        let t = report.as_trial(rate).with_tolerance(plan.loss_tolerance);
         figures.push(TrialFigures {
             rate,
             passed: t.passed(),
@@ -307,9 +328,27 @@ fn summarise(
         }
         unrouted += f.report.total().unrouted;
     }
+    let ports = figures.first().map_or(1, |f| f.report.rx.len()) as f64;
+    let first_loss = figures
+        .iter()
+        .filter(|f| !f.passed && f.rate > search.rate)
+        .min_by(|a, b| a.rate.total_cmp(&b.rate))
+        .map(|f| FirstLoss {
+            pps: f.rate * ports,
+            lost: f.report.total().overrun(),
+            stall_us: f
+                .report
+                .workers
+                .iter()
+                .map(|w| w.max_gap_ns)
+                .max()
+                .unwrap_or(0) as f64
+                / 1e3,
+        });
     CellRun {
         search,
         capacity_pps,
+        first_loss,
         locks,
         busy: (polls > 0).then(|| 1.0 - idle as f64 / polls as f64),
         max_gap_us: gaps.iter().map(|&g| g as f64 / 1000.0).collect(),

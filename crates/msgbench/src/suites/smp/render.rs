@@ -39,16 +39,21 @@ fn scale(r: &SmpRow) -> String {
     }
 }
 
-/// The results table.
-pub fn table(rows: &[SmpRow]) -> Table {
+/// The results table; `tolerance` is the loss a trial may have and pass.
+pub fn table(rows: &[SmpRow], tolerance: f64) -> Table {
     use Align::{Left, Right};
+    let rate = if tolerance > 0.0 {
+        format!("<={}% loss pps", tolerance * 100.0)
+    } else {
+        "Zero-loss pps".to_string()
+    };
     let mut t = Table::new(
         "",
         &[
             "Size",
             "Forwarder",
             "N",
-            "Zero-loss pps",
+            &rate,
             "Per port",
             "Mbit/s",
             "Scale",
@@ -113,7 +118,7 @@ pub fn legend(plan: &SmpPlan) -> String {
     };
     let mut s = format!(
         "Zero-loss pps: the RFC 2544 throughput over all input ports, the highest offered rate with no frame\n\
-         lost over a {} s trial (binary search to {}% of the rate, then confirmed; Trials: how many it took).\n\
+         lost{} over a {} s trial (binary search to {}% of the rate, then confirmed; Trials: how many it took).\n\
          Per port: the same per input port, the study's unit. Mbit/s: frame bytes, FCS included.\n\
          Scale: against the same forwarder with 1 worker, and as an efficiency (scale / N).\n\
          Flat out: what the workers forwarded with full rings (the search's upper bound).\n\
@@ -123,6 +128,11 @@ pub fn legend(plan: &SmpPlan) -> String {
          is longer than its size over the offered rate.\n\
          Traffic: {} over {} routes; {} route changes/s applied throughout. QNX study: dual-core 600 MHz\n\
          MIPS, QNX 6.2.1, two 1 Gbit/s ports (../shared/spec/smp.md), packets/s per port.",
+        if plan.loss_tolerance > 0.0 {
+            format!(" beyond {}% (--loss-tolerance)", plan.loss_tolerance * 100.0)
+        } else {
+            String::new()
+        },
         plan.trial_secs,
         plan.resolution * 100.0,
         plan.ring,
@@ -140,8 +150,15 @@ pub fn legend(plan: &SmpPlan) -> String {
     s
 }
 
+/// How long a worker's rings last at the loss trial's rate, us: what a
+/// stall must exceed to explain the loss alone.
+fn stall_budget_us(ring: usize, r: &SmpRow, f: &super::memory::FirstLoss) -> f64 {
+    let per_port = f.pps / r.input_ports.max(1) as f64;
+    ring as f64 / per_port.max(1.0) * 1e6
+}
+
 /// The lessons, then every row's note.
-pub fn summary(rows: &[SmpRow], verdicts: &[Verdict]) -> String {
+pub fn summary(plan: &SmpPlan, rows: &[SmpRow], verdicts: &[Verdict]) -> String {
     let mut lines: Vec<String> = verdicts.iter().map(|v| v.text.clone()).collect();
     for r in rows.iter().filter(|r| r.measured()) {
         let who = match r.workers {
@@ -151,6 +168,18 @@ pub fn summary(rows: &[SmpRow], verdicts: &[Verdict]) -> String {
         if let Some(n) = &r.search.note {
             lines.push(format!("{} B, {who}: {n}.", r.size));
         }
+        if let Some(f) = r
+            .first_loss
+            .filter(|f| f.stall_us > stall_budget_us(plan.ring, r, f))
+        {
+            lines.push(format!(
+                "{} B, {who}: the trial at {} pps lost {} frames; a worker stalled {:.0} us in it, longer than its rings hold at that rate.",
+                r.size,
+                si(f.pps),
+                f.lost,
+                f.stall_us
+            ));
+        }
     }
     lines.join("\n")
 }
@@ -158,9 +187,9 @@ pub fn summary(rows: &[SmpRow], verdicts: &[Verdict]) -> String {
 /// All sections.
 pub fn sections(plan: &SmpPlan, rows: &[SmpRow], verdicts: &[Verdict]) -> Vec<Section> {
     vec![
-        Section::Table(table(rows)),
+        Section::Table(table(rows, plan.loss_tolerance)),
         Section::Text(legend(plan)),
-        Section::Text(summary(rows, verdicts)),
+        Section::Text(summary(plan, rows, verdicts)),
     ]
 }
 

@@ -140,6 +140,9 @@ pub struct SmpRow {
     /// Each worker's longest time away from its rings at the zero-loss
     /// rate, microseconds (memory mode).
     pub max_gap_us: Vec<f64>,
+    /// Memory mode: the lowest trial above the zero-loss rate that lost
+    /// frames, with its longest worker stall.
+    pub first_loss: Option<super::memory::FirstLoss>,
     /// The search of the median repeat.
     pub search: SearchResult,
     /// Route changes applied per second during that search.

@@ -24,13 +24,22 @@ pub struct Trial {
     pub sent: u64,
     /// Packets lost (any cause).
     pub lost: u64,
+    /// Packets it may lose and still pass: 0, RFC 2544's zero loss,
+    /// unless a loss tolerance is asked for ([`Trial::with_tolerance`]).
+    pub allowed: u64,
 }
 
 impl Trial {
-    /// Whether no packet was lost (and some were sent, unless the rate
-    /// itself rounds to no packet in the trial).
+    /// Whether no more packets were lost than allowed (none, by default).
     pub fn passed(&self) -> bool {
-        self.lost == 0
+        self.lost <= self.allowed
+    }
+
+    /// The same trial, allowed to lose `fraction` of what was sent (as
+    /// FD.io CSIT's partial drop rate does; 0 keeps RFC 2544's zero loss).
+    pub fn with_tolerance(mut self, fraction: f64) -> Trial {
+        self.allowed = (self.sent as f64 * fraction.max(0.0)).floor() as u64;
+        self
     }
 }
 
@@ -192,6 +201,7 @@ pub fn try_search<E>(
         rate,
         sent: 0,
         lost: 1,
+        allowed: 0,
     };
     let r = search(p, |rate| {
         if err.is_some() {
@@ -280,6 +290,7 @@ mod tests {
             rate,
             sent: rate as u64,
             lost: u64::from(rate > c),
+            allowed: 0,
         }
     }
 
@@ -333,6 +344,7 @@ mod tests {
                 rate,
                 sent: 1,
                 lost: u64::from(rate > 1000.0 || flaky),
+                allowed: 0,
             }
         });
         let flaked = flaked.expect("the confirmation failed once");
@@ -402,6 +414,7 @@ mod tests {
                 rate,
                 sent: c.generated,
                 lost: c.rx_dropped,
+                allowed: 0,
             }
         }
     }
@@ -445,5 +458,18 @@ mod tests {
             })
             .unwrap();
         assert_eq!(r.trials.len(), MAX_RAISES + 1);
+    }
+
+    #[test]
+    fn a_loss_tolerance_passes_small_losses_only() {
+        let t = Trial {
+            rate: 1.0,
+            sent: 10_000,
+            lost: 50,
+            allowed: 0,
+        };
+        assert!(!t.passed(), "RFC 2544: any loss fails");
+        assert!(t.with_tolerance(0.005).passed(), "0.5% of 10,000 is 50");
+        assert!(!t.with_tolerance(0.004).passed());
     }
 }

@@ -203,7 +203,8 @@ fn ours(
         routes: setup.routes.len() as u32,
         ports: 1,
     };
-    let updater = Updater::start(Arc::clone(&table), &changes)
+    let spare = super::memory::spare_cpus(plan, workers);
+    let updater = Updater::start_on(Arc::clone(&table), &changes, &spare)
         .context("cannot start the route-update thread")?;
     let searched = search(plan, size, cx, |rate, d| {
         let t = Trial {
@@ -308,7 +309,7 @@ fn search(
             .zip(CpuStat::read().ok())
             .and_then(|(b, a)| usage(&b, &a, cpu_count()))
             .map(|u| u.busy_pct / 100.0 / cpu_count() as f64);
-        let t = as_trial(rate, &out, unrouted);
+        let t = as_trial(rate, &out, unrouted).with_tolerance(plan.loss_tolerance);
         figures.push(TrialFigures {
             rate,
             passed: t.passed(),
@@ -332,6 +333,7 @@ fn as_trial(rate: f64, out: &Outcome, unrouted: u64) -> SearchTrial {
         rate,
         sent: due,
         lost,
+        allowed: 0,
     }
 }
 

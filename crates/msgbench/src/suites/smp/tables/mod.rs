@@ -173,7 +173,7 @@ struct Locked<F> {
 
 impl<F: Fib> Locked<F> {
     fn new(routing: Routing<F>) -> Locked<F> {
-        let counts = vec![Counts::default(); routing.ports.len()];
+        let counts = super::lpm::huge_vec(routing.ports.len(), Counts::default());
         Locked { routing, counts }
     }
 
@@ -267,7 +267,7 @@ impl<F: Fib> Table<F> {
             table: self,
             index: index % self.workers,
             local: if per_worker {
-                vec![Counts::default(); self.routes]
+                super::lpm::huge_vec(self.routes, Counts::default())
             } else {
                 Vec::new()
             },

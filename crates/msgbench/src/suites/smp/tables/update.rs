@@ -175,12 +175,30 @@ const MAX_NAP: Duration = Duration::from_millis(5);
 impl Updater {
     /// Starts the thread. Fails only if the thread cannot be spawned.
     pub fn start<F: Fib>(table: Arc<Table<F>>, plan: &UpdatePlan) -> std::io::Result<Updater> {
+        Updater::start_on(table, plan, &[])
+    }
+
+    /// Starts the thread, kept to `cpus` (none: anywhere). A forwarder
+    /// gives it the CPUs its workers do not spin on, when there are any:
+    /// then an update never takes a worker's CPU from it.
+    pub fn start_on<F: Fib>(
+        table: Arc<Table<F>>,
+        plan: &UpdatePlan,
+        cpus: &[usize],
+    ) -> std::io::Result<Updater> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let (rate, changes) = (plan.rate, plan.changes());
+        let cpus = cpus.to_vec();
         let thread = std::thread::Builder::new()
             .name("smp-updater".into())
-            .spawn(move || run(&table, rate, changes, &flag))?;
+            .spawn(move || {
+                if !cpus.is_empty() {
+                    // Best effort: where it runs changes timing, not results.
+                    let _ = crate::measure::placement::restrict_current_thread(&cpus);
+                }
+                run(&table, rate, changes, &flag)
+            })?;
         Ok(Updater { stop, thread })
     }
 
