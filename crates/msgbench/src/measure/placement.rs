@@ -140,6 +140,26 @@ pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// The `--cpus` option of the suites that measure between or on CPUs:
+/// `list` (ranges allowed, repeats dropped, order kept, every CPU online)
+/// or, without it, every online CPU. The error names the option.
+pub fn cpus_option(list: Option<&str>) -> Result<Vec<usize>, String> {
+    let Some(list) = list else {
+        return Ok(online_cpus());
+    };
+    let parsed = CpuList::parse(list).map_err(|e| format!("--cpus {list}: {e}"))?;
+    let mut out: Vec<usize> = Vec::new();
+    for c in parsed.0 {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("--cpus {list}: no CPU given"));
+    }
+    Ok(out)
+}
+
 /// Formats CPUs as a compact list (`0-3,6`).
 pub fn format_list(cpus: &[usize]) -> String {
     let mut out: Vec<String> = Vec::new();

@@ -1,32 +1,20 @@
 //! The options of `msgbench floor`: the CPU list, checked with one-line
 //! errors naming the option.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 
-use crate::measure::placement::{online_cpus, CpuList};
+use crate::measure::placement::cpus_option;
 
 /// The CPUs to measure between: `list` (ranges allowed, repeats dropped,
 /// every CPU online) or, without it, every online CPU.
 pub fn cpus(list: Option<&str>) -> Result<Vec<usize>> {
-    let Some(list) = list else {
-        return Ok(online_cpus());
-    };
-    let parsed = CpuList::parse(list).map_err(|e| anyhow!("--cpus {list}: {e}"))?;
-    let mut out: Vec<usize> = Vec::new();
-    for c in parsed.0 {
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    if out.is_empty() {
-        bail!("--cpus {list}: no CPU given");
-    }
-    Ok(out)
+    cpus_option(list).map_err(|e| anyhow!(e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::placement::online_cpus;
 
     #[test]
     fn default_is_every_online_cpu() {

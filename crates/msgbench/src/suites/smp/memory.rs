@@ -37,9 +37,10 @@ const MAX_POOL: usize = 65_536;
 /// Longest flat-out probe.
 const PROBE_MS: u64 = 200;
 /// Seed of the synthetic table, of the traffic (plus the port) and of the
-/// route changes.
-const TABLE_SEED: u64 = 1;
-const TRAFFIC_SEED: u64 = 100;
+/// route changes: the same on both paths, so every cell sees one table
+/// and one stream of changes.
+pub(super) const TABLE_SEED: u64 = 1;
+pub(super) const TRAFFIC_SEED: u64 = 100;
 const CHANGE_SEED: u64 = 7;
 
 /// What every cell of a run shares: the table and the traffic.
@@ -86,18 +87,21 @@ impl Setup {
 
     /// The route changes of a cell: the same stream for every cell.
     fn update_plan(&self, rate: f64) -> UpdatePlan {
-        UpdatePlan {
-            rate,
-            seed: CHANGE_SEED,
-            prefixes: self
-                .routes
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.prefix, i as RouteId))
-                .collect(),
-            routes: self.routes.len() as u32,
-            ports: self.ports as u16,
-        }
+        update_plan(&self.routes, rate, self.ports as u16)
+    }
+}
+
+/// `rate` changes per second to `routes` (route id = index) over `ports`
+/// output ports: the same stream for every cell of a run.
+pub(super) fn update_plan(routes: &[Route], rate: f64, ports: u16) -> UpdatePlan {
+    UpdatePlan {
+        rate,
+        seed: CHANGE_SEED,
+        prefixes: (routes.iter().enumerate())
+            .map(|(i, r)| (r.prefix, i as RouteId))
+            .collect(),
+        routes: routes.len() as u32,
+        ports,
     }
 }
 

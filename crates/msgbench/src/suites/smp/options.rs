@@ -12,7 +12,7 @@ use super::packet::{MAX_FRAME, MIN_FRAME, RFC2544_SIZES};
 use super::ports::parse_line_rate;
 use super::synth::{Flows, DEFAULT_ROUTES};
 use super::tables::Variant;
-use crate::measure::placement::{format_list, online_cpus, CpuList};
+use crate::measure::placement::{cpus_option, format_list, online_cpus};
 use crate::measure::sched::SchedArgs;
 use crate::suites::OutputArgs;
 
@@ -284,7 +284,7 @@ fn list(v: &[usize]) -> String {
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
     let controls = args.sched.parse()?;
-    let cpus = cpus(args.cpus.as_deref())?;
+    let cpus = cpus_option(args.cpus.as_deref()).map_err(|e| anyhow!(e))?;
     let workers = workers(args.workers.as_deref(), cpus.len())?;
     let q = args.quick;
     Ok(SmpPlan {
@@ -323,23 +323,6 @@ fn variants(list: Option<&str>) -> Result<Vec<Variant>> {
         if !out.contains(&v) {
             out.push(v);
         }
-    }
-    Ok(out)
-}
-
-fn cpus(list: Option<&str>) -> Result<Vec<usize>> {
-    let Some(list) = list else {
-        return Ok(online_cpus());
-    };
-    let parsed = CpuList::parse(list).map_err(|e| anyhow!("--cpus {list}: {e}"))?;
-    let mut out: Vec<usize> = Vec::new();
-    for c in parsed.0 {
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    if out.is_empty() {
-        bail!("--cpus {list}: no CPU given");
     }
     Ok(out)
 }

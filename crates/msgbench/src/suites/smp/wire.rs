@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::fib::RouteId;
 use super::lpm::Dir24;
+use super::memory::{update_plan, TABLE_SEED, TRAFFIC_SEED};
 use super::options::SmpPlan;
 use super::packet::{self, Spec, FCS};
 use super::row::Forwarder;
 use super::search::{try_search_raising, SearchParams, SearchResult, Trial as SearchTrial};
 use super::synth::{self, Destinations, Route};
-use super::tables::{LockStats, Table, UpdatePlan, Updater, UpdaterReport, Variant};
+use super::tables::{LockStats, Table, Updater, UpdaterReport, Variant};
 use super::veth::afpacket::{self, Relayed};
 use super::veth::kernel::{kernel_trial, run_trial, Outcome, Trial};
 use super::veth::topology::{Topology, FWD0, FWD1, GEN0, SINK0};
@@ -41,9 +41,6 @@ const PROBE_RATE: f64 = 5_000_000.0;
 const PROBE: Duration = Duration::from_millis(300);
 /// Fanout group id of the workers' receivers.
 const FANOUT_GROUP: u16 = 0x5a1;
-const TABLE_SEED: u64 = 1;
-const TRAFFIC_SEED: u64 = 100;
-const CHANGE_SEED: u64 = 7;
 
 /// What every veth cell shares: the test bed, the table and the frames.
 pub struct Setup {
@@ -194,15 +191,7 @@ fn ours(
 ) -> Result<CellRun> {
     let ports = vec![0u16; setup.routes.len()];
     let table = Arc::new(Table::new(variant, setup.fib.clone(), ports, workers));
-    let changes = UpdatePlan {
-        rate: plan.updates,
-        seed: CHANGE_SEED,
-        prefixes: (setup.routes.iter().enumerate())
-            .map(|(i, r)| (r.prefix, i as RouteId))
-            .collect(),
-        routes: setup.routes.len() as u32,
-        ports: 1,
-    };
+    let changes = update_plan(&setup.routes, plan.updates, 1);
     let spare = super::memory::spare_cpus(plan, workers);
     let updater = Updater::start_on(Arc::clone(&table), &changes, &spare)
         .context("cannot start the route-update thread")?;
