@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::cell::{CellRun, FirstLoss};
 use super::fib::RouteId;
 use super::forwarder::{self, ForwarderConfig, TrialReport};
 use super::lpm::Dir24;
 use super::options::SmpPlan;
 use super::packet::{self, Spec};
-use super::ports::{Discard, Offered, Pool, RxCounters, TxCounters};
+use super::ports::{Discard, Offered, Pool};
 use super::search::{bounds, try_search_raising, SearchParams, SearchResult};
 use super::synth::{self, Destinations, Route};
 use super::tables::{LockStats, Table, UpdatePlan, Updater, UpdaterReport, Variant, WorkerHandle};
@@ -130,42 +131,6 @@ fn pool(routes: &[Route], plan: &SmpPlan, size: usize, port: usize) -> Result<Po
         Some(e) => Err(anyhow!("building {size}-byte frames: {e}")),
         None => Ok(pool),
     }
-}
-
-/// What one cell's search found, with the figures behind it.
-#[derive(Debug, Clone)]
-pub struct CellRun {
-    /// The search.
-    pub search: SearchResult,
-    /// The flat-out probe, pps over all ports.
-    pub capacity_pps: f64,
-    /// Lock figures per worker, over the trials at the zero-loss rate.
-    pub locks: Vec<LockStats>,
-    /// Share of the workers' polls that found packets, same trials.
-    pub busy: Option<f64>,
-    /// Each worker's longest time away, same trials, microseconds.
-    pub max_gap_us: Vec<f64>,
-    /// The lowest-rate trial above the zero-loss rate that lost frames:
-    /// what it lost and its longest stall (what a VM's stalls cost).
-    pub first_loss: Option<FirstLoss>,
-    /// Unrouted packets, same trials.
-    pub unrouted: u64,
-    /// The route-update thread.
-    pub updates: UpdaterReport,
-    /// Per port, the books of the last trial at the zero-loss rate: what
-    /// arrived and what became of it, and what left by it.
-    pub books: Option<(Vec<RxCounters>, Vec<TxCounters>)>,
-}
-
-/// The trial that set the zero-loss rate from above.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct FirstLoss {
-    /// Its offered rate, pps over all ports.
-    pub pps: f64,
-    /// Frames it lost.
-    pub lost: u64,
-    /// The longest stall of any worker in it, microseconds.
-    pub stall_us: f64,
 }
 
 /// One trial's extra figures, kept beside the search's own record.
@@ -351,13 +316,14 @@ fn summarise(
         });
     CellRun {
         search,
-        capacity_pps,
+        capacity_pps: Some(capacity_pps),
         first_loss,
         locks,
         busy: (polls > 0).then(|| 1.0 - idle as f64 / polls as f64),
         max_gap_us: gaps.iter().map(|&g| g as f64 / 1000.0).collect(),
         unrouted,
         updates,
+        generator_limited: false,
         books,
     }
 }

@@ -26,10 +26,11 @@
 //!   hold times, per-route counters, and the route-update thread.
 //!
 //! - `options`: the command line and the plan; `memory` and `wire`: one
-//!   cell measured on each path; `sweep`: every cell, repeated and
+//!   cell measured on each path, into one [`cell::CellRun`]; `sweep`: every cell, repeated and
 //!   interleaved, into rows ([`row::SmpRow`]); `lessons`: the study's
 //!   three lessons judged from the rows; `render`: tables and figures.
 
+pub mod cell;
 pub mod fib;
 pub mod forwarder;
 pub mod lessons;

@@ -152,7 +152,7 @@ pub fn legend(plan: &SmpPlan) -> String {
 
 /// How long a worker's rings last at the loss trial's rate, us: what a
 /// stall must exceed to explain the loss alone.
-fn stall_budget_us(ring: usize, r: &SmpRow, f: &super::memory::FirstLoss) -> f64 {
+fn stall_budget_us(ring: usize, r: &SmpRow, f: &super::cell::FirstLoss) -> f64 {
     let per_port = f.pps / r.input_ports.max(1) as f64;
     ring as f64 / per_port.max(1.0) * 1e6
 }

@@ -6,66 +6,16 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::cell::CellRun;
 use super::memory;
 use super::options::{PortsMode, SmpPlan};
-use super::ports::{RxCounters, TxCounters};
 use super::row::{reference, Forwarder, SmpRow};
 use super::search::SearchResult;
-use super::tables::{LockStats, UpdaterReport};
 use super::wire;
 use crate::suites::{Results, RunContext};
 
 /// A cell: frame size, forwarder, workers (0 for the kernel).
 pub type Cell = (usize, Forwarder, usize);
-
-/// What one measurement of a cell found, whichever the path.
-#[derive(Debug, Clone)]
-struct Measured {
-    search: SearchResult,
-    capacity_pps: Option<f64>,
-    locks: Vec<LockStats>,
-    busy: Option<f64>,
-    max_gap_us: Vec<f64>,
-    first_loss: Option<memory::FirstLoss>,
-    unrouted: u64,
-    updates: UpdaterReport,
-    generator_limited: bool,
-    books: Option<(Vec<RxCounters>, Vec<TxCounters>)>,
-}
-
-impl From<memory::CellRun> for Measured {
-    fn from(r: memory::CellRun) -> Measured {
-        Measured {
-            search: r.search,
-            capacity_pps: Some(r.capacity_pps),
-            locks: r.locks,
-            busy: r.busy,
-            max_gap_us: r.max_gap_us,
-            first_loss: r.first_loss,
-            unrouted: r.unrouted,
-            updates: r.updates,
-            generator_limited: false,
-            books: r.books,
-        }
-    }
-}
-
-impl From<wire::CellRun> for Measured {
-    fn from(r: wire::CellRun) -> Measured {
-        Measured {
-            search: r.search,
-            capacity_pps: None,
-            locks: r.locks,
-            busy: r.busy,
-            max_gap_us: Vec::new(),
-            first_loss: None,
-            unrouted: r.unrouted,
-            updates: r.updates,
-            generator_limited: r.generator_limited,
-            books: None,
-        }
-    }
-}
 
 /// The built path: the table and frames, and in veth mode the test bed.
 enum Path {
@@ -117,7 +67,7 @@ pub fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
         PortsMode::Veth => Path::Veth(Box::new(wire::Setup::build(plan)?)),
     };
     let cells = cells(plan);
-    let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); cells.len()];
+    let mut runs: Vec<Vec<CellRun>> = vec![Vec::new(); cells.len()];
     let mut errors: Vec<Option<String>> = vec![None; cells.len()];
     let each = cell_estimate(plan);
     'sweep: for rep in 0..plan.repeats {
@@ -164,15 +114,13 @@ fn label(plan: &SmpPlan, (size, f, n): Cell, rep: usize) -> String {
     }
 }
 
-fn measure(plan: &SmpPlan, path: &Path, (size, f, n): Cell, cx: &RunContext) -> Result<Measured> {
+fn measure(plan: &SmpPlan, path: &Path, (size, f, n): Cell, cx: &RunContext) -> Result<CellRun> {
     match (path, f) {
-        (Path::Memory(s), Forwarder::Table(v)) => {
-            memory::measure(plan, s, (size, v, n), cx).map(Measured::from)
-        }
+        (Path::Memory(s), Forwarder::Table(v)) => memory::measure(plan, s, (size, v, n), cx),
         (Path::Memory(_), Forwarder::Kernel) => {
             anyhow::bail!("the kernel forwards only in veth mode")
         }
-        (Path::Veth(s), f) => wire::measure(plan, s, (size, f, n), cx).map(Measured::from),
+        (Path::Veth(s), f) => wire::measure(plan, s, (size, f, n), cx),
     }
 }
 
@@ -181,7 +129,7 @@ fn rows(
     plan: &SmpPlan,
     path: &Path,
     cells: &[Cell],
-    runs: Vec<Vec<Measured>>,
+    runs: Vec<Vec<CellRun>>,
     errors: Vec<Option<String>>,
 ) -> Vec<SmpRow> {
     let ports = path.input_ports();
@@ -216,7 +164,7 @@ fn row(
     plan: &SmpPlan,
     ports: usize,
     (size, forwarder, n): Cell,
-    mut runs: Vec<Measured>,
+    mut runs: Vec<CellRun>,
     error: Option<String>,
 ) -> Option<SmpRow> {
     let skip = plan.skip_reason(n);
@@ -232,25 +180,7 @@ fn row(
         (None, None, _) => None,
     };
     let per_port = median.as_ref().map_or(0.0, |m| m.search.rate);
-    let m = median.unwrap_or_else(|| Measured {
-        search: SearchResult {
-            rate: 0.0,
-            failed_at: None,
-            trials: Vec::new(),
-            resolution: plan.resolution,
-            converged: false,
-            note: None,
-        },
-        capacity_pps: None,
-        locks: Vec::new(),
-        busy: None,
-        max_gap_us: Vec::new(),
-        first_loss: None,
-        unrouted: 0,
-        updates: UpdaterReport::default(),
-        generator_limited: false,
-        books: None,
-    });
+    let m = median.unwrap_or_else(|| CellRun::empty(plan.resolution));
     let (rx_ports, tx_ports) = m.books.clone().unwrap_or_default();
     let pps = per_port * ports as f64;
     let elapsed = m.updates.elapsed.as_secs_f64();

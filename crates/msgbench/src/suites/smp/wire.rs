@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::cell::CellRun;
 use super::lpm::Dir24;
 use super::memory::{update_plan, TABLE_SEED, TRAFFIC_SEED};
 use super::options::SmpPlan;
@@ -126,25 +127,6 @@ fn frames(routes: &[Route], plan: &SmpPlan, size: usize) -> Result<Vec<Vec<u8>>>
             Ok(f)
         })
         .collect()
-}
-
-/// What one veth cell's search found.
-#[derive(Debug, Clone)]
-pub struct CellRun {
-    /// The search.
-    pub search: SearchResult,
-    /// Lock figures per worker over the trials at the zero-loss rate
-    /// (none for the kernel).
-    pub locks: Vec<LockStats>,
-    /// The machine's busy share over those trials.
-    pub busy: Option<f64>,
-    /// Frames our workers had no route for, same trials.
-    pub unrouted: u64,
-    /// The route-update thread (none for the kernel).
-    pub updates: UpdaterReport,
-    /// Whether failing trials lost only frames the generator did not send
-    /// on time: the figure is then the generator's limit, a lower bound.
-    pub generator_limited: bool,
 }
 
 /// One trial's figures beside the search's record.
@@ -349,10 +331,14 @@ fn summarise(
         .any(|f| !f.passed && f.rate > search.rate && f.late_only);
     CellRun {
         search,
+        capacity_pps: None,
         locks,
         busy: (n > 0).then(|| busy / n as f64),
+        max_gap_us: Vec::new(),
+        first_loss: None,
         unrouted,
         updates,
         generator_limited,
+        books: None,
     }
 }
