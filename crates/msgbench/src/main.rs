@@ -13,6 +13,7 @@ use msgbench::measure::placement::cpu_count;
 use msgbench::report::compare::{self, CompareArgs};
 use msgbench::report::html::{self as report, ReportArgs};
 use msgbench::suites::adder::{Adder, AdderArgs, Placement};
+use msgbench::suites::broker::{self as broker, Broker, BrokerArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{Ipc, IpcArgs};
 use msgbench::suites::rtos::{Rtos, RtosArgs};
@@ -46,6 +47,8 @@ enum Cmd {
     Rtos(RtosArgs),
     /// SMP packet forwarding: RFC 2544 zero-loss throughput per table variant (mutex, rwlock, rcu, per-cpu) and worker count, in memory or over veth.
     Smp(SmpArgs),
+    /// What a message broker costs: GetInteger direct, through a header-routing broker, and over real D-Bus (peer to peer, dbus-daemon, dbus-broker), with the split of each call's time.
+    Broker(BrokerArgs),
     /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
     #[command(long_about = compare::LONG_ABOUT)]
     Compare(CompareArgs),
@@ -54,6 +57,9 @@ enum Cmd {
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
+    /// One process of a `msgbench broker` run (service, broker or client).
+    #[command(hide = true)]
+    BrokerPeer(broker::PeerArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +75,8 @@ fn main() -> ExitCode {
         Some(Cmd::Validate(a)) => suites::execute::<Validate>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Rtos(a)) => suites::execute::<Rtos>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Smp(a)) => suites::execute::<Smp>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::Broker(a)) => suites::execute::<Broker>(&a, &a.output, stop).map(|_| ()),
+        Some(Cmd::BrokerPeer(a)) => broker::role::run(&a, stop),
         Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status

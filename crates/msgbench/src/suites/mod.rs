@@ -5,8 +5,10 @@
 //! into text. [`execute`] is that pipeline, once for every suite.
 
 pub mod adder;
+pub mod broker;
 pub mod floor;
 pub mod ipc;
+pub mod parse;
 pub mod rtos;
 pub mod smp;
 pub mod validate;

@@ -213,7 +213,7 @@ impl Plan {
 pub fn plan(args: &IpcArgs) -> Result<Plan> {
     args.sched.parse()?;
     let transports = match &args.transports {
-        Some(l) => parse_transports(l)?,
+        Some(l) => crate::suites::parse::transports(l)?,
         None => msgpass::transport::NAMES
             .iter()
             .map(|s| s.to_string())
@@ -244,7 +244,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
             None => None,
             Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
         },
-        repeats: repeats(&args.repeats)?,
+        repeats: crate::suites::parse::repeats(&args.repeats, 1000)?,
         timing,
         rate,
         window: window(&args.window)?,
@@ -302,14 +302,6 @@ fn window(s: &str) -> Result<u32> {
     }
 }
 
-/// `--repeats`: 1 to 1000 runs.
-fn repeats(s: &str) -> Result<usize> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => bail!("--repeats {s}: must be a whole number of runs, 1 to 1000"),
-    }
-}
-
 /// `--timing` and `--rate`, which needs per-message timing.
 fn timing_and_rate(args: &IpcArgs) -> Result<(Timing, Option<f64>)> {
     let timing = match args.timing.as_str() {
@@ -325,23 +317,6 @@ fn timing_and_rate(args: &IpcArgs) -> Result<(Timing, Option<f64>)> {
         bail!("--rate: needs --timing per-message (latency from each intended send time)");
     }
     Ok((timing, rate))
-}
-
-fn parse_transports(list: &str) -> Result<Vec<String>> {
-    let mut out: Vec<String> = Vec::new();
-    for t in list.split(',').map(str::trim) {
-        if t.is_empty() {
-            bail!(
-                "--transport {list}: empty name (known: {})",
-                msgpass::transport::NAMES.join(", ")
-            );
-        }
-        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
-        if !out.iter().any(|o| o == t) {
-            out.push(t.to_string());
-        }
-    }
-    Ok(out)
 }
 
 /// Parses a warm-up length: seconds, 0 to 60.

@@ -303,7 +303,7 @@ pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
             .map_err(|e| anyhow!("--line-rate {}: {e}", args.line_rate))?,
         ring: ring(&args.ring)?,
         cpus,
-        repeats: repeats(&args.repeats)?,
+        repeats: crate::suites::parse::repeats(&args.repeats, 100)?,
         fifo: controls.fifo_priority,
     })
 }
@@ -429,13 +429,6 @@ fn ring(s: &str) -> Result<usize> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=MAX_RING).contains(&n) => Ok(n),
         _ => bail!("--ring {s}: must be a whole number of frames, 1 to {MAX_RING}"),
-    }
-}
-
-fn repeats(s: &str) -> Result<usize> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if (1..=100).contains(&n) => Ok(n),
-        _ => bail!("--repeats {s}: must be a whole number of runs, 1 to 100"),
     }
 }
 

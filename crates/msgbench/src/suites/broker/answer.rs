@@ -1,0 +1,234 @@
+//! The study's question answered from the rows: what the daemon adds
+//! per call, how much of it validation explains, and how the
+//! header-routing broker compares with direct calls and with the
+//! daemons; and the two goals judged. Every sentence is computed from
+//! the figures, and each judgement can come out either way (the tests
+//! feed it both).
+
+use super::options::Via;
+use super::row::BrokerRow;
+use crate::measure::hist::fmt_ns;
+
+/// Most the routing broker may cost over a direct call, as a ratio
+/// (two legs instead of one, plus routing).
+pub const BROKER_VS_DIRECT: f64 = 2.2;
+/// Least the routing broker must beat dbus-daemon by.
+pub const BROKER_VS_DAEMON: f64 = 5.0;
+
+/// The figures of one size the answer is made of.
+struct At<'a> {
+    rows: &'a [BrokerRow],
+    ints: u32,
+}
+
+impl At<'_> {
+    fn row(&self, via: Via, transport: Option<&str>) -> Option<&BrokerRow> {
+        self.rows.iter().find(|r| {
+            r.via == via
+                && r.ints == self.ints
+                && r.transport.as_deref() == transport
+                && r.measured()
+        })
+    }
+
+    fn p50(&self, via: Via, transport: Option<&str>) -> Option<f64> {
+        self.row(via, transport).map(|r| r.latency.p50_ns)
+    }
+}
+
+/// The transport the answer uses for the msgbench broker: uds (D-Bus's
+/// own transport) when it was measured, else the first one that was.
+fn transport(rows: &[BrokerRow], ints: u32) -> Option<String> {
+    let measured: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.via == Via::Broker && r.ints == ints && r.measured())
+        .filter_map(|r| r.transport.as_deref())
+        .collect();
+    measured
+        .iter()
+        .find(|t| **t == "uds")
+        .or(measured.first())
+        .map(|t| t.to_string())
+}
+
+/// The sentences under the table: the answer at each size, then the goals.
+pub fn judge(rows: &[BrokerRow]) -> Vec<String> {
+    let mut sizes: Vec<u32> = rows.iter().map(|r| r.ints).collect();
+    sizes.dedup();
+    let mut out: Vec<String> = sizes.iter().filter_map(|&n| answer(rows, n)).collect();
+    out.extend(goals(rows));
+    out
+}
+
+/// The study's question at `GetInteger(ints)`, when the daemon and
+/// peer-to-peer rows were both measured.
+pub fn answer(rows: &[BrokerRow], ints: u32) -> Option<String> {
+    let at = At { rows, ints };
+    let daemon = at.p50(Via::DbusDaemon, None)?;
+    let p2p = at.p50(Via::DbusP2p, None)?;
+    let added = daemon - p2p;
+    let mut s = format!(
+        "GetInteger({ints}): dbus-daemon adds {} per call over peer-to-peer D-Bus ({} against {})",
+        fmt_ns(added),
+        fmt_ns(daemon),
+        fmt_ns(p2p)
+    );
+    let t = transport(rows, ints);
+    let t = t.as_deref();
+    let validation = at.row(Via::BrokerValidate, t).and_then(|r| r.validate_ns);
+    if let Some(v) = validation {
+        s += &format!(
+            ", of which validating both bodies in the D-Bus format explains about {} (measured in our broker)",
+            fmt_ns(v)
+        );
+    }
+    if let Some(m) = at.row(Via::DbusP2p, None).and_then(|r| r.marshal_ns) {
+        s += &format!("; the library's own marshalling is {} per call", fmt_ns(m));
+    }
+    if let (Some(b), Some(t)) = (at.p50(Via::Broker, t), t) {
+        s += &format!(
+            "; the header-routing broker over {t} takes {}, {:.1}x faster than dbus-daemon",
+            fmt_ns(b),
+            daemon / b
+        );
+    }
+    if let Some(db) = at.p50(Via::DbusBroker, None) {
+        s += &format!(
+            "; dbus-broker takes {} ({:.2}x dbus-daemon's time)",
+            fmt_ns(db),
+            db / daemon
+        );
+    }
+    s.push('.');
+    if let Some(v) = validation {
+        s += &format!(" {}", share_verdict(v, added));
+    }
+    Some(s)
+}
+
+/// How much of what the daemon adds validation explains.
+fn share_verdict(validation: f64, added: f64) -> String {
+    if added <= 0.0 {
+        return "The daemon added nothing measurable here, so there is nothing for validation to explain.".into();
+    }
+    let share = validation / added;
+    let pct = format!("{:.0}%", 100.0 * share);
+    if share >= 0.5 {
+        format!("So validation is most of what the daemon adds ({pct}).")
+    } else if share >= 0.2 {
+        format!("So validation is a real part of what the daemon adds ({pct}), but not most of it.")
+    } else {
+        format!("So the daemon's time is not validation ({pct} of it): it is the second leg and the daemon's own per-message work.")
+    }
+}
+
+/// The two goals at `GetInteger(1)`, per transport: the broker within
+/// [`BROKER_VS_DIRECT`] of direct, and [`BROKER_VS_DAEMON`] faster than
+/// dbus-daemon.
+pub fn goals(rows: &[BrokerRow]) -> Vec<String> {
+    let at = At { rows, ints: 1 };
+    let mut out = Vec::new();
+    let mut transports: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.via == Via::Broker && r.ints == 1 && r.measured())
+        .filter_map(|r| r.transport.as_deref())
+        .collect();
+    transports.dedup();
+    for t in transports {
+        let broker = at.p50(Via::Broker, Some(t)).expect("filtered on it");
+        if let Some(direct) = at.p50(Via::Direct, Some(t)) {
+            let x = broker / direct;
+            out.push(format!(
+                "Goal, broker within {BROKER_VS_DIRECT}x of direct over {t} (GetInteger(1)): {}: {x:.2}x ({} against {}).",
+                holds(x <= BROKER_VS_DIRECT),
+                fmt_ns(broker),
+                fmt_ns(direct)
+            ));
+        }
+        if let Some(daemon) = at.p50(Via::DbusDaemon, None) {
+            let x = daemon / broker;
+            out.push(format!(
+                "Goal, broker over {t} at least {BROKER_VS_DAEMON}x faster than dbus-daemon (GetInteger(1)): {}: {x:.1}x ({} against {}).",
+                holds(x >= BROKER_VS_DAEMON),
+                fmt_ns(broker),
+                fmt_ns(daemon)
+            ));
+        }
+    }
+    out
+}
+
+fn holds(yes: bool) -> &'static str {
+    if yes {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(via: Via, t: Option<&str>, ints: u32, p50_us: f64) -> BrokerRow {
+        let mut r = BrokerRow::empty(via, t.map(String::from), ints, 1);
+        r.calls = 1000;
+        r.latency.p50_ns = p50_us * 1000.0;
+        r
+    }
+
+    fn rows(daemon_us: f64, validate_us: f64, broker_us: f64) -> Vec<BrokerRow> {
+        let mut v = row(Via::BrokerValidate, Some("uds"), 1, broker_us + validate_us);
+        v.validate_ns = Some(validate_us * 1000.0);
+        vec![
+            row(Via::Direct, Some("uds"), 1, 8.0),
+            row(Via::Broker, Some("uds"), 1, broker_us),
+            v,
+            row(Via::DbusP2p, None, 1, 25.0),
+            row(Via::DbusDaemon, None, 1, daemon_us),
+            row(Via::DbusBroker, None, 1, 40.0),
+        ]
+    }
+
+    #[test]
+    fn the_answer_says_validation_is_a_small_part_when_it_is() {
+        let a = answer(&rows(50.0, 1.0, 15.0), 1).expect("figures there");
+        assert!(a.contains("dbus-daemon adds 25.0us per call"), "{a}");
+        assert!(a.contains("about 1.00us"), "{a}");
+        assert!(a.contains("3.3x faster than dbus-daemon"), "{a}");
+        assert!(a.contains("dbus-broker takes 40.0us (0.80x"), "{a}");
+        assert!(a.contains("is not validation (4%"), "{a}");
+    }
+
+    #[test]
+    fn the_answer_says_validation_is_most_of_it_when_it_is() {
+        let a = answer(&rows(35.0, 8.0, 15.0), 1).expect("figures there");
+        assert!(
+            a.contains("validation is most of what the daemon adds (80%)"),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn no_answer_without_the_daemon_and_p2p_rows() {
+        let mut r = rows(50.0, 1.0, 15.0);
+        r.retain(|r| r.via != Via::DbusP2p);
+        assert!(answer(&r, 1).is_none());
+    }
+
+    #[test]
+    fn the_goals_come_out_either_way() {
+        let good = goals(&rows(100.0, 1.0, 15.0));
+        assert!(
+            good[0].contains("within 2.2x of direct over uds (GetInteger(1)): met: 1.88x"),
+            "{good:?}"
+        );
+        assert!(
+            good[1].contains("faster than dbus-daemon (GetInteger(1)): met: 6.7x"),
+            "{good:?}"
+        );
+        let bad = goals(&rows(50.0, 1.0, 20.0));
+        assert!(bad[0].contains("NOT met: 2.50x"), "{bad:?}");
+        assert!(bad[1].contains("NOT met: 2.5x"), "{bad:?}");
+    }
+}

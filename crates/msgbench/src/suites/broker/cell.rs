@@ -1,0 +1,251 @@
+//! One measurement: the processes of one arrangement started, every
+//! client warmed up and released at once, their calls timed, the CPU
+//! clocks of every process read around the calls, everything stopped.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::client::ClientReport;
+use super::dbus::{DaemonKind, PrivateBus};
+use super::options::{BrokerPlan, Via};
+use super::peers::Peer;
+use super::router::RouterStats;
+use crate::measure::clock::Clock;
+use crate::measure::hist::Recorder;
+
+/// What is measured: one arrangement, transport and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    /// The arrangement.
+    pub via: Via,
+    /// Its msgpass transport (the msgpass arrangements only).
+    pub transport: Option<String>,
+    /// numInts of every call.
+    pub ints: u32,
+}
+
+/// CPU time per call, ns, by who spent it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct CpuSplit {
+    /// The client processes.
+    pub client: f64,
+    /// The broker or daemon processes (0 when there is none).
+    pub middle: f64,
+    /// The service processes.
+    pub service: f64,
+}
+
+impl CpuSplit {
+    /// Summed over every process.
+    pub fn total(&self) -> f64 {
+        self.client + self.middle + self.service
+    }
+}
+
+/// What one measurement found.
+pub struct CellRun {
+    /// Calls completed and checked, over all clients.
+    pub calls: u64,
+    /// Calls per second, summed over the clients.
+    pub calls_per_s: f64,
+    /// Latency per call, ns ticks of [`Clock::monotonic`].
+    pub latency: Recorder,
+    /// CPU per call.
+    pub cpu: CpuSplit,
+    /// The msgbench broker's account of itself.
+    pub router: Option<RouterStats>,
+}
+
+/// How long a peer may take to connect and warm up.
+const READY: Duration = Duration::from_secs(15);
+/// How long a peer may take to stop.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// Measures `cell` with the run's settings, its processes meeting in
+/// `dir` (a fresh directory, removed by the caller).
+pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
+    // Started before the peers and stopped after them: services and
+    // clients leave the bus before the daemon stops.
+    let mut bus = daemon(cell.via)
+        .map(|kind| PrivateBus::start(kind, &dir.join("bus")))
+        .transpose()?;
+    let address = bus.as_ref().map(|b| b.address().to_string());
+    let reach = |k: usize| -> Vec<String> {
+        match (&cell.transport, cell.via) {
+            (Some(t), _) => vec![
+                "-t".into(),
+                t.clone(),
+                "--ns".into(),
+                dir.display().to_string(),
+            ],
+            (None, Via::DbusP2p) => vec![
+                "--dbus-p2p".into(),
+                dir.join(format!("p2p-{k}.sock")).display().to_string(),
+            ],
+            (None, _) => vec!["--dbus-bus".into(), address.clone().unwrap_or_default()],
+        }
+    };
+    let mut services = Vec::new();
+    for k in 0..plan.clients {
+        let mut a = vec!["service".into(), "--index".into(), k.to_string()];
+        a.extend(reach(k));
+        services.push(Peer::start(format!("service {k}"), &a)?);
+    }
+    let mut router = None;
+    if matches!(cell.via, Via::Broker | Via::BrokerValidate) {
+        let mut a = vec![
+            "route".into(),
+            "--services".into(),
+            plan.clients.to_string(),
+        ];
+        if cell.via == Via::BrokerValidate {
+            a.push("--validate".into());
+        }
+        a.extend(reach(0));
+        router = Some(Peer::start("the broker", &a)?);
+    }
+    let mut clients = Vec::new();
+    for k in 0..plan.clients {
+        let mut a = vec![
+            "client".into(),
+            "--index".into(),
+            k.to_string(),
+            "--destination".into(),
+            k.to_string(),
+            "--ints".into(),
+            cell.ints.to_string(),
+            "--seconds".into(),
+            plan.seconds.to_string(),
+        ];
+        if router.is_some() {
+            a.push("--via-broker".into());
+        }
+        a.extend(reach(k));
+        clients.push(Peer::start(format!("client {k}"), &a)?);
+    }
+    for c in &mut clients {
+        c.expect("ready", READY)?;
+    }
+    let middle_pids: Vec<i32> = match (&router, &bus) {
+        (Some(r), _) => vec![r.pid()],
+        (None, Some(b)) => b.pids(),
+        (None, None) => Vec::new(),
+    };
+    let service_pids: Vec<i32> = services.iter().map(Peer::pid).collect();
+    let before = (cpu_of(&middle_pids)?, cpu_of(&service_pids)?);
+    for c in &mut clients {
+        c.send("go")?;
+    }
+    let mut reports = Vec::new();
+    for c in &mut clients {
+        let line = c.line(plan.duration() + READY)?;
+        let r: ClientReport =
+            serde_json::from_str(&line).with_context(|| format!("bad client report {line:?}"))?;
+        reports.push(r);
+    }
+    let after = (cpu_of(&middle_pids)?, cpu_of(&service_pids)?);
+    for c in &mut clients {
+        c.finish(GRACE)?;
+    }
+    if let Some(e) = reports.iter().find_map(|r| r.error.clone()) {
+        anyhow::bail!("a client failed: {e}");
+    }
+    let stats = match router.as_mut() {
+        Some(r) => {
+            r.stop(GRACE)?;
+            let line = r.line(GRACE)?;
+            Some(
+                serde_json::from_str(&line)
+                    .with_context(|| format!("bad broker stats {line:?}"))?,
+            )
+        }
+        None => None,
+    };
+    for s in &mut services {
+        s.stop(GRACE)?;
+    }
+    if let Some(b) = bus.take() {
+        b.stop()?;
+    }
+    Ok(summarise(
+        &reports,
+        after.0 - before.0,
+        after.1 - before.1,
+        stats,
+    ))
+}
+
+/// The daemon an arrangement goes through, if any.
+fn daemon(via: Via) -> Option<DaemonKind> {
+    match via {
+        Via::DbusDaemon => Some(DaemonKind::DbusDaemon),
+        Via::DbusBroker => Some(DaemonKind::DbusBroker),
+        _ => None,
+    }
+}
+
+/// CPU time so far of every process in `pids`, summed, ns.
+fn cpu_of(pids: &[i32]) -> Result<u64> {
+    pids.iter()
+        .map(|&p| {
+            oslayer::clock::process_cpu_ns_of(p).with_context(|| format!("CPU clock of pid {p}"))
+        })
+        .sum()
+}
+
+/// The clients' reports and the other processes' CPU, per call.
+fn summarise(
+    reports: &[ClientReport],
+    middle_ns: u64,
+    service_ns: u64,
+    router: Option<RouterStats>,
+) -> CellRun {
+    let mut latency = Recorder::new();
+    for r in reports {
+        for &(ns, count) in &r.histogram {
+            for _ in 0..count {
+                latency.record(ns as u64);
+            }
+        }
+    }
+    let calls: u64 = reports.iter().map(|r| r.calls).sum();
+    let per_call = |ns: u64| {
+        if calls == 0 {
+            0.0
+        } else {
+            ns as f64 / calls as f64
+        }
+    };
+    CellRun {
+        calls,
+        calls_per_s: reports
+            .iter()
+            .filter(|r| r.elapsed_ns > 0)
+            .map(|r| r.calls as f64 / (r.elapsed_ns as f64 / 1e9))
+            .sum(),
+        latency,
+        cpu: CpuSplit {
+            client: per_call(reports.iter().map(|r| r.cpu_ns).sum()),
+            middle: per_call(middle_ns),
+            service: per_call(service_ns),
+        },
+        router,
+    }
+}
+
+/// The clock the clients' latencies are in.
+pub fn latency_clock() -> Clock {
+    Clock::monotonic()
+}
+
+/// Whether an arrangement can run here: `Err` with the reason and the
+/// install line when its daemon is missing.
+pub fn available(via: Via) -> Result<(), String> {
+    match daemon(via) {
+        Some(kind) => kind.available(),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,307 @@
+//! The command line of `msgbench broker` and its checked form, the plan:
+//! every bad option fails here in one line naming it, before any process
+//! is started.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use serde::Serialize;
+
+use super::proto::MAX_INTS;
+use crate::measure::placement::{cpus_option, format_list};
+use crate::measure::sched::SchedArgs;
+use crate::suites::{parse, OutputArgs};
+
+/// `numInts` of a default run: one integer, the study's 1 KB case, 16 KB.
+pub const INTS: [u32; 3] = [1, 256, 4096];
+/// msgpass transports of a default run.
+pub const TRANSPORTS: [&str; 2] = ["uds", "shm"];
+/// Seconds of calls per measurement, default and `--quick`.
+pub const SECONDS: f64 = 1.0;
+/// Seconds of calls per measurement with `--quick`.
+pub const QUICK_SECONDS: f64 = 0.25;
+/// Repeats of a default run.
+pub const REPEATS: usize = 3;
+/// Most `--clients`.
+pub const MAX_CLIENTS: usize = 64;
+
+/// How a call reaches the service (`--via`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Via {
+    /// Client to service over a msgpass transport: one round trip.
+    Direct,
+    /// Through the msgbench broker, which routes on a fixed header.
+    Broker,
+    /// Through the msgbench broker validating every body as D-Bus.
+    BrokerValidate,
+    /// Peer-to-peer D-Bus, no daemon (zbus).
+    DbusP2p,
+    /// Through a private dbus-daemon (zbus client and service).
+    DbusDaemon,
+    /// Through a private dbus-broker (zbus client and service).
+    DbusBroker,
+}
+
+impl Via {
+    /// Every arrangement, in table order.
+    pub const ALL: [Via; 6] = [
+        Via::Direct,
+        Via::Broker,
+        Via::BrokerValidate,
+        Via::DbusP2p,
+        Via::DbusDaemon,
+        Via::DbusBroker,
+    ];
+
+    /// The `--via` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Direct => "direct",
+            Via::Broker => "broker",
+            Via::BrokerValidate => "broker-validate",
+            Via::DbusP2p => "dbus-p2p",
+            Via::DbusDaemon => "dbus-daemon",
+            Via::DbusBroker => "dbus-broker",
+        }
+    }
+
+    /// True for the arrangements over a msgpass transport (`-t`).
+    pub fn on_msgpass(self) -> bool {
+        matches!(self, Via::Direct | Via::Broker | Via::BrokerValidate)
+    }
+
+    fn parse(s: &str) -> Option<Via> {
+        Via::ALL.into_iter().find(|v| v.name() == s)
+    }
+}
+
+/// Options of `msgbench broker`.
+#[derive(Debug, Clone, Args)]
+pub struct BrokerArgs {
+    /// A short run (under 30 s): GetInteger(1) only, 0.25 s per
+    /// measurement, one repeat.
+    #[arg(long = "quick")]
+    pub quick: bool,
+    /// Arrangements: a list of direct, broker, broker-validate, dbus-p2p,
+    /// dbus-daemon, dbus-broker, or all [default: all].
+    #[arg(long = "via", value_name = "LIST")]
+    pub via: Option<String>,
+    /// msgpass transports of the direct and broker arrangements
+    /// [default: uds,shm].
+    #[arg(short = 't', long = "transport", value_name = "LIST")]
+    pub transports: Option<String>,
+    /// numInts of the calls, a list [default: 1,256,4096; --quick: 1].
+    #[arg(long = "ints", value_name = "LIST")]
+    pub ints: Option<String>,
+    /// Clients calling at once, each its own service, so the brokers
+    /// route concurrent calls.
+    #[arg(
+        long = "clients",
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub clients: String,
+    /// Seconds of calls per measurement [default: 1; --quick: 0.25].
+    #[arg(long = "seconds", value_name = "SECS", allow_hyphen_values = true)]
+    pub seconds: Option<String>,
+    /// CPUs every process of the run (clients, brokers, daemons,
+    /// services) may run on [default: all online CPUs].
+    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Runs of the whole sweep, interleaved; each figure is the median
+    /// [default: 3; --quick: 1].
+    #[arg(
+        short = 'r',
+        long = "repeats",
+        value_name = "N",
+        allow_hyphen_values = true
+    )]
+    pub repeats: Option<String>,
+    /// Scheduling controls, inherited by every process started: --fifo,
+    /// --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The checked settings of `msgbench broker`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokerPlan {
+    /// `--quick`.
+    pub quick: bool,
+    /// Arrangements, in table order.
+    pub vias: Vec<Via>,
+    /// msgpass transports of the msgpass arrangements.
+    pub transports: Vec<String>,
+    /// numInts values, ascending.
+    pub ints: Vec<u32>,
+    /// Clients (and services) at once.
+    pub clients: usize,
+    /// Seconds of calls per measurement.
+    pub seconds: f64,
+    /// CPUs every process may use.
+    pub cpus: Vec<usize>,
+    /// Runs of the sweep.
+    pub repeats: usize,
+}
+
+impl BrokerPlan {
+    /// One measurement's length.
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.seconds)
+    }
+
+    /// One line: what is swept.
+    pub fn describe(&self) -> String {
+        let vias: Vec<&str> = self.vias.iter().map(|v| v.name()).collect();
+        let ints: Vec<String> = self.ints.iter().map(u32::to_string).collect();
+        format!(
+            "via {}, transports {}, GetInteger({}), {} client(s), {} s per measurement, {} repeat(s), CPUs {}",
+            vias.join(","),
+            self.transports.join(","),
+            ints.join(","),
+            self.clients,
+            self.seconds,
+            self.repeats,
+            format_list(&self.cpus),
+        )
+    }
+}
+
+/// Checks the options, every one, before anything runs.
+pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
+    args.sched.parse()?;
+    let q = args.quick;
+    Ok(BrokerPlan {
+        quick: q,
+        vias: vias(args.via.as_deref())?,
+        transports: match &args.transports {
+            Some(l) => parse::transports(l)?,
+            None => TRANSPORTS.map(String::from).to_vec(),
+        },
+        ints: ints(args.ints.as_deref(), q)?,
+        clients: clients(&args.clients)?,
+        seconds: seconds(args.seconds.as_deref(), q)?,
+        cpus: cpus_option(args.cpus.as_deref()).map_err(|e| anyhow!(e))?,
+        repeats: match &args.repeats {
+            Some(s) => parse::repeats(s, 100)?,
+            None if q => 1,
+            None => REPEATS,
+        },
+    })
+}
+
+fn vias(list: Option<&str>) -> Result<Vec<Via>> {
+    let Some(list) = list.filter(|l| l.trim() != "all") else {
+        return Ok(Via::ALL.to_vec());
+    };
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let v = Via::parse(name).ok_or_else(|| {
+            anyhow!("--via {list}: unknown arrangement `{name}` (direct, broker, broker-validate, dbus-p2p, dbus-daemon, dbus-broker, all)")
+        })?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out.sort_by_key(|v| Via::ALL.iter().position(|a| a == v));
+    Ok(out)
+}
+
+fn ints(list: Option<&str>, quick: bool) -> Result<Vec<u32>> {
+    let Some(list) = list else {
+        return Ok(if quick { vec![1] } else { INTS.to_vec() });
+    };
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim) {
+        match s.parse::<u32>() {
+            Ok(n) if n <= MAX_INTS => out.push(n),
+            _ => bail!("--ints {list}: `{s}` is not a number of integers from 0 to {MAX_INTS}"),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn clients(s: &str) -> Result<usize> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => Ok(n),
+        _ => bail!("--clients {s}: must be a whole number of clients, 1 to {MAX_CLIENTS}"),
+    }
+}
+
+fn seconds(s: Option<&str>, quick: bool) -> Result<f64> {
+    let Some(s) = s else {
+        return Ok(if quick { QUICK_SECONDS } else { SECONDS });
+    };
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.01..=600.0).contains(&v) => Ok(v),
+        _ => bail!("--seconds {s}: must be a number of seconds, 0.01 to 600"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        broker: BrokerArgs,
+    }
+
+    fn plan_of(args: &[&str]) -> Result<BrokerPlan> {
+        let cli = Cli::try_parse_from(std::iter::once("broker").chain(args.iter().copied()))
+            .map_err(|e| anyhow!("{e}"))?;
+        plan(&cli.broker)
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let p = plan_of(&[]).unwrap();
+        assert_eq!(p.vias, Via::ALL);
+        assert_eq!(p.transports, ["uds", "shm"]);
+        assert_eq!((p.ints.as_slice(), p.clients, p.repeats), (&INTS[..], 1, 3));
+        let q = plan_of(&["--quick"]).unwrap();
+        assert_eq!(
+            (q.ints.as_slice(), q.seconds, q.repeats),
+            (&[1][..], 0.25, 1)
+        );
+    }
+
+    #[test]
+    fn lists_are_ordered_and_deduplicated() {
+        let p = plan_of(&["--via", "dbus-daemon,direct,direct", "--ints", "256,1,1"]).unwrap();
+        assert_eq!(p.vias, [Via::Direct, Via::DbusDaemon]);
+        assert_eq!(p.ints, [1, 256]);
+    }
+
+    #[test]
+    fn every_bad_option_is_named() {
+        for (args, start) in [
+            (
+                &["--via", "bus"][..],
+                "--via bus: unknown arrangement `bus`",
+            ),
+            (&["--ints", "1,x"], "--ints 1,x: `x` is not"),
+            (&["--ints", "16001"], "--ints 16001:"),
+            (&["--clients", "0"], "--clients 0:"),
+            (&["--clients", "65"], "--clients 65:"),
+            (&["--seconds", "0"], "--seconds 0:"),
+            (&["--seconds", "nan"], "--seconds nan:"),
+            (&["-t", "nope"], "--transport nope:"),
+            (&["-r", "0"], "--repeats 0:"),
+            (&["--cpus", "99999"], "--cpus"),
+        ] {
+            let e = plan_of(args).unwrap_err().to_string();
+            assert!(e.starts_with(start), "{args:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The printed results of `msgbench broker`: the rows, the split of each
+//! call's time, what the columns mean, and the answer; and the generic
+//! figures for `compare` and `report`.
+
+use super::options::{BrokerPlan, Via};
+use super::row::BrokerRow;
+use crate::measure::hist::fmt_ns;
+use crate::report::envelope::{Better, Figure};
+use crate::report::table::{Align, Section, Table};
+
+/// `1.2M`, `45.6k`, `789`.
+fn rate(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn opt_ns(v: Option<f64>) -> String {
+    v.map_or("-".into(), fmt_ns)
+}
+
+/// The p50 of the measured row `via`/`transport` at `ints`.
+fn p50(rows: &[BrokerRow], via: Via, transport: Option<&str>, ints: u32) -> Option<f64> {
+    rows.iter()
+        .find(|r| {
+            r.via == via && r.transport.as_deref() == transport && r.ints == ints && r.measured()
+        })
+        .map(|r| r.latency.p50_ns)
+}
+
+/// The transport a D-Bus row's legs are taken from: Unix sockets, what
+/// D-Bus runs over.
+const DBUS_LEG: &str = "uds";
+
+/// One direct round trip over the same transport at the same size, and
+/// how many of them a call of the row's arrangement makes.
+fn legs(rows: &[BrokerRow], r: &BrokerRow) -> Option<(f64, u32)> {
+    let (t, n) = match r.via {
+        Via::Direct => (r.transport.as_deref(), 1),
+        Via::Broker | Via::BrokerValidate => (r.transport.as_deref(), 2),
+        Via::DbusP2p => (Some(DBUS_LEG), 1),
+        Via::DbusDaemon | Via::DbusBroker => (Some(DBUS_LEG), 2),
+    };
+    p50(rows, Via::Direct, t, r.ints).map(|d| (d, n))
+}
+
+/// The results table.
+pub fn table(rows: &[BrokerRow]) -> Table {
+    use Align::{Left, Right};
+    let mut t = Table::new(
+        "",
+        &[
+            "Ints",
+            "Via",
+            "p50",
+            "p99",
+            "p99.9",
+            "Calls/s",
+            "CPU/call",
+            "client",
+            "middle",
+            "service",
+            "vs direct",
+            "QNX 6.4 BeagleBoard",
+        ],
+    )
+    .aligned(&[
+        Right, Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Left,
+    ]);
+    for r in rows {
+        let reference = r
+            .reference
+            .as_ref()
+            .map_or("-".into(), |q| format!("{} us ({})", q.us, q.label));
+        if let Some(why) = r.skipped.as_ref().or(r.error.as_ref()) {
+            let what = if r.skipped.is_some() {
+                "skipped"
+            } else {
+                "FAILED"
+            };
+            let mut cells = vec![r.ints.to_string(), r.label(), format!("{what}: {why}")];
+            cells.extend(std::iter::repeat_n(String::new(), 8));
+            cells.push(reference);
+            t.row(cells);
+            continue;
+        }
+        let l = &r.latency;
+        let c = &r.cpu_ns_per_call;
+        let direct = p50(
+            rows,
+            Via::Direct,
+            r.transport.as_deref().or(Some(DBUS_LEG)),
+            r.ints,
+        );
+        t.row(vec![
+            r.ints.to_string(),
+            r.label(),
+            fmt_ns(l.p50_ns),
+            fmt_ns(l.p99_ns),
+            fmt_ns(l.p999_ns),
+            rate(r.calls_per_s),
+            fmt_ns(c.total()),
+            fmt_ns(c.client),
+            if r.via == Via::Direct || r.via == Via::DbusP2p {
+                "-".into()
+            } else {
+                fmt_ns(c.middle)
+            },
+            fmt_ns(c.service),
+            direct.map_or("-".into(), |d| format!("{:.2}x", l.p50_ns / d)),
+            reference,
+        ]);
+    }
+    t
+}
+
+/// Where each call's time goes (p50s): the transport legs, the broker's
+/// routing and validation, the library's marshalling, the daemon's
+/// share, and what is left.
+pub fn split(rows: &[BrokerRow]) -> Table {
+    use Align::{Left, Right};
+    let mut t = Table::new(
+        "Where a call's time goes (p50)",
+        &[
+            "Ints",
+            "Via",
+            "p50",
+            "Legs",
+            "Routing",
+            "of which validation",
+            "(De)serialisation",
+            "Daemon's share",
+            "Rest",
+        ],
+    )
+    .aligned(&[Right, Left, Right, Right, Right, Right, Right, Right, Right]);
+    for r in rows.iter().filter(|r| r.measured()) {
+        let p = r.latency.p50_ns;
+        let legs = legs(rows, r);
+        let daemon = match r.via {
+            Via::DbusDaemon | Via::DbusBroker => {
+                p50(rows, Via::DbusP2p, None, r.ints).map(|p2p| p - p2p)
+            }
+            _ => None,
+        };
+        let parts = legs.map(|(d, n)| d * f64::from(n)).unwrap_or(f64::NAN)
+            + r.routing_ns.unwrap_or(0.0)
+            + r.marshal_ns.unwrap_or(0.0);
+        t.row(vec![
+            r.ints.to_string(),
+            r.label(),
+            fmt_ns(p),
+            legs.map_or("-".into(), |(d, n)| format!("{n} x {}", fmt_ns(d))),
+            opt_ns(r.routing_ns),
+            opt_ns(r.validate_ns),
+            opt_ns(r.marshal_ns),
+            opt_ns(daemon),
+            if parts.is_finite() {
+                fmt_ns(p - parts)
+            } else {
+                "-".into()
+            },
+        ]);
+    }
+    t
+}
+
+/// What the columns mean.
+pub fn legend(plan: &BrokerPlan) -> String {
+    format!(
+        "GetInteger(numInts) returns numInts 4-byte integers; every reply's serial and integers are checked. \
+{} client(s) at once, each calling its own service. p50/p99/p99.9: per call, the median of {} repeat(s) by p50. \
+CPU/call: every process's CPU clock (client, middle = the broker or daemon, service) over the calls, divided by the calls. \
+vs direct: p50 over a direct call on the same transport (D-Bus rows: over uds). \
+Legs: direct round trips over the same transport (D-Bus: uds) a call makes; Routing: the msgbench broker's own time per call, \
+timestamped inside it; (De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone; \
+Daemon's share: the row's p50 minus peer-to-peer D-Bus's; Rest: p50 minus legs, routing and (de)serialisation (waking a third process, the library's dispatch). \
+QNX column: the study's figures (../shared/spec/broker.md), per call or round trip.",
+        plan.clients, plan.repeats
+    )
+}
+
+/// All sections.
+pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<Section> {
+    vec![
+        Section::Table(table(rows)),
+        Section::Table(split(rows)),
+        Section::Text(legend(plan)),
+        Section::Text(notes.join("\n")),
+    ]
+}
+
+/// The generic figures: p50, p99 (with the repeats' p50s), calls/s and
+/// CPU per call of every measured row.
+pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.measured()) {
+        let k = vec![
+            ("via", r.via.name().to_string()),
+            (
+                "transport",
+                r.transport.clone().unwrap_or_else(|| "-".into()),
+            ),
+            ("ints", r.ints.to_string()),
+            ("clients", r.clients.to_string()),
+        ];
+        out.push(
+            Figure::new(&k, "p50_ns", r.latency.p50_ns, "ns", Better::Lower)
+                .with_repeats(r.p50_repeats_ns.clone()),
+        );
+        out.push(Figure::new(
+            &k,
+            "p99_ns",
+            r.latency.p99_ns,
+            "ns",
+            Better::Lower,
+        ));
+        out.push(
+            Figure::new(&k, "calls_per_s", r.calls_per_s, "calls/s", Better::Higher)
+                .with_repeats(r.calls_per_s_repeats.clone()),
+        );
+        out.push(Figure::new(
+            &k,
+            "cpu_ns_per_call",
+            r.cpu_ns_per_call.total(),
+            "ns",
+            Better::Lower,
+        ));
+    }
+    out
+}

@@ -1,0 +1,225 @@
+//! The processes of a broker run: this executable re-run as `msgbench
+//! broker-peer service|route|client`, so that every arrangement is made
+//! of real processes whose CPU clocks can be read. The suite starts
+//! them; they are not meant to be run by hand (the command is hidden),
+//! but they check their options like any other.
+//!
+//! A client connects and warms up, prints `ready`, waits for `go` on its
+//! standard input, calls for the time asked, and prints its
+//! [`ClientReport`] as one JSON line. The broker prints its
+//! [`RouterStats`] as one JSON line when it is stopped (SIGTERM).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use msgpass::{Namespace, Options};
+
+use super::client::{self, Caller, DbusCaller, MsgpassCaller};
+use super::dbus;
+use super::router::{self, Router};
+use super::service;
+use oslayer::process;
+
+/// `msgbench broker-peer`: one process of a broker run.
+#[derive(Debug, Args)]
+pub struct PeerArgs {
+    /// Which process this is.
+    #[command(subcommand)]
+    pub role: Role,
+    /// End with SIGTERM when process PID (the suite) dies.
+    #[arg(long = "die-with-parent", value_name = "PID", global = true)]
+    pub die_with_parent: Option<i32>,
+}
+
+/// The processes of a broker run.
+#[derive(Debug, Subcommand)]
+pub enum Role {
+    /// A GetInteger service.
+    Service(ServiceArgs),
+    /// The msgbench broker.
+    Route(RouteArgs),
+    /// A client: ready, go, report.
+    Client(ClientArgs),
+}
+
+/// Where a peer meets the others.
+#[derive(Debug, Clone, Args)]
+pub struct Reach {
+    /// msgpass transport (with --ns).
+    #[arg(short = 't', long = "transport", value_name = "NAME")]
+    pub transport: Option<String>,
+    /// msgpass namespace directory of the run.
+    #[arg(long = "ns", value_name = "DIR")]
+    pub ns: Option<PathBuf>,
+    /// A D-Bus bus address (a private bus of the run).
+    #[arg(long = "dbus-bus", value_name = "ADDRESS")]
+    pub dbus_bus: Option<String>,
+    /// A Unix socket path for peer-to-peer D-Bus (no daemon).
+    #[arg(long = "dbus-p2p", value_name = "PATH")]
+    pub dbus_p2p: Option<PathBuf>,
+}
+
+/// The way a peer was told to meet the others.
+enum Meet {
+    Msgpass { ns: Namespace, transport: String },
+    Dbus(dbus::Target),
+}
+
+impl Reach {
+    fn meet(&self) -> Result<Meet> {
+        match (&self.transport, &self.ns, &self.dbus_bus, &self.dbus_p2p) {
+            (Some(t), Some(ns), None, None) => Ok(Meet::Msgpass {
+                ns: Namespace::open(ns)?,
+                transport: t.clone(),
+            }),
+            (None, None, Some(a), None) => Ok(Meet::Dbus(dbus::Target::Bus(a.clone()))),
+            (None, None, None, Some(p)) => Ok(Meet::Dbus(dbus::Target::P2p(p.clone()))),
+            _ => bail!("give either --transport with --ns, or --dbus-bus, or --dbus-p2p"),
+        }
+    }
+}
+
+/// `broker-peer service`.
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    /// Its index: service K serves `svc/K` (msgpass) or the bus name of
+    /// service K (D-Bus).
+    #[arg(long = "index", value_name = "K")]
+    pub index: u32,
+    /// For tests: take the first call and never answer it (msgpass).
+    #[arg(long = "test-hang", hide = true)]
+    pub hang: bool,
+    /// Where it meets the others.
+    #[command(flatten)]
+    pub reach: Reach,
+}
+
+/// `broker-peer route`.
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    /// Services to route to (`svc/0` ...).
+    #[arg(long = "services", value_name = "N")]
+    pub services: u32,
+    /// Decode and validate every body with the D-Bus library.
+    #[arg(long = "validate")]
+    pub validate: bool,
+    /// Where it meets the others.
+    #[command(flatten)]
+    pub reach: Reach,
+}
+
+/// `broker-peer client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Its index (its serial space).
+    #[arg(long = "index", value_name = "K")]
+    pub index: u32,
+    /// The service it calls.
+    #[arg(long = "destination", value_name = "K")]
+    pub destination: u32,
+    /// Call through the msgbench broker instead of straight to the
+    /// service (msgpass only).
+    #[arg(long = "via-broker")]
+    pub via_broker: bool,
+    /// numInts of every call.
+    #[arg(long = "ints", value_name = "N")]
+    pub ints: u32,
+    /// Untimed calls before `ready`.
+    #[arg(long = "warmup", value_name = "CALLS", default_value_t = 200)]
+    pub warmup: u32,
+    /// Seconds of timed calls after `go`.
+    #[arg(long = "seconds", value_name = "SECS")]
+    pub seconds: f64,
+    /// Where it meets the others.
+    #[command(flatten)]
+    pub reach: Reach,
+}
+
+/// How long a peer waits for the one it connects to.
+const WAIT: Duration = Duration::from_secs(5);
+
+fn opts() -> Options {
+    Options {
+        wait: Some(WAIT),
+        ..Options::default()
+    }
+}
+
+/// Runs one peer until it is done or stopped.
+pub fn run(args: &PeerArgs, stop: Arc<AtomicBool>) -> Result<()> {
+    if let Some(ppid) = args.die_with_parent {
+        process::set_parent_death_signal(Some(process::Signal::TERM))
+            .context("prctl(PR_SET_PDEATHSIG)")?;
+        if process::parent_pid().map_or(0, |p| p.as_raw_nonzero().get()) != ppid {
+            bail!("parent {ppid} is gone");
+        }
+    }
+    match &args.role {
+        Role::Service(a) => serve(a, stop),
+        Role::Route(a) => route(a, stop),
+        Role::Client(a) => call(a),
+    }
+}
+
+fn serve(a: &ServiceArgs, stop: Arc<AtomicBool>) -> Result<()> {
+    match a.reach.meet()? {
+        Meet::Msgpass { ns, transport } => {
+            service::serve(&ns, &transport, a.index, &opts(), a.hang, stop)
+        }
+        Meet::Dbus(target) => dbus::serve(&target, a.index, &stop),
+    }
+}
+
+fn route(a: &RouteArgs, stop: Arc<AtomicBool>) -> Result<()> {
+    let Meet::Msgpass { ns, transport } = a.reach.meet()? else {
+        bail!("the msgbench broker routes msgpass transports only");
+    };
+    let stats = Router::connect(&ns, &transport, a.services, a.validate, &opts())?.serve(stop)?;
+    println!("{}", serde_json::to_string(&stats)?);
+    Ok(())
+}
+
+fn call(a: &ClientArgs) -> Result<()> {
+    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
+        bail!("--seconds must be in (0, 3600], not {}", a.seconds);
+    }
+    let mut caller: Box<dyn Caller> = match a.reach.meet()? {
+        Meet::Msgpass { ns, transport } => {
+            let endpoint = if a.via_broker {
+                router::ENDPOINT.to_string()
+            } else {
+                service::endpoint(a.destination)
+            };
+            Box::new(MsgpassCaller::connect(
+                &ns,
+                &endpoint,
+                &transport,
+                a.index,
+                a.destination,
+                &opts(),
+            )?)
+        }
+        Meet::Dbus(target) => Box::new(DbusCaller(dbus::DbusClient::connect(
+            &target,
+            a.destination,
+        )?)),
+    };
+    client::warm_up(&mut *caller, a.ints, a.warmup)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if line.trim() != "go" {
+        return Ok(()); // told to leave without measuring
+    }
+    let report = client::measure(&mut *caller, a.ints, Duration::from_secs_f64(a.seconds));
+    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! The sweep of `msgbench broker`: every cell of the plan, repeated `-r`
+//! times with the cells interleaved (so a slow minute of the machine
+//! falls on every arrangement alike), then one row per cell from the
+//! repeat with the median p50.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::cell::{self, latency_clock, Cell, CellRun};
+use super::dbus;
+use super::options::{BrokerPlan, Via};
+use super::row::BrokerRow;
+use crate::measure::rundir::RunDir;
+use crate::suites::{Results, RunContext};
+
+/// Every cell in table order: by size, then arrangement, then transport.
+pub fn cells(plan: &BrokerPlan) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for &ints in &plan.ints {
+        for &via in &plan.vias {
+            if via.on_msgpass() {
+                for t in &plan.transports {
+                    out.push(Cell {
+                        via,
+                        transport: Some(t.clone()),
+                        ints,
+                    });
+                }
+            } else {
+                out.push(Cell {
+                    via,
+                    transport: None,
+                    ints,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// About how long one cell takes: its calls, plus starting and stopping
+/// its processes.
+pub fn cell_estimate(plan: &BrokerPlan) -> Duration {
+    plan.duration() + Duration::from_millis(250)
+}
+
+/// Runs the sweep.
+pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
+    if plan.cpus.len() < crate::measure::placement::online_cpus().len() {
+        oslayer::sched::set_affinity(&plan.cpus)?;
+    }
+    let base = msgpass::Namespace::resolve(None)?;
+    let run_dir = RunDir::create(&base, &format!("broker-{}", std::process::id()))?;
+    let cells = cells(plan);
+    let mut runs: Vec<Vec<CellRun>> = (0..cells.len()).map(|_| Vec::new()).collect();
+    let mut errors: Vec<Option<String>> = vec![None; cells.len()];
+    let skipped: Vec<Option<String>> = cells.iter().map(|c| cell::available(c.via).err()).collect();
+    let each = cell_estimate(plan);
+    let mut interrupted = false;
+    'sweep: for rep in 0..plan.repeats {
+        for (i, c) in cells.iter().enumerate() {
+            if cx.stopped() {
+                interrupted = true;
+                break 'sweep;
+            }
+            if errors[i].is_some() || skipped[i].is_some() {
+                cx.progress.done(each);
+                continue;
+            }
+            cx.progress.start(format!(
+                "{} GetInteger({}), repeat {}/{}",
+                label(c),
+                c.ints,
+                rep + 1,
+                plan.repeats
+            ));
+            let dir = run_dir.path().join(format!("r{rep}-c{i}"));
+            let measured = std::fs::create_dir(&dir)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| cell::measure(plan, c, &dir));
+            let _ = std::fs::remove_dir_all(&dir);
+            match measured {
+                Ok(r) => runs[i].push(r),
+                Err(e) => errors[i] = Some(format!("{e:#}")),
+            }
+            cx.progress.done(each);
+        }
+    }
+    cx.progress
+        .start("timing the D-Bus library's marshalling alone");
+    let rows: Vec<BrokerRow> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut row = BrokerRow::empty(c.via, c.transport.clone(), c.ints, plan.clients);
+            row.skipped = skipped[i].clone();
+            row.error = errors[i].clone();
+            fill(&mut row, &mut runs[i]);
+            if row.measured() && !c.via.on_msgpass() {
+                row.marshal_ns = dbus::marshal_cost(c.ints, 2000)
+                    .ok()
+                    .map(|m| m.request_ns + m.reply_ns);
+            }
+            row
+        })
+        .collect();
+    let mut results = Results::new(rows);
+    results.outcome.failed = results.rows.iter().filter(|r| r.error.is_some()).count();
+    results.outcome.skipped = results.rows.iter().filter(|r| r.skipped.is_some()).count();
+    results.outcome.interrupted = interrupted;
+    Ok(results)
+}
+
+/// `broker/uds`, `dbus-daemon`.
+fn label(c: &Cell) -> String {
+    match &c.transport {
+        Some(t) => format!("{}/{t}", c.via.name()),
+        None => c.via.name().to_string(),
+    }
+}
+
+/// Fills `row` from the median repeat of `runs` (by p50), keeping every
+/// repeat's p50 and rate.
+fn fill(row: &mut BrokerRow, runs: &mut [CellRun]) {
+    if runs.is_empty() {
+        return;
+    }
+    let clock = latency_clock();
+    let p50 = |r: &CellRun| r.latency.summary(&clock).p50_ns;
+    row.p50_repeats_ns = runs.iter().map(p50).collect();
+    row.calls_per_s_repeats = runs.iter().map(|r| r.calls_per_s).collect();
+    runs.sort_by(|a, b| p50(a).total_cmp(&p50(b)));
+    let m = &runs[runs.len() / 2];
+    row.calls = m.calls;
+    row.calls_per_s = m.calls_per_s;
+    row.latency = m.latency.summary(&clock);
+    row.histogram = m.latency.buckets(&clock);
+    row.cpu_ns_per_call = m.cpu;
+    if let Some(s) = &m.router {
+        if s.routed > 0 {
+            row.routing_ns = Some(s.routing_ns / s.routed as f64);
+            if row.via == Via::BrokerValidate {
+                row.validate_ns = Some(s.validate_ns / s.routed as f64);
+            }
+        }
+    }
+}

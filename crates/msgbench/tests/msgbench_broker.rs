@@ -1,0 +1,244 @@
+//! `msgbench broker` with real processes: the command's rows with several
+//! clients and services at once (every reply's serial and integers are
+//! checked by the clients, so a misrouted reply fails the run), a service
+//! killed mid-call, a client killed mid-call, option errors, and nothing
+//! left behind, also after Ctrl-C.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+use msgbench::suites::broker::client::{Caller, MsgpassCaller};
+use msgbench::suites::broker::peers::Peer;
+use msgbench::suites::broker::router::{RouterStats, ENDPOINT};
+use msgpass::{Namespace, Options};
+
+fn exe() -> &'static Path {
+    Path::new(Bin::Msgbench.path())
+}
+
+/// Starts `msgbench broker-peer ARGS` meeting in `ns` over `transport`.
+fn peer(what: &str, args: &[&str], transport: &str, ns: &Path) -> Peer {
+    let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    a.extend([
+        "-t".into(),
+        transport.into(),
+        "--ns".into(),
+        ns.display().to_string(),
+    ]);
+    Peer::start_with(exe(), what, &a).unwrap_or_else(|e| panic!("{what}: {e:#}"))
+}
+
+fn opts() -> Options {
+    Options {
+        wait: Some(Duration::from_secs(5)),
+        ..Options::default()
+    }
+}
+
+/// A client in this process calling service `dest` through the broker.
+fn via_broker(ns: &Namespace, transport: &str, index: u32, dest: u32) -> MsgpassCaller {
+    MsgpassCaller::connect(ns, ENDPOINT, transport, index, dest, &opts()).expect("reach the broker")
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            out.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+#[test]
+fn several_clients_each_get_their_own_replies_through_the_broker() {
+    let dir = TestDir::new("broker-clients");
+    let mut cmd = Bin::Msgbench.cmd([
+        "broker",
+        "--via",
+        "direct,broker,broker-validate",
+        "-t",
+        "uds,shm",
+        "--clients",
+        "3",
+        "--ints",
+        "1,4096",
+        "-r",
+        "1",
+        "--seconds",
+        "0.2",
+    ]);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let out = run_cmd("msgbench broker", cmd);
+    out.assert_ok();
+    for via in ["direct/uds", "broker/shm", "broker-validate/uds"] {
+        assert!(out.stdout.contains(via), "{via} row missing: {out}");
+    }
+    assert!(!out.stdout.contains("FAILED"), "{out}");
+    assert!(out.stdout.contains("Where a call's time goes"), "{out}");
+    assert!(
+        out.stdout
+            .contains("Goal, broker within 2.2x of direct over uds"),
+        "{out}"
+    );
+    dir.assert_ns_clean();
+    assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
+}
+
+#[test]
+fn a_service_killed_mid_call_fails_its_client_within_a_second_and_the_broker_goes_on() {
+    let _serial = serial();
+    for transport in ["uds", "shm"] {
+        let dir = TestDir::new("broker-kill-service");
+        let ns_path = dir.ns();
+        std::fs::create_dir(&ns_path).expect("ns");
+        let ns = Namespace::open(&ns_path).expect("ns");
+        let mut hung = peer(
+            "hung service",
+            &["service", "--index", "0", "--test-hang"],
+            transport,
+            &ns_path,
+        );
+        let _good = peer(
+            "service 1",
+            &["service", "--index", "1"],
+            transport,
+            &ns_path,
+        );
+        let mut broker = peer("broker", &["route", "--services", "2"], transport, &ns_path);
+        let mut a = via_broker(&ns, transport, 0, 0);
+        let mut b = via_broker(&ns, transport, 1, 1);
+        b.get_integer(256).expect("service 1 answers");
+        let caller = std::thread::spawn(move || {
+            let r = a.get_integer(1);
+            (r, Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(300)); // the call is in the hung service
+        let killed = Instant::now();
+        // SAFETY: kill() on a child we started and have not reaped.
+        assert_eq!(unsafe { libc::kill(hung.pid(), libc::SIGKILL) }, 0);
+        let (result, failed_at) = caller.join().expect("caller thread");
+        let err = result
+            .expect_err("the killed service's caller gets an error")
+            .to_string();
+        let took = failed_at - killed;
+        assert!(
+            took < Duration::from_secs(1),
+            "{transport}: error after {took:?}"
+        );
+        assert!(
+            err.contains("113") || err.contains("unreachable"),
+            "{transport}: {err}"
+        );
+        for _ in 0..100 {
+            b.get_integer(4096).expect("the broker serves the others");
+        }
+        drop(b);
+        let _ = hung.stop(Duration::from_secs(1));
+        broker
+            .stop(Duration::from_secs(3))
+            .expect("the broker stops cleanly");
+        let stats: RouterStats =
+            serde_json::from_str(&broker.line(Duration::from_secs(3)).expect("stats"))
+                .expect("json");
+        assert_eq!(
+            (stats.routed, stats.refused),
+            (101, 1),
+            "{transport}: {stats:?}"
+        );
+    }
+}
+
+#[test]
+fn a_client_killed_mid_call_stops_neither_the_broker_nor_the_service() {
+    let _serial = serial();
+    let dir = TestDir::new("broker-kill-client");
+    let ns_path = dir.ns();
+    std::fs::create_dir(&ns_path).expect("ns");
+    let ns = Namespace::open(&ns_path).expect("ns");
+    for transport in ["uds", "shm"] {
+        let mut service = peer("service", &["service", "--index", "0"], transport, &ns_path);
+        let mut broker = peer("broker", &["route", "--services", "1"], transport, &ns_path);
+        let mut victim = peer(
+            "client",
+            &[
+                "client",
+                "--index",
+                "5",
+                "--destination",
+                "0",
+                "--ints",
+                "4096",
+                "--seconds",
+                "30",
+                "--via-broker",
+            ],
+            transport,
+            &ns_path,
+        );
+        victim
+            .expect("ready", Duration::from_secs(10))
+            .expect("ready");
+        victim.send("go").expect("go");
+        std::thread::sleep(Duration::from_millis(200)); // calling back to back
+                                                        // SAFETY: kill() on a child we started and have not reaped.
+        assert_eq!(unsafe { libc::kill(victim.pid(), libc::SIGKILL) }, 0);
+        let _ = victim.stop(Duration::from_secs(1));
+        let mut other = via_broker(&ns, transport, 1, 0);
+        for _ in 0..100 {
+            other
+                .get_integer(256)
+                .expect("the broker and the service go on");
+        }
+        drop(other);
+        broker
+            .stop(Duration::from_secs(3))
+            .expect("the broker stops cleanly");
+        service
+            .stop(Duration::from_secs(3))
+            .expect("the service stops cleanly");
+    }
+    dir.assert_ns_clean();
+}
+
+#[test]
+fn bad_options_are_one_line_errors() {
+    for (args, needle) in [
+        (&["broker", "--via", "nope"][..], "--via nope"),
+        (&["broker", "--ints", "99999"], "--ints 99999"),
+        (&["broker", "--clients", "0"], "--clients 0"),
+        (
+            &["broker", "-t", "carrier-pigeon"],
+            "--transport carrier-pigeon",
+        ),
+        (&["broker", "--seconds", "-1"], "--seconds -1"),
+    ] {
+        let out = run(Bin::Msgbench, args);
+        let line = out.assert_one_line_error(1);
+        assert!(line.contains(needle), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
+    let dir = TestDir::new("broker-sigint");
+    let mut cmd = Bin::Msgbench.cmd(["broker", "--quick", "--seconds", "2"]);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let mut p = Proc::spawn("msgbench broker", cmd);
+    std::thread::sleep(Duration::from_millis(1500));
+    p.signal(libc::SIGINT);
+    let out = p.wait_within(Duration::from_secs(15), "exit after SIGINT");
+    assert_eq!(out.code(), 1, "{out}");
+    assert!(out.stderr.contains("interrupted"), "{out}");
+    dir.assert_ns_clean();
+    let left = processes_mentioning(&dir.path().display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
