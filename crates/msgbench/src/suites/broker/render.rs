@@ -36,16 +36,15 @@ fn p50(rows: &[BrokerRow], via: Via, transport: Option<&str>, ints: u32) -> Opti
 /// D-Bus runs over.
 const DBUS_LEG: &str = "uds";
 
-/// One direct round trip over the same transport at the same size, and
-/// how many of them a call of the row's arrangement makes.
-fn legs(rows: &[BrokerRow], r: &BrokerRow) -> Option<(f64, u32)> {
-    let (t, n) = match r.via {
-        Via::Direct => (r.transport.as_deref(), 1),
-        Via::Broker | Via::BrokerValidate => (r.transport.as_deref(), 2),
-        Via::DbusP2p => (Some(DBUS_LEG), 1),
-        Via::DbusDaemon | Via::DbusBroker => (Some(DBUS_LEG), 2),
+/// The direct call a row's arrangement is compared with: the same size
+/// over the same transport (D-Bus rows: over uds, what D-Bus runs on).
+fn direct(rows: &[BrokerRow], r: &BrokerRow) -> Option<f64> {
+    let t = if r.via.on_msgpass() {
+        r.transport.as_deref()
+    } else {
+        Some(DBUS_LEG)
     };
-    p50(rows, Via::Direct, t, r.ints).map(|d| (d, n))
+    p50(rows, Via::Direct, t, r.ints)
 }
 
 /// The results table.
@@ -118,9 +117,10 @@ pub fn table(rows: &[BrokerRow]) -> Table {
     t
 }
 
-/// Where each call's time goes (p50s): the transport legs, the broker's
-/// routing and validation, the library's marshalling, the daemon's
-/// share, and what is left.
+/// Where each call's time goes (p50s): one direct call (a transport
+/// round trip with the client's and the service's own work), the
+/// broker's routing and validation, the library's marshalling, the
+/// daemon's share, and what is left.
 pub fn split(rows: &[BrokerRow]) -> Table {
     use Align::{Left, Right};
     let mut t = Table::new(
@@ -129,7 +129,7 @@ pub fn split(rows: &[BrokerRow]) -> Table {
             "Ints",
             "Via",
             "p50",
-            "Legs",
+            "Direct call",
             "Routing",
             "of which validation",
             "(De)serialisation",
@@ -140,30 +140,29 @@ pub fn split(rows: &[BrokerRow]) -> Table {
     .aligned(&[Right, Left, Right, Right, Right, Right, Right, Right, Right]);
     for r in rows.iter().filter(|r| r.measured()) {
         let p = r.latency.p50_ns;
-        let legs = legs(rows, r);
+        let direct = direct(rows, r);
         let daemon = match r.via {
             Via::DbusDaemon | Via::DbusBroker => {
                 p50(rows, Via::DbusP2p, None, r.ints).map(|p2p| p - p2p)
             }
             _ => None,
         };
-        let parts = legs.map(|(d, n)| d * f64::from(n)).unwrap_or(f64::NAN)
-            + r.routing_ns.unwrap_or(0.0)
-            + r.marshal_ns.unwrap_or(0.0);
+        let rest = direct.map(|d| {
+            p - d
+                - r.routing_ns.unwrap_or(0.0)
+                - r.marshal_ns.unwrap_or(0.0)
+                - daemon.unwrap_or(0.0)
+        });
         t.row(vec![
             r.ints.to_string(),
             r.label(),
             fmt_ns(p),
-            legs.map_or("-".into(), |(d, n)| format!("{n} x {}", fmt_ns(d))),
+            opt_ns(direct),
             opt_ns(r.routing_ns),
             opt_ns(r.validate_ns),
             opt_ns(r.marshal_ns),
             opt_ns(daemon),
-            if parts.is_finite() {
-                fmt_ns(p - parts)
-            } else {
-                "-".into()
-            },
+            opt_ns(rest),
         ]);
     }
     t
@@ -176,9 +175,11 @@ pub fn legend(plan: &BrokerPlan) -> String {
 {} client(s) at once, each calling its own service. p50/p99/p99.9: per call, the median of {} repeat(s) by p50. \
 CPU/call: every process's CPU clock (client, middle = the broker or daemon, service) over the calls, divided by the calls. \
 vs direct: p50 over a direct call on the same transport (D-Bus rows: over uds). \
-Legs: direct round trips over the same transport (D-Bus: uds) a call makes; Routing: the msgbench broker's own time per call, \
-timestamped inside it; (De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone; \
-Daemon's share: the row's p50 minus peer-to-peer D-Bus's; Rest: p50 minus legs, routing and (de)serialisation (waking a third process, the library's dispatch). \
+Direct call: a direct call's p50 at the same size over the same transport (D-Bus rows: uds): one transport round trip with the client's and the service's own work. \
+Routing: the msgbench broker's own time per call, timestamped inside it (the sends are not in it). \
+(De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone. \
+Daemon's share: the row's p50 minus peer-to-peer D-Bus's. \
+Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
 QNX column: the study's figures (../shared/spec/broker.md), per call or round trip.",
         plan.clients, plan.repeats
     )
