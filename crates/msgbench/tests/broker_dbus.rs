@@ -1,0 +1,253 @@
+//! The D-Bus side of the broker suite with real daemons and processes:
+//! a private dbus-daemon and dbus-broker (and peer to peer, no daemon),
+//! two services and two clients at once checking every value, daemons
+//! gone and reaped after stop, and a service killed (SIGKILL, in a child
+//! process: this test binary re-run as `helper_service`) showing up at the
+//! client as an error within 1 s.
+//!
+//! A daemon that is not installed skips its test with a reason, except
+//! under CI (env CI set), where it fails.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{serial, TestDir};
+use msgbench::suites::broker::dbus::{check, serve, DaemonKind, DbusClient, PrivateBus, Target};
+
+/// The environment variable that makes `helper_service` serve.
+const HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_TARGET";
+const SIZES: [u32; 3] = [1, 256, 4096];
+const ROUNDS: usize = 30;
+
+/// Ok to go on, or false after printing why the daemon is skipped; panics
+/// under CI.
+fn have(kind: DaemonKind) -> bool {
+    match kind.available() {
+        Ok(()) => true,
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("{}: {why} (CI is set: not skipping)", kind.name())
+        }
+        Err(why) => {
+            eprintln!("skipped: {}: {why}", kind.name());
+            false
+        }
+    }
+}
+
+/// Two services, two clients (each calling both services), every value
+/// checked; services stopped and joined.
+fn exchange(target: &Target) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let services: Vec<_> = (0..2u32)
+        .map(|k| {
+            // Peer to peer, each service listens on its own socket.
+            let t = match target {
+                Target::P2p(p) => Target::P2p(p.with_extension(k.to_string())),
+                t => t.clone(),
+            };
+            let stop = stop.clone();
+            std::thread::spawn(move || serve(&t, k, &stop))
+        })
+        .collect();
+    let clients: Vec<_> = (0..2u32)
+        .map(|c| {
+            let target = target.clone();
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                let mut conns = Vec::new();
+                for k in 0..2u32 {
+                    let t = match &target {
+                        Target::P2p(p) => Target::P2p(p.with_extension(k.to_string())),
+                        t => t.clone(),
+                    };
+                    conns.push(DbusClient::connect(&t, k)?);
+                }
+                for round in 0..ROUNDS {
+                    for &n in &SIZES {
+                        let conn = &mut conns[(round + c as usize) % 2];
+                        let got = conn.get_integer(n)?;
+                        check(n, &got).map_err(anyhow::Error::msg)?;
+                    }
+                }
+                // Bad input is a D-Bus error, not a dead service.
+                let err = conns[0].get_integer(2_000_000).unwrap_err();
+                let err = format!("{err:#}");
+                assert!(err.contains("InvalidArgs"), "{err}");
+                check(1, &conns[0].get_integer(1)?).map_err(anyhow::Error::msg)?;
+                Ok(())
+            })
+        })
+        .collect();
+    let results: Vec<_> = clients.into_iter().map(|c| c.join()).collect();
+    stop.store(true, Ordering::Relaxed);
+    for s in services {
+        s.join().expect("service thread").expect("service");
+    }
+    for r in results {
+        r.expect("client thread").expect("client");
+    }
+}
+
+fn assert_gone(pids: &[i32]) {
+    for pid in pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} is still there (running or an unreaped zombie)"
+        );
+    }
+}
+
+fn bus_round_trips(kind: DaemonKind) {
+    if !have(kind) {
+        return;
+    }
+    let _one = serial();
+    let dir = TestDir::new(kind.name());
+    let bus = PrivateBus::start(kind, dir.path()).expect("start the bus");
+    let pids = bus.pids();
+    let want = if kind == DaemonKind::DbusBroker { 2 } else { 1 };
+    assert_eq!(pids.len(), want, "pids {pids:?}");
+    assert!(bus.address().starts_with("unix:path="), "{}", bus.address());
+    exchange(&Target::Bus(bus.address().to_string()));
+    bus.stop().expect("a clean stop");
+    assert_gone(&pids);
+    let path = dir.path().to_path_buf();
+    drop(dir);
+    assert!(!path.exists(), "{} left behind", path.display());
+}
+
+#[test]
+fn dbus_daemon_round_trips() {
+    bus_round_trips(DaemonKind::DbusDaemon);
+}
+
+#[test]
+fn dbus_broker_round_trips() {
+    bus_round_trips(DaemonKind::DbusBroker);
+}
+
+#[test]
+fn p2p_round_trips() {
+    let _one = serial();
+    let dir = TestDir::new("p2p");
+    exchange(&Target::P2p(dir.file("svc")));
+    // The services removed their sockets.
+    assert!(common::list_tree(dir.path()).is_empty());
+}
+
+#[test]
+fn dropping_a_bus_stops_it() {
+    if !have(DaemonKind::DbusBroker) {
+        return;
+    }
+    let _one = serial();
+    let dir = TestDir::new("drop");
+    let bus = PrivateBus::start(DaemonKind::DbusBroker, dir.path()).expect("start");
+    let pids = bus.pids();
+    drop(bus);
+    assert_gone(&pids);
+}
+
+/// Not a test on its own: with [`HELPER_ENV`] set (`bus:<address>` or
+/// `p2p:<path>`), serves as service 0 until killed.
+#[test]
+fn helper_service() {
+    let Ok(spec) = std::env::var(HELPER_ENV) else {
+        return;
+    };
+    let target = match spec.split_once(':') {
+        Some(("bus", a)) => Target::Bus(a.to_string()),
+        Some(("p2p", p)) => Target::P2p(p.into()),
+        _ => panic!("bad {HELPER_ENV}: {spec}"),
+    };
+    let never = AtomicBool::new(false);
+    serve(&target, 0, &never).expect("serve");
+}
+
+/// The helper process, killed and reaped on drop.
+struct Helper(Child);
+
+impl Helper {
+    fn start(spec: &str) -> Helper {
+        let exe = std::env::current_exe().expect("test binary");
+        let child = Command::new(exe)
+            .args([
+                "helper_service",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(HELPER_ENV, spec)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn the helper service");
+        Helper(child)
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Kills the service mid-run and returns how long the client took to see
+/// an error, and the error.
+fn killed_service(target: &Target, spec: &str) -> (Duration, String) {
+    let mut helper = Helper::start(spec);
+    let mut client = DbusClient::connect(target, 0).expect("connect to the helper");
+    check(256, &client.get_integer(256).unwrap()).unwrap();
+    let calling = std::thread::spawn(move || loop {
+        if let Err(e) = client.get_integer(4096) {
+            let at = Instant::now();
+            // A second call fails too, and as fast.
+            let t = Instant::now();
+            let again = client.get_integer(1);
+            assert!(again.is_err(), "a call to a dead service succeeded");
+            assert!(
+                t.elapsed() < Duration::from_millis(1100),
+                "{:?}",
+                t.elapsed()
+            );
+            return (at, format!("{e:#}"));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Instant::now();
+    helper.0.kill().expect("SIGKILL the helper");
+    helper.0.wait().expect("reap the helper");
+    let (at, err) = calling.join().expect("client thread");
+    let took = at.saturating_duration_since(killed);
+    eprintln!("{spec}: killed service seen after {took:?}: {err}");
+    (took, err)
+}
+
+#[test]
+fn killed_service_is_an_error_within_a_second() {
+    let _one = serial();
+    let dir = TestDir::new("kill");
+    let path = dir.file("svc");
+    let (took, _) = killed_service(
+        &Target::P2p(path.clone()),
+        &format!("p2p:{}", path.display()),
+    );
+    assert!(took < Duration::from_secs(1), "p2p: {took:?}");
+    for kind in DaemonKind::ALL {
+        if !have(kind) {
+            continue;
+        }
+        let sub = dir.file(kind.name());
+        std::fs::create_dir(&sub).unwrap();
+        let bus = PrivateBus::start(kind, &sub).expect("start the bus");
+        let target = Target::Bus(bus.address().to_string());
+        let (took, _) = killed_service(&target, &format!("bus:{}", bus.address()));
+        assert!(took < Duration::from_secs(1), "{}: {took:?}", kind.name());
+        bus.stop().expect("a clean stop");
+    }
+}
