@@ -142,6 +142,12 @@ impl PrivateBus {
     /// Starts `kind` with its config, socket and logs in `dir` (a private
     /// directory the caller owns and removes), and waits until a client
     /// can connect (up to 5 s).
+    ///
+    /// The daemon gets SIGTERM when the *thread* calling this dies
+    /// (PR_SET_PDEATHSIG follows the spawning thread): call it from a
+    /// thread that outlives the bus. For dbus-broker on a host without a
+    /// journald socket this needs root (CAP_SYS_ADMIN, for the private
+    /// mount namespace).
     pub fn start(kind: DaemonKind, dir: &Path) -> Result<PrivateBus> {
         kind.available().map_err(anyhow::Error::msg)?;
         let dir = dir

@@ -96,9 +96,10 @@ mod tests {
 
     #[test]
     fn marshal_cost_measures_both_messages() {
-        for n in [1, 256] {
+        for n in [1, 256, 4096] {
             let c = marshal_cost(n, 20).unwrap();
             assert!(c.request_ns > 0.0 && c.reply_ns > 0.0, "{c:?}");
+            eprintln!("marshal_cost({n}): {c:?}");
         }
         assert!(marshal_cost(1, 0).is_err());
     }
