@@ -273,3 +273,19 @@ fn killed_service_is_an_error_within_a_second() {
         bus.stop().expect("a clean stop");
     }
 }
+
+/// A bad directory is a one-line error, not a panic or a stray daemon.
+#[test]
+fn a_missing_directory_is_an_error() {
+    for kind in DaemonKind::ALL {
+        if !have(kind) {
+            continue;
+        }
+        let dir = TestDir::new("missing");
+        let err = PrivateBus::start(kind, &dir.file("absent"))
+            .err()
+            .expect("no bus in a missing directory");
+        let msg = format!("{err:#}");
+        assert!(msg.contains("absent"), "{msg}");
+    }
+}
