@@ -3,7 +3,9 @@
 //! two services and two clients at once checking every value, daemons
 //! gone and reaped after stop, and a service killed (SIGKILL, in a child
 //! process: this test binary re-run as `helper_service`) showing up at the
-//! client as an error within 1 s.
+//! client as an error within 1 s, and the daemons dying with the process
+//! that started them (`helper_bus`, killed; this test process is made a
+//! child subreaper so it reaps them).
 //!
 //! A daemon that is not installed skips its test with a reason, except
 //! under CI (env CI set), where it fails.
@@ -21,6 +23,9 @@ use msgbench::suites::broker::dbus::{check, serve, DaemonKind, DbusClient, Priva
 
 /// The environment variable that makes `helper_service` serve.
 const HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_TARGET";
+/// The environment variable that makes `helper_bus` start a bus of this
+/// kind in this directory (`<kind>:<dir>`), print its pids and wait.
+const BUS_HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_BUS";
 const SIZES: [u32; 3] = [1, 256, 4096];
 const ROUNDS: usize = 30;
 
@@ -287,5 +292,97 @@ fn a_missing_directory_is_an_error() {
             .expect("no bus in a missing directory");
         let msg = format!("{err:#}");
         assert!(msg.contains("absent"), "{msg}");
+    }
+}
+
+/// Not a test on its own: with [`BUS_HELPER_ENV`] set, starts a bus, prints
+/// `pids <pid>...` and waits to be killed.
+#[test]
+fn helper_bus() {
+    let Ok(spec) = std::env::var(BUS_HELPER_ENV) else {
+        return;
+    };
+    let (kind, dir) = spec.split_once(':').expect("kind:dir");
+    let kind = DaemonKind::ALL
+        .into_iter()
+        .find(|k| k.name() == kind)
+        .expect("a daemon kind");
+    let bus = PrivateBus::start(kind, Path::new(dir)).expect("start the bus");
+    let pids: Vec<String> = bus.pids().iter().map(i32::to_string).collect();
+    println!("pids {}", pids.join(" "));
+    std::thread::sleep(Duration::from_secs(30));
+    drop(bus);
+}
+
+/// Reaps `pid` if it became our child (we are a subreaper); true once it
+/// is gone from /proc.
+fn reap_if_ours(pid: i32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on a pid with WNOHANG and a valid status pointer; it
+    // only reaps `pid` if it is our (adopted) child.
+    unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The daemons die when the process that started them dies
+/// (PR_SET_PDEATHSIG). This test makes its process a child subreaper so
+/// the orphaned daemons come to it and are reaped here, not left as
+/// zombies (process 1 here does not reap).
+#[test]
+fn daemons_die_with_their_parent() {
+    use std::io::{BufRead, BufReader};
+    let _one = serial();
+    // SAFETY: prctl with integer arguments; it only marks this process as
+    // a subreaper for its descendants.
+    let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    assert_eq!(r, 0, "PR_SET_CHILD_SUBREAPER");
+    for kind in DaemonKind::ALL {
+        if !have(kind) {
+            continue;
+        }
+        let dir = TestDir::new("orphan");
+        let exe = std::env::current_exe().expect("test binary");
+        let mut helper = Helper(
+            Command::new(exe)
+                .args(["helper_bus", "--exact", "--nocapture", "--test-threads=1"])
+                .env(
+                    BUS_HELPER_ENV,
+                    format!("{}:{}", kind.name(), dir.path().display()),
+                )
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn the helper bus"),
+        );
+        let out = helper.0.stdout.take().expect("stdout");
+        let pids: Vec<i32> = BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                // libtest has printed "test helper_bus ... " before it.
+                l.split_once("pids ")
+                    .map(|(_, p)| p.split(' ').filter_map(|x| x.parse().ok()).collect())
+            })
+            .expect("the helper's pids");
+        assert!(!pids.is_empty());
+        helper.0.kill().expect("SIGKILL the helper");
+        helper.0.wait().expect("reap the helper");
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut left = pids.clone();
+        while !left.is_empty() && Instant::now() < deadline {
+            left.retain(|&p| !reap_if_ours(p));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for &p in &left {
+            // SAFETY: kill(2) on a pid this test saw started; cleanup only.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+            std::thread::sleep(Duration::from_millis(50));
+            reap_if_ours(p);
+        }
+        assert!(
+            left.is_empty(),
+            "{}: {left:?} outlived their parent",
+            kind.name()
+        );
     }
 }
