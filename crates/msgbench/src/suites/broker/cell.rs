@@ -70,7 +70,11 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
     // Started before the peers and stopped after them: services and
     // clients leave the bus before the daemon stops.
     let mut bus = daemon(cell.via)
-        .map(|kind| PrivateBus::start(kind, &dir.join("bus")))
+        .map(|kind| {
+            let d = dir.join("bus");
+            std::fs::create_dir(&d).with_context(|| format!("cannot create {}", d.display()))?;
+            PrivateBus::start(kind, &d)
+        })
         .transpose()?;
     let address = bus.as_ref().map(|b| b.address().to_string());
     let reach = |k: usize| -> Vec<String> {
