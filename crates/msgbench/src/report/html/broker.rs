@@ -253,7 +253,16 @@ fn measured_cells(r: &Value) -> Vec<String> {
         ns(total),
     ];
     cells.extend(parts.map(ns));
+    if !has_middle(&field(r, "via")) {
+        cells[6] = "-".into();
+    }
     cells
+}
+
+/// False for the arrangements with no process between client and
+/// service (their `middle` CPU is 0 by construction, shown as `-`).
+fn has_middle(via: &str) -> bool {
+    !matches!(via, "direct" | "dbus-p2p")
 }
 
 /// The study's figure for the row (`324 us (QNX local socket, 1 KB)`),

@@ -249,6 +249,7 @@ fn the_broker_section_has_its_chart_table_and_answer() {
         // ints, via, p50, p99, p99.9, calls/s, CPU/call (summed), parts.
         "<td>1</td><td>broker/uds</td><td>14.8us</td><td>44.4us</td><td>88.8us</td><td>67.6k</td><td>11.3us</td><td>3.1us</td><td>5.2us</td><td>3.0us</td><td></td>",
         "<td>256</td><td>direct/uds</td><td>9.0us</td>",
+        "<td>3.3us</td><td>-</td><td>3.3us</td><td>324 us (QNX local socket, 1 KB)</td>",
         "<td>324 us (QNX local socket, 1 KB)</td>",
         "<td>12000 us (QNX dbus-daemon, 1 int)</td>",
         "<td>dbus-broker</td><td>skipped: dbus-broker-launch not installed</td><td></td>",
