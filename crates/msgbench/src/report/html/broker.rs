@@ -199,7 +199,7 @@ fn rows_table(runs: &[&Input], clients: &str) -> String {
             rows.push((order, cells));
         }
     }
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.sort_by_key(|a| a.0);
     let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
     table(
         &[
