@@ -19,7 +19,7 @@ use common::{run, skip, Bin, TestDir};
 const LIMIT: Duration = Duration::from_secs(180);
 
 /// Every suite with the arguments of a short real run.
-const SUITES: [(&str, &[&str]); 6] = [
+const SUITES: [(&str, &[&str]); 7] = [
     ("floor", &["floor", "--quick"]),
     (
         "adder",
@@ -56,6 +56,20 @@ const SUITES: [(&str, &[&str]); 6] = [
             "mutex,per-cpu",
             "--trial",
             "0.05",
+        ],
+    ),
+    // No daemon needed: the direct and broker arrangements only.
+    (
+        "broker",
+        &[
+            "broker",
+            "--quick",
+            "--via",
+            "direct,broker",
+            "-t",
+            "uds",
+            "--seconds",
+            "0.1",
         ],
     ),
 ];
@@ -154,6 +168,7 @@ fn check_dom(dom: &str, charts: usize) {
         "floor",
         "rtos",
         "smp",
+        "broker",
         "validate",
         "environment",
     ] {

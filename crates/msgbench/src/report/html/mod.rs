@@ -5,12 +5,13 @@
 //! The page is built from each run's generic `figures` (and the few row
 //! fields `docs/results.md` names: ipc `histogram`, rtos `reference` and
 //! `outcome`, validate `tolerance`, smp `reference` and the rest of its
-//! rows for the table; the run's `notes`); whatever is missing is left
-//! out.
+//! rows for the table, broker `reference` and the rest of its rows for
+//! the table; the run's `notes`); whatever is missing is left out.
 //! Several runs given together are overlaid, each series labelled with
 //! its run. Every string that comes from a results file is escaped.
 
 pub mod adder;
+pub mod broker;
 pub mod chart;
 pub mod dots;
 pub mod env;
@@ -122,6 +123,7 @@ pub fn page(inputs: &[Input]) -> Result<String> {
         floor::section(inputs)?,
         rtos::section(inputs)?,
         smp::section(inputs)?,
+        broker::section(inputs)?,
         validate::section(inputs)?,
         Some(env::section(inputs)),
     ];

@@ -11,7 +11,7 @@ use crate::report::envelope::{self, Better, Envelope, Figure, Outcome};
 use crate::report::ClockInfo;
 
 /// The suites [`envelope_json`] knows.
-pub const SUITES: [&str; 6] = ["adder", "ipc", "floor", "rtos", "validate", "smp"];
+pub const SUITES: [&str; 7] = ["adder", "ipc", "floor", "rtos", "validate", "smp", "broker"];
 
 /// A sample envelope of `suite` as JSON text; `scale` multiplies every
 /// measured value (so two samples differ). `None` for an unknown suite.
@@ -34,6 +34,10 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         "smp" => {
             let (r, f) = smp(scale);
             ("smp", r, f)
+        }
+        "broker" => {
+            let (r, f) = broker(scale);
+            ("broker", r, f)
         }
         _ => return None,
     };
@@ -66,16 +70,24 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
     serde_json::to_string_pretty(&env).ok()
 }
 
-/// The run's notes: smp's are its lessons' verdicts.
+/// The run's notes: smp's are its lessons' verdicts, broker's the
+/// study's question answered and its goals judged.
 fn notes(suite: &str) -> Vec<String> {
     let mut out = vec!["Generated sample, not a measurement.".to_string()];
-    if suite == "smp" {
-        out.extend([
-            "Lesson 1 (two workers scale almost 2x): holds here: one mutex scales 1.90x from 1 to 2 workers at 64 B.".to_string(),
-            "Lesson 2 (per-CPU tables beat one shared mutex): holds here: per-cpu +6.0% over mutex with 2 workers at 64 B.".to_string(),
-            "Lesson 3 (large frames reach the line rate): not judged: memory ports have no line rate.".to_string(),
-        ]);
-    }
+    let more: &[&str] = match suite {
+        "smp" => &[
+            "Lesson 1 (two workers scale almost 2x): holds here: one mutex scales 1.90x from 1 to 2 workers at 64 B.",
+            "Lesson 2 (per-CPU tables beat one shared mutex): holds here: per-cpu +6.0% over mutex with 2 workers at 64 B.",
+            "Lesson 3 (large frames reach the line rate): not judged: memory ports have no line rate.",
+        ],
+        "broker" => &[
+            "GetInteger(1): dbus-daemon adds 31.0us per call over peer-to-peer D-Bus (56.0us against 25.0us), of which validating both bodies in the D-Bus format explains about 1.20us (measured in our broker); the library's own marshalling is 2.10us per call; the header-routing broker over uds takes 14.8us, 3.8x faster than dbus-daemon. So the daemon's time is not validation (4% of it): it is the second leg and the daemon's own per-message work.",
+            "Goal, broker within 2.2x of direct over uds (GetInteger(1)): met: 1.85x (14.8us against 8.00us).",
+            "Goal, broker over uds at least 5x faster than dbus-daemon (GetInteger(1)): NOT met: 3.8x (14.8us against 56.0us).",
+        ],
+        _ => &[],
+    };
+    out.extend(more.iter().map(|n| n.to_string()));
     out
 }
 
@@ -249,5 +261,104 @@ fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {
         json!({"ports": "memory", "forwarder": "rwlock", "workers": 4, "size": 64,
         "input_ports": 2, "reference": null, "error": "4 workers on 2 CPUs", "skipped": true}),
     );
+    (rows, figs)
+}
+
+/// A broker arrangement in the sample: via, transport, p50 (us) at
+/// numInts 1 and 256, CPU (client, middle, service ns) at numInts 1.
+type Arrangement = (&'static str, Option<&'static str>, [f64; 2], [f64; 3]);
+
+const BROKER: [Arrangement; 5] = [
+    ("direct", Some("uds"), [8.0, 9.0], [3000.0, 0.0, 3000.0]),
+    (
+        "broker",
+        Some("uds"),
+        [14.8, 16.5],
+        [3100.0, 5200.0, 3000.0],
+    ),
+    (
+        "broker-validate",
+        Some("uds"),
+        [16.0, 20.0],
+        [3100.0, 6400.0, 3000.0],
+    ),
+    ("dbus-p2p", None, [25.0, 30.0], [9000.0, 0.0, 8000.0]),
+    ("dbus-daemon", None, [56.0, 64.0], [9500.0, 21000.0, 8500.0]),
+];
+
+/// The study's figure for a sample row, as `row::reference` gives it.
+fn broker_reference(via: &str, transport: Option<&str>, ints: u32) -> Value {
+    match (via, transport, ints) {
+        ("direct", Some("uds"), 256) => json!({"label": "QNX local socket, 1 KB", "us": 324.0}),
+        ("dbus-daemon", None, 1) => json!({"label": "QNX dbus-daemon, 1 int", "us": 12000.0}),
+        ("dbus-daemon", None, 256) => json!({"label": "QNX dbus-daemon, 1 KB", "us": 16212.0}),
+        _ => Value::Null,
+    }
+}
+
+/// A D-Bus broker row skipped, with why.
+fn broker_skipped(via: &str, ints: u32, why: &str) -> Value {
+    json!({"via": via, "transport": null, "ints": ints, "clients": 1, "calls": 0,
+        "calls_per_s": 0.0,
+        "latency": {"count": 0, "min_ns": 0.0, "mean_ns": 0.0, "stddev_ns": 0.0, "p50_ns": 0.0,
+            "p90_ns": 0.0, "p99_ns": 0.0, "p999_ns": 0.0, "max_ns": 0.0},
+        "histogram": [], "cpu_ns_per_call": {"client": 0.0, "middle": 0.0, "service": 0.0},
+        "routing_ns": null, "validate_ns": null, "marshal_ns": null,
+        "p50_repeats_ns": [], "calls_per_s_repeats": [], "skipped": why, "error": null,
+        "reference": broker_reference(via, None, ints)})
+}
+
+fn broker(scale: f64) -> (Vec<Value>, Vec<Figure>) {
+    let (mut rows, mut figs) = (Vec::new(), Vec::new());
+    for (n, ints) in [1u32, 256].into_iter().enumerate() {
+        for (via, transport, p50s, cpu) in BROKER {
+            let p50 = scale * p50s[n] * 1e3;
+            let calls_per_s = 1e9 / p50;
+            let cpu = cpu.map(|c| scale * c * (1.0 + n as f64 * 0.1));
+            let k = [
+                ("via", via.to_string()),
+                ("transport", transport.unwrap_or("-").to_string()),
+                ("ints", ints.to_string()),
+                ("clients", "1".to_string()),
+            ];
+            let p50_repeats = vec![p50 * 1.02, p50, p50 * 0.99];
+            let rate_repeats: Vec<f64> = p50_repeats.iter().map(|p| 1e9 / p).collect();
+            figs.push(
+                fig(&k, "p50_ns", p50, "ns", Better::Lower).with_repeats(p50_repeats.clone()),
+            );
+            figs.push(fig(&k, "p99_ns", p50 * 3.0, "ns", Better::Lower));
+            figs.push(
+                fig(&k, "calls_per_s", calls_per_s, "calls/s", Better::Higher)
+                    .with_repeats(rate_repeats.clone()),
+            );
+            figs.push(fig(
+                &k,
+                "cpu_ns_per_call",
+                cpu.iter().sum(),
+                "ns",
+                Better::Lower,
+            ));
+            let broker_row = via.starts_with("broker");
+            rows.push(json!({"via": via, "transport": transport, "ints": ints, "clients": 1,
+                "calls": (calls_per_s * 0.25) as u64, "calls_per_s": calls_per_s,
+                "latency": {"count": (calls_per_s * 0.25) as u64, "min_ns": p50 * 0.8,
+                    "mean_ns": p50 * 1.1, "stddev_ns": p50 * 0.2, "p50_ns": p50,
+                    "p90_ns": p50 * 1.5, "p99_ns": p50 * 3.0, "p999_ns": p50 * 6.0,
+                    "max_ns": p50 * 20.0},
+                "histogram": [[p50 * 0.9, 10], [p50 * 1.1, 80], [p50 * 3.0, 9], [p50 * 20.0, 1]],
+                "cpu_ns_per_call": {"client": cpu[0], "middle": cpu[1], "service": cpu[2]},
+                "routing_ns": if broker_row { json!(scale * 1500.0) } else { Value::Null },
+                "validate_ns": if via == "broker-validate" { json!(scale * 1200.0) } else { Value::Null },
+                "marshal_ns": if via == "dbus-p2p" { json!(scale * 2100.0) } else { Value::Null },
+                "p50_repeats_ns": p50_repeats, "calls_per_s_repeats": rate_repeats,
+                "skipped": null, "error": null,
+                "reference": broker_reference(via, transport, ints)}));
+        }
+        rows.push(broker_skipped(
+            "dbus-broker",
+            ints,
+            "dbus-broker-launch not installed",
+        ));
+    }
     (rows, figs)
 }

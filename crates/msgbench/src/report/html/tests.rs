@@ -62,6 +62,7 @@ fn the_page_is_self_contained_and_every_chart_has_data_marks() {
         "floor",
         "rtos",
         "smp",
+        "broker",
         "validate",
         "environment",
     ] {
@@ -136,6 +137,7 @@ fn missing_sections_are_left_out() {
     assert!(!page.contains("<section id=\"adder\">"));
     assert!(!page.contains("<section id=\"ipc\">"));
     assert!(!page.contains("<section id=\"smp\">"));
+    assert!(!page.contains("<section id=\"broker\">"));
 }
 
 /// The smp section of `page`.
@@ -207,6 +209,108 @@ fn smp_runs_overlay_and_the_kernel_is_a_flat_grey_line() {
     let second = &charts[1][..charts[1].find("</figure>").unwrap()];
     assert!(!second.contains("kernel"), "the kernel only where measured");
     assert!(s.contains("<h3>Lessons: before</h3>") && s.contains("<h3>Lessons: after</h3>"));
+}
+
+/// The broker section of `page`.
+fn broker_section(page: &str) -> &str {
+    let at = page
+        .find("<section id=\"broker\">")
+        .expect("a broker section");
+    let rest = &page[at..];
+    &rest[..rest.find("</section>").unwrap()]
+}
+
+#[test]
+fn the_broker_section_has_its_chart_table_and_answer() {
+    let dir = Dir::new("broker");
+    let p = dir.write("broker.json", &envelope_json("broker", 1.0).unwrap());
+    let page = page(&load(&[p]).unwrap()).unwrap();
+    assert!(page.contains("<a href=\"#broker\">Broker overhead (D-Bus study)</a>"));
+    let s = broker_section(&page);
+    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    assert_eq!(charts.len(), 1, "one chart per number of clients: {s}");
+    let c = &charts[0][..charts[0].find("</figure>").unwrap()];
+    assert!(c.contains("1 client(s): p50 latency"), "chart title");
+    assert!(c.contains("class=\"data-series\""), "no data marks");
+    for label in [
+        ">direct/uds</li>",
+        ">broker/uds</li>",
+        ">broker-validate/uds</li>",
+        ">dbus-p2p</li>",
+        ">dbus-daemon</li>",
+    ] {
+        assert!(c.contains(label), "no {label} in the legend");
+    }
+    assert!(!c.contains("dbus-broker"), "a skipped row has no line");
+    assert_eq!(s.matches("<table>").count(), 1, "one table");
+    for cell in [
+        "<th>p99.9</th>",
+        "<th>QNX 6.4 BeagleBoard</th>",
+        // ints, via, p50, p99, p99.9, calls/s, CPU/call (summed), parts.
+        "<td>1</td><td>broker/uds</td><td>14.8us</td><td>44.4us</td><td>88.8us</td><td>67.6k</td><td>11.3us</td><td>3.1us</td><td>5.2us</td><td>3.0us</td><td></td>",
+        "<td>256</td><td>direct/uds</td><td>9.0us</td>",
+        "<td>3.3us</td><td>-</td><td>3.3us</td><td>324 us (QNX local socket, 1 KB)</td>",
+        "<td>324 us (QNX local socket, 1 KB)</td>",
+        "<td>12000 us (QNX dbus-daemon, 1 int)</td>",
+        "<td>dbus-broker</td><td>skipped: dbus-broker-launch not installed</td><td></td>",
+    ] {
+        assert!(s.contains(cell), "no {cell} in {s}");
+    }
+    assert!(
+        s.contains("OMAP3530") && s.contains("D-Bus 1.2.4"),
+        "no source"
+    );
+    assert!(s.contains("<h3>Answer</h3>"));
+    assert!(s.contains("<p>GetInteger(1): dbus-daemon adds 31.0us per call"));
+    assert!(
+        s.contains("<p>Goal, broker within 2.2x of direct over uds (GetInteger(1)): met: 1.85x")
+    );
+    assert!(s.contains("NOT met: 3.8x"));
+}
+
+#[test]
+fn broker_runs_overlay_with_both_labels() {
+    let dir = Dir::new("broker-two");
+    let a = dir.write("before.json", &envelope_json("broker", 1.0).unwrap());
+    let b = dir.write("after.json", &envelope_json("broker", 0.7).unwrap());
+    let page = page(&load(&[a, b]).unwrap()).unwrap();
+    let s = broker_section(&page);
+    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    assert_eq!(charts.len(), 1, "runs share the chart");
+    for label in [
+        "before: broker/uds",
+        "after: broker/uds",
+        "after: dbus-daemon",
+    ] {
+        assert!(charts[0].contains(label), "no {label}");
+    }
+    assert!(s.contains("<td>before</td><td>1</td><td>broker/uds</td><td>14.8us</td>"));
+    assert!(s.contains("<td>after</td><td>1</td><td>broker/uds</td><td>10.4us</td>"));
+    assert!(s.contains("<h3>Answer: before</h3>") && s.contains("<h3>Answer: after</h3>"));
+}
+
+#[test]
+fn odd_broker_rows_are_shown_empty_not_a_panic() {
+    let dir = Dir::new("broker-odd");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json("broker", 1.0).unwrap()).unwrap();
+    run["rows"] = serde_json::json!([
+        {"via": "<b>odd</b>", "ints": 1, "clients": 1, "latency": "junk", "reference": {"us": "x"}},
+        {"via": "direct", "transport": "uds", "clients": 1, "error": "service died"},
+        {"clients": 1},
+    ]);
+    let p = dir.write("odd.json", &run.to_string());
+    let page = page(&load(&[p]).unwrap()).unwrap();
+    let s = broker_section(&page);
+    assert!(!s.contains("<b>odd"), "unescaped");
+    assert!(
+        s.contains("<td>1</td><td>&lt;b&gt;odd&lt;/b&gt;</td><td></td>"),
+        "{s}"
+    );
+    assert!(
+        s.contains("<td>direct/uds</td><td>FAILED: service died</td>"),
+        "{s}"
+    );
 }
 
 #[test]

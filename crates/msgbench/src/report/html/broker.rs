@@ -1,0 +1,280 @@
+//! Broker: for each number of clients, the p50 latency of
+//! `GetInteger(numInts)` against numInts, one line per run and
+//! arrangement (`direct/uds`, `broker/uds`, `dbus-daemon`, ...); a table
+//! of the rows next to the D-Bus study's figure; then each run's notes
+//! (the study's question answered and the goals judged).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::chart::{self, Series, XyPlot};
+use super::ipc::field;
+use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
+
+/// Where the study's figures come from, as shown under the tables.
+pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (QNX 6.4 on a BeagleBoard, OMAP3530; D-Bus 1.2.4; from ../shared/spec/broker.md). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
+
+/// The arrangements in the study's order, then any other.
+const ORDER: [&str; 6] = [
+    "direct",
+    "broker",
+    "broker-validate",
+    "dbus-p2p",
+    "dbus-daemon",
+    "dbus-broker",
+];
+
+fn rank(via: &str) -> usize {
+    ORDER.iter().position(|v| *v == via).unwrap_or(ORDER.len())
+}
+
+/// An arrangement's label: `via/transport`, or `via` alone where there
+/// is no transport (`-` or absent: the D-Bus rows).
+fn arrangement(via: &str, transport: &str) -> String {
+    if transport.is_empty() || transport == "-" {
+        via.to_string()
+    } else {
+        format!("{via}/{transport}")
+    }
+}
+
+/// A row's arrangement label.
+fn row_arrangement(row: &Value) -> String {
+    arrangement(&field(row, "via"), &field(row, "transport"))
+}
+
+/// A row's number of clients (a chart and table group), "" when absent.
+fn row_clients(row: &Value) -> String {
+    field(row, "clients")
+}
+
+/// Orders groups by number (then as text): `1` before `10`.
+fn clients_order(c: &str) -> (u64, String) {
+    (c.parse().unwrap_or(u64::MAX), c.to_string())
+}
+
+/// `obj.name` as a number, if it is one.
+fn num(obj: &Value, name: &str) -> Option<f64> {
+    obj.get(name).and_then(Value::as_f64)
+}
+
+/// Nanoseconds as `850ns`, `12.3us`, `4.56ms`; empty when absent.
+fn ns(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 1e6 => format!("{:.2}ms", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.1}us", v / 1e3),
+        Some(v) => format!("{v:.0}ns"),
+        None => String::new(),
+    }
+}
+
+/// `1.23M`, `45.6k`, `789`; empty when absent.
+fn rate(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        Some(v) => format!("{v:.0}"),
+        None => String::new(),
+    }
+}
+
+/// The broker section, or `None` without broker figures or rows.
+pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
+    let runs = of_suite(inputs, "broker");
+    let mut groups: BTreeSet<(u64, String)> = BTreeSet::new();
+    for i in &runs {
+        groups.extend(
+            i.run
+                .figures
+                .iter()
+                .filter(|f| f.metric == "p50_ns")
+                .map(|f| clients_order(key(f, "clients"))),
+        );
+        groups.extend(i.run.rows.iter().map(|r| clients_order(&row_clients(r))));
+    }
+    if groups.is_empty() {
+        return Ok(None);
+    }
+    let mut html = String::new();
+    for (_, c) in &groups {
+        html.push_str(&format!(
+            "<h3>{} client(s)</h3>\n",
+            super::escape(if c.is_empty() { "?" } else { c })
+        ));
+        if let Some(chart) = chart::xy(&plot(&runs, c))? {
+            html.push_str(&chart_html(&chart));
+        }
+        html.push_str(&rows_table(&runs, c));
+    }
+    html.push_str(&para(STUDY_SOURCE));
+    html.push_str(&notes(&runs));
+    Ok(Some(Section {
+        id: "broker",
+        title: "Broker overhead (D-Bus study)",
+        html,
+    }))
+}
+
+/// Each run's notes (the answer and the goals' verdicts) as paragraphs.
+fn notes(runs: &[&Input]) -> String {
+    let overlaid = runs.len() > 1;
+    let mut html = String::new();
+    for input in runs {
+        if input.run.notes.is_empty() {
+            continue;
+        }
+        if overlaid {
+            html.push_str(&format!(
+                "<h3>Answer: {}</h3>\n",
+                super::escape(&input.label)
+            ));
+        } else {
+            html.push_str("<h3>Answer</h3>\n");
+        }
+        for n in &input.run.notes {
+            html.push_str(&para(n));
+        }
+    }
+    html
+}
+
+/// p50 (microseconds) against numInts for `clients`: one line per run
+/// and arrangement.
+fn plot(runs: &[&Input], clients: &str) -> XyPlot {
+    let overlaid = runs.len() > 1;
+    let mut series = Vec::new();
+    for input in runs {
+        let mut lines: BTreeMap<(usize, String), Vec<(f64, f64)>> = BTreeMap::new();
+        for f in input
+            .run
+            .figures
+            .iter()
+            .filter(|f| f.metric == "p50_ns" && key(f, "clients") == clients)
+        {
+            let Ok(n) = key(f, "ints").parse::<f64>() else {
+                continue;
+            };
+            let via = key(f, "via");
+            lines
+                .entry((rank(via), arrangement(via, key(f, "transport"))))
+                .or_default()
+                .push((n, f.value / 1e3));
+        }
+        for ((_, label), mut points) in lines {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            series.push(Series::data(
+                series_label(overlaid, &input.label, &label),
+                points,
+                series.len(),
+            ));
+        }
+    }
+    XyPlot {
+        title: format!("Broker, {clients} client(s): p50 latency per call"),
+        x_desc: "numInts (log)".into(),
+        y_desc: "p50, us".into(),
+        x_log: true,
+        y_log: false,
+        series,
+    }
+}
+
+/// The rows of `clients`, every run: latency, calls/s, CPU per call and
+/// the study's figure; skipped and failed rows with their reason.
+fn rows_table(runs: &[&Input], clients: &str) -> String {
+    let mut rows: Vec<((usize, u64, usize), Vec<String>)> = Vec::new();
+    for (n, input) in runs.iter().enumerate() {
+        for r in input.run.rows.iter().filter(|r| row_clients(r) == clients) {
+            let ints = field(r, "ints");
+            let order = (
+                n,
+                ints.parse::<u64>().unwrap_or(u64::MAX),
+                rank(&field(r, "via")),
+            );
+            let mut cells = vec![input.label.clone(), ints, row_arrangement(r)];
+            cells.extend(measured_cells(r));
+            cells.push(reference(r));
+            rows.push((order, cells));
+        }
+    }
+    rows.sort_by_key(|a| a.0);
+    let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
+    table(
+        &[
+            "run",
+            "ints",
+            "via",
+            "p50",
+            "p99",
+            "p99.9",
+            "calls/s",
+            "CPU/call",
+            "client",
+            "middle",
+            "service",
+            "QNX 6.4 BeagleBoard",
+        ],
+        &rows,
+    )
+}
+
+/// Why a row was not measured (`skipped: ...`, `FAILED: ...`), if so.
+fn not_measured(row: &Value) -> Option<String> {
+    let text = |name: &str| {
+        row.get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(why) = text("skipped") {
+        return Some(format!("skipped: {why}"));
+    }
+    text("error").map(|why| format!("FAILED: {why}"))
+}
+
+/// The eight measured cells: p50, p99, p99.9, calls/s, CPU per call and
+/// its three parts; for a row not measured, the reason then empties.
+fn measured_cells(r: &Value) -> Vec<String> {
+    if let Some(why) = not_measured(r) {
+        let mut cells = vec![why];
+        cells.extend(std::iter::repeat_n(String::new(), 7));
+        return cells;
+    }
+    let l = r.get("latency").unwrap_or(&Value::Null);
+    let cpu = r.get("cpu_ns_per_call").unwrap_or(&Value::Null);
+    let parts = ["client", "middle", "service"].map(|p| num(cpu, p));
+    let total = parts.iter().flatten().copied().reduce(|a, b| a + b);
+    let mut cells = vec![
+        ns(num(l, "p50_ns")),
+        ns(num(l, "p99_ns")),
+        ns(num(l, "p999_ns")),
+        rate(num(r, "calls_per_s")),
+        ns(total),
+    ];
+    cells.extend(parts.map(ns));
+    if !has_middle(&field(r, "via")) {
+        cells[6] = "-".into();
+    }
+    cells
+}
+
+/// False for the arrangements with no process between client and
+/// service (their `middle` CPU is 0 by construction, shown as `-`).
+fn has_middle(via: &str) -> bool {
+    !matches!(via, "direct" | "dbus-p2p")
+}
+
+/// The study's figure for the row (`324 us (QNX local socket, 1 KB)`),
+/// or "".
+fn reference(r: &Value) -> String {
+    let Some(q) = r.get("reference").filter(|q| q.is_object()) else {
+        return String::new();
+    };
+    let label = q.get("label").and_then(Value::as_str).unwrap_or("");
+    match num(q, "us") {
+        Some(us) if label.is_empty() => format!("{us} us"),
+        Some(us) => format!("{us} us ({label})"),
+        None => label.to_string(),
+    }
+}
