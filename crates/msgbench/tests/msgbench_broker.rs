@@ -242,3 +242,74 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     let left = processes_mentioning(&dir.path().display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// Why the D-Bus arrangements cannot all run here, if they cannot.
+fn dbus_missing() -> Option<String> {
+    use msgbench::suites::broker::dbus::DaemonKind;
+    let mut why: Vec<String> = [DaemonKind::DbusDaemon, DaemonKind::DbusBroker]
+        .into_iter()
+        .filter_map(|k| k.available().err())
+        .collect();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        why.push(
+            "dbus-broker's private bus needs root (a mount namespace for its journal socket)"
+                .into(),
+        );
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+#[test]
+fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
+    if let Some(why) = dbus_missing() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI a skip is a failure: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = TestDir::new("broker-all");
+    let mut cmd = Bin::Msgbench.cmd([
+        "broker",
+        "--quick",
+        "--clients",
+        "2",
+        "--ints",
+        "1,256",
+        "--seconds",
+        "0.2",
+    ]);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let out = run_cmd("msgbench broker", cmd);
+    out.assert_ok();
+    for via in [
+        "dbus-p2p",
+        "dbus-daemon",
+        "dbus-broker",
+        "broker-validate/shm",
+    ] {
+        assert!(out.stdout.contains(via), "{via} row missing: {out}");
+    }
+    assert!(!out.stdout.contains("skipped"), "{out}");
+    assert!(
+        out.stdout.contains("16212 us (QNX dbus-daemon, 1 KB)"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("GetInteger(1): dbus-daemon adds"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("GetInteger(256): dbus-daemon adds"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("at least 5x faster than dbus-daemon"),
+        "{out}"
+    );
+    dir.assert_ns_clean();
+    let left = processes_mentioning(&dir.path().display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

@@ -188,3 +188,20 @@ fn the_schema_refuses_broken_envelopes() {
         assert!(!errors(&v, &doc).is_empty(), "the schema accepts {what}");
     }
 }
+
+#[test]
+fn broker_envelope_follows_the_schema() {
+    check(
+        "broker",
+        &[
+            "broker",
+            "--quick",
+            "--via",
+            "direct,broker-validate",
+            "-t",
+            "uds",
+            "--seconds",
+            "0.1",
+        ],
+    );
+}

@@ -9,7 +9,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::proto::MAX_INTS;
-use crate::measure::placement::{cpus_option, format_list};
+use crate::measure::placement::{cpus_option, format_list, online_cpus};
 use crate::measure::sched::SchedArgs;
 use crate::suites::{parse, OutputArgs};
 
@@ -108,7 +108,10 @@ pub struct BrokerArgs {
     #[arg(long = "seconds", value_name = "SECS", allow_hyphen_values = true)]
     pub seconds: Option<String>,
     /// CPUs every process of the run (clients, brokers, daemons,
-    /// services) may run on [default: all online CPUs].
+    /// services) may run on [default: the first online CPU, as on the
+    /// study's single-core BeagleBoard; e.g. 0-1 spreads them, and then
+    /// cross-CPU wake-ups, which a VM's host placement can make 10x
+    /// dearer, weigh on every leg].
     #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
     pub cpus: Option<String>,
     /// Runs of the whole sweep, interleaved; each figure is the median
@@ -187,7 +190,10 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
         ints: ints(args.ints.as_deref(), q)?,
         clients: clients(&args.clients)?,
         seconds: seconds(args.seconds.as_deref(), q)?,
-        cpus: cpus_option(args.cpus.as_deref()).map_err(|e| anyhow!(e))?,
+        cpus: match args.cpus.as_deref() {
+            Some(list) => cpus_option(Some(list)).map_err(|e| anyhow!(e))?,
+            None => online_cpus().into_iter().take(1).collect(),
+        },
         repeats: match &args.repeats {
             Some(s) => parse::repeats(s, 100)?,
             None if q => 1,
@@ -269,6 +275,7 @@ mod tests {
         assert_eq!(p.vias, Via::ALL);
         assert_eq!(p.transports, ["uds", "shm"]);
         assert_eq!((p.ints.as_slice(), p.clients, p.repeats), (&INTS[..], 1, 3));
+        assert_eq!(p.cpus.len(), 1, "one CPU, like the study's board");
         let q = plan_of(&["--quick"]).unwrap();
         assert_eq!(
             (q.ints.as_slice(), q.seconds, q.repeats),

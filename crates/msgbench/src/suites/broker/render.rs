@@ -172,7 +172,7 @@ pub fn split(rows: &[BrokerRow]) -> Table {
 pub fn legend(plan: &BrokerPlan) -> String {
     format!(
         "GetInteger(numInts) returns numInts 4-byte integers; every reply's serial and integers are checked. \
-{} client(s) at once, each calling its own service. p50/p99/p99.9: per call, the median of {} repeat(s) by p50. \
+{} client(s) at once, each calling its own service; every process on CPU(s) {} (--cpus). p50/p99/p99.9: per call, the median of {} repeat(s) by p50. \
 CPU/call: every process's CPU clock (client, middle = the broker or daemon, service) over the calls, divided by the calls. \
 vs direct: p50 over a direct call on the same transport (D-Bus rows: over uds). \
 Direct call: a direct call's p50 at the same size over the same transport (D-Bus rows: uds): one transport round trip with the client's and the service's own work. \
@@ -181,7 +181,9 @@ Routing: the msgbench broker's own time per call, timestamped inside it (the sen
 Daemon's share: the row's p50 minus peer-to-peer D-Bus's. \
 Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
 QNX column: the study's figures (../shared/spec/broker.md), per call or round trip.",
-        plan.clients, plan.repeats
+        plan.clients,
+        crate::measure::placement::format_list(&plan.cpus),
+        plan.repeats
     )
 }
 

@@ -11,6 +11,7 @@ use super::cell::{self, latency_clock, Cell, CellRun};
 use super::dbus;
 use super::options::{BrokerPlan, Via};
 use super::row::BrokerRow;
+use crate::measure::placement::format_list;
 use crate::measure::rundir::RunDir;
 use crate::suites::{Results, RunContext};
 
@@ -47,9 +48,13 @@ pub fn cell_estimate(plan: &BrokerPlan) -> Duration {
 
 /// Runs the sweep.
 pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
-    if plan.cpus.len() < crate::measure::placement::online_cpus().len() {
-        oslayer::sched::set_affinity(&plan.cpus)?;
-    }
+    // Every process started from here inherits it.
+    oslayer::sched::set_affinity(&plan.cpus).map_err(|e| {
+        anyhow::anyhow!(
+            "--cpus: cannot run on CPUs {}: {e}",
+            format_list(&plan.cpus)
+        )
+    })?;
     let base = msgpass::Namespace::resolve(None)?;
     let run_dir = RunDir::create(&base, &format!("broker-{}", std::process::id()))?;
     let cells = cells(plan);
