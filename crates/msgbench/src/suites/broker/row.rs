@@ -89,10 +89,15 @@ impl BrokerRow {
 
     /// `broker/uds`, `dbus-daemon`.
     pub fn label(&self) -> String {
-        match &self.transport {
-            Some(t) => format!("{}/{t}", self.via.name()),
-            None => self.via.name().to_string(),
-        }
+        label(self.via, self.transport.as_deref())
+    }
+}
+
+/// An arrangement with its transport: `broker/uds`, `dbus-daemon`.
+pub fn label(via: Via, transport: Option<&str>) -> String {
+    match transport {
+        Some(t) => format!("{}/{t}", via.name()),
+        None => via.name().to_string(),
     }
 }
 

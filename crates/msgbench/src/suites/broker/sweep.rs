@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::cell::{self, latency_clock, Cell, CellRun};
 use super::dbus;
 use super::options::{BrokerPlan, Via};
-use super::row::BrokerRow;
+use super::row::{label, BrokerRow};
 use crate::measure::placement::format_list;
 use crate::measure::rundir::RunDir;
 use crate::suites::{Results, RunContext};
@@ -75,7 +75,7 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
             }
             cx.progress.start(format!(
                 "{} GetInteger({}), repeat {}/{}",
-                label(c),
+                label(c.via, c.transport.as_deref()),
                 c.ints,
                 rep + 1,
                 plan.repeats
@@ -94,6 +94,7 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
     }
     cx.progress
         .start("timing the D-Bus library's marshalling alone");
+    let marshal = marshal_costs(&cells);
     let rows: Vec<BrokerRow> = cells
         .iter()
         .enumerate()
@@ -103,9 +104,7 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
             row.error = errors[i].clone();
             fill(&mut row, &mut runs[i]);
             if row.measured() && !c.via.on_msgpass() {
-                row.marshal_ns = dbus::marshal_cost(c.ints, 2000)
-                    .ok()
-                    .map(|m| m.request_ns + m.reply_ns);
+                row.marshal_ns = marshal.get(&c.ints).copied().flatten();
             }
             row
         })
@@ -117,12 +116,20 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
     Ok(results)
 }
 
-/// `broker/uds`, `dbus-daemon`.
-fn label(c: &Cell) -> String {
-    match &c.transport {
-        Some(t) => format!("{}/{t}", c.via.name()),
-        None => c.via.name().to_string(),
-    }
+/// The D-Bus library's marshal + unmarshal of a call's request and
+/// reply, ns, once for each size a D-Bus arrangement calls with.
+fn marshal_costs(cells: &[Cell]) -> std::collections::BTreeMap<u32, Option<f64>> {
+    cells
+        .iter()
+        .filter(|c| !c.via.on_msgpass())
+        .map(|c| c.ints)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .map(|n| {
+            let cost = dbus::marshal_cost(n, 2000).ok();
+            (n, cost.map(|m| m.request_ns + m.reply_ns))
+        })
+        .collect()
 }
 
 /// Fills `row` from the median repeat of `runs` (by p50), keeping every
