@@ -31,6 +31,18 @@ pub fn set_parent_death_signal(sig: Option<Signal>) -> io::Result<()> {
     Ok(rustix::process::set_parent_process_death_signal(sig)?)
 }
 
+/// Asks for `sig` when the parent thread dies, then checks that the
+/// parent is still `parent` (it may have died before the request took
+/// effect): an error when it is gone. What a helper process started with
+/// the id of the process it must not outlive does first.
+pub fn die_with(parent: i32, sig: Signal) -> io::Result<()> {
+    set_parent_death_signal(Some(sig))?;
+    if parent_pid().map_or(0, |p| p.as_raw_nonzero().get()) != parent {
+        return Err(io::Error::other(format!("parent {parent} is gone")));
+    }
+    Ok(())
+}
+
 /// Ends the process at once with `code` (`_exit`): no destructors, no
 /// atexit handlers, no stdio flush. The one way a forked child may end.
 pub fn exit_now(code: i32) -> ! {

@@ -85,7 +85,7 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
         None => None,
     };
     if let Some(ppid) = args.die_with_parent {
-        die_with_parent(ppid)?;
+        process::die_with(ppid, process::Signal::TERM).context("--die-with-parent")?;
     }
     let place = match listen {
         Some(base) => Place::Tcp(base),
@@ -216,17 +216,6 @@ fn serve(mut ch: Channel, cpu: Option<usize>, delay: Option<Duration>) -> Result
             }
             Err(_) => req.reply_error(libc::EINVAL)?,
         }
-    }
-    Ok(())
-}
-
-/// Asks the kernel to send SIGTERM when the parent dies, then checks the
-/// parent did not die before the request took effect.
-fn die_with_parent(ppid: i32) -> Result<()> {
-    process::set_parent_death_signal(Some(process::Signal::TERM))
-        .context("prctl(PR_SET_PDEATHSIG)")?;
-    if process::parent_pid().map_or(0, |p| p.as_raw_nonzero().get()) != ppid {
-        anyhow::bail!("parent {ppid} is gone");
     }
     Ok(())
 }

@@ -153,11 +153,7 @@ fn opts() -> Options {
 /// Runs one peer until it is done or stopped.
 pub fn run(args: &PeerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     if let Some(ppid) = args.die_with_parent {
-        process::set_parent_death_signal(Some(process::Signal::TERM))
-            .context("prctl(PR_SET_PDEATHSIG)")?;
-        if process::parent_pid().map_or(0, |p| p.as_raw_nonzero().get()) != ppid {
-            bail!("parent {ppid} is gone");
-        }
+        process::die_with(ppid, process::Signal::TERM).context("--die-with-parent")?;
     }
     match &args.role {
         Role::Service(a) => serve(a, stop),
