@@ -153,6 +153,24 @@ pub trait ServerChannel: Send {
     /// Replies to the request last returned by `receive`. A client that has
     /// gone away meanwhile is not an error: its connection is dropped.
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
+    /// The buffer to build the reply to the request last returned by
+    /// `receive` in, in place: at least [`Options::max_msg`] bytes,
+    /// starting with the request. `None` (the default) on transports
+    /// without one, for which [`Request::reply_with`](crate::Request::reply_with)
+    /// copies through a buffer of its own.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Replies with the first `len` bytes of [`reply_buffer`]; called only
+    /// when it is `Some` (the default refuses).
+    ///
+    /// [`reply_buffer`]: ServerChannel::reply_buffer
+    fn reply_in_place(&mut self, _len: usize) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "replies in place",
+            transport: "this transport",
+        })
+    }
     /// Number of connected clients.
     fn connections(&self) -> usize;
 }
@@ -164,6 +182,25 @@ pub trait ClientConnection: Send {
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize>;
     /// Largest payload the server accepts.
     fn max_msg(&self) -> usize;
+    /// The buffer to build the next request in, in place: at least
+    /// [`max_msg`](ClientConnection::max_msg) bytes. `None` (the default)
+    /// on transports without one, for which
+    /// [`Connection::call_with`](crate::Connection::call_with) copies
+    /// through buffers of its own.
+    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Sends the first `len` bytes of [`request_buffer`] with command
+    /// `cmd`, blocks for the reply and returns it where it lies; called
+    /// only when [`request_buffer`] is `Some` (the default refuses).
+    ///
+    /// [`request_buffer`]: ClientConnection::request_buffer
+    fn call_in_place(&mut self, _cmd: u32, _len: usize) -> Result<&[u8]> {
+        Err(Error::Unsupported {
+            what: "calls in place",
+            transport: "this transport",
+        })
+    }
     /// Sends `req` with command `cmd` as a one-way message (the wire
     /// command is `cmd | ONEWAY`) and returns once it is queued, without
     /// waiting for the server. Only transports whose [`oneway`] is true
@@ -198,6 +235,22 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn max_msg(&self, requested: usize) -> usize {
         requested
     }
+}
+
+/// A transport whose server and client types are named at compile time,
+/// for [`Channel::create_typed`](crate::Channel::create_typed) and
+/// [`Connection::open_typed`](crate::Connection::open_typed): calls on
+/// them are direct, with no dynamic dispatch. [`shm::Shm`] is one;
+/// [`by_name`] keeps serving programs that choose at run time.
+pub trait Typed: Transport {
+    /// The server side.
+    type Server: ServerChannel + 'static;
+    /// The client side.
+    type Client: ClientConnection + 'static;
+    /// Serves the endpoint at `path` (already claimed by the caller).
+    fn serve_typed(&self, path: &Path, opts: &Options) -> Result<Self::Server>;
+    /// Connects to the endpoint at `path`.
+    fn connect_typed(&self, path: &Path, opts: &Options) -> Result<Self::Client>;
 }
 
 /// Every name a transport is selected by (aliases included), in table

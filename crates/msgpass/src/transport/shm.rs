@@ -21,8 +21,9 @@
 //! 24 data        payload, up to max_msg bytes
 //! ```
 //!
-//! Doorbell layout: `sleeping` (u32 at 4) and the server's CPU + 1 (u32 at
-//! 64, on a line of its own). Only the server writes it: its memfd is
+//! Doorbell layout: `spins` (u32 at 0: 1 when the server never sleeps, so
+//! a client need not look at `sleeping`), `sleeping` (u32 at 4) and the
+//! server's CPU + 1 (u32 at 64, on a line of its own). Only the server writes it: its memfd is
 //! sealed with `F_SEAL_FUTURE_WRITE` once the server has mapped it, so
 //! clients can map it only for reading.
 //!
@@ -55,6 +56,16 @@
 //! store instead of the atomic swap that reads WAITER (on this VM the swap
 //! was most of the server's time outside its spin loop).
 //!
+//! In place ([`Connection::call_with`](crate::Connection::call_with),
+//! [`Request::reply_with`](crate::Request::reply_with)): the payload is
+//! read and written in the slot itself, by both sides, so a round trip
+//! copies nothing; the copying calls copy in and out of the slot. The
+//! request is read in place in both cases ([`Request::data`](crate::Request::data)).
+//! After seeing its peer's post, each side's path to its own post is kept
+//! short (no clock, no system call, no locked instruction against a
+//! spinning peer): that path is all a spinning round trip adds to the
+//! cache-line transfers.
+//!
 //! Every wait is bounded by [`Options::tick`]; after each tick the waiter
 //! checks its peer's socket for a hang-up, which is how a dead server or a
 //! dead client is noticed.
@@ -67,7 +78,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, Guard, Session, Sessions};
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, Typed,
+};
 use oslayer::mman::Mapping;
 
 /// How a side waits for the other: the transport table's [`Wait`].
@@ -115,25 +128,39 @@ impl Transport for Shm {
     }
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        Ok(Box::new(self.serve_typed(path, opts)?))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        Ok(Box::new(self.connect_typed(path, opts)?))
+    }
+}
+
+impl Typed for Shm {
+    type Server = ShmServer;
+    type Client = ShmClient;
+
+    fn serve_typed(&self, path: &Path, opts: &Options) -> Result<ShmServer> {
         let listener = Listener::bind(path, Family::Shm, opts.max_msg)?;
         let (bell_fd, bell) = oslayer::mman::memfd_owned("msgpass-doorbell", PAGE)
             .map_err(|e| Error::io("memfd_create doorbell", e))?;
-        Ok(Box::new(ShmServer {
+        bell.atomic_u32(BELL_SPINS)
+            .store((self.wait == Wait::Spin) as u32, SeqCst);
+        Ok(ShmServer {
             bell_fd,
             bell,
             conns: Sessions::new(listener),
             wait: self.wait,
             opts: opts.clone(),
-            buf: vec![0; opts.max_msg],
             len: 0,
             guard: Guard::default(),
             next: 0,
             calls: 0,
             last_housekeeping: Instant::now(),
-        }))
+        })
     }
 
-    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+    fn connect_typed(&self, path: &Path, opts: &Options) -> Result<ShmClient> {
         let (sock, hello, mut fds) = rendezvous::connect(path, Family::Shm, opts)?;
         if fds.len() != 2 {
             return Err(Error::Protocol(format!(
@@ -150,22 +177,25 @@ impl Transport for Shm {
                 _ => Error::io(format!("map {what}"), e),
             })
         };
-        Ok(Box::new(ShmClient {
+        let bell = oslayer::mman::map_sealed_read_only(bell_fd.as_fd(), PAGE, "doorbell").map_err(
+            |e| match e.kind() {
+                std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
+                _ => Error::io("map doorbell", e),
+            },
+        )?;
+        Ok(ShmClient {
             slot: Slot {
                 map: map(&slot_fd, slot_len, "slot")?,
             },
-            bell: oslayer::mman::map_sealed_read_only(bell_fd.as_fd(), PAGE, "doorbell").map_err(
-                |e| match e.kind() {
-                    std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
-                    _ => Error::io("map doorbell", e),
-                },
-            )?,
+            server_spins: bell.load_u32(BELL_SPINS, SeqCst) == 1,
+            bell,
             sock,
             wait: self.wait,
             max_msg: hello.max_msg,
             spin: opts.spin,
             tick: opts.tick,
-        }))
+            cpu: 0,
+        })
     }
 }
 
@@ -212,7 +242,7 @@ impl Slot {
 
     /// Copies `src` into the payload area. The caller checked the size.
     #[inline]
-    fn write(&self, src: &[u8]) {
+    fn write(&mut self, src: &[u8]) {
         assert!(DATA + src.len() <= self.map.len());
         // SAFETY: the destination range lies inside the mapping (asserted);
         // the peer does not touch the payload while we own the slot, and if
@@ -226,6 +256,29 @@ impl Slot {
         assert!(DATA + dst.len() <= self.map.len());
         // SAFETY: as in `write`; `dst` is our own memory.
         unsafe { copy(self.map.ptr().add(DATA), dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// The first `len` payload bytes, in place.
+    #[inline]
+    fn payload(&self, len: usize) -> &[u8] {
+        assert!(DATA + len <= self.map.len());
+        // SAFETY: the range lies inside the mapping (asserted), which
+        // outlives the borrow of `self`; bytes have no invalid values. The
+        // peer may write them meanwhile only by breaking the protocol (it
+        // owns the slot only between its post and ours), which can change
+        // what we read, never where we read: the length was read once and
+        // bounded. This is the shared-memory contract of every zero-copy
+        // IPC library, documented at `Request::data` and `call_with`.
+        unsafe { std::slice::from_raw_parts(self.map.ptr().add(DATA), len) }
+    }
+
+    /// The first `len` payload bytes, in place, to write.
+    #[inline]
+    fn payload_mut(&mut self, len: usize) -> &mut [u8] {
+        assert!(DATA + len <= self.map.len());
+        // SAFETY: as in `payload`; `&mut self` makes it the only view of
+        // the slot this process hands out until it ends.
+        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(DATA), len) }
     }
 }
 
@@ -252,6 +305,7 @@ unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
 /// from their read-only mapping): whether the server sleeps (or is about
 /// to), and its CPU + 1 when it last waited for requests (0: unknown), on
 /// a line of its own: written only when the server moves.
+const BELL_SPINS: usize = 0;
 const BELL_SLEEPING: usize = 4;
 const BELL_SERVER_CPU: usize = 64;
 
@@ -263,13 +317,17 @@ fn worth_spinning(me: u32, peer: u32) -> bool {
     peer == 0 || me == 0 || peer != me
 }
 
-struct ShmServer {
+/// The server side of an [`Shm`] channel (for
+/// [`Channel::create_typed`](crate::Channel::create_typed)): the doorbell,
+/// the listener and one slot per client. Requests are read and answered in
+/// place in the client's slot.
+pub struct ShmServer {
     bell_fd: OwnedFd,
     bell: Mapping,
     conns: Sessions<Slot>,
     wait: Wait,
     opts: Options,
-    buf: Vec<u8>,
+    /// Length of the request being served (read once, bounded).
     len: usize,
     guard: Guard,
     next: usize,
@@ -328,8 +386,10 @@ impl ShmServer {
         }
     }
 
-    /// Takes the request in connection `i` into our buffer. A request whose
-    /// length field lies is answered with EMSGSIZE and skipped.
+    /// Takes the request in connection `i`, to be read in place: its
+    /// length is read once and bounded. A request whose length field lies
+    /// is answered with EMSGSIZE and skipped.
+    #[inline]
     fn take(&mut self, i: usize) -> Result<Option<Incoming>> {
         let slot = &self.conns.list[i].link;
         let len = slot.len().load(Relaxed) as usize;
@@ -339,13 +399,28 @@ impl ShmServer {
             self.reply(Status::Err(libc::EMSGSIZE), &[])?;
             return Ok(None);
         }
-        slot.read(&mut self.buf[..len]);
         self.len = len;
         Ok(Some(Incoming {
             cmd,
             len,
             oneway: false,
         }))
+    }
+
+    /// Publishes the reply now in connection `i`'s slot (`len` bytes, wire
+    /// status `code`) and wakes its client if it sleeps.
+    #[inline]
+    fn publish(&self, i: usize, code: u32, len: usize) {
+        let slot = &self.conns.list[i].link;
+        slot.len().store(len as u32, Relaxed);
+        slot.status().store(code, Relaxed);
+        let st = slot.state();
+        if st.load(Relaxed) & SPINS != 0 {
+            // The client spins and never sets WAITER: publish only.
+            st.store(REPLY, Release);
+        } else if st.swap(REPLY, SeqCst) & WAITER != 0 {
+            oslayer::futex::wake(st, 1, true);
+        }
     }
 
     /// Publishes our CPU and says whether any client was last seen on
@@ -458,29 +533,46 @@ impl ServerChannel for ShmServer {
         }
     }
 
+    #[inline]
     fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match self.guard.get() {
+            Some(&i) => self.conns.list[i].link.payload(self.len),
+            None => &[],
+        }
     }
 
+    #[inline]
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         let i = self.guard.take()?;
-        let slot = &self.conns.list[i].link;
         let (code, data) = status.encode(data);
         let (code, data) = if data.len() > self.opts.max_msg {
             (libc::EMSGSIZE as u32, &[][..])
         } else {
             (code, data)
         };
-        slot.write(data);
-        slot.len().store(data.len() as u32, Relaxed);
-        slot.status().store(code, Relaxed);
-        let st = slot.state();
-        if st.load(Relaxed) & SPINS != 0 {
-            // The client spins and never sets WAITER: publish only.
-            st.store(REPLY, Release);
-        } else if st.swap(REPLY, SeqCst) & WAITER != 0 {
-            oslayer::futex::wake(st, 1, true);
+        self.conns.list[i].link.write(data);
+        self.publish(i, code, data.len());
+        Ok(())
+    }
+
+    #[inline]
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        let i = *self.guard.get()?;
+        let max = self.opts.max_msg;
+        Some(self.conns.list[i].link.payload_mut(max))
+    }
+
+    #[inline]
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        let i = self.guard.take()?;
+        if len > self.opts.max_msg {
+            self.publish(i, libc::EMSGSIZE as u32, 0);
+            return Err(Error::TooLarge {
+                len,
+                max: self.opts.max_msg,
+            });
         }
+        self.publish(i, 0, len);
         Ok(())
     }
 
@@ -516,7 +608,10 @@ impl Drop for ShmServer {
     }
 }
 
-struct ShmClient {
+/// The client side of an [`Shm`] connection (for
+/// [`Connection::open_typed`](crate::Connection::open_typed)): its slot,
+/// the server's doorbell (read only) and the rendezvous session.
+pub struct ShmClient {
     slot: Slot,
     bell: oslayer::mman::ReadOnlyMapping,
     sock: OwnedFd,
@@ -524,10 +619,77 @@ struct ShmClient {
     max_msg: usize,
     spin: Duration,
     tick: Duration,
+    /// The server never sleeps (its doorbell says so): posting needs no
+    /// look at `sleeping`, so no locked instruction.
+    server_spins: bool,
+    /// Our CPU + 1 as last written to the slot (hybrid waiting).
+    cpu: u32,
 }
 
 impl ShmClient {
+    /// Posts the request now in the slot (`len` bytes, command `cmd`),
+    /// waking the server if it sleeps. Returns our CPU + 1 (hybrid; else 0).
+    #[inline]
+    fn post(&mut self, cmd: u32, len: usize) -> Result<u32> {
+        let st = self.slot.state();
+        let cur = st.load(Acquire);
+        if cur & MASK == CLOSED {
+            return Err(Error::Disconnected);
+        }
+        let me = match self.wait {
+            Wait::Hybrid => oslayer::cpu::current_cpu(),
+            _ => 0,
+        };
+        if me != self.cpu {
+            // Written only when we move: a store to the line the server
+            // spins on is a transfer.
+            self.slot.client_cpu().store(me, Relaxed);
+            self.cpu = me;
+        }
+        self.slot.cmd().store(cmd, Relaxed);
+        self.slot.len().store(len as u32, Relaxed);
+        let post = match self.wait {
+            Wait::Spin => REQUEST | SPINS,
+            _ => REQUEST,
+        };
+        if self.server_spins {
+            // Nobody to wake: a plain release store publishes. Over a close
+            // by the server (CLOSED) it leaves us waiting for the hang-up,
+            // which the wait notices within a tick.
+            st.store(post, Release);
+            return Ok(me);
+        }
+        // Post with a CAS so that a close by the server is never overwritten.
+        // SeqCst CAS, then SeqCst load of `sleeping`: the client's half of
+        // the Dekker pair described at the top; no separate fence needed.
+        if st.compare_exchange(cur, post, SeqCst, Acquire).is_err() {
+            return Err(Error::Disconnected);
+        }
+        if self.bell.load_u32(BELL_SLEEPING, SeqCst) != 0 {
+            // Our own word, the one the sleeping server watches for us.
+            oslayer::futex::wake(st, 1, true);
+        }
+        Ok(me)
+    }
+
+    /// The reply's length once it is in: the server's error, or a length
+    /// over the slot (a lying server), are errors.
+    #[inline]
+    fn reply_len(&self) -> Result<usize> {
+        let status = self.slot.status().load(Relaxed);
+        let len = self.slot.len().load(Relaxed) as usize;
+        if status == 0 && len > self.max_msg {
+            return Err(Error::Protocol(format!(
+                "reply length {len} exceeds {}",
+                self.max_msg
+            )));
+        }
+        Status::check_reply(status, len, self.max_msg)?;
+        Ok(len)
+    }
+
     /// Waits until the server replies; `Disconnected` if it closes or dies.
+    #[inline]
     fn wait_reply(&self, me: u32) -> Result<()> {
         let st = self.slot.state();
         let mut watch = Liveness::new(self.tick);
@@ -614,6 +776,7 @@ impl Liveness {
 }
 
 impl ClientConnection for ShmClient {
+    #[inline]
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
         if req.len() > self.max_msg {
             return Err(Error::TooLarge {
@@ -621,50 +784,38 @@ impl ClientConnection for ShmClient {
                 max: self.max_msg,
             });
         }
-        let st = self.slot.state();
-        let cur = st.load(Acquire);
-        if cur & MASK == CLOSED {
-            return Err(Error::Disconnected);
-        }
-        let me = match self.wait {
-            Wait::Hybrid => oslayer::cpu::current_cpu(),
-            _ => 0,
-        };
-        self.slot.client_cpu().store(me, Relaxed);
-        self.slot.cmd().store(cmd, Relaxed);
-        self.slot.len().store(req.len() as u32, Relaxed);
         self.slot.write(req);
-        // Post with a CAS so that a close by the server is never overwritten.
-        // SeqCst CAS, then SeqCst load of `sleeping`: the client's half of
-        // the Dekker pair described at the top; no separate fence needed.
-        let post = if self.wait == Wait::Spin {
-            REQUEST | SPINS
-        } else {
-            REQUEST
-        };
-        if st.compare_exchange(cur, post, SeqCst, Acquire).is_err() {
-            return Err(Error::Disconnected);
-        }
-        if self.bell.load_u32(BELL_SLEEPING, SeqCst) != 0 {
-            // Our own word, the one the sleeping server watches for us.
-            oslayer::futex::wake(st, 1, true);
-        }
+        let me = self.post(cmd, req.len())?;
         self.wait_reply(me)?;
-        let status = self.slot.status().load(Relaxed);
-        let len = self.slot.len().load(Relaxed) as usize;
-        if status == 0 && len > self.max_msg {
-            return Err(Error::Protocol(format!(
-                "reply length {len} exceeds {}",
-                self.max_msg
-            )));
-        }
-        Status::check_reply(status, len, reply.len())?;
+        let len = self.reply_len()?;
+        Status::check_reply(0, len, reply.len())?;
         self.slot.read(&mut reply[..len]);
         Ok(len)
     }
 
+    #[inline]
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    #[inline]
+    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        let max = self.max_msg;
+        Some(self.slot.payload_mut(max))
+    }
+
+    #[inline]
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+        if len > self.max_msg {
+            return Err(Error::TooLarge {
+                len,
+                max: self.max_msg,
+            });
+        }
+        let me = self.post(cmd, len)?;
+        self.wait_reply(me)?;
+        let len = self.reply_len()?;
+        Ok(self.slot.payload(len))
     }
 }
 

@@ -1,0 +1,301 @@
+//! The server side: [`Channel`] and the [`Request`] it yields.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::names::{EndpointClaim, Namespace};
+use crate::transport::{self, Incoming, Options, ServerChannel, Status, Transport, Typed};
+
+/// The server side of a named endpoint. One thread receives on it; several
+/// channels can live in one process, one per thread.
+///
+/// `S` is the transport's server: `dyn ServerChannel` (the default) for a
+/// transport chosen at run time ([`Channel::create`]), or a concrete type
+/// named at compile time ([`Channel::create_typed`]), whose calls are then
+/// direct and can be inlined.
+pub struct Channel<S: ServerChannel + ?Sized = dyn ServerChannel> {
+    // Field order matters: the transport closes before the claim removes
+    // the endpoint and releases the lock.
+    inner: Box<S>,
+    place: Place,
+    stop: Arc<AtomicBool>,
+    max_msg: usize,
+    /// The copying fallback of [`Request::reply_with`], for transports
+    /// without a reply buffer of their own (empty until first used).
+    scratch: Vec<u8>,
+}
+
+/// Where a channel is served.
+enum Place {
+    /// An endpoint in a namespace, claimed for the channel's lifetime.
+    Endpoint(EndpointClaim),
+    /// A TCP address, with no namespace ([`Channel::listen_tcp`]).
+    Tcp {
+        /// `tcp://ADDR:PORT`, what [`Channel::path`] shows.
+        name: PathBuf,
+        /// The address listened on.
+        addr: SocketAddr,
+    },
+}
+
+impl Channel {
+    /// Creates endpoint `name` in `ns`, served over `transport`. Replaces a
+    /// stale endpoint left by a dead server; refuses a live one with
+    /// [`Error::AlreadyServed`].
+    pub fn create(
+        ns: &Namespace,
+        name: &str,
+        transport: &dyn Transport,
+        opts: &Options,
+    ) -> Result<Channel> {
+        let claim = EndpointClaim::new(ns, name)?;
+        let inner = transport.serve(claim.path(), opts)?;
+        Ok(Channel::new(
+            inner,
+            Place::Endpoint(claim),
+            transport.max_msg(opts.max_msg),
+        ))
+    }
+
+    /// Like [`create`](Channel::create), with the transport named at
+    /// compile time: the channel holds the transport's own server type, so
+    /// receiving and replying are direct calls (no dynamic dispatch), which
+    /// the compiler can inline into the serving loop.
+    pub fn create_typed<T: Typed>(
+        ns: &Namespace,
+        name: &str,
+        transport: &T,
+        opts: &Options,
+    ) -> Result<Channel<T::Server>> {
+        let claim = EndpointClaim::new(ns, name)?;
+        let inner = Box::new(transport.serve_typed(claim.path(), opts)?);
+        Ok(Channel::new(
+            inner,
+            Place::Endpoint(claim),
+            transport.max_msg(opts.max_msg),
+        ))
+    }
+
+    /// Serves a channel on TCP address `addr` (like `10.0.0.1:5000`, or
+    /// port 0 for any free port), for clients on other hosts: QNX-style
+    /// network-transparent message passing. No namespace is involved: the
+    /// TCP connection is the session, and the server's first bytes on it
+    /// are the same versioned hello the local rendezvous sends, so a
+    /// client of another version or transport gets a clear error. Clients
+    /// connect with [`Connection::connect_tcp`](crate::Connection::connect_tcp).
+    ///
+    /// Liveness across hosts: a peer process that dies is noticed at once
+    /// (its kernel closes the connection); a peer host that vanishes is
+    /// noticed by TCP keep-alive within about 5 s.
+    pub fn listen_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Channel> {
+        let (inner, addr) = transport::tcp::listen(addr, opts)?;
+        let name = transport::tcp::remote_name(&addr);
+        Ok(Channel::new(inner, Place::Tcp { name, addr }, opts.max_msg))
+    }
+}
+
+impl<S: ServerChannel + ?Sized> Channel<S> {
+    fn new(inner: Box<S>, place: Place, max_msg: usize) -> Channel<S> {
+        Channel {
+            inner,
+            place,
+            stop: Arc::new(AtomicBool::new(false)),
+            max_msg,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Makes [`receive`](Channel::receive) return `Ok(None)` once `flag` is
+    /// set (within one [`Options::tick`]). Share one flag between channels
+    /// and a signal handler to stop a whole server.
+    pub fn set_stop_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = flag;
+    }
+
+    /// A flag that, once set, makes `receive` return `Ok(None)`.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// True when creating the channel replaced a stale endpoint.
+    pub fn replaced_stale(&self) -> bool {
+        match &self.place {
+            Place::Endpoint(claim) => claim.replaced_stale,
+            Place::Tcp { .. } => false,
+        }
+    }
+
+    /// The endpoint's path; `tcp://ADDR:PORT` for a channel made by
+    /// [`listen_tcp`](Channel::listen_tcp) (there is no file).
+    pub fn path(&self) -> &Path {
+        match &self.place {
+            Place::Endpoint(claim) => claim.path(),
+            Place::Tcp { name, .. } => name,
+        }
+    }
+
+    /// The address a channel made by [`listen_tcp`](Channel::listen_tcp)
+    /// listens on (with the actual port when port 0 was asked for).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match &self.place {
+            Place::Endpoint(_) => None,
+            Place::Tcp { addr, .. } => Some(*addr),
+        }
+    }
+
+    /// Largest request or reply payload this channel carries: the
+    /// requested [`Options::max_msg`], lowered by transports that cannot
+    /// carry that much (udp).
+    pub fn max_msg(&self) -> usize {
+        self.max_msg
+    }
+
+    /// Number of connected clients.
+    pub fn connections(&self) -> usize {
+        self.inner.connections()
+    }
+
+    /// Waits for the next request; `Ok(None)` once the stop flag is set.
+    #[inline]
+    pub fn receive(&mut self) -> Result<Option<Request<'_, S>>> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match self.inner.receive(&self.stop)? {
+            Some(head) => Ok(Some(Request {
+                chan: &mut *self.inner,
+                scratch: &mut self.scratch,
+                max_msg: self.max_msg,
+                head,
+                answered: false,
+            })),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A received request. Answer it with [`reply`](Request::reply),
+/// [`reply_with`](Request::reply_with) or
+/// [`reply_error`](Request::reply_error); dropping it unanswered replies
+/// `EIO`, so a client never waits for an answer that will not come.
+///
+/// A one-way message ([`is_oneway`](Request::is_oneway), sent with
+/// [`Connection::send_oneway`](crate::Connection::send_oneway)) has nobody
+/// waiting: replying to it, or dropping it, sends nothing.
+pub struct Request<'a, S: ServerChannel + ?Sized = dyn ServerChannel> {
+    chan: &'a mut S,
+    scratch: &'a mut Vec<u8>,
+    max_msg: usize,
+    head: Incoming,
+    answered: bool,
+}
+
+impl<S: ServerChannel + ?Sized> Request<'_, S> {
+    /// The command code.
+    #[inline]
+    pub fn cmd(&self) -> u32 {
+        self.head.cmd
+    }
+
+    /// The request payload. On the shared-memory transports this is the
+    /// client's slot itself, read in place: a client that breaks the
+    /// protocol can change these bytes while you read them, so copy out
+    /// any value you check before you rely on it (lengths, indices).
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        self.chan.data()
+    }
+
+    /// True for a one-way message: no reply is expected, and none is sent.
+    #[inline]
+    pub fn is_oneway(&self) -> bool {
+        self.head.oneway
+    }
+
+    /// Replies with `data` (copied into the transport). A reply larger than
+    /// the channel allows is not sent: the client gets `EMSGSIZE` and this
+    /// returns [`Error::TooLarge`]. For a one-way message nothing is sent
+    /// and this returns `Ok(())`.
+    #[inline]
+    pub fn reply(mut self, data: &[u8]) -> Result<()> {
+        self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
+        if data.len() > self.max_msg {
+            return self.refuse_oversize(data.len());
+        }
+        self.chan.reply(Status::Ok, data)
+    }
+
+    /// Replies in place: `fill` gets the transport's reply buffer
+    /// ([`Channel::max_msg`] bytes, starting with the request's bytes,
+    /// since on shared memory the reply is written over the request),
+    /// writes the reply into it and returns its length; the reply is
+    /// published when `fill` returns. The buffer is only reachable inside
+    /// `fill`, so nothing can touch it once the client owns it again.
+    ///
+    /// On the shared-memory transports no byte is copied; elsewhere the
+    /// buffer is one of the channel's and its first `len` bytes are sent
+    /// as by [`reply`](Request::reply). A length over the buffer is not
+    /// sent: the client gets `EMSGSIZE` and this returns
+    /// [`Error::TooLarge`]. For a one-way message `fill` is not called.
+    #[inline]
+    pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
+        let max = self.max_msg;
+        if let Some(buf) = self.chan.reply_buffer() {
+            let len = fill(&mut buf[..max]);
+            if len > max {
+                return self.refuse_oversize(len);
+            }
+            return self.chan.reply_in_place(len);
+        }
+        // The copying fallback: the channel's buffer, holding the request.
+        let data = self.chan.data();
+        self.scratch.resize(max.max(data.len()), 0);
+        self.scratch[..data.len()].copy_from_slice(data);
+        let len = fill(&mut self.scratch[..max]);
+        if len > max {
+            return self.refuse_oversize(len);
+        }
+        self.chan.reply(Status::Ok, &self.scratch[..len])
+    }
+
+    /// Replies with an errno-style error code (like a devctl failing with
+    /// `ENOTTY` for an unknown command). For a one-way message nothing is
+    /// sent.
+    #[inline]
+    pub fn reply_error(mut self, code: i32) -> Result<()> {
+        self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
+        self.chan.reply(Status::Err(code), &[])
+    }
+
+    /// A reply of `len` bytes does not fit: the client hears `EMSGSIZE`.
+    #[cold]
+    fn refuse_oversize(&mut self, len: usize) -> Result<()> {
+        self.chan.reply(Status::Err(libc::EMSGSIZE), &[])?;
+        Err(Error::TooLarge {
+            len,
+            max: self.max_msg,
+        })
+    }
+}
+
+impl<S: ServerChannel + ?Sized> Drop for Request<'_, S> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.answered && !self.head.oneway {
+            let _ = self.chan.reply(Status::Err(libc::EIO), &[]);
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The client side: [`Connection`].
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::names::Namespace;
+use crate::transport::{self, ClientConnection, Options, Transport, Typed, ONEWAY};
+
+/// The client side: a connection to a named endpoint.
+///
+/// `C` is the transport's client: `dyn ClientConnection` (the default) for
+/// a transport chosen at run time ([`Connection::open`]), or a concrete
+/// type named at compile time ([`Connection::open_typed`]), whose calls are
+/// then direct and can be inlined.
+pub struct Connection<C: ClientConnection + ?Sized = dyn ClientConnection> {
+    inner: Box<C>,
+    /// The transport's name, for errors.
+    transport: &'static str,
+    /// The copying fallback of [`call_with`](Connection::call_with), for
+    /// transports without buffers of their own: the request is built in
+    /// `request`, the reply lands in `reply` (both empty until first used).
+    request: Vec<u8>,
+    reply: Vec<u8>,
+}
+
+/// The endpoint `name` in `ns`, checked against a live endpoint of another
+/// transport that does not meet on a socket (a fuse mount refuses every
+/// other transport's connect).
+fn endpoint(ns: &Namespace, name: &str, transport: &'static str) -> Result<PathBuf> {
+    let path = ns.path_of(name)?;
+    if let Some(found) = transport::table::served_by(&path) {
+        if found != transport {
+            return Err(Error::WrongTransport {
+                path,
+                expected: transport,
+                found: found.into(),
+            });
+        }
+    }
+    Ok(path)
+}
+
+impl Connection {
+    /// Connects to endpoint `name` in `ns` over `transport`, waiting up to
+    /// [`Options::wait`] for it to appear.
+    pub fn open(
+        ns: &Namespace,
+        name: &str,
+        transport: &dyn Transport,
+        opts: &Options,
+    ) -> Result<Connection> {
+        let path = endpoint(ns, name, transport.name())?;
+        Ok(Connection::new(
+            transport.connect(&path, opts)?,
+            transport.name(),
+        ))
+    }
+
+    /// Like [`open`](Connection::open), with the transport named at compile
+    /// time: the connection holds the transport's own client type, so
+    /// calls are direct (no dynamic dispatch) and can be inlined.
+    pub fn open_typed<T: Typed>(
+        ns: &Namespace,
+        name: &str,
+        transport: &T,
+        opts: &Options,
+    ) -> Result<Connection<T::Client>> {
+        let path = endpoint(ns, name, transport.name())?;
+        Ok(Connection::new(
+            Box::new(transport.connect_typed(&path, opts)?),
+            transport.name(),
+        ))
+    }
+
+    /// Connects over TCP to a channel served by
+    /// [`Channel::listen_tcp`](crate::Channel::listen_tcp) at `addr` (like
+    /// `10.0.0.1:5000`), on this host or another, waiting up to
+    /// [`Options::wait`] for the server to appear. Nobody listening is
+    /// [`Error::NotFound`] (its path is `tcp://ADDR:PORT`); something
+    /// other than a msgpass server is [`Error::Protocol`].
+    pub fn connect_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Connection> {
+        Ok(Connection::new(transport::tcp::connect(addr, opts)?, "tcp"))
+    }
+}
+
+impl<C: ClientConnection + ?Sized> Connection<C> {
+    fn new(inner: Box<C>, transport: &'static str) -> Connection<C> {
+        Connection {
+            inner,
+            transport,
+            request: Vec::new(),
+            reply: Vec::new(),
+        }
+    }
+
+    /// Sends command `cmd` with payload `req`, blocks until the reply, copies
+    /// it into `reply` and returns its length. An error reply is
+    /// [`Error::Remote`]. A command with the [`ONEWAY`] bit set is
+    /// [`Error::ReservedCommand`].
+    #[inline]
+    pub fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if cmd & ONEWAY != 0 {
+            return Err(Error::ReservedCommand { cmd });
+        }
+        self.inner.call(cmd, req, reply)
+    }
+
+    /// Calls in place: `fill` writes the request into the transport's
+    /// request buffer ([`max_msg`](Connection::max_msg) bytes; what it held
+    /// before is unspecified) and returns its length; the call then blocks
+    /// until the reply, which is returned where it lies. An error reply is
+    /// [`Error::Remote`]; a length over the buffer is [`Error::TooLarge`]
+    /// (nothing is sent).
+    ///
+    /// On the shared-memory transports nothing is copied: the request is
+    /// written into the connection's slot and the reply read from it. The
+    /// reply borrows the connection, so it cannot outlive the next call,
+    /// which reuses the slot (the compiler checks it):
+    ///
+    /// ```compile_fail
+    /// # fn f(conn: &mut msgpass::Connection) -> msgpass::Result<()> {
+    /// let first = conn.call_with(1, |buf| { buf[0] = 1; 1 })?;
+    /// let second = conn.call_with(1, |buf| { buf[0] = 2; 1 })?;
+    /// assert_ne!(first, second); // `first` would be overwritten
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// On the other transports the buffers are the connection's own, and
+    /// the call copies as [`call`](Connection::call) does. On shared
+    /// memory the server (like any peer, untrusted) could change the reply
+    /// while you read it: copy out what you check before relying on it.
+    #[inline]
+    pub fn call_with(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
+        if cmd & ONEWAY != 0 {
+            return Err(Error::ReservedCommand { cmd });
+        }
+        let max = self.inner.max_msg();
+        if let Some(buf) = self.inner.request_buffer() {
+            let len = fill(&mut buf[..max]);
+            if len > max {
+                return Err(Error::TooLarge { len, max });
+            }
+            return self.inner.call_in_place(cmd, len);
+        }
+        self.copying_call(cmd, fill)
+    }
+
+    /// [`call_with`](Connection::call_with) over the connection's own
+    /// buffers, for transports without buffers to lend.
+    #[cold]
+    fn copying_call(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
+        let max = self.inner.max_msg();
+        self.request.resize(max, 0);
+        self.reply.resize(max, 0);
+        let len = fill(&mut self.request);
+        if len > max {
+            return Err(Error::TooLarge { len, max });
+        }
+        let n = self
+            .inner
+            .call(cmd, &self.request[..len], &mut self.reply)?;
+        Ok(&self.reply[..n])
+    }
+
+    /// Sends command `cmd` with payload `req` as a one-way message (a QNX
+    /// pulse, but with a payload): returns once the message is queued,
+    /// without waiting for the server, blocking only while the channel is
+    /// full.
+    ///
+    /// One-way messages are delivered whole and in order with the calls on
+    /// the same connection, so a later [`call`](Connection::call) is
+    /// received after every one-way message sent before it: a call can
+    /// acknowledge them. The server receives it as a
+    /// [`Request`](crate::Request) whose
+    /// [`is_oneway`](crate::Request::is_oneway) is true; its reply (or the
+    /// reply a dropped request would send) is silently not sent, and an
+    /// error at the server is not reported to the client.
+    ///
+    /// Errors: [`Error::Unsupported`] on a transport without one-way
+    /// messages (see [`supports_oneway`](Connection::supports_oneway));
+    /// [`Error::TooLarge`] for a payload over [`max_msg`](Connection::max_msg);
+    /// [`Error::ReservedCommand`] for a command with the [`ONEWAY`] bit
+    /// set; [`Error::Disconnected`] when the server is known to be gone (a
+    /// server that dies with messages queued may only be noticed by a later
+    /// send or call).
+    pub fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
+        if !self.inner.oneway() {
+            return Err(Error::Unsupported {
+                what: "one-way messages",
+                transport: self.transport,
+            });
+        }
+        if cmd & ONEWAY != 0 {
+            return Err(Error::ReservedCommand { cmd });
+        }
+        if req.len() > self.inner.max_msg() {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.inner.max_msg(),
+            });
+        }
+        self.inner.send_oneway(cmd, req)
+    }
+
+    /// True when this connection's transport carries one-way messages
+    /// ([`send_oneway`](Connection::send_oneway)): those whose channel
+    /// queues several messages and blocks a sender while full (pipe, fifo,
+    /// uds, uds-stream, uds-dgram, sysv-msg, tcp). The one-slot
+    /// shared-memory transports, eventfd, io-uring, signal, posix-mq, fuse
+    /// and udp (which drops a datagram when the receiver is full) do not.
+    pub fn supports_oneway(&self) -> bool {
+        self.inner.oneway()
+    }
+
+    /// Largest payload the server accepts.
+    pub fn max_msg(&self) -> usize {
+        self.inner.max_msg()
+    }
+
+    /// True when [`call_with`](Connection::call_with) works in place here
+    /// (the transport lends its own buffers: the shared-memory transports),
+    /// false when it goes through the copying fallback.
+    pub fn in_place(&mut self) -> bool {
+        self.inner.request_buffer().is_some()
+    }
+}
