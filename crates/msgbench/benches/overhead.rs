@@ -3,7 +3,7 @@
 //!
 //! | library   | floor                 | placements | target     |
 //! |-----------|-----------------------|------------|------------|
-//! | shm-spin  | `pingpong::cacheline`    | 0,1        | <= 1.50x   |
+//! | shm-spin  | `pingpong::cacheline_processes` | 0,1 | <= 1.50x (in place, 8 and 64 B) |
 //! | shm-block | `pingpong::futex`        | 0,0 + 0,1  | <= 1.15x   |
 //! | uds       | `pingpong::seqpacket`    | 0,0 + 0,1  | <= 1.10x   |
 //! | uds-stream| `pingpong::uds_stream`   | 0,0 + 0,1  | <= 1.10x   |
@@ -22,9 +22,21 @@
 //! For each row, bare and library runs alternate (bare, lib, bare, lib...)
 //! with the same number of round trips, and the medians are compared. The
 //! library run is a `Channel` served by one pinned thread (CPU `b`) and a
-//! `Connection` in another pinned thread (CPU `a`), 4-byte request and
-//! reply, every value checked; the floor's side A (requester) runs on `a`,
-//! side B (echo) on `b`.
+//! `Connection` in another pinned thread (CPU `a`); the floor's side A
+//! (requester) runs on `a`, side B (echo) on `b`.
+//!
+//! Each shared-memory row runs twice, once per API: `in place`
+//! (`Connection::call_with` / `Request::reply_with`, over the typed
+//! channel: no dynamic dispatch) and `copy` (`Connection::call` /
+//! `Request::reply`, chosen by name as before). A message of SIZE bytes
+//! each way carries a sequence stamp in its first 8 bytes (or all of it
+//! when smaller), which the server checks and answers with the stamp plus
+//! one; the rest of the body is left as it is. In place, nothing else is
+//! touched, so the round trip should not depend on the size; the copying
+//! API copies the whole message each way. Every stamp is checked, and the
+//! whole body of the last reply. The kernel transports' rows use the
+//! copying API with 4-byte messages. A last section gives the size curve
+//! of shm-spin across CPUs, both APIs, 8 B to 64 KiB.
 //!
 //! Over target is reported (`OVER`), not failed. A wrong value or a setup
 //! failure is an error: the row says so and the exit status is 1.
@@ -41,13 +53,33 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use msgbench::measure::placement::{online_cpus, pin_current_thread};
 use msgbench::pingpong::{self, PingPong};
-use msgpass::{Channel, Connection, Namespace, Options, Transport};
+use msgpass::transport::shm::{Shm, Wait};
+use msgpass::transport::{ClientConnection, ServerChannel};
+use msgpass::{Channel, Connection, Namespace, Options};
 
 /// Spread (max-min over median, in percent) above which a row is flagged.
 const NOISY_PCT: f64 = 25.0;
 
 type Cpus = (Option<usize>, Option<usize>);
 type FloorFn = fn(Cpus, u64) -> anyhow::Result<PingPong>;
+
+/// Which msgpass API a library run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// `call_with` / `reply_with`, typed channel for the shm transports.
+    InPlace,
+    /// `call` / `reply`, transport by name.
+    Copy,
+}
+
+impl Api {
+    fn label(self) -> &'static str {
+        match self {
+            Api::InPlace => "in place",
+            Api::Copy => "copy",
+        }
+    }
+}
 
 /// One comparison.
 struct Row {
@@ -56,7 +88,11 @@ struct Row {
     floor: FloorFn,
     /// (requester, server) CPUs.
     cpus: (usize, usize),
-    target: f64,
+    /// Payload bytes each way.
+    size: usize,
+    api: Api,
+    /// `None`: shown, not judged (the copying API's sizes, the curve).
+    target: Option<f64>,
 }
 
 /// How long the run goes.
@@ -158,25 +194,20 @@ fn main() {
 fn run(plan: &Plan) -> anyhow::Result<bool> {
     let (c0, c1) = two_cpus()?;
     let mut rows = all_rows(c0, c1);
+    let mut curve = curve_rows(c0, c1);
     if let Some(only) = &plan.only {
         keep_only(&mut rows, only)?;
+        curve.retain(|r| only.iter().any(|n| r.transport == n));
     }
 
     let dir = std::env::temp_dir().join(format!("msgbench-overhead-{}", std::process::id()));
     let ns = Namespace::open(&dir).with_context(|| format!("namespace {}", dir.display()))?;
     let started = Instant::now();
     print_header(plan, c1.is_none());
-    let mut all_ok = true;
-    for (k, row) in rows.iter().enumerate() {
-        let label = format!("{} / {}", row.transport, row.floor_name);
-        let cpus = format!("{},{}", row.cpus.0, row.cpus.1);
-        match measure_row(&ns, k, row, plan) {
-            Ok(o) => print_outcome(&label, &cpus, row, &o, plan.verbose),
-            Err(e) => {
-                all_ok = false;
-                println!("{label:<24} {cpus:>5} FAILED: {e:#}");
-            }
-        }
+    let mut all_ok = measure_rows(&ns, 0, &rows, plan);
+    if !curve.is_empty() {
+        println!("\nsize curve: shm-spin across CPUs, in place against copy");
+        all_ok &= measure_rows(&ns, rows.len(), &curve, plan);
     }
     print_footer(started);
     drop(ns);
@@ -184,6 +215,30 @@ fn run(plan: &Plan) -> anyhow::Result<bool> {
         eprintln!("overhead: cannot remove {}: {e}", dir.display());
     }
     Ok(all_ok)
+}
+
+/// Measures and prints `rows` (numbered from `first` for their endpoint
+/// names); false when one failed.
+fn measure_rows(ns: &Namespace, first: usize, rows: &[Row], plan: &Plan) -> bool {
+    let mut all_ok = true;
+    for (k, row) in rows.iter().enumerate() {
+        let label = format!(
+            "{} {}B {} / {}",
+            row.transport,
+            row.size,
+            row.api.label(),
+            row.floor_name
+        );
+        let cpus = format!("{},{}", row.cpus.0, row.cpus.1);
+        match measure_row(ns, first + k, row, plan) {
+            Ok(o) => print_outcome(&label, &cpus, row, &o, plan.verbose),
+            Err(e) => {
+                all_ok = false;
+                println!("{label:<44} {cpus:>5} FAILED: {e:#}");
+            }
+        }
+    }
+    all_ok
 }
 
 /// The first two online CPUs: the same-CPU rows run on the first, the
@@ -201,25 +256,38 @@ fn two_cpus() -> anyhow::Result<(usize, Option<usize>)> {
 /// `c0,c1` (left out when `c1` is `None`).
 fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
     let mut rows = vec![];
-    let mut add = |transport, floor_name, floor: FloorFn, target, same: bool| {
-        let cpus = if same {
-            Some((c0, c0))
-        } else {
-            c1.map(|c1| (c0, c1))
+    let mut add_sized =
+        |transport, floor_name, floor: FloorFn, target, same: bool, size, api| {
+            let cpus = if same {
+                Some((c0, c0))
+            } else {
+                c1.map(|c1| (c0, c1))
+            };
+            if let Some(cpus) = cpus {
+                rows.push(Row {
+                    transport,
+                    floor_name,
+                    floor,
+                    cpus,
+                    size,
+                    api,
+                    target,
+                });
+            }
         };
-        if let Some(cpus) = cpus {
-            rows.push(Row {
-                transport,
-                floor_name,
-                floor,
-                cpus,
-                target,
-            });
+    let procs: FloorFn = pingpong::cacheline_processes;
+    for size in [8, 64] {
+        add_sized("shm-spin", "cacheline_procs", procs, Some(1.5), false, size, Api::InPlace);
+        add_sized("shm-spin", "cacheline_procs", procs, None, false, size, Api::Copy);
+    }
+    for same in [true, false] {
+        for api in [Api::InPlace, Api::Copy] {
+            add_sized("shm-block", "futex", pingpong::futex, Some(1.15), same, 8, api);
         }
+    }
+    let mut add = |transport, floor_name, floor: FloorFn, target, same: bool| {
+        add_sized(transport, floor_name, floor, Some(target), same, 4, Api::Copy);
     };
-    add("shm-spin", "cacheline", pingpong::cacheline, 1.5, false);
-    add("shm-block", "futex", pingpong::futex, 1.15, true);
-    add("shm-block", "futex", pingpong::futex, 1.15, false);
     add("uds", "seqpacket", pingpong::seqpacket, 1.10, true);
     add("uds", "seqpacket", pingpong::seqpacket, 1.10, false);
     // The kernel transports, each against the bare ping-pong over the same
@@ -238,6 +306,26 @@ fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
     for (transport, floor_name, f) in kernel {
         add(transport, floor_name, f, 1.10, true);
         add(transport, floor_name, f, 1.10, false);
+    }
+    rows
+}
+
+/// The size curve: shm-spin across CPUs, both APIs, against the same floor.
+fn curve_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
+    let Some(c1) = c1 else { return vec![] };
+    let mut rows = vec![];
+    for size in [8, 64, 1024, 4096, 65536] {
+        for api in [Api::InPlace, Api::Copy] {
+            rows.push(Row {
+                transport: "shm-spin",
+                floor_name: "cacheline_procs",
+                floor: pingpong::cacheline_processes,
+                cpus: (c0, c1),
+                size,
+                api,
+                target: None,
+            });
+        }
     }
     rows
 }
@@ -271,7 +359,7 @@ fn print_header(plan: &Plan, one_cpu: bool) {
         println!("only one CPU online: the different-CPU rows are skipped");
     }
     let header = format!(
-        "{:<24} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
+        "{:<44} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
         "library / floor",
         "cpus",
         "rt/run",
@@ -296,15 +384,20 @@ fn print_outcome(label: &str, cpus: &str, row: &Row, o: &Outcome, verbose: bool)
     let pairs: Vec<f64> = o.lib.iter().zip(&o.bare).map(|(l, b)| l / b).collect();
     let paired = median(&pairs);
     let (sb, sl) = (spread_pct(&o.bare), spread_pct(&o.lib));
-    let verdict = if ratio <= row.target { "ok" } else { "OVER" };
+    let verdict = match row.target {
+        Some(t) if ratio <= t => "ok",
+        Some(_) => "OVER",
+        None => "-",
+    };
+    let target = row.target.map_or("-".to_string(), |t| format!("{t:.2}x"));
     let noisy = if sb.max(sl) > NOISY_PCT {
         " (noisy)"
     } else {
         ""
     };
     println!(
-        "{:<24} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>6.2}x  {}{}",
-        label, cpus, o.round_trips, b, sb, l, sl, ratio, paired, row.target, verdict, noisy
+        "{:<44} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>7}  {}{}",
+        label, cpus, o.round_trips, b, sb, l, sl, ratio, paired, target, verdict, noisy
     );
     if verbose {
         println!("    bare runs: {}", runs_list(&o.bare));
@@ -347,7 +440,7 @@ fn measure_row(ns: &Namespace, k: usize, row: &Row, plan: &Plan) -> anyhow::Resu
         let bare = (row.floor)(cpus, n).with_context(|| format!("{} run {r}", row.floor_name))?;
         o.bare.push(bare.ns_per_round_trip);
         let name = format!("overhead/{k}-{}-{r}", row.transport);
-        let lib = library(ns, &name, row.transport, row.cpus, n)
+        let lib = library(ns, &name, row, n)
             .with_context(|| format!("{} run {r}", row.transport))?;
         o.lib.push(lib);
     }
@@ -358,69 +451,107 @@ fn measure_row(ns: &Namespace, k: usize, row: &Row, plan: &Plan) -> anyhow::Resu
 /// channel's stop flag, or why it has none.
 type Ready = anyhow::Result<Arc<AtomicBool>>;
 
-/// One library run: ns per round trip over `n` timed calls (after the same
-/// warm-up the floors use), every request and reply checked.
-fn library(
-    ns: &Namespace,
-    name: &str,
-    transport: &str,
-    (client_cpu, server_cpu): (usize, usize),
+/// One library run of `row`: ns per round trip over `n` timed calls (after
+/// the same warm-up the floors use), every stamp checked. In place over
+/// an shm transport goes through the typed channel.
+fn library(ns: &Namespace, name: &str, row: &Row, n: u64) -> anyhow::Result<f64> {
+    let wait = match row.transport {
+        "shm-spin" => Some(Wait::Spin),
+        "shm-block" => Some(Wait::Block),
+        "shm-hybrid" | "shm" => Some(Wait::Hybrid),
+        _ => None,
+    };
+    let opts = Options::default();
+    let client_opts = Options {
+        wait: Some(Duration::from_secs(5)),
+        ..Options::default()
+    };
+    if let (Api::InPlace, Some(wait)) = (row.api, wait) {
+        let t = Shm::new(wait);
+        return pair(
+            row,
+            n,
+            || Channel::create_typed(ns, name, &t, &opts),
+            || Connection::open_typed(ns, name, &t, &client_opts),
+        );
+    }
+    let t = msgpass::transport::by_name(row.transport)?;
+    let t = &*t;
+    pair(
+        row,
+        n,
+        || Channel::create(ns, name, t, &opts),
+        || Connection::open(ns, name, t, &client_opts),
+    )
+}
+
+/// The request stamp of call `i` (the reply's is one more).
+fn stamp_of(i: u64) -> u64 {
+    2 * i + 1
+}
+
+/// Byte `k` of every message body (after the stamp).
+fn body_byte(k: usize) -> u8 {
+    (k as u8).wrapping_mul(7).wrapping_add(3)
+}
+
+/// The stamp in the first bytes of `data` (up to 8; 0 when shorter than 4).
+fn stamp_in(data: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let k = data.len().min(8);
+    b[..k].copy_from_slice(&data[..k]);
+    u64::from_le_bytes(b)
+}
+
+/// Writes stamp `v` into the first bytes of `buf` (up to 8).
+fn put_stamp(buf: &mut [u8], v: u64) {
+    let k = buf.len().min(8);
+    buf[..k].copy_from_slice(&v.to_le_bytes()[..k]);
+}
+
+/// The largest stamp a message of `size` bytes can carry.
+fn stamp_mask(size: usize) -> u64 {
+    match size {
+        0 => 0,
+        1..=7 => (1u64 << (8 * size)) - 1,
+        _ => u64::MAX,
+    }
+}
+
+/// The server and client threads of one run, pinned, the channel made by
+/// `create` on the server's thread and the connection by `open` on the
+/// client's.
+fn pair<S, C>(
+    row: &Row,
     n: u64,
-) -> anyhow::Result<f64> {
-    let t = msgpass::transport::by_name(transport)?;
+    create: impl FnOnce() -> msgpass::Result<Channel<S>> + Send,
+    open: impl FnOnce() -> msgpass::Result<Connection<C>> + Send,
+) -> anyhow::Result<f64>
+where
+    S: ServerChannel + ?Sized,
+    C: ClientConnection + ?Sized,
+{
     let warmup = pingpong::warmup_for(n);
     let total = warmup + n;
+    let (client_cpu, server_cpu) = row.cpus;
+    let (size, api) = (row.size, row.api);
     let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
     std::thread::scope(|s| {
-        let t = &*t;
         let server = s.spawn(move || -> anyhow::Result<u64> {
-            let mut chan = open_server(ns, name, t, server_cpu, &ready_tx)?;
-            let mut i: u64 = 0;
-            let mut first_error = None;
-            while let Some(req) = chan.receive()? {
-                let want = (2 * i + 1) as u32;
-                let got = <[u8; 4]>::try_from(req.data()).ok().map(u32::from_ne_bytes);
-                if got == Some(want) {
-                    req.reply(&(want + 1).to_ne_bytes())?;
-                } else {
-                    first_error.get_or_insert(anyhow!(
-                        "server: request {i}: expected {want}, got {:?}",
-                        req.data()
-                    ));
-                    req.reply_error(libc::EPROTO)?;
-                }
-                i += 1;
-            }
-            match first_error {
-                Some(e) => Err(e),
-                None => Ok(i),
-            }
+            let mut chan = open_server(create, server_cpu, &ready_tx)?;
+            serve(&mut chan, size, api)
         });
         let stop = match ready_rx.recv() {
             Ok(Ok(stop)) => stop,
             Ok(Err(_)) | Err(_) => return Err(server_setup_error(server)),
         };
         let client = s.spawn(move || -> anyhow::Result<Duration> {
-            let mut conn = open_client(ns, name, t, client_cpu)?;
-            let mut reply = [0u8; 4];
-            let mut step = |i: u64| -> anyhow::Result<()> {
-                let req = (2 * i + 1) as u32;
-                let len = conn
-                    .call(1, &req.to_ne_bytes(), &mut reply)
-                    .with_context(|| format!("call {i}"))?;
-                if len != 4 || u32::from_ne_bytes(reply) != req + 1 {
-                    bail!("call {i}: expected {}, got {:?}", req + 1, &reply[..len]);
-                }
-                Ok(())
-            };
-            for i in 0..warmup {
-                step(i)?;
+            pin_current_thread(client_cpu).context("pinning the client")?;
+            let mut conn = open()?;
+            match api {
+                Api::InPlace => client_in_place(&mut conn, size, warmup, total),
+                Api::Copy => client_copy(&mut conn, size, warmup, total),
             }
-            let t0 = Instant::now();
-            for i in warmup..total {
-                step(i)?;
-            }
-            Ok(t0.elapsed())
         });
         let c = joined(client.join());
         stop.store(true, Ordering::SeqCst);
@@ -429,19 +560,139 @@ fn library(
     })
 }
 
+/// The server loop: checks each request's stamp and answers it plus one,
+/// in place or from a buffer of its own. Returns the requests answered.
+fn serve<S: ServerChannel + ?Sized>(
+    chan: &mut Channel<S>,
+    size: usize,
+    api: Api,
+) -> anyhow::Result<u64> {
+    let mask = stamp_mask(size);
+    let mut out = vec![0u8; size];
+    let mut i: u64 = 0;
+    let mut first_error = None;
+    while let Some(req) = chan.receive()? {
+        let want = stamp_of(i) & mask;
+        let data = req.data();
+        if data.len() != size || stamp_in(data) != want {
+            first_error.get_or_insert(anyhow!(
+                "server: request {i}: expected {size} bytes stamped {want}, got {} stamped {}",
+                data.len(),
+                stamp_in(data)
+            ));
+            req.reply_error(libc::EPROTO)?;
+        } else if api == Api::InPlace {
+            req.reply_with(|buf| {
+                put_stamp(&mut buf[..size], want + 1);
+                size
+            })?;
+        } else {
+            out.copy_from_slice(data);
+            put_stamp(&mut out, want + 1);
+            req.reply(&out)?;
+        }
+        i += 1;
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(i),
+    }
+}
+
+/// Checks a reply: its length, its stamp, and (when `whole`) its body.
+fn check_reply(reply: &[u8], size: usize, want: u64, whole: bool, i: u64) -> anyhow::Result<()> {
+    if reply.len() != size || stamp_in(reply) != want {
+        bail!(
+            "call {i}: expected {size} bytes stamped {want}, got {} stamped {}",
+            reply.len(),
+            stamp_in(reply)
+        );
+    }
+    if whole {
+        if let Some(k) = (8..size).find(|&k| reply[k] != body_byte(k)) {
+            bail!("call {i}: body byte {k} is {:#04x}", reply[k]);
+        }
+    }
+    Ok(())
+}
+
+/// The in-place client: the body is written once, then each call writes
+/// only the stamp into the request buffer and reads the reply where it
+/// lies. Returns the time of the calls after the warm-up.
+fn client_in_place<C: ClientConnection + ?Sized>(
+    conn: &mut Connection<C>,
+    size: usize,
+    warmup: u64,
+    total: u64,
+) -> anyhow::Result<Duration> {
+    let mask = stamp_mask(size);
+    let mut step = |i: u64, body: bool| -> anyhow::Result<()> {
+        let want = stamp_of(i) & mask;
+        let reply = conn
+            .call_with(1, |buf| {
+                if body {
+                    for (k, b) in buf[..size].iter_mut().enumerate() {
+                        *b = body_byte(k);
+                    }
+                }
+                put_stamp(&mut buf[..size], want);
+                size
+            })
+            .with_context(|| format!("call {i}"))?;
+        check_reply(reply, size, want + 1, body, i)
+    };
+    step(0, true)?;
+    for i in 1..warmup {
+        step(i, false)?;
+    }
+    let t0 = Instant::now();
+    for i in warmup..total {
+        // The last call also checks that the untouched body survived.
+        step(i, i + 1 == total)?;
+    }
+    Ok(t0.elapsed())
+}
+
+/// The copying client: a request buffer of its own with the body, the
+/// stamp written per call, the reply copied into another buffer.
+fn client_copy<C: ClientConnection + ?Sized>(
+    conn: &mut Connection<C>,
+    size: usize,
+    warmup: u64,
+    total: u64,
+) -> anyhow::Result<Duration> {
+    let mask = stamp_mask(size);
+    let mut req: Vec<u8> = (0..size).map(body_byte).collect();
+    let mut reply = vec![0u8; size];
+    let mut step = |i: u64, whole: bool| -> anyhow::Result<()> {
+        let want = stamp_of(i) & mask;
+        put_stamp(&mut req, want);
+        let n = conn
+            .call(1, &req, &mut reply)
+            .with_context(|| format!("call {i}"))?;
+        check_reply(&reply[..n], size, want + 1, whole, i)
+    };
+    for i in 0..warmup {
+        step(i, i == 0)?;
+    }
+    let t0 = Instant::now();
+    for i in warmup..total {
+        step(i, i + 1 == total)?;
+    }
+    Ok(t0.elapsed())
+}
+
 /// The server thread's setup: pins it to `cpu` and creates the channel,
 /// then sends the client side the channel's stop flag, or the setup error
 /// (which it also returns).
-fn open_server(
-    ns: &Namespace,
-    name: &str,
-    t: &dyn Transport,
+fn open_server<S: ServerChannel + ?Sized>(
+    create: impl FnOnce() -> msgpass::Result<Channel<S>>,
     cpu: usize,
     ready_tx: &mpsc::Sender<Ready>,
-) -> anyhow::Result<Channel> {
-    let setup = || -> anyhow::Result<Channel> {
+) -> anyhow::Result<Channel<S>> {
+    let setup = || -> anyhow::Result<Channel<S>> {
         pin_current_thread(cpu).context("pinning the server")?;
-        Ok(Channel::create(ns, name, t, &Options::default())?)
+        Ok(create()?)
     };
     let chan = match setup() {
         Ok(c) => c,
@@ -461,22 +712,6 @@ fn server_setup_error(server: ScopedJoinHandle<'_, anyhow::Result<u64>>) -> anyh
     joined(server.join())
         .err()
         .unwrap_or_else(|| anyhow!("server thread ended before serving"))
-}
-
-/// The client thread's setup: pins it to `cpu` and connects to `name`,
-/// waiting up to 5 s for the server's endpoint.
-fn open_client(
-    ns: &Namespace,
-    name: &str,
-    t: &dyn Transport,
-    cpu: usize,
-) -> anyhow::Result<Connection> {
-    pin_current_thread(cpu).context("pinning the client")?;
-    let opts = Options {
-        wait: Some(Duration::from_secs(5)),
-        ..Options::default()
-    };
-    Ok(Connection::open(ns, name, t, &opts)?)
 }
 
 /// A library run's figure from both threads' results: the client's timed
