@@ -3,6 +3,17 @@
 //! [`conformance_tests!`], which also lists what it instantiated
 //! (`INSTANTIATED`) so that a test can check it against the transport table.
 //!
+//! The suite runs against both APIs: the copying one (`Connection::call`,
+//! `Request::reply`) and the in-place one (`Connection::call_with`,
+//! `Request::reply_with`). The test server answers a command with the
+//! [`IN_PLACE`] bit set the same way, but through `reply_with`, so the
+//! `in_place_*` and `call_with_*` tests mix the four combinations (client
+//! copying or in place × server copying or in place) on every transport:
+//! in place for real on the shared-memory family, through the copying
+//! fallback elsewhere (`in_place_exactly_on_shm` checks which is which).
+//! `typed_shm_in_place` runs the same round trips over the typed
+//! shared-memory path (`create_typed`, `open_typed`), for each wait.
+//!
 //! Every test runs under a watchdog (a hang is a failure, not a stuck CI
 //! job) in its own private namespace directory, which must be empty at the
 //! end (no endpoint, lock file or sub-directory left), with no new entry in
@@ -25,6 +36,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use msgpass::transport::ClientConnection;
 use msgpass::{Channel, Connection, Error, Namespace, Options, Transport};
 
 /// Full test path of the child entry point (top level of this file).
@@ -134,6 +146,34 @@ macro_rules! conformance_tests {
             fn oneway_to_dead_server() {
                 super::suite::oneway_to_dead_server(T)
             }
+            #[test]
+            fn in_place_round_trips() {
+                super::suite::in_place_round_trips(T)
+            }
+            #[test]
+            fn in_place_reply_sizes() {
+                super::suite::in_place_reply_sizes(T)
+            }
+            #[test]
+            fn in_place_error_replies() {
+                super::suite::in_place_error_replies(T)
+            }
+            #[test]
+            fn call_with_too_large_keeps_connection() {
+                super::suite::call_with_too_large_keeps_connection(T)
+            }
+            #[test]
+            fn call_with_reserved_command() {
+                super::suite::call_with_reserved_command(T)
+            }
+            #[test]
+            fn server_in_place_reply_over_max() {
+                super::suite::server_in_place_reply_over_max(T)
+            }
+            #[test]
+            fn in_place_exactly_on_shm() {
+                super::suite::in_place_exactly_on_shm(T)
+            }
         })*
 
         /// The transports instantiated, from the same invocation.
@@ -162,6 +202,12 @@ fn every_transport_is_instantiated() {
             assert_eq!(t.name(), info.name);
         }
     }
+}
+
+/// The typed shared-memory path passes the in-place round trips.
+#[test]
+fn typed_shm_in_place() {
+    suite::typed_shm_in_place()
 }
 
 /// sysv-msg queues outlive processes: check that none is ever left behind.
@@ -345,19 +391,100 @@ mod suite {
     }
 
     /// Calls echo command `cmd` with `req` and checks every byte of the reply.
-    pub fn echo(conn: &mut Connection, cmd: u32, req: &[u8], buf: &mut [u8]) {
+    pub fn echo<C: ClientConnection + ?Sized>(
+        conn: &mut Connection<C>,
+        cmd: u32,
+        req: &[u8],
+        buf: &mut [u8],
+    ) {
         let want = echo_reply(cmd, req, conn.max_msg());
         let n = conn
             .call(cmd, req, buf)
-            .unwrap_or_else(|e| panic!("echo of {} bytes (cmd {cmd}): {e}", req.len()));
-        assert_eq!(n, want.len(), "reply length for a {}-byte echo", req.len());
-        if let Some(i) = (0..n).find(|&i| buf[i] != want[i]) {
+            .unwrap_or_else(|e| panic!("echo of {} bytes (cmd {cmd:#x}): {e}", req.len()));
+        check_echo(cmd, req.len(), &buf[..n], &want);
+    }
+
+    /// Like [`echo`], in place: the request is written into the buffer
+    /// `call_with` lends (the rest of it poisoned), the reply checked where
+    /// it lies.
+    pub fn echo_with<C: ClientConnection + ?Sized>(conn: &mut Connection<C>, cmd: u32, req: &[u8]) {
+        let max = conn.max_msg();
+        let want = echo_reply(cmd, req, max);
+        let mut lent = None;
+        let reply = conn
+            .call_with(cmd, |buf| {
+                lent = Some(buf.len());
+                buf[..req.len()].copy_from_slice(req);
+                buf[req.len()..].fill(0xA5);
+                req.len()
+            })
+            .unwrap_or_else(|e| panic!("in-place echo of {} bytes (cmd {cmd:#x}): {e}", req.len()));
+        assert_eq!(lent, Some(max), "call_with lends max_msg bytes");
+        check_echo(cmd, req.len(), reply, &want);
+    }
+
+    fn check_echo(cmd: u32, len: usize, got: &[u8], want: &[u8]) {
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "reply length for a {len}-byte echo (cmd {cmd:#x})"
+        );
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
             panic!(
-                "echo of {} bytes (cmd {cmd}): byte {i} is {:#04x}, want {:#04x}",
-                req.len(),
-                buf[i],
-                want[i]
+                "echo of {len} bytes (cmd {cmd:#x}): byte {i} is {:#04x}, want {:#04x}",
+                got[i], want[i]
             );
+        }
+    }
+
+    /// The four ways a call can go, by `mode`'s two low bits: the client
+    /// copying (`call`) or in place (`call_with`), the server copying
+    /// (`reply`) or in place (`reply_with`, asked for by [`IN_PLACE`]).
+    pub fn echo_mode<C: ClientConnection + ?Sized>(
+        conn: &mut Connection<C>,
+        mode: usize,
+        cmd: u32,
+        req: &[u8],
+        buf: &mut [u8],
+    ) {
+        let cmd = if mode & 1 != 0 { cmd | IN_PLACE } else { cmd };
+        if mode & 2 != 0 {
+            echo_with(conn, cmd, req)
+        } else {
+            echo(conn, cmd, req, buf)
+        }
+    }
+
+    /// Echo round trips over the edge sizes (each in all four modes) and
+    /// `random` random sizes (the modes in turn), shuffled together so that
+    /// a short message follows a long one in every mode (stale tail bytes).
+    pub fn mixed_round_trips<C: ClientConnection + ?Sized>(
+        c: &mut Connection<C>,
+        rng: &mut Rng,
+        random: usize,
+    ) {
+        let max = c.max_msg();
+        let mut buf = vec![0u8; max];
+        let mut calls: Vec<(usize, usize)> = Vec::new();
+        for mode in 0..4 {
+            calls.extend(edge_sizes(max).into_iter().map(|len| (len, mode)));
+        }
+        for i in 0..random {
+            let len = if i % 2 == 0 {
+                rng.upto(256)
+            } else {
+                rng.upto(max)
+            };
+            calls.push((len, i % 4));
+        }
+        for i in (1..calls.len()).rev() {
+            calls.swap(i, rng.upto(i));
+        }
+        for (len, mode) in calls {
+            let req = rng.bytes(len);
+            let cmd = rng.upto(ECHO_LAST as usize) as u32;
+            buf.fill(0xA5);
+            echo_mode(c, mode, cmd, &req, &mut buf);
         }
     }
 
@@ -1039,9 +1166,12 @@ mod suite {
                     let mut req = rng.bytes(len);
                     req[..8].copy_from_slice(&seq.to_le_bytes());
                     seq += 1;
+                    // In-place echoes too: reply_with lends no buffer for
+                    // a one-way message (the test server checks).
                     let cmd = match i % 7 {
                         0 => CMD_DROP,
                         1 => CMD_ERR,
+                        2 => IN_PLACE | rng.upto(ECHO_LAST as usize) as u32,
                         _ => rng.upto(ECHO_LAST as usize) as u32,
                     };
                     c.send_oneway(cmd, &req)
@@ -1131,6 +1261,275 @@ mod suite {
                 other => panic!("call to a dead server after one-way messages: got {other:?}"),
             }
             cx.replace_stale("owdead/0");
+        });
+    }
+
+    /// Echo round trips in the four modes (client and server each copying
+    /// or in place), every byte checked: the same sizes as
+    /// [`round_trips_random_sizes`].
+    pub fn in_place_round_trips(t: &'static str) {
+        run(t, "in_place_round_trips", |cx| {
+            let mut rng = cx.rng();
+            let s = cx.server("ip/0");
+            let mut c = cx.open("ip/0");
+            assert_eq!(c.max_msg(), cx.max);
+            mixed_round_trips(&mut c, &mut rng, 400);
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// Calls `CMD_GEN` (with `IN_PLACE` when `mode & 1`) in place when
+    /// `mode & 2`, for a `len`-byte reply of `seed`, and checks it.
+    fn gen_mode(c: &mut Connection, mode: usize, len: usize, seed: u64, buf: &mut [u8]) {
+        let cmd = if mode & 1 != 0 {
+            CMD_GEN | IN_PLACE
+        } else {
+            CMD_GEN
+        };
+        let want = Rng::new(seed).bytes(len);
+        let req = gen_request(len, seed);
+        let got = if mode & 2 != 0 {
+            c.call_with(cmd, |b| {
+                b[..req.len()].copy_from_slice(&req);
+                req.len()
+            })
+        } else {
+            c.call(cmd, &req, buf).map(|n| &buf[..n])
+        };
+        let got = got.unwrap_or_else(|e| panic!("GEN {len} (mode {mode}): {e}"));
+        assert_eq!(got.len(), len, "GEN {len} (mode {mode})");
+        assert!(got == want, "GEN {len} (mode {mode}): bad data");
+    }
+
+    /// Replies of every size, in the four modes: like [`reply_sizes`].
+    pub fn in_place_reply_sizes(t: &'static str) {
+        run(t, "in_place_reply_sizes", |cx| {
+            let mut rng = cx.rng();
+            let s = cx.server("ipgen/0");
+            let mut c = cx.open("ipgen/0");
+            let mut buf = vec![0u8; cx.max];
+            for mode in 0..4 {
+                for len in edge_sizes(cx.max) {
+                    buf.fill(0x5A);
+                    gen_mode(&mut c, mode, len, rng.next_u64(), &mut buf);
+                }
+            }
+            for i in 0..100 {
+                buf.fill(0x5A);
+                let len = rng.upto(cx.max);
+                gen_mode(&mut c, i % 4, len, rng.next_u64(), &mut buf);
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// Error replies and dropped requests reach `call_with` as
+    /// `Error::Remote`, and the connection stays in step.
+    pub fn in_place_error_replies(t: &'static str) {
+        run(t, "in_place_error_replies", |cx| {
+            let s = cx.server("iperr/0");
+            let mut c = cx.open("iperr/0");
+            let mut buf = [0u8; 64];
+            for code in [libc::ENOTTY, libc::EPERM, libc::EINVAL, libc::EAGAIN, 4095] {
+                let r = c.call_with(CMD_ERR, |b| {
+                    b[..4].copy_from_slice(&code.to_le_bytes());
+                    4
+                });
+                match r {
+                    Err(Error::Remote { code: got }) => assert_eq!(got, code),
+                    other => panic!("reply_error({code}) in place: got {other:?}"),
+                }
+                echo_with(&mut c, IN_PLACE | 3, b"still fine");
+                echo(&mut c, 3, b"still fine", &mut buf);
+            }
+            match c.call_with(0x0ead_beef, |b| {
+                b[0] = b'?';
+                1
+            }) {
+                Err(Error::Remote { code }) => assert_eq!(code, libc::ENOTTY),
+                other => panic!("unknown command in place: got {other:?}"),
+            }
+            for _ in 0..3 {
+                match c.call_with(CMD_DROP, |b| {
+                    b[..7].copy_from_slice(b"drop me");
+                    7
+                }) {
+                    Err(Error::Remote { code }) => assert_eq!(code, libc::EIO),
+                    other => panic!("dropped request in place: got {other:?}"),
+                }
+                echo_with(&mut c, 4, b"after drop");
+                echo_with(&mut c, IN_PLACE | 4, b"after drop");
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// A request `call_with` builds over the buffer is refused with
+    /// `TooLarge`, nothing is sent, and the connection is intact.
+    pub fn call_with_too_large_keeps_connection(t: &'static str) {
+        run(t, "call_with_too_large_keeps_connection", |cx| {
+            let s = cx.server("ipbig/0");
+            let mut c = cx.open("ipbig/0");
+            let mut buf = vec![0u8; cx.max];
+            let mut sent = 0;
+            for len in [cx.max + 1, cx.max + 4096, usize::MAX] {
+                // The whole buffer written, then a length over it.
+                match c.call_with(1, |b| {
+                    b.fill(0xEE);
+                    len
+                }) {
+                    Err(Error::TooLarge { len: l, max }) => assert_eq!((l, max), (len, cx.max)),
+                    other => panic!("call_with of {len} bytes: got {other:?}"),
+                }
+                echo_with(&mut c, 2, &vec![9u8; cx.max]);
+                echo_with(&mut c, IN_PLACE | 2, b"");
+                echo(&mut c, 2, b"copying", &mut buf);
+                sent += 3;
+            }
+            drop(c);
+            assert_eq!(s.stop(), sent, "a refused request reached the server");
+        });
+    }
+
+    /// `call_with` refuses a command with the one-way bit before it lends
+    /// the buffer, and sends nothing.
+    pub fn call_with_reserved_command(t: &'static str) {
+        run(t, "call_with_reserved_command", |cx| {
+            let s = cx.server("iprsv/0");
+            let mut c = cx.open("iprsv/0");
+            for cmd in [
+                msgpass::ONEWAY | 1,
+                msgpass::ONEWAY | IN_PLACE | 1,
+                u32::MAX,
+            ] {
+                let mut lent = false;
+                match c.call_with(cmd, |b| {
+                    lent = true;
+                    b[0] = 1;
+                    1
+                }) {
+                    Err(Error::ReservedCommand { cmd: got }) => assert_eq!(got, cmd),
+                    other => panic!("call_with({cmd:#x}): got {other:?}"),
+                }
+                assert!(!lent, "call_with({cmd:#x}) lent the buffer");
+                echo_with(&mut c, 1, b"alive");
+            }
+            drop(c);
+            assert_eq!(s.stop(), 3, "a refused request reached the server");
+        });
+    }
+
+    /// A server's in-place reply over the maximum: the client (copying or
+    /// in place) gets `EMSGSIZE`, `reply_with` returns `TooLarge`, and the
+    /// connection is intact. The copying server's too, for `call_with`.
+    pub fn server_in_place_reply_over_max(t: &'static str) {
+        run(t, "server_in_place_reply_over_max", |cx| {
+            let s = cx.server("ipover/0");
+            let mut c = cx.open("ipover/0");
+            let mut buf = vec![0u8; 2 * MAX];
+            for round in 0..2 {
+                for mode in 0..4 {
+                    let cmd = if mode & 1 != 0 {
+                        CMD_OVERSIZE | IN_PLACE
+                    } else {
+                        CMD_OVERSIZE
+                    };
+                    let r = if mode & 2 != 0 {
+                        c.call_with(cmd, |_| 0).map(<[u8]>::len)
+                    } else {
+                        c.call(cmd, &[], &mut buf)
+                    };
+                    match r {
+                        Err(Error::Remote { code }) => assert_eq!(code, libc::EMSGSIZE),
+                        other => panic!("round {round} mode {mode}: client got {other:?}"),
+                    }
+                    match s.event() {
+                        Event::Oversize(Err(Error::TooLarge { len, max })) => {
+                            assert_eq!((len, max), (cx.max + 1, cx.max))
+                        }
+                        other => panic!("round {round} mode {mode}: server got {other:?}"),
+                    }
+                    for m in 0..4 {
+                        echo_mode(&mut c, m, 1, b"after oversize", &mut buf);
+                    }
+                }
+            }
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// `in_place` is true exactly for the shared-memory family, whose
+    /// `call_with` reads the reply where it wrote the request (its slot).
+    pub fn in_place_exactly_on_shm(t: &'static str) {
+        run(t, "in_place_exactly_on_shm", move |cx| {
+            let shm = msgpass::transport::info(t)
+                .expect("known transport")
+                .family_name()
+                == "shm";
+            assert_eq!(shm, t.starts_with("shm"), "{t}: family");
+            let s = cx.server("ipflag/0");
+            let mut c = cx.open("ipflag/0");
+            assert_eq!(c.in_place(), shm, "{t}: in_place");
+            for cmd in [1, IN_PLACE | 1] {
+                let mut at = std::ptr::null();
+                let reply = c
+                    .call_with(cmd, |b| {
+                        at = b.as_ptr();
+                        b[..5].copy_from_slice(b"where");
+                        5
+                    })
+                    .expect("call_with");
+                assert_eq!(reply, &echo_reply(cmd, b"where", cx.max)[..]);
+                if shm {
+                    assert_eq!(reply.as_ptr(), at, "{t}: reply not in the request's slot");
+                }
+            }
+            assert_eq!(c.in_place(), shm, "{t}: in_place after calls");
+            drop(c);
+            s.stop();
+        });
+    }
+
+    /// The typed shared-memory transport (`create_typed`, `open_typed`),
+    /// for each wait: in-place round trips in the four modes, typed with
+    /// typed, and each typed side with the other side chosen by name.
+    pub fn typed_shm_in_place() {
+        use msgpass::transport::shm::{Shm, Wait};
+        run("shm", "typed_shm_in_place", |cx| {
+            let mut rng = cx.rng();
+            let opts = Options::default();
+            for (wait, name) in [
+                (Wait::Spin, "shm-spin"),
+                (Wait::Block, "shm-block"),
+                (Wait::Hybrid, "shm-hybrid"),
+            ] {
+                let shm = Shm::new(wait);
+                let by_name = msgpass::transport::by_name(name).expect("transport");
+                assert_eq!(shm.name(), name);
+                // Typed server, typed client.
+                let ep = format!("typed/{name}");
+                let chan = Channel::create_typed(&cx.ns, &ep, &shm, &opts).expect("create_typed");
+                assert_eq!(chan.max_msg(), cx.max);
+                let s = Server::serve_channel(chan);
+                let mut c = Connection::open_typed(&cx.ns, &ep, &shm, &opts).expect("open_typed");
+                assert!(c.in_place(), "{name}: typed client not in place");
+                mixed_round_trips(&mut c, &mut rng, 100);
+                // A client chosen by name, on the same typed server.
+                let mut d = Connection::open(&cx.ns, &ep, &*by_name, &opts).expect("open");
+                mixed_round_trips(&mut d, &mut rng, 20);
+                drop((c, d));
+                s.stop();
+                // A typed client of a server chosen by name.
+                let s = Server::start(&cx.ns, &ep, name);
+                let mut c = Connection::open_typed(&cx.ns, &ep, &shm, &opts).expect("open_typed");
+                mixed_round_trips(&mut c, &mut rng, 20);
+                drop(c);
+                s.stop();
+            }
         });
     }
 

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use msgpass::{Channel, Connection, Error, Namespace, Options};
+use msgpass::transport::ServerChannel;
+use msgpass::{Channel, Connection, Error, Namespace, Options, Request};
 
 /// Longest any test may run before the watchdog fails it.
 pub const WATCHDOG: Duration = Duration::from_secs(30);
@@ -334,6 +335,12 @@ pub fn fnv64(data: &[u8]) -> u64 {
 /// Commands `0..=ECHO_LAST`: reply with every byte transformed (see
 /// [`echo_reply`]).
 pub const ECHO_LAST: u32 = 255;
+/// Set on an echo command, [`CMD_GEN`] or [`CMD_OVERSIZE`]: the server
+/// answers the same, but in place, with `Request::reply_with` (it reads the
+/// request from the front of the lent buffer and transforms it there).
+/// Echo replies depend on the low byte of the command only, so
+/// [`echo_reply`] gives the reply to `IN_PLACE | cmd` too.
+pub const IN_PLACE: u32 = 1 << 30;
 /// Request `[len: u32][seed: u64]`: reply `len` bytes of [`Rng::new(seed)`].
 pub const CMD_GEN: u32 = 0x1000;
 /// Request `[code: i32]`: `reply_error(code)`.
@@ -370,7 +377,8 @@ pub enum Event {
     Busy,
     /// A `CMD_HOLD` arrived; the server waits for a release.
     Held,
-    /// Outcome of `Request::reply` with `max + 1` bytes.
+    /// Outcome of `Request::reply` (or `reply_with`, for
+    /// `IN_PLACE | CMD_OVERSIZE`) with `max + 1` bytes.
     Oversize(Result<(), Error>),
 }
 
@@ -395,9 +403,34 @@ pub struct Hooks {
     pub release: Option<Receiver<()>>,
 }
 
+/// Answers `req` in place with `fill`, through `Request::reply_with`, and
+/// checks what that promises `fill`: a buffer of `max` bytes, never lent
+/// for a one-way message (which gets no reply).
+fn reply_in_place<S: ServerChannel + ?Sized>(
+    req: Request<'_, S>,
+    max: usize,
+    fill: impl FnOnce(&mut [u8]) -> usize,
+) -> msgpass::Result<()> {
+    let (cmd, oneway) = (req.cmd(), req.is_oneway());
+    let mut lent = None;
+    let r = req.reply_with(|buf| {
+        lent = Some(buf.len());
+        fill(buf)
+    });
+    match lent {
+        Some(_) if oneway => panic!("reply_with lent a buffer for one-way message {cmd:#x}"),
+        Some(n) if n != max => panic!("reply_with lent {n} bytes for {cmd:#x}, want {max}"),
+        _ => r,
+    }
+}
+
 /// Serves `chan` until `receive` returns `Ok(None)`; returns the number of
 /// requests handled. Panics on a receive error.
-pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
+pub fn serve<S: ServerChannel + ?Sized>(
+    chan: &mut Channel<S>,
+    max: usize,
+    hooks: &mut Hooks,
+) -> u64 {
     let mut handled = 0u64;
     let (mut ow_count, mut ow_chain) = (0u64, 0u64);
     loop {
@@ -418,37 +451,72 @@ pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
             d.get(i..i + 4)
                 .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
         };
-        let res = match cmd {
-            0..=ECHO_LAST => {
+        let res = match (cmd & IN_PLACE != 0, cmd & !IN_PLACE) {
+            (false, 0..=ECHO_LAST) => {
                 let out = echo_reply(cmd, data, max);
                 req.reply(&out)
             }
-            CMD_GEN => {
+            (true, 0..=ECHO_LAST) => {
+                // echo_reply, computed over the request where it lies.
+                let len = data.len();
+                reply_in_place(req, max, |buf| {
+                    let sum = fnv64(&buf[..len]);
+                    for (i, b) in buf[..len].iter_mut().enumerate() {
+                        *b = b.wrapping_add(cmd as u8).wrapping_add(i as u8);
+                    }
+                    if len + 8 <= max {
+                        buf[len..len + 8].copy_from_slice(&sum.to_le_bytes());
+                        len + 8
+                    } else {
+                        len
+                    }
+                })
+            }
+            (false, CMD_GEN) => {
                 let len = u32_at(data, 0).expect("GEN request") as usize;
                 let seed = u64::from_le_bytes(data[4..12].try_into().expect("GEN seed"));
                 let out = Rng::new(seed).bytes(len);
                 req.reply(&out)
             }
-            CMD_ERR => {
+            (true, CMD_GEN) => {
+                assert!(data.len() >= 12, "GEN request of {} bytes", data.len());
+                reply_in_place(req, max, |buf| {
+                    let len = u32_at(buf, 0).expect("GEN request") as usize;
+                    let seed = u64::from_le_bytes(buf[4..12].try_into().expect("GEN seed"));
+                    // Over the buffer: refused (the client hears EMSGSIZE).
+                    let n = len.min(buf.len());
+                    Rng::new(seed).fill(&mut buf[..n]);
+                    len
+                })
+            }
+            (false, CMD_ERR) => {
                 let code = u32_at(data, 0).expect("ERR request") as i32;
                 req.reply_error(code)
             }
-            CMD_DROP => {
+            (false, CMD_DROP) => {
                 drop(req);
                 Ok(())
             }
-            CMD_OVERSIZE => {
+            (false, CMD_OVERSIZE) => {
                 let r = req.reply(&vec![7u8; max + 1]);
                 (hooks.events)(Event::Oversize(r));
                 Ok(())
             }
-            CMD_SLEEP => {
+            (true, CMD_OVERSIZE) => {
+                let r = reply_in_place(req, max, |buf| {
+                    buf.fill(7);
+                    max + 1
+                });
+                (hooks.events)(Event::Oversize(r));
+                Ok(())
+            }
+            (false, CMD_SLEEP) => {
                 let ms = u32_at(data, 0).expect("SLEEP request");
                 (hooks.events)(Event::Busy);
                 thread::sleep(Duration::from_millis(ms as u64));
                 req.reply(&[])
             }
-            CMD_HOLD => {
+            (false, CMD_HOLD) => {
                 (hooks.events)(Event::Held);
                 match &hooks.release {
                     Some(rx) => {
@@ -458,8 +526,8 @@ pub fn serve(chan: &mut Channel, max: usize, hooks: &mut Hooks) -> u64 {
                 }
                 req.reply(b"released")
             }
-            CMD_CONNS => req.reply(&(conns as u64).to_le_bytes()),
-            CMD_ONEWAY_STATS => {
+            (false, CMD_CONNS) => req.reply(&(conns as u64).to_le_bytes()),
+            (false, CMD_ONEWAY_STATS) => {
                 let mut out = ow_count.to_le_bytes().to_vec();
                 out.extend_from_slice(&ow_chain.to_le_bytes());
                 (ow_count, ow_chain) = (0, 0);
@@ -493,7 +561,7 @@ impl Server {
         Server::serve_channel(chan)
     }
 
-    pub fn serve_channel(mut chan: Channel) -> Server {
+    pub fn serve_channel<S: ServerChannel + ?Sized + 'static>(mut chan: Channel<S>) -> Server {
         let stop = chan.stop_flag();
         let path = chan.path().to_path_buf();
         let (ev_tx, events) = mpsc::channel();
