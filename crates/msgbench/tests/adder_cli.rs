@@ -107,12 +107,20 @@ fn usage_errors_exit_2() {
 fn help_and_version() {
     let o = run(Bin::ClientAdder, ["--help"]);
     o.assert_ok();
-    for s in ["-S", "--transport", "--wait", "--ns", "-I", "--json"] {
+    for s in [
+        "-S",
+        "--transport",
+        "--wait",
+        "--ns",
+        "-I",
+        "--json",
+        "--copy",
+    ] {
         assert!(o.stdout.contains(s), "client-adder --help lacks {s}: {o}");
     }
     let o = run(Bin::DevAdder, ["--help"]);
     o.assert_ok();
-    for s in ["-n", "-i", "--transport", "--ns"] {
+    for s in ["-n", "-i", "--transport", "--ns", "--copy"] {
         assert!(o.stdout.contains(s), "dev-adder --help lacks {s}: {o}");
     }
     for bin in [Bin::DevAdder, Bin::ClientAdder, Bin::Msgbench] {
@@ -248,8 +256,13 @@ fn check_results(stdout: &str, threads: usize, samples: u64) -> (Option<f64>, Op
         rest.iter().any(|l| l.starts_with("Clock: ")),
         "no Clock line: {stdout}"
     );
+    let apis: Vec<&&str> = rest.iter().filter(|l| l.starts_with("API: ")).collect();
+    assert!(
+        matches!(apis[..], [&"API: in place (zero-copy)"] | [&"API: copy"]),
+        "one API line expected: {stdout}"
+    );
     for l in rest {
-        let known = ["Total CPU Busy", "Thread ", "Clock: ", "Warning: "];
+        let known = ["Total CPU Busy", "Thread ", "Clock: ", "API: ", "Warning: "];
         assert!(
             known.iter().any(|k| l.starts_with(k)),
             "unexpected line {l:?} in {stdout}"
@@ -324,8 +337,87 @@ fn normal_run(transport: &str) {
     let (idle, _) = check_results(&o.stdout, 2, 20000);
     assert!(idle.is_none(), "no idle test without -I: {o}");
     check_client_json(&json, transport, 2, 20000);
+    assert!(
+        o.stdout.contains("\nAPI: in place (zero-copy)\n"),
+        "in place by default: {o}"
+    );
+    assert_eq!(read_json(&json)["run"]["api"], "in-place");
     srv.stop(libc::SIGINT, Duration::from_secs(5));
     dir.assert_ns_clean();
+}
+
+/// `dev-adder [--copy]` and `client-adder [--copy]` over `transport`: every
+/// reply checked, the final values right, the API said in the banner, the
+/// results block and the JSON. The wire protocol is the same either way,
+/// so a mismatched pair works too.
+fn api_run(transport: &str, server_copy: bool, client_copy: bool) {
+    let dir = TestDir::new(&format!("api-{transport}"));
+    let json = dir.file("client.json");
+    let mut sargs = vec!["-n1", "-t", transport];
+    if server_copy {
+        sargs.push("--copy");
+    }
+    let srv = Server::start(&dir, &sargs);
+    let want = if server_copy {
+        ", API copy ("
+    } else {
+        ", API in place (zero-copy) ("
+    };
+    assert!(srv.banner.contains(want), "{}", srv.banner);
+    let mut cargs = vec![
+        "-S",
+        "5000",
+        "-t",
+        transport,
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ];
+    if client_copy {
+        cargs.push("--copy");
+    }
+    let o = client(&dir, &cargs);
+    o.assert_ok();
+    check_results(&o.stdout, 1, 5000);
+    check_client_json(&json, transport, 1, 5000);
+    let (line, api) = if client_copy {
+        ("\nAPI: copy\n", "copy")
+    } else {
+        ("\nAPI: in place (zero-copy)\n", "in-place")
+    };
+    assert!(o.stdout.contains(line), "{o}");
+    assert_eq!(read_json(&json)["run"]["api"], api);
+    srv.stop(libc::SIGINT, Duration::from_secs(5));
+    dir.assert_ns_clean();
+}
+
+#[test]
+fn in_place_shm_spin() {
+    api_run("shm-spin", false, false);
+}
+
+#[test]
+fn copy_shm_spin() {
+    api_run("shm-spin", true, true);
+}
+
+#[test]
+fn in_place_uds() {
+    api_run("uds", false, false);
+}
+
+#[test]
+fn copy_uds() {
+    api_run("uds", true, true);
+}
+
+#[test]
+fn in_place_server_copying_client_shm_spin() {
+    api_run("shm-spin", false, true);
+}
+
+#[test]
+fn copying_server_in_place_client_uds() {
+    api_run("uds", true, false);
 }
 
 #[test]

@@ -494,3 +494,95 @@ fn adder_suite_usage_errors_exit_2() {
         assert!(o.stdout.contains(s), "msgbench adder --help lacks {s}: {o}");
     }
 }
+
+/// `--copy` with one transport: each row runs in place, then with the
+/// copying API right after it; the table shows both side by side under an
+/// API column, the JSON rows say `api`, and the copying rows' figures
+/// carry `api: copy` in their key (in-place keys are as before).
+#[test]
+fn copy_runs_both_apis_side_by_side() {
+    let dir = TestDir::new("copy");
+    let json = dir.file("copy.json");
+    let mut args: Vec<String> = [
+        "adder",
+        "-t",
+        "shm",
+        "--modes",
+        "one",
+        "--threads",
+        "1",
+        "-S",
+        "2000",
+        "--idle-secs",
+        "0",
+        "--copy",
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(json.display().to_string());
+    args.extend(dir.ns_args());
+    let o = run(Bin::Msgbench, &args);
+    o.assert_ok();
+    dir.assert_ns_clean();
+    let left = leftovers(&dir);
+    assert!(left.is_empty(), "server processes left behind: {left:?}");
+
+    // The table: an API column after Threads, the two rows adjacent.
+    let mut lines = o
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Transport shm, unpinned"))
+        .skip(1);
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(&header[..3], ["Mode", "Threads", "API"], "{}", o.stdout);
+    lines.next(); // the rule
+    let rows: Vec<Vec<&str>> = lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            l.trim_start_matches("One process")
+                .split_whitespace()
+                .collect()
+        })
+        .collect();
+    let shape: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    assert_eq!(shape, [("1", "in-place"), ("1", "copy")], "{}", o.stdout);
+    for r in &rows {
+        assert_eq!(r.len(), 11, "{r:?}");
+        assert_eq!(r[8], "100%", "each API scales against its own X = 1: {r:?}");
+    }
+
+    // The JSON: an api per row, both APIs in the settings, every reply
+    // checked (final values right).
+    let v = read_json(&json);
+    check_envelope(&v);
+    assert_eq!(
+        v["settings"]["apis"],
+        serde_json::json!(["in-place", "copy"])
+    );
+    let rows = v["rows"].as_array().expect("rows");
+    let apis: Vec<&str> = rows
+        .iter()
+        .map(|r| r["api"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(apis, ["in-place", "copy"], "{v}");
+    for r in rows {
+        check_row_json(r);
+        assert_eq!(r["run"]["api"], r["api"], "{r}");
+    }
+    let figures = v["figures"].as_array().expect("figures");
+    let copy_keys = figures
+        .iter()
+        .filter(|f| f["key"].get("api").is_some())
+        .count();
+    assert!(copy_keys > 0 && copy_keys < figures.len(), "{v}");
+    assert!(figures
+        .iter()
+        .filter_map(|f| f["key"].get("api"))
+        .all(|a| a == "copy"));
+}

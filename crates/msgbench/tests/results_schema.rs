@@ -36,7 +36,8 @@ fn envelope(args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"))
 }
 
-fn check(suite: &str, args: &[&str]) {
+/// Runs `args`, checks the envelope against the schema, and returns it.
+fn check(suite: &str, args: &[&str]) -> Value {
     let doc = envelope(args);
     let v = validator();
     let errs = errors(&v, &doc);
@@ -46,6 +47,7 @@ fn check(suite: &str, args: &[&str]) {
         !doc["figures"].as_array().expect("figures").is_empty(),
         "{suite}: no figures"
     );
+    doc
 }
 
 #[test]
@@ -106,28 +108,48 @@ fn adder_rows_keep_their_raw_histogram() {
     }
 }
 
+/// With `--copy`: both APIs' rows follow the schema, whose adder rows
+/// need an `api` of `in-place` or `copy`.
 #[test]
 fn adder_envelope_follows_the_schema() {
     let dir = TestDir::new("schema-adder");
     let ns = dir.ns_args();
-    check(
+    let args = [
         "adder",
-        &[
-            "adder",
-            "-t",
-            "uds",
-            "--threads",
-            "1",
-            "--modes",
-            "one",
-            "-S",
-            "2000",
-            "--idle-secs",
-            "0",
-            &ns[0],
-            &ns[1],
-        ],
-    );
+        "-t",
+        "uds",
+        "--threads",
+        "1",
+        "--modes",
+        "one",
+        "-S",
+        "2000",
+        "--idle-secs",
+        "0",
+        "--copy",
+        &ns[0],
+        &ns[1],
+    ];
+    let doc = check("adder", &args);
+    let apis: Vec<&Value> = doc["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| &r["api"])
+        .collect();
+    assert_eq!(apis, ["in-place", "copy"], "{doc}");
+    let v = validator();
+    let broken: [Breakage; 2] = [
+        ("a row without an api", |d| {
+            d["rows"][0].as_object_mut().unwrap().remove("api");
+        }),
+        ("an api 'fast'", |d| d["rows"][1]["api"] = "fast".into()),
+    ];
+    for (what, breaks) in broken {
+        let mut d = doc.clone();
+        breaks(&mut d);
+        assert!(!errors(&v, &d).is_empty(), "the schema accepts {what}");
+    }
 }
 
 #[test]

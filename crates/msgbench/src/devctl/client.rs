@@ -8,10 +8,12 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use msgpass::transport::shm::Shm;
+use msgpass::transport::ClientConnection;
 use msgpass::{Connection, Namespace};
 use serde::Serialize;
 
-use super::options::{self};
+use super::options::{self, Api};
 use super::{endpoint, ADDER_INCREMENT};
 use crate::measure::clock::Clock;
 use crate::measure::cpu::{self, CpuStat, CpuUsage};
@@ -43,6 +45,8 @@ pub struct RunConfig<'a> {
     /// Stop each thread after this long even if it has not done `samples`
     /// round trips (`None`: always finish, as the seed does).
     pub time_limit: Option<Duration>,
+    /// In place (`Connection::call_with`) or copying (`Connection::call`).
+    pub api: Api,
 }
 
 /// One client thread's figures.
@@ -72,6 +76,8 @@ pub struct ThreadResult {
 pub struct ClientRun {
     /// Transport name.
     pub transport: String,
+    /// The API the client used: `in-place` or `copy`.
+    pub api: Api,
     /// Round trips per thread.
     pub samples: u64,
     /// Per-thread results.
@@ -102,8 +108,29 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
 /// Like [`run`]; with `tcp = Some(base)` thread j connects over TCP to
 /// instance K+j at `base`'s port + K+j (no namespace involved).
 pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<ClientRun> {
-    let conns = connect_all(cfg, tcp)?;
-    let (results, busy) = run_threads(cfg, conns);
+    // The shared-memory transports are used typed: the calls are then
+    // direct and the compiler inlines them into the adder loop.
+    let (results, busy) = match (tcp, options::shm_wait(cfg.transport)) {
+        (None, Some(wait)) => {
+            let shm = Shm::new(wait);
+            let conns = connect_all(cfg, |k| {
+                Connection::open_typed(cfg.ns, &endpoint(k), &shm, &cfg.opts)
+            })?;
+            run_threads(cfg, conns)
+        }
+        _ => {
+            let transport = msgpass::transport::by_name(cfg.transport)?;
+            let conns = match tcp {
+                Some(base) => (cfg.first..cfg.first + cfg.n)
+                    .map(|k| connect_tcp(cfg, base, k))
+                    .collect::<Result<Vec<_>>>()?,
+                None => connect_all(cfg, |k| {
+                    Connection::open(cfg.ns, &endpoint(k), &*transport, &cfg.opts)
+                })?,
+            };
+            run_threads(cfg, conns)
+        }
+    };
     let mut threads = Vec::new();
     let mut merged = Recorder::new();
     // Report the failure that caused an abort, not the threads it stopped.
@@ -125,6 +152,7 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
     let ave = threads.iter().map(|t| t.duration_ns as f64).sum::<f64>() / threads.len() as f64;
     Ok(ClientRun {
         transport: cfg.transport.to_string(),
+        api: cfg.api,
         samples: cfg.samples,
         ave_duration_ns: ave,
         rate_per_thread: rate_per_thread(&threads),
@@ -140,18 +168,16 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
     })
 }
 
-/// One connection per thread, to instances `first..first+n`, over TCP
-/// from `tcp` or by name; a missing server says how to start one.
-fn connect_all(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Vec<Connection>> {
-    let transport = msgpass::transport::by_name(cfg.transport)?;
+/// One connection per thread, to instances `first..first+n`, each opened
+/// by name with `open(k)`; a missing server says how to start one.
+fn connect_all<C: ClientConnection + ?Sized>(
+    cfg: &RunConfig,
+    open: impl Fn(u32) -> msgpass::Result<Connection<C>>,
+) -> Result<Vec<Connection<C>>> {
     let mut conns = Vec::with_capacity(cfg.n as usize);
     for j in 0..cfg.n {
         let k = cfg.first + j;
-        if let Some(base) = tcp {
-            conns.push(connect_tcp(cfg, base, k)?);
-            continue;
-        }
-        let c = Connection::open(cfg.ns, &endpoint(k), &*transport, &cfg.opts).map_err(|e| match e {
+        let c = open(k).map_err(|e| match e {
             msgpass::Error::NotFound { path } => anyhow!(
                 "no server at {}: start one with `dev-adder -n {} -i {} -t {}{}`, or pass --wait SECS",
                 path.display(),
@@ -175,7 +201,10 @@ type ThreadsRun = (Vec<Result<(ThreadResult, Recorder)>>, Option<CpuUsage>);
 
 /// Runs one thread per connection from one barrier; the first to fail
 /// aborts the others. /proc/stat is read around the whole run.
-fn run_threads(cfg: &RunConfig, conns: Vec<Connection>) -> ThreadsRun {
+fn run_threads<C: ClientConnection + ?Sized>(
+    cfg: &RunConfig,
+    conns: Vec<Connection<C>>,
+) -> ThreadsRun {
     let barrier = Barrier::new(cfg.n as usize + 1);
     std::thread::scope(|s| {
         let handles: Vec<_> = conns
@@ -184,7 +213,10 @@ fn run_threads(cfg: &RunConfig, conns: Vec<Connection>) -> ThreadsRun {
             .map(|(j, conn)| {
                 let barrier = &barrier;
                 s.spawn(move || {
-                    let r = one_thread(cfg, j as u32, conn, barrier);
+                    let r = match cfg.api {
+                        Api::InPlace => one_thread::<C, false>(cfg, j as u32, conn, barrier),
+                        Api::Copy => one_thread::<C, true>(cfg, j as u32, conn, barrier),
+                    };
                     if r.is_err() {
                         cfg.abort.store(true, Ordering::Relaxed);
                     }
@@ -270,10 +302,14 @@ fn ns_flag(ns: &Namespace) -> String {
 }
 
 /// One client thread: pin, wait for the start, run the adder loop.
-fn one_thread(
+/// `COPY` picks the API at compile time, so the loop carries no test for
+/// it: the copying `Connection::call` into a buffer of ours, or (`false`)
+/// `Connection::call_with`, writing the request into the transport's
+/// buffer and reading the reply where it lies.
+fn one_thread<C: ClientConnection + ?Sized, const COPY: bool>(
     cfg: &RunConfig,
     j: u32,
-    mut conn: Connection,
+    mut conn: Connection<C>,
     barrier: &Barrier,
 ) -> Result<(ThreadResult, Recorder)> {
     let cpu = cfg.cpus.for_thread(j as usize);
@@ -288,26 +324,33 @@ fn one_thread(
     let t0 = Instant::now();
     let mut prev = cfg.clock.now();
     while value < target {
-        let n = conn
-            .call(ADDER_INCREMENT, &value.to_le_bytes(), &mut reply)
-            .map_err(|e| match e {
-                msgpass::Error::Disconnected => anyhow!(
-                    "thread {j}: {} went away mid-run (server died or stopped)",
-                    endpoint(k)
-                ),
-                e => anyhow!(e).context(format!("thread {j}: call to {}", endpoint(k))),
-            })?;
+        // The reply, copied out of the transport's buffer (in place) or
+        // ours, and its length. Between the reply and the next request
+        // only the timestamp, this copy and the check below run.
+        let (got, n) = if COPY {
+            let n = conn
+                .call(ADDER_INCREMENT, &value.to_le_bytes(), &mut reply)
+                .map_err(|e| call_failed(e, j, k))?;
+            (u32::from_le_bytes(reply), n)
+        } else {
+            let r = conn
+                .call_with(ADDER_INCREMENT, |buf| {
+                    buf[..4].copy_from_slice(&value.to_le_bytes());
+                    4
+                })
+                .map_err(|e| call_failed(e, j, k))?;
+            match <[u8; 4]>::try_from(r) {
+                Ok(b) => (u32::from_le_bytes(b), 4),
+                Err(_) => (0, r.len()),
+            }
+        };
         if cfg.timestamps {
             let now = cfg.clock.now();
             rec.push(now.wrapping_sub(prev));
             prev = now;
         }
-        let got = u32::from_le_bytes(reply);
         if n != 4 || got != value.wrapping_add(1) {
-            bail!(
-                "thread {j}: {} answered {got} ({n} bytes) to {value}: wrong reply",
-                endpoint(k)
-            );
+            return Err(wrong_reply(j, k, value, got, n));
         }
         value = got;
         if value & 1023 == 0 {
@@ -339,6 +382,27 @@ fn one_thread(
         },
         rec,
     ))
+}
+
+/// Thread `j`'s call to instance `k` failed.
+#[cold]
+fn call_failed(e: msgpass::Error, j: u32, k: u32) -> anyhow::Error {
+    match e {
+        msgpass::Error::Disconnected => anyhow!(
+            "thread {j}: {} went away mid-run (server died or stopped)",
+            endpoint(k)
+        ),
+        e => anyhow!(e).context(format!("thread {j}: call to {}", endpoint(k))),
+    }
+}
+
+/// Instance `k` answered `got` (`n` bytes) to thread `j`'s `value`.
+#[cold]
+fn wrong_reply(j: u32, k: u32, value: u32, got: u32, n: usize) -> anyhow::Error {
+    anyhow!(
+        "thread {j}: {} answered {got} ({n} bytes) to {value}: wrong reply",
+        endpoint(k)
+    )
 }
 
 /// The `-I` idle baseline: sleep and measure the machine's busy share.

@@ -102,6 +102,7 @@ pub fn main(args: &ClientArgs) -> Result<()> {
             clock: &clock,
             abort: &abort,
             time_limit: None,
+            api: args.common.api(),
         },
         tcp,
     )?;

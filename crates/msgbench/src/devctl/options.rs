@@ -40,6 +40,11 @@ pub struct Common {
     /// (0 to 1000000).
     #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
     pub spin_us: u64,
+    /// Use the copying API: Connection::call / Request::reply with buffers
+    /// of our own [default: in place, Connection::call_with /
+    /// Request::reply_with, zero-copy on shared memory].
+    #[arg(long = "copy")]
+    pub copy: bool,
 }
 
 impl Common {
@@ -55,12 +60,68 @@ impl Common {
         }
     }
 
+    /// The API `--copy` asks for.
+    pub fn api(&self) -> Api {
+        if self.copy {
+            Api::Copy
+        } else {
+            Api::InPlace
+        }
+    }
+
     /// The msgpass options these flags ask for.
     pub fn msgpass_options(&self) -> msgpass::Options {
         msgpass::Options {
             spin: std::time::Duration::from_micros(self.spin_us),
             ..msgpass::Options::default()
         }
+    }
+}
+
+/// Which msgpass API the adder programs pass messages with (the wire
+/// protocol is the same, so either side can use either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// `Connection::call_with` / `Request::reply_with`: the request and
+    /// reply are written and read in the transport's own buffer (no copy
+    /// on the shared-memory transports).
+    InPlace,
+    /// `Connection::call` / `Request::reply` with buffers of our own.
+    Copy,
+}
+
+impl Api {
+    /// The JSON value and table cell: `in-place` or `copy`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Api::InPlace => "in-place",
+            Api::Copy => "copy",
+        }
+    }
+
+    /// What the results block says: `in place (zero-copy)` or `copy`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Api::InPlace => "in place (zero-copy)",
+            Api::Copy => "copy",
+        }
+    }
+}
+
+/// The shared-memory wait strategy of `transport` when it is one of the
+/// shared-memory transports (`shm`, `shm-spin`, `shm-block`,
+/// `shm-hybrid`), which the adder programs use typed
+/// ([`msgpass::Channel::create_typed`], [`msgpass::Connection::open_typed`]);
+/// `None` for every other transport, used through
+/// [`msgpass::transport::by_name`].
+pub fn shm_wait(transport: &str) -> Option<msgpass::transport::shm::Wait> {
+    use msgpass::transport::shm::Wait;
+    match msgpass::transport::info(transport).ok()?.name {
+        "shm-spin" => Some(Wait::Spin),
+        "shm-block" => Some(Wait::Block),
+        "shm-hybrid" => Some(Wait::Hybrid),
+        _ => None,
     }
 }
 
@@ -161,6 +222,7 @@ mod tests {
             ns: None,
             cpus: None,
             spin_us: 20,
+            copy: false,
         };
         let base = tcp_base("--listen", "10.0.0.1:5000", &common("tcp", 2, 3)).unwrap();
         assert_eq!(
@@ -177,6 +239,18 @@ mod tests {
         let e = tcp_base("--connect", "10.0.0.1:65535", &common("tcp", 2, 0)).unwrap_err();
         assert!(e.to_string().contains("above 65535"), "{e}");
         assert!(tcp_base("--connect", "[::1]:7000", &common("tcp", 1, 0)).is_ok());
+    }
+
+    #[test]
+    fn shm_transports_are_typed_and_others_not() {
+        use msgpass::transport::shm::Wait;
+        assert_eq!(shm_wait("shm"), Some(Wait::Hybrid));
+        assert_eq!(shm_wait("shm-hybrid"), Some(Wait::Hybrid));
+        assert_eq!(shm_wait("shm-spin"), Some(Wait::Spin));
+        assert_eq!(shm_wait("shm-block"), Some(Wait::Block));
+        for t in ["uds", "tcp", "pipe", "bogus"] {
+            assert_eq!(shm_wait(t), None, "{t}");
+        }
     }
 
     #[test]

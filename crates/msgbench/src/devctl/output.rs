@@ -17,6 +17,7 @@ use crate::measure::hist::fmt_ns;
 /// Thread duration: 12100ms (165289 msgs/sec)
 /// Thread 0 latency: p50 5.12us, p99 9.80us, p99.9 20.1us, max 120us (2000000 samples)
 /// Clock: tsc (2994.4 MHz, 8 ns per timestamp), one timestamp per request
+/// API: in place (zero-copy)          (or: copy, with --copy)
 /// ```
 pub fn results_block(run: &ClientRun, idle: Option<&CpuUsage>, clock: &Clock) -> String {
     let mut s = String::new();
@@ -55,6 +56,7 @@ pub fn results_block(run: &ClientRun, idle: Option<&CpuUsage>, clock: &Clock) ->
         "whole-run timing only (--no-timestamps)"
     };
     let _ = writeln!(s, "Clock: {}, {timing}", clock.describe());
+    let _ = writeln!(s, "API: {}", run.api.describe());
     if let Some(steal) = run.busy.map(|b| b.steal_pct).filter(|&p| p >= 1.0) {
         let _ = writeln!(
             s,
@@ -79,6 +81,7 @@ mod tests {
         ClientRun {
             histogram: Vec::new(),
             transport: "shm".into(),
+            api: crate::devctl::options::Api::InPlace,
             samples: 1000,
             threads: Vec::new(),
             busy,
@@ -95,6 +98,7 @@ mod tests {
         assert!(out.contains("\nTotal CPU Busy: n/a\n"), "{out}");
         assert!(!out.contains("0.00%"), "{out}");
         assert!(!out.contains("stole"), "{out}");
+        assert!(out.ends_with("\nAPI: in place (zero-copy)\n"), "{out}");
         let json = serde_json::to_value(run(None)).expect("serialises");
         assert!(json["busy"].is_null(), "{json}");
     }

@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
+use msgpass::transport::shm::Shm;
+use msgpass::transport::ServerChannel;
 use msgpass::{Channel, Namespace};
 use oslayer::process;
 
-use super::options::{self, Common};
+use super::options::{self, Api, Common};
 use super::{endpoint, ADDER_INCREMENT};
 use crate::measure::placement::{self, CpuList};
 
@@ -92,39 +94,60 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
         None => Place::Ns(Namespace::resolve(args.common.ns.as_deref())?),
     };
     let transport = msgpass::transport::by_name(&args.common.transport)?;
-    let channels = create_all(args, &place, &*transport, &stop)?;
-    if !args.quiet {
-        println!(
-            "dev-adder: serving {} over {} (pid {})",
-            describe(args, &place)?,
-            transport.name(),
-            std::process::id()
-        );
+    let api = args.common.api();
+    let announce = |place: &Place| -> Result<()> {
+        if !args.quiet {
+            println!(
+                "dev-adder: serving {} over {}, API {} (pid {})",
+                describe(args, place)?,
+                transport.name(),
+                api.describe(),
+                std::process::id()
+            );
+        }
+        Ok(())
+    };
+    // The shared-memory transports are used typed: receiving and replying
+    // are then direct calls the compiler inlines into the serving loop.
+    match (&place, options::shm_wait(&args.common.transport)) {
+        (Place::Ns(ns), Some(wait)) => {
+            let shm = Shm::new(wait);
+            let channels = create_all(args, &stop, |k, opts| {
+                Channel::create_typed(ns, &endpoint(k), &shm, opts)
+                    .with_context(|| format!("cannot serve {}", endpoint(k)))
+            })?;
+            announce(&place)?;
+            serve_all(channels, &cpus, delay, api, &stop)
+        }
+        _ => {
+            let channels = create_all(args, &stop, |k, opts| match &place {
+                Place::Ns(ns) => Channel::create(ns, &endpoint(k), &*transport, opts)
+                    .with_context(|| format!("cannot serve {}", endpoint(k))),
+                Place::Tcp(base) => {
+                    let addr = options::instance_addr(*base, k)?;
+                    Channel::listen_tcp(addr, opts)
+                        .with_context(|| format!("cannot serve {} on tcp {addr}", endpoint(k)))
+                }
+            })?;
+            announce(&place)?;
+            serve_all(channels, &cpus, delay, api, &stop)
+        }
     }
-    serve_all(channels, &cpus, delay, &stop)
 }
 
-/// Creates every channel before serving any, so a failure is reported
-/// once and nothing is left half-started.
-fn create_all(
+/// Creates every channel (instance k made by `make(k, options)`) before
+/// serving any, so a failure is reported once and nothing is left
+/// half-started.
+fn create_all<S: ServerChannel + ?Sized>(
     args: &ServerArgs,
-    place: &Place,
-    transport: &dyn msgpass::transport::Transport,
     stop: &Arc<AtomicBool>,
-) -> Result<Vec<Channel>> {
+    make: impl Fn(u32, &msgpass::Options) -> Result<Channel<S>>,
+) -> Result<Vec<Channel<S>>> {
     let opts = args.common.msgpass_options();
     let (first, n) = (args.common.i, args.common.n);
     let mut channels = Vec::with_capacity(n as usize);
     for k in first..=first + (n - 1) {
-        let mut ch = match place {
-            Place::Ns(ns) => Channel::create(ns, &endpoint(k), transport, &opts)
-                .with_context(|| format!("cannot serve {}", endpoint(k)))?,
-            Place::Tcp(base) => {
-                let addr = options::instance_addr(*base, k)?;
-                Channel::listen_tcp(addr, &opts)
-                    .with_context(|| format!("cannot serve {} on tcp {addr}", endpoint(k)))?
-            }
-        };
+        let mut ch = make(k, &opts)?;
         if ch.replaced_stale() && !args.quiet {
             eprintln!(
                 "dev-adder: replaced a stale endpoint at {}",
@@ -160,10 +183,11 @@ fn describe(args: &ServerArgs, place: &Place) -> Result<String> {
 
 /// Serves every channel on its own pinned thread until stopped; the first
 /// to fail stops the others, and its error is returned.
-fn serve_all(
-    channels: Vec<Channel>,
+fn serve_all<S: ServerChannel + ?Sized>(
+    channels: Vec<Channel<S>>,
     cpus: &CpuList,
     delay: Option<Duration>,
+    api: Api,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
     let failed = AtomicBool::new(false);
@@ -175,7 +199,10 @@ fn serve_all(
                 let cpu = cpus.for_thread(j);
                 let failed = &failed;
                 s.spawn(move || {
-                    let r = serve(ch, cpu, delay);
+                    let r = match api {
+                        Api::InPlace => serve::<S, false>(ch, cpu, delay),
+                        Api::Copy => serve::<S, true>(ch, cpu, delay),
+                    };
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                         stop.store(true, Ordering::Relaxed);
@@ -197,8 +224,15 @@ fn serve_all(
 }
 
 /// Serves one channel until stopped, sleeping `delay` before each reply
-/// (the [`TEST_DELAY_ENV`] knob; `None` in every real run).
-fn serve(mut ch: Channel, cpu: Option<usize>, delay: Option<Duration>) -> Result<()> {
+/// (the [`TEST_DELAY_ENV`] knob; `None` in every real run). `COPY` picks
+/// the API at compile time, so the loop carries no test for it: the
+/// copying `Request::reply` from a buffer of ours, or (`false`)
+/// `Request::reply_with`, adding one to the request where it lies.
+fn serve<S: ServerChannel + ?Sized, const COPY: bool>(
+    mut ch: Channel<S>,
+    cpu: Option<usize>,
+    delay: Option<Duration>,
+) -> Result<()> {
     placement::maybe_pin(cpu)?;
     let name = ch.path().display().to_string();
     while let Some(req) = ch.receive().with_context(|| format!("receive on {name}"))? {
@@ -209,12 +243,27 @@ fn serve(mut ch: Channel, cpu: Option<usize>, delay: Option<Duration>) -> Result
             req.reply_error(libc::ENOTTY)?;
             continue;
         }
-        match <[u8; 4]>::try_from(req.data()) {
-            Ok(b) => {
-                let v = u32::from_le_bytes(b).wrapping_add(1);
-                req.reply(&v.to_le_bytes())?;
+        if COPY {
+            match <[u8; 4]>::try_from(req.data()) {
+                Ok(b) => {
+                    let v = u32::from_le_bytes(b).wrapping_add(1);
+                    req.reply(&v.to_le_bytes())?;
+                }
+                Err(_) => req.reply_error(libc::EINVAL)?,
             }
-            Err(_) => req.reply_error(libc::EINVAL)?,
+        } else {
+            if req.data().len() != 4 {
+                req.reply_error(libc::EINVAL)?;
+                continue;
+            }
+            // The buffer starts with the 4 request bytes just checked.
+            req.reply_with(|buf| {
+                let mut b = [0u8; 4];
+                b.copy_from_slice(&buf[..4]);
+                let v = u32::from_le_bytes(b).wrapping_add(1);
+                buf[..4].copy_from_slice(&v.to_le_bytes());
+                4
+            })?;
         }
     }
     Ok(())

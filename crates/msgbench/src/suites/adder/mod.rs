@@ -24,6 +24,8 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 pub use options::AdderPlan;
+
+use crate::devctl::options::Api;
 pub use row::{DiscardedRun, Measured, Row};
 
 use super::{OutputArgs, Results, RunContext, Suite};
@@ -145,6 +147,11 @@ pub struct AdderArgs {
     /// Time whole runs only (no per-request timestamps).
     #[arg(long = "no-timestamps")]
     pub no_timestamps: bool,
+    /// Also run every row with the copying API (Connection::call /
+    /// Request::reply with buffers of our own), each right after its
+    /// in-place twin, side by side in the tables [default: in place only].
+    #[arg(long = "copy")]
+    pub copy: bool,
     /// Scheduling controls: --fifo, --mlock, --dma-latency.
     #[command(flatten)]
     pub sched: SchedArgs,
@@ -211,18 +218,23 @@ impl Suite for Adder {
     }
 }
 
-/// A row's figures, keyed by transport, mode, threads and placement
-/// (docs/results.md); a failed row has none.
+/// A row's figures, keyed by transport, mode, threads and placement,
+/// plus `api: copy` for the copying rows of `--copy` (so the default
+/// in-place rows keep the keys of earlier results; docs/results.md); a
+/// failed row has none.
 fn figures(r: &Row) -> Vec<Figure> {
     let Some(m) = &r.measured else {
         return Vec::new();
     };
-    let key = [
+    let mut key = vec![
         ("transport", r.transport.clone()),
         ("mode", r.mode.key().to_string()),
         ("threads", r.threads.to_string()),
         ("placement", r.placement.key().to_string()),
     ];
+    if r.api == Api::Copy {
+        key.push(("api", r.api.key().to_string()));
+    }
     let mut out = vec![
         Figure::new(
             &key,

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
 use super::{AdderArgs, Mode, Placement};
-use crate::devctl::options::check_samples;
+use crate::devctl::options::{check_samples, Api};
 use crate::devctl::MAX_INSTANCES;
 use crate::measure::placement::{self, CpuList};
 
@@ -23,6 +23,10 @@ pub struct AdderPlan {
     pub modes: Vec<Mode>,
     /// The placements, in order.
     pub placements: Vec<Placement>,
+    /// The APIs each row runs with, in order: `["in-place"]`, or with
+    /// `--copy` `["in-place", "copy"]` (each copying row right after its
+    /// in-place twin).
+    pub apis: Vec<Api>,
     /// `-S`: round trips per thread, or `None` to size rows by time.
     pub samples: Option<u64>,
     /// Target length of a row, s.
@@ -49,36 +53,48 @@ pub(super) struct Spec<'a> {
     pub transport: &'a str,
     pub mode: Mode,
     pub threads: u32,
+    pub api: Api,
 }
 
 impl Spec<'_> {
-    /// "uds, pinned, One process, 2 threads".
+    /// "uds, pinned, One process, 2 threads", with ", copy API" for a
+    /// copying row.
     pub fn label(&self) -> String {
         format!(
-            "{}, {}, {}, {} thread{}",
+            "{}, {}, {}, {} thread{}{}",
             self.transport,
             self.placement.key(),
             self.mode.label(),
             self.threads,
-            if self.threads == 1 { "" } else { "s" }
+            if self.threads == 1 { "" } else { "s" },
+            if self.api == Api::Copy {
+                ", copy API"
+            } else {
+                ""
+            }
         )
     }
 }
 
 impl AdderPlan {
-    /// Every row, in run order: placement, transport, mode, X.
+    /// Every row, in run order: placement, transport, mode, X, API (so
+    /// a copying row runs right after its in-place twin, under the same
+    /// conditions).
     pub(super) fn specs(&self) -> Vec<Spec<'_>> {
         let mut out = Vec::new();
         for &placement in &self.placements {
             for transport in &self.transports {
                 for &mode in &self.modes {
                     for &threads in &self.threads {
-                        out.push(Spec {
-                            placement,
-                            transport,
-                            mode,
-                            threads,
-                        });
+                        for &api in &self.apis {
+                            out.push(Spec {
+                                placement,
+                                transport,
+                                mode,
+                                threads,
+                                api,
+                            });
+                        }
                     }
                 }
             }
@@ -88,7 +104,11 @@ impl AdderPlan {
 
     /// How many rows the plan runs.
     pub fn row_count(&self) -> usize {
-        self.placements.len() * self.transports.len() * self.modes.len() * self.threads.len()
+        self.placements.len()
+            * self.transports.len()
+            * self.modes.len()
+            * self.threads.len()
+            * self.apis.len()
     }
 
     /// About how long one row takes: the row, its probes, the servers'
@@ -126,6 +146,11 @@ pub(super) fn plan(args: &AdderArgs) -> Result<AdderPlan> {
         transports: args.transports.clone(),
         modes: args.modes.clone(),
         placements,
+        apis: if args.copy {
+            vec![Api::InPlace, Api::Copy]
+        } else {
+            vec![Api::InPlace]
+        },
         samples: args.samples,
         row_secs: args.row_secs,
         idle_secs: args.idle_secs,
@@ -276,5 +301,27 @@ mod tests {
         assert_eq!(s[3].label(), "shm, pinned, Multi-process, 2 threads");
         assert_eq!(s[4].transport, "uds");
         assert_eq!(s[8].placement, Placement::Unpinned);
+        assert!(s.iter().all(|s| s.api == Api::InPlace));
+    }
+
+    #[test]
+    fn copy_runs_each_row_twice_in_place_first() {
+        let p = plan(&args(&["-t", "shm,uds", "--threads", "1,2", "--copy"])).expect("plan");
+        assert_eq!(p.apis, [Api::InPlace, Api::Copy]);
+        let s = p.specs();
+        assert_eq!(s.len(), p.row_count());
+        assert_eq!(s.len(), 16);
+        assert_eq!(s[0].label(), "shm, unpinned, One process, 1 thread");
+        assert_eq!(
+            s[1].label(),
+            "shm, unpinned, One process, 1 thread, copy API"
+        );
+        for pair in s.chunks(2) {
+            assert_eq!((pair[0].api, pair[1].api), (Api::InPlace, Api::Copy));
+            assert_eq!(
+                (pair[0].transport, pair[0].mode, pair[0].threads),
+                (pair[1].transport, pair[1].mode, pair[1].threads)
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::{Mode, Placement};
 use crate::devctl::client::ClientRun;
+use crate::devctl::options::Api;
 use crate::measure::hist::LatencySummary;
 
 /// One row: a transport, placement, mode and X, with its figures or why
@@ -18,6 +19,9 @@ pub struct Row {
     pub mode: Mode,
     /// X: client threads and server instances.
     pub threads: u32,
+    /// The msgpass API client and servers used: `in-place` (the default)
+    /// or `copy` (the rows `--copy` adds).
+    pub api: Api,
     /// Why the row failed (a wrong reply or final value, a failed call, a
     /// server that would not start or stop cleanly); `null` when it ran.
     pub error: Option<String>,
@@ -45,7 +49,7 @@ pub struct Measured {
     /// All round trips / wall time of the whole run.
     pub aggregate_rate: f64,
     /// Aggregate rate at X over X times the rate at X = 1 (same
-    /// transport, placement and mode).
+    /// transport, placement, mode and API).
     pub efficiency: Option<f64>,
     /// All threads' latencies merged.
     pub latency: Option<LatencySummary>,

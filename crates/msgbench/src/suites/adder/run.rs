@@ -54,6 +54,7 @@ fn one_row(
         placement: spec.placement,
         mode: spec.mode,
         threads: spec.threads,
+        api: spec.api,
         error: None,
         measured: None,
     };
@@ -82,6 +83,7 @@ fn base_rate(done: &[Row], spec: &Spec) -> Option<f64> {
                 && b.mode == spec.mode
                 && b.placement == spec.placement
                 && b.transport == spec.transport
+                && b.api == spec.api
         })
         .and_then(|b| b.measured.as_ref())
         .map(|m| m.rate_per_thread)
@@ -142,6 +144,7 @@ fn measure_row(
         ns,
         &server_cpus,
         plan.spin_us,
+        spec.api,
     )?;
     let cfg = |samples: u64, timestamps: bool| RunConfig {
         ns,
@@ -165,6 +168,7 @@ fn measure_row(
             .samples
             .is_none()
             .then(|| Duration::from_secs_f64((plan.row_secs * 3.0).max(2.0))),
+        api: spec.api,
     };
     let sized = size_and_run(plan, &|s, ts| client::run(&cfg(s, ts)), on_rerun)?;
     servers.stop()?;
@@ -282,6 +286,7 @@ mod tests {
     pub(crate) fn fake(samples: u64, rate: f64) -> ClientRun {
         ClientRun {
             histogram: Vec::new(),
+            api: crate::devctl::options::Api::InPlace,
             transport: "shm".into(),
             samples,
             threads: Vec::new(),
@@ -301,6 +306,7 @@ mod tests {
             placement: Placement::Unpinned,
             mode: Mode::One,
             threads: 1,
+            api: crate::devctl::options::Api::InPlace,
             error: None,
             measured: Some(m),
         }

@@ -12,6 +12,7 @@ use msgpass::Namespace;
 use oslayer::process::{self, Pid, Signal};
 
 use super::Mode;
+use crate::devctl::options::Api;
 use crate::measure::placement::CpuList;
 
 /// Running server processes; killed on drop if not stopped.
@@ -20,7 +21,7 @@ pub(super) struct Servers {
 }
 
 impl Servers {
-    /// Starts the servers for X instances in `mode`.
+    /// Starts the servers for X instances in `mode`, replying with `api`.
     pub(super) fn start(
         mode: Mode,
         x: u32,
@@ -28,6 +29,7 @@ impl Servers {
         ns: &Namespace,
         cpus: &CpuList,
         spin_us: u64,
+        api: Api,
     ) -> Result<Servers> {
         let exe = std::env::current_exe().context("cannot find my own executable")?;
         let layout: Vec<(u32, u32)> = match mode {
@@ -57,6 +59,9 @@ impl Servers {
                 .arg(std::process::id().to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
+            if api == Api::Copy {
+                cmd.arg("--copy");
+            }
             let pins: Vec<usize> = (first..first + n)
                 .filter_map(|k| cpus.for_thread(k as usize))
                 .collect();

@@ -25,6 +25,15 @@ const HEAD: [&str; 10] = [
     "p99",
 ];
 
+/// The column titles with `--copy`: an API column after Threads.
+fn head(show_api: bool) -> Vec<&'static str> {
+    let mut h = HEAD.to_vec();
+    if show_api {
+        h.insert(2, "API");
+    }
+    h
+}
+
 /// Every section, in order: notes on the run, the tables, the verdict,
 /// the legend and the footnotes the rows call for.
 pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section> {
@@ -79,30 +88,45 @@ fn list_or_any(cpus: &[usize]) -> String {
     }
 }
 
-/// One table: a row per mode and X; failed rows say so under it.
+/// One table: a row per mode and X (with `--copy`, an in-place and a
+/// copying row per X, side by side); failed rows say so under it.
 fn table(plan: &AdderPlan, p: Placement, transport: &str, rows: &[&Row]) -> Table {
-    let mut t = Table::new(title(plan, p, transport), &HEAD);
-    let mut align = vec![Align::Right; HEAD.len()];
+    let show_api = plan.apis.len() > 1;
+    let head = head(show_api);
+    let mut t = Table::new(title(plan, p, transport), &head);
+    let mut align = vec![Align::Right; head.len()];
     align[0] = Align::Left;
+    if show_api {
+        align[2] = Align::Left;
+    }
     t = t.aligned(&align);
     for (i, r) in rows.iter().enumerate() {
         let first_of_mode = i == 0 || rows[i - 1].mode != r.mode;
-        t.row(cells(r, first_of_mode));
+        t.row(cells(r, first_of_mode, show_api));
         if let Some(e) = &r.error {
             t.notes.push(format!(
-                "{}, {} threads FAILED: {e}",
+                "{}, {} threads{} FAILED: {e}",
                 r.mode.label(),
-                r.threads
+                r.threads,
+                if show_api {
+                    format!(", {} API", r.api.key())
+                } else {
+                    String::new()
+                }
             ));
         }
     }
     t
 }
 
-/// One row's cells; the mode label only on the first row of each mode.
-pub(super) fn cells(r: &Row, first_of_mode: bool) -> Vec<String> {
+/// One row's cells; the mode label only on the first row of each mode;
+/// the API (`in-place`, `copy`) after the threads when `show_api`.
+pub(super) fn cells(r: &Row, first_of_mode: bool, show_api: bool) -> Vec<String> {
     let mode = if first_of_mode { r.mode.label() } else { "" };
     let mut c = vec![mode.to_string(), r.threads.to_string()];
+    if show_api {
+        c.push(r.api.key().to_string());
+    }
     match &r.measured {
         Some(m) => c.extend(figures(m)),
         None => {
@@ -191,6 +215,7 @@ mod tests {
     fn row(error: Option<&str>) -> Row {
         let run = ClientRun {
             histogram: Vec::new(),
+            api: crate::devctl::options::Api::InPlace,
             transport: "shm".into(),
             samples: 1000,
             threads: Vec::new(),
@@ -205,6 +230,7 @@ mod tests {
             placement: Placement::Unpinned,
             mode: Mode::One,
             threads: 1,
+            api: crate::devctl::options::Api::InPlace,
             error: error.map(String::from),
             measured: error.is_none().then(|| Measured::new(1, run, None, None)),
         }
@@ -213,7 +239,7 @@ mod tests {
     #[test]
     fn unmeasured_busy_is_na_in_the_table_and_null_in_json() {
         let r = row(None);
-        let c = cells(&r, true);
+        let c = cells(&r, true, false);
         assert_eq!(c.len(), HEAD.len());
         assert_eq!(c[3], "n/a", "{c:?}");
         assert!(!c.contains(&"0.00%".to_string()), "{c:?}");
@@ -225,7 +251,7 @@ mod tests {
     #[test]
     fn a_failed_row_says_so_in_the_table_and_has_no_figures_in_json() {
         let r = row(Some("thread 0: adder/0 answered 7 to 5: wrong reply"));
-        let c = cells(&r, true);
+        let c = cells(&r, true, false);
         assert_eq!(c.len(), HEAD.len());
         assert_eq!(c[4], "FAILED");
         let json = serde_json::to_value(&r).expect("serialises");
@@ -234,5 +260,30 @@ mod tests {
             .is_some_and(|e| e.contains("wrong reply")));
         assert!(json.get("rate_per_thread").is_none(), "{json}");
         assert!(super::super::figures(&r).is_empty());
+    }
+
+    #[test]
+    fn copy_rows_get_an_api_column_and_json_field() {
+        let mut r = row(None);
+        r.api = crate::devctl::options::Api::Copy;
+        let c = cells(&r, true, true);
+        assert_eq!(c.len(), head(true).len());
+        assert_eq!(head(true)[2], "API");
+        assert_eq!(c[2], "copy", "{c:?}");
+        assert_eq!(c[4], "n/a", "{c:?}");
+        let json = serde_json::to_value(&r).expect("serialises");
+        assert_eq!(json["api"], "copy", "{json}");
+        let json = serde_json::to_value(row(None)).expect("serialises");
+        assert_eq!(json["api"], "in-place", "{json}");
+        let keys: Vec<_> = super::super::figures(&r)
+            .into_iter()
+            .map(|f| serde_json::to_value(f).expect("serialises")["key"].clone())
+            .collect();
+        assert!(keys.iter().all(|k| k["api"] == "copy"), "{keys:?}");
+        assert!(super::super::figures(&row(None))
+            .into_iter()
+            .all(|f| serde_json::to_value(f).expect("serialises")["key"]
+                .get("api")
+                .is_none()));
     }
 }

@@ -5,6 +5,7 @@
 
 use super::row::Row;
 use super::{Mode, Placement};
+use crate::devctl::options::Api;
 
 /// Scaling below this share of the way from 1/X (a fully serialised run)
 /// to 100% (linear) reads as a global lock or another shared bottleneck.
@@ -15,8 +16,9 @@ const LOCK_SHARE: f64 = 0.5;
 const MODE_GAP: f64 = 0.15;
 
 /// A pinned row with X from 2 to `cpus` and a scaling figure.
-struct Judged<'a> {
-    transport: &'a str,
+struct Judged {
+    /// The transport, with " (copy API)" for a copying row of `--copy`.
+    transport: String,
     mode: Mode,
     threads: u32,
     efficiency: f64,
@@ -31,7 +33,10 @@ pub fn verdict(rows: &[Row], cpus: usize) -> Option<String> {
         .filter(|r| r.threads as usize <= cpus)
         .filter_map(|r| {
             Some(Judged {
-                transport: &r.transport,
+                transport: match r.api {
+                    Api::InPlace => r.transport.clone(),
+                    Api::Copy => format!("{} (copy API)", r.transport),
+                },
                 mode: r.mode,
                 threads: r.threads,
                 efficiency: r.efficiency()?,
@@ -87,7 +92,7 @@ fn best_clause(j: &Judged) -> String {
 }
 
 /// Each transport's lowest-scaling row, in first-seen order.
-fn worst_per_transport<'a>(judged: &'a [Judged<'a>]) -> Vec<&'a Judged<'a>> {
+fn worst_per_transport(judged: &[Judged]) -> Vec<&Judged> {
     let mut out: Vec<&Judged> = Vec::new();
     for j in judged {
         match out.iter_mut().find(|w| w.transport == j.transport) {
@@ -165,6 +170,7 @@ mod tests {
     fn row(transport: &str, placement: Placement, mode: Mode, threads: u32, eff: f64) -> Row {
         let run = ClientRun {
             histogram: Vec::new(),
+            api: crate::devctl::options::Api::InPlace,
             transport: transport.into(),
             samples: 1000,
             threads: Vec::new(),
@@ -179,6 +185,7 @@ mod tests {
             placement,
             mode,
             threads,
+            api: Api::InPlace,
             error: None,
             measured: Some(Measured::new(threads, run, None, Some(1e6))),
         }
