@@ -2,7 +2,11 @@
 //! measured the same way for every msgpass transport: for each transport,
 //! message size and placement (client and server threads pinned to one CPU
 //! or to two), round-trip latency percentiles, one-way throughput, and the
-//! CPU both sides spend per message, every payload byte checked.
+//! CPU both sides spend per message, every reply checked. Rows measure
+//! msgpass's in-place API by default (only the echo's stamps rewritten,
+//! the body checked whole now and then: see protocol.rs); `--copy` adds a
+//! row of the copying API (every byte transformed and checked) right after
+//! each.
 //!
 //! The server of each row is a thread of this process in a private
 //! namespace directory (removed at the end, also after SIGINT). A row that

@@ -1,5 +1,7 @@
 //! The wire protocol between the `msgbench ipc` client and its server, and
-//! the payload checks: every byte of every reply is verified.
+//! the payload checks: every byte of every copying-API reply is verified;
+//! in place, every reply's stamps and, now and then, its whole body (see
+//! the client's `Echo`).
 //!
 //! - [`CMD_ECHO`]: the reply is the request with every byte XORed with
 //!   [`ECHO_MASK`] (a reply that merely repeats the request fails). This
