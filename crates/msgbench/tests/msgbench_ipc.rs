@@ -777,3 +777,144 @@ fn ipc_markdown_prints_markdown_tables() {
     );
     assert!(table[2].contains("uds"), "{}", o.stdout);
 }
+
+/// `--copy`: each transport gets a copying-API row right after its
+/// in-place row, both measured, labelled in the table (column API) and in
+/// the JSON (`api`: `in-place`, `copy`), the figures keyed by it.
+#[test]
+fn ipc_copy_adds_a_copy_row_next_to_each_in_place_row() {
+    let dir = TestDir::new("ipccopy");
+    let json = dir.file("copy.json");
+    let json_s = json.display().to_string();
+    let placement = *placements().last().expect("a placement");
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "shm-spin,uds",
+                "--sizes",
+                "64",
+                "--placement",
+                placement,
+                "--copy",
+                "--json",
+                &json_s,
+            ],
+        ),
+    );
+    o.assert_ok();
+    let g = group(&o.stdout, &format!("64 B, {placement} CPU"));
+    assert!(g[0].contains("API"), "no API column: {}", o.stdout);
+    for t in ["shm-spin", "uds"] {
+        for api in ["in place", "copy"] {
+            assert!(
+                g.iter()
+                    .any(|l| l.contains(&format!(" {t} ")) && l.contains(&format!(" {api} "))),
+                "no {t} {api} row: {}",
+                o.stdout
+            );
+        }
+    }
+    assert!(
+        o.stdout.contains("API copy (--copy)"),
+        "legend: {}",
+        o.stdout
+    );
+    let v = read_json(&json);
+    assert_eq!(v["settings"]["copy"], true, "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    let order: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert!(r["latency"]["samples"].as_u64().unwrap_or(0) > 0, "{r}");
+            (
+                r["transport"].as_str().expect("transport"),
+                r["api"].as_str().expect("api"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("shm-spin", "in-place"),
+            ("shm-spin", "copy"),
+            ("uds", "in-place"),
+            ("uds", "copy")
+        ],
+        "{v}"
+    );
+    let p50s: Vec<(&str, &str)> = v["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .filter(|f| f["metric"] == "p50_ns")
+        .map(|f| {
+            (
+                f["key"]["transport"].as_str().expect("transport key"),
+                f["key"]["api"].as_str().expect("api key"),
+            )
+        })
+        .collect();
+    assert_eq!(p50s, order, "one p50 per row, keyed by API: {v}");
+    dir.assert_ns_clean();
+}
+
+/// A body byte flipped in the middle of a 4096-byte echo reply, which the
+/// in-place stamps alone would miss, fails the row on both APIs: in place
+/// the client's whole-body check finds it (on shared memory possibly some
+/// round trips later, the corrupted body left in the slot).
+#[test]
+fn ipc_corrupted_body_is_caught_in_place_and_copied() {
+    let dir = TestDir::new("ipcbody");
+    let json = dir.file("body.json");
+    let json_s = json.display().to_string();
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "shm-block,uds",
+                "--sizes",
+                "4096",
+                "--placement",
+                "same",
+                "--copy",
+                "--inject-fault",
+                "corrupt-body",
+                "--json",
+                &json_s,
+            ],
+        ),
+    );
+    let line = o.assert_one_line_error(1);
+    assert!(line.contains("ipc: 4 of 4 row(s) failed"), "{line}");
+    let v = read_json(&json);
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "{v}");
+    for r in rows {
+        assert_eq!(r["status"], "failed", "{r}");
+        let reason = r["reason"].as_str().unwrap_or("");
+        assert!(
+            reason.contains("reply byte 2048 is") && reason.contains("(corrupted payload"),
+            "{r}"
+        );
+    }
+    let in_place_shm = rows
+        .iter()
+        .find(|r| r["transport"] == "shm-block" && r["api"] == "in-place")
+        .expect("the in-place shm-block row");
+    assert!(
+        in_place_shm["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("left in the slot"),
+        "{in_place_shm}"
+    );
+    dir.assert_ns_clean();
+}

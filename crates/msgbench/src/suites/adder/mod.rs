@@ -226,15 +226,13 @@ fn figures(r: &Row) -> Vec<Figure> {
     let Some(m) = &r.measured else {
         return Vec::new();
     };
-    let mut key = vec![
+    let key = vec![
         ("transport", r.transport.clone()),
+        ("api", r.api.key().to_string()),
         ("mode", r.mode.key().to_string()),
         ("threads", r.threads.to_string()),
         ("placement", r.placement.key().to_string()),
     ];
-    if r.api == Api::Copy {
-        key.push(("api", r.api.key().to_string()));
-    }
     let mut out = vec![
         Figure::new(
             &key,

@@ -282,8 +282,6 @@ mod tests {
         assert!(keys.iter().all(|k| k["api"] == "copy"), "{keys:?}");
         assert!(super::super::figures(&row(None))
             .into_iter()
-            .all(|f| serde_json::to_value(f).expect("serialises")["key"]
-                .get("api")
-                .is_none()));
+            .all(|f| serde_json::to_value(f).expect("serialises")["key"]["api"] == "in-place"));
     }
 }

@@ -7,13 +7,16 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use msgpass::transport::shm::Shm;
+use msgpass::transport::ClientConnection;
 use msgpass::{Connection, Namespace, Options};
 
 use super::protocol::{
-    ack_fold, body, echo_mismatch, stamp, SumBase, ACK_LEN, CMD_ACK, CMD_CPU, CMD_ECHO, CMD_STOP,
-    CMD_SUM, ECHO_MASK, SUM_SEQ_BYTES,
+    ack_fold, all_stamps, body, body_mismatch, echo_mismatch, in_place_expected, stamp, stamp_ends,
+    stamps_mismatch, stamps_seq, SumBase, ACK_LEN, CMD_ACK, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM,
+    ECHO_MASK, STAMP, SUM_SEQ_BYTES,
 };
-use super::results::Timing;
+use super::results::{Api, Timing};
 use super::results::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
 use super::stats::{exact, histogram, subtract_overhead};
 use crate::measure::clock::Clock;
@@ -41,6 +44,8 @@ pub struct ClientConfig {
     pub endpoint: String,
     /// Transport name.
     pub transport: String,
+    /// The API measured.
+    pub api: Api,
     /// msgpass tuning.
     pub opts: Options,
     /// Message size, bytes.
@@ -88,18 +93,33 @@ pub enum Stop {
     Interrupted,
 }
 
-/// Runs the client side of a row.
+/// Runs the client side of a row: over a typed connection
+/// ([`Connection::open_typed`]) for a shared-memory transport, else over
+/// one opened by name.
 pub fn run(cfg: &ClientConfig) -> Result<Measured, Stop> {
     pin_current_thread(cfg.cpu).map_err(|e| Stop::Skipped(format!("client thread: {e}")))?;
+    let cannot = |e: msgpass::Error| Stop::Skipped(format!("cannot connect: {e}"));
+    if let Some(wait) = super::shm_wait(&cfg.transport) {
+        let conn = Connection::open_typed(&cfg.ns, &cfg.endpoint, &Shm::new(wait), &cfg.opts)
+            .map_err(cannot)?;
+        return measure(cfg, conn);
+    }
     let t =
         msgpass::transport::by_name(&cfg.transport).map_err(|e| Stop::Skipped(e.to_string()))?;
-    let mut conn = Connection::open(&cfg.ns, &cfg.endpoint, &*t, &cfg.opts)
-        .map_err(|e| Stop::Skipped(format!("cannot connect: {e}")))?;
+    let conn = Connection::open(&cfg.ns, &cfg.endpoint, &*t, &cfg.opts).map_err(cannot)?;
+    measure(cfg, conn)
+}
+
+/// Every run of a row over `conn`.
+fn measure<C: ClientConnection + ?Sized>(
+    cfg: &ClientConfig,
+    mut conn: Connection<C>,
+) -> Result<Measured, Stop> {
     let max_msg = conn.max_msg();
     if max_msg < cfg.size {
         return Err(Stop::NotApplicable(max_msg));
     }
-    let mut echo = Echo::new(cfg.size);
+    let mut echo = Echo::new(cfg.size, cfg.api, conn.in_place());
     let mut runs = Vec::with_capacity(cfg.repeats);
     // Every repeat has the count the first warm-up's rate asks for, so
     // that repeats compare; without a warm-up, runs are sized by time.
@@ -160,60 +180,187 @@ fn call_error(e: msgpass::Error, what: &str, seq: u64) -> Stop {
     }
 }
 
-/// Request and reply buffers of the echo exchange and its sequence number.
+/// How often an in-place round trip checks the whole body: every
+/// `BODY_CHECK_EVERY`-th sequence number (besides the first and last of a
+/// measured run).
+pub const BODY_CHECK_EVERY: u64 = 1024;
+
+/// The echo exchange of a row: its API, the request pattern, the reply
+/// buffer of the copying API and the sequence number.
+///
+/// Copying API ([`Api::Copy`]): the request is `req` with the sequence
+/// number [`stamp`]ed into its first 8 bytes, sent with
+/// [`Connection::call`]; the reply (every byte XORed) is copied into
+/// `reply` and every byte checked.
+///
+/// In place ([`Api::InPlace`]): [`Connection::call_with`] writes the two
+/// stamps ([`stamp_ends`]) into the transport's buffer, and the whole body
+/// only when `write_body` is set (the first round trip after a warm-up
+/// starts, since on shared memory the slot holds the previous reply, which
+/// is the previous request with only its stamps changed) or when the
+/// transport is not in place (its copying fallback's buffer is the
+/// library's). Every reply's length and stamps are checked; its body
+/// between the stamps is checked whole on the first and last round trip of
+/// each measured run, every [`BODY_CHECK_EVERY`]-th one, the first after a
+/// warm-up starts, and every one when the transport is not in place (the
+/// body was written whole then anyway). A body corrupted in the slot stays
+/// there, so the next whole check sees it.
 struct Echo {
+    api: Api,
+    /// The transport lends its buffers (in place for real).
+    in_place: bool,
+    /// The request pattern ([`body`]); with the copying API, stamped.
     req: Vec<u8>,
+    /// The copying API's reply buffer.
     reply: Vec<u8>,
     seq: u64,
+    /// In place: write the whole body with the next request.
+    write_body: bool,
+    /// In place: check the next reply's whole body.
+    check_body: bool,
+    /// In place, during a measured run: its last sequence number and the
+    /// clock reading at which it stops early (either ends it: the reply
+    /// that ends the run has its body checked).
+    run_end: Option<(u64, u64)>,
 }
 
 impl Echo {
-    fn new(size: usize) -> Echo {
+    fn new(size: usize, api: Api, in_place: bool) -> Echo {
         Echo {
+            api,
+            in_place,
             req: body(size),
             // Room for a reply that is too long, so it shows as such.
-            reply: vec![0u8; size + 64],
+            reply: match api {
+                Api::Copy => vec![0u8; size + 64],
+                Api::InPlace => Vec::new(),
+            },
             seq: 0,
+            write_body: true,
+            check_body: true,
+            run_end: None,
         }
+    }
+
+    /// A warm-up starts (other calls have used the connection): the next
+    /// request is written whole and its reply checked whole.
+    fn restart(&mut self) {
+        self.write_body = true;
+        self.check_body = true;
+    }
+
+    /// A measured run of at most `count` round trips, stopping early at
+    /// clock reading `deadline`, starts: its first and last replies are
+    /// checked whole.
+    fn begin_run(&mut self, count: u64, deadline: u64) {
+        self.check_body = true;
+        self.run_end = Some((self.seq.saturating_add(count.max(1) - 1), deadline));
+    }
+
+    /// The measured run is over.
+    fn end_run(&mut self) {
+        self.run_end = None;
     }
 
     /// One verified round trip; returns the timestamps around the call.
     #[inline(always)]
-    fn round(&mut self, conn: &mut Connection, clock: &Clock) -> Result<(u64, u64), Stop> {
-        stamp(&mut self.req, self.seq, 8);
-        let t0 = clock.now();
-        let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
-        let t1 = clock.now();
-        self.check(r)?;
-        Ok((t0, t1))
+    fn round<C: ClientConnection + ?Sized>(
+        &mut self,
+        conn: &mut Connection<C>,
+        clock: &Clock,
+    ) -> Result<(u64, u64), Stop> {
+        match self.api {
+            Api::Copy => {
+                stamp(&mut self.req, self.seq, 8);
+                let t0 = clock.now();
+                let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
+                let t1 = clock.now();
+                self.check(r)?;
+                Ok((t0, t1))
+            }
+            Api::InPlace => {
+                let t0 = clock.now();
+                let r = self.send(conn);
+                let t1 = clock.now();
+                self.check_in_place(r, Some(t1))?;
+                Ok((t0, t1))
+            }
+        }
     }
 
     /// One verified round trip sent once the clock reaches `intended`;
     /// returns the timestamp after the call.
     #[inline(always)]
-    fn round_at(
+    fn round_at<C: ClientConnection + ?Sized>(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut Connection<C>,
         clock: &Clock,
         intended: u64,
     ) -> Result<u64, Stop> {
-        stamp(&mut self.req, self.seq, 8);
-        wait_until(clock, intended);
-        let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
-        let t1 = clock.now();
-        self.check(r)?;
-        Ok(t1)
+        match self.api {
+            Api::Copy => {
+                stamp(&mut self.req, self.seq, 8);
+                wait_until(clock, intended);
+                let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
+                let t1 = clock.now();
+                self.check(r)?;
+                Ok(t1)
+            }
+            Api::InPlace => {
+                wait_until(clock, intended);
+                let r = self.send(conn);
+                let t1 = clock.now();
+                self.check_in_place(r, Some(t1))?;
+                Ok(t1)
+            }
+        }
     }
 
-    /// One verified round trip, no clock.
+    /// One verified round trip without a clock in the loop; with `clock`
+    /// (where the loop looks at the time), the clock's reading after it.
     #[inline(always)]
-    fn round_untimed(&mut self, conn: &mut Connection) -> Result<(), Stop> {
-        stamp(&mut self.req, self.seq, 8);
-        let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
-        self.check(r)
+    fn round_untimed<C: ClientConnection + ?Sized>(
+        &mut self,
+        conn: &mut Connection<C>,
+        clock: Option<&Clock>,
+    ) -> Result<Option<u64>, Stop> {
+        match self.api {
+            Api::Copy => {
+                stamp(&mut self.req, self.seq, 8);
+                let r = conn.call(CMD_ECHO, &self.req, &mut self.reply);
+                self.check(r)?;
+                Ok(clock.map(Clock::now))
+            }
+            Api::InPlace => {
+                let r = self.send(conn);
+                let t1 = clock.map(Clock::now);
+                self.check_in_place(r, t1)?;
+                Ok(t1)
+            }
+        }
     }
 
-    /// Checks the reply of the current round trip and moves to the next.
+    /// The in-place call: the stamps (and the body when it must be
+    /// written) into the transport's buffer; the reply where it lies.
+    #[inline(always)]
+    fn send<'c, C: ClientConnection + ?Sized>(
+        &self,
+        conn: &'c mut Connection<C>,
+    ) -> msgpass::Result<&'c [u8]> {
+        let (seq, whole, body) = (self.seq, self.write_body || !self.in_place, &self.req);
+        let n = body.len();
+        conn.call_with(CMD_ECHO, |buf| {
+            let m = &mut buf[..n];
+            if whole {
+                m.copy_from_slice(body);
+            }
+            stamp_ends(m, seq);
+            n
+        })
+    }
+
+    /// Checks the reply of the current round trip (copying API) and moves
+    /// to the next.
     #[inline(always)]
     fn check(&mut self, r: Result<usize, msgpass::Error>) -> Result<(), Stop> {
         let seq = self.seq;
@@ -235,6 +382,86 @@ impl Echo {
         self.seq += 1;
         Ok(())
     }
+
+    /// Checks an in-place reply, received at clock reading `t1` when
+    /// known: its length and stamps always, its whole body when due (see
+    /// [`Echo`]); then moves to the next round trip.
+    #[inline(always)]
+    fn check_in_place(&mut self, r: msgpass::Result<&[u8]>, t1: Option<u64>) -> Result<(), Stop> {
+        let seq = self.seq;
+        let reply = r.map_err(|e| call_error(e, "round trip", seq))?;
+        let n = self.req.len();
+        if reply.len() != n {
+            return Err(Stop::Failed(format!(
+                "round trip #{seq}: reply of {} bytes, expected {n}",
+                reply.len()
+            )));
+        }
+        let last = self
+            .run_end
+            .is_some_and(|(end, deadline)| seq >= end || t1.is_some_and(|t| t >= deadline));
+        let whole = self.check_body || !self.in_place || last || seq % BODY_CHECK_EVERY == 0;
+        let bad = match stamps_mismatch(reply, seq) {
+            Some(i) => Some(i),
+            None if whole => body_mismatch(&self.req, reply),
+            None => None,
+        };
+        if let Some(i) = bad {
+            return Err(Stop::Failed(in_place_error(
+                &self.req,
+                reply,
+                seq,
+                i,
+                self.in_place,
+            )));
+        }
+        self.seq += 1;
+        self.write_body = false;
+        self.check_body = false;
+        Ok(())
+    }
+}
+
+/// Describes a wrong in-place echo reply whose first bad byte is `i`:
+/// both stamps carrying another sequence number is a lost, stale or
+/// reordered reply; anything else is corruption (of the body: found by a
+/// whole-body check, possibly of an earlier reply left in the slot).
+#[cold]
+fn in_place_error(body: &[u8], reply: &[u8], seq: u64, i: usize, in_place: bool) -> String {
+    let n = reply.len();
+    let w = n.min(STAMP);
+    let in_stamps = all_stamps(n) || i < STAMP || i >= n - STAMP;
+    if in_stamps {
+        if let Some(got) = stamps_seq(reply) {
+            let low = if w < 8 {
+                format!(" (low {w} byte(s) of {seq})")
+            } else {
+                String::new()
+            };
+            return format!(
+                "round trip #{seq}: the reply carries sequence number {got}{low}: \
+                 a lost, stale or reordered reply{}",
+                if n < 2 * STAMP {
+                    ", or a corrupted one"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let whose = match (in_stamps, in_place) {
+        (true, _) => "",
+        (false, false) => ", a body byte",
+        (false, true) => {
+            ", a body byte; the body is checked whole only now and then, so an earlier reply's \
+             corruption, left in the slot, shows here"
+        }
+    };
+    format!(
+        "round trip #{seq}: reply byte {i} is {:#04x}, expected {:#04x} (corrupted payload{whose})",
+        reply[i],
+        in_place_expected(body, seq, i)
+    )
 }
 
 /// Waits until the clock reads `t`: sleeps while more than
@@ -295,12 +522,13 @@ fn check_stop(cfg: &ClientConfig) -> Result<(), Stop> {
 /// Round trips for at least a fifth of a row and [`MIN_WARMUP`] of them
 /// (at most a whole row's time), or for `--warmup` seconds (at most the
 /// longer of that and a row); returns their rate, `None` with `--warmup 0`.
-fn warm_up(
+fn warm_up<C: ClientConnection + ?Sized>(
     cfg: &ClientConfig,
-    conn: &mut Connection,
+    conn: &mut Connection<C>,
     echo: &mut Echo,
 ) -> Result<Option<f64>, Stop> {
     let clock = &cfg.clock;
+    echo.restart();
     let (enough, limit) = match cfg.warmup_secs {
         Some(s) if s <= 0.0 => return Ok(None),
         Some(s) => (ticks(clock, s), ticks(clock, s.max(cfg.row_secs))),
@@ -320,7 +548,7 @@ fn warm_up(
 }
 
 /// Asks the server for its thread's CPU time.
-fn server_cpu_ns(conn: &mut Connection) -> Result<u64, Stop> {
+fn server_cpu_ns<C: ClientConnection + ?Sized>(conn: &mut Connection<C>) -> Result<u64, Stop> {
     let mut r = [0u8; 16];
     let n = conn
         .call(CMD_CPU, &[], &mut r)
@@ -345,7 +573,7 @@ struct CpuMark {
 
 impl CpuMark {
     /// Reads the clocks before a run (the server's first).
-    fn before(conn: &mut Connection) -> Result<CpuMark, Stop> {
+    fn before<C: ClientConnection + ?Sized>(conn: &mut Connection<C>) -> Result<CpuMark, Stop> {
         let server = server_cpu_ns(conn)?;
         Ok(CpuMark {
             server,
@@ -355,7 +583,7 @@ impl CpuMark {
     }
 
     /// Reads the clocks after a run (the server's last).
-    fn after(conn: &mut Connection) -> Result<CpuMark, Stop> {
+    fn after<C: ClientConnection + ?Sized>(conn: &mut Connection<C>) -> Result<CpuMark, Stop> {
         let client = thread_cpu_ns();
         let process = process_cpu_ns();
         Ok(CpuMark {
@@ -392,9 +620,9 @@ struct Bounds {
 /// (`--rate`: each message sent at its intended time and timed from it) or
 /// whole-run timing (the mean only). Per-message samples have one
 /// timestamp's cost subtracted (clamped at 0).
-fn latency(
+fn latency<C: ClientConnection + ?Sized>(
     cfg: &ClientConfig,
-    conn: &mut Connection,
+    conn: &mut Connection<C>,
     echo: &mut Echo,
     sizing: Sizing,
 ) -> Result<LatencyRun, Stop> {
@@ -413,11 +641,13 @@ fn latency(
         deadline: start.wrapping_add(ticks(clock, cap_secs)),
         est_rate,
     };
+    echo.begin_run(b.target, b.deadline);
     let n = match (cfg.timing, cfg.rate) {
         (Timing::Whole, _) => loop_whole(cfg, conn, echo, &b)?,
         (Timing::PerMessage, Some(rate)) => loop_open(cfg, conn, echo, &b, rate, &mut samples)?,
         (Timing::PerMessage, None) => loop_closed(cfg, conn, echo, &b, &mut samples)?,
     };
+    echo.end_run();
     let end = clock.now();
     let cpu1 = CpuMark::after(conn)?;
     let duration_ns = clock.ticks_to_ns(end.wrapping_sub(start));
@@ -443,9 +673,9 @@ fn latency(
 
 /// Whole-run timing: no clock around each call; the clock is read about
 /// once per millisecond, only for the cap. Returns the round trips done.
-fn loop_whole(
+fn loop_whole<C: ClientConnection + ?Sized>(
     cfg: &ClientConfig,
-    conn: &mut Connection,
+    conn: &mut Connection<C>,
     echo: &mut Echo,
     b: &Bounds,
 ) -> Result<u64, Stop> {
@@ -455,10 +685,12 @@ fn loop_whole(
         - 1;
     let mut n: u64 = 0;
     while n < b.target {
-        echo.round_untimed(conn)?;
+        // The clock is read after every `mask + 1`-th round trip.
+        let look = (n + 1) & mask == 0;
+        let now = echo.round_untimed(conn, look.then_some(&cfg.clock))?;
         n += 1;
-        if n & mask == 0 {
-            if cfg.clock.now() >= b.deadline {
+        if let Some(now) = now {
+            if now >= b.deadline {
                 break;
             }
             check_stop(cfg)?;
@@ -469,9 +701,9 @@ fn loop_whole(
 
 /// Open loop: message k is sent at start + k / `rate` and timed from that
 /// intended time. Returns the round trips done.
-fn loop_open(
+fn loop_open<C: ClientConnection + ?Sized>(
     cfg: &ClientConfig,
-    conn: &mut Connection,
+    conn: &mut Connection<C>,
     echo: &mut Echo,
     b: &Bounds,
     rate: f64,
@@ -495,9 +727,9 @@ fn loop_open(
 
 /// Closed loop: a timestamp before and after each call. Returns the round
 /// trips done.
-fn loop_closed(
+fn loop_closed<C: ClientConnection + ?Sized>(
     cfg: &ClientConfig,
-    conn: &mut Connection,
+    conn: &mut Connection<C>,
     echo: &mut Echo,
     b: &Bounds,
     samples: &mut Vec<u64>,
@@ -552,33 +784,82 @@ fn whole_run_stats(duration_ns: f64, n: u64) -> RunStats {
     (summary, exact, Vec::new(), 0.0)
 }
 
-/// Request and reply buffers of the checksum exchange.
+/// Request and reply buffers of the checksum exchange. The request is
+/// `req` with the sequence number [`stamp`]ed into its first
+/// [`SUM_SEQ_BYTES`]; the calls go through the row's API: copied, or in
+/// place, where only the stamp is written into the transport's buffer
+/// unless `write_body` is set (the first call of the run and after the
+/// CPU-time calls, or every call when the transport is not in place) and
+/// the (short) reply is copied out of it. One-way messages have no
+/// in-place API: both APIs send them copied.
 struct Sum {
+    api: Api,
+    in_place: bool,
     req: Vec<u8>,
     reply: [u8; 64],
     base: SumBase,
     seq: u64,
+    write_body: bool,
 }
 
 impl Sum {
-    fn new(size: usize) -> Sum {
+    fn new(size: usize, api: Api, in_place: bool) -> Sum {
         let req = body(size);
         Sum {
+            api,
+            in_place,
             base: SumBase::new(&req),
             req,
             reply: [0u8; 64],
             seq: 0,
+            write_body: true,
         }
+    }
+
+    /// Calls `cmd` with the request stamped with the current sequence
+    /// number; the reply's first bytes land in `reply`; returns its length.
+    #[inline(always)]
+    fn call<C: ClientConnection + ?Sized>(
+        &mut self,
+        conn: &mut Connection<C>,
+        cmd: u32,
+    ) -> Result<usize, Stop> {
+        let seq = self.seq;
+        stamp(&mut self.req, seq, SUM_SEQ_BYTES);
+        let n = match self.api {
+            Api::Copy => conn.call(cmd, &self.req, &mut self.reply),
+            Api::InPlace => {
+                let (req, whole) = (&self.req, self.write_body || !self.in_place);
+                let k = req.len().min(SUM_SEQ_BYTES);
+                conn.call_with(cmd, |buf| {
+                    let m = &mut buf[..req.len()];
+                    if whole {
+                        m.copy_from_slice(req);
+                    } else {
+                        m[..k].copy_from_slice(&req[..k]);
+                    }
+                    req.len()
+                })
+                .map(|r| {
+                    let k = r.len().min(self.reply.len());
+                    self.reply[..k].copy_from_slice(&r[..k]);
+                    r.len()
+                })
+            }
+        }
+        .map_err(|e| call_error(e, "message", seq))?;
+        self.write_body = false;
+        Ok(n)
     }
 
     /// One message and its verified checksum.
     #[inline(always)]
-    fn round(&mut self, conn: &mut Connection) -> Result<(), Stop> {
+    fn round<C: ClientConnection + ?Sized>(
+        &mut self,
+        conn: &mut Connection<C>,
+    ) -> Result<(), Stop> {
         let seq = self.seq;
-        stamp(&mut self.req, seq, SUM_SEQ_BYTES);
-        let n = conn
-            .call(CMD_SUM, &self.req, &mut self.reply)
-            .map_err(|e| call_error(e, "message", seq))?;
+        let n = self.call(conn, CMD_SUM)?;
         let r = &self.reply;
         let got = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
         if n != 4 || got != self.base.expected(seq) {
@@ -595,7 +876,11 @@ impl Sum {
     /// A window of `w` messages: `w - 1` one-way, then a [`CMD_ACK`]
     /// call whose reply must be the count and running check of all `w`.
     #[inline(always)]
-    fn window(&mut self, conn: &mut Connection, w: u32) -> Result<(), Stop> {
+    fn window<C: ClientConnection + ?Sized>(
+        &mut self,
+        conn: &mut Connection<C>,
+        w: u32,
+    ) -> Result<(), Stop> {
         if w <= 1 {
             return self.round(conn);
         }
@@ -610,10 +895,7 @@ impl Sum {
             self.seq += 1;
         }
         let seq = self.seq;
-        stamp(&mut self.req, seq, SUM_SEQ_BYTES);
-        let n = conn
-            .call(CMD_ACK, &self.req, &mut self.reply)
-            .map_err(|e| call_error(e, "message", seq))?;
+        let n = self.call(conn, CMD_ACK)?;
         check = ack_fold(check, self.base.expected(seq));
         self.seq += 1;
         let r = &self.reply;
@@ -632,9 +914,13 @@ impl Sum {
 
 /// `size` bytes one way, the checksum back; sized from the latency run's
 /// rate, the clock read about once per millisecond.
-fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<ThroughputRun, Stop> {
+fn throughput<C: ClientConnection + ?Sized>(
+    cfg: &ClientConfig,
+    conn: &mut Connection<C>,
+    rate: f64,
+) -> Result<ThroughputRun, Stop> {
     let clock = &cfg.clock;
-    let mut sum = Sum::new(cfg.size);
+    let mut sum = Sum::new(cfg.size, cfg.api, conn.in_place());
     // Window 1 unless the transport has one-way messages.
     let window = if conn.supports_oneway() {
         cfg.window.max(1)
@@ -656,6 +942,8 @@ fn throughput(cfg: &ClientConfig, conn: &mut Connection, rate: f64) -> Result<Th
         }
     }
     let cpu0 = CpuMark::before(conn)?;
+    // The CPU-time call's reply overwrote the slot's first bytes.
+    sum.write_body = true;
     let start = clock.now();
     let deadline = start.wrapping_add(ticks(clock, cfg.row_secs * CAP_FACTOR));
     let mut done: u64 = 0;

@@ -1,5 +1,5 @@
 //! The rows as generic figures (docs/results.md): keyed by transport,
-//! size (bytes) and placement; latency percentiles and mean, throughput,
+//! API (`in-place`, `copy`), size (bytes) and placement; latency percentiles and mean, throughput,
 //! CPU per message and the ratio to the floor. Rows without figures (not
 //! `ok`) give none, nor do figures a timing mode does not measure.
 
@@ -20,6 +20,7 @@ fn row_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<Figure> {
     };
     let key = [
         ("transport", r.transport.clone()),
+        ("api", r.api.name().to_string()),
         ("size", r.size.to_string()),
         ("placement", r.placement.name().to_string()),
     ];
@@ -69,7 +70,7 @@ fn row_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<Figure> {
 mod tests {
     use super::*;
     use crate::measure::hist::LatencySummary;
-    use crate::suites::ipc::{CpuCost, ExactStats, LatencyRun, Placement};
+    use crate::suites::ipc::{Api, CpuCost, ExactStats, LatencyRun, Placement};
 
     fn measured(timing: Timing) -> Row {
         let nan = if timing == Timing::Whole {
@@ -77,7 +78,7 @@ mod tests {
         } else {
             1.0
         };
-        let mut r = Row::new("uds", "uds", 64, Placement::Cross);
+        let mut r = Row::new("uds", "uds", Api::InPlace, 64, Placement::Cross);
         r.latency = Some(LatencyRun {
             timing,
             rate: None,
@@ -111,7 +112,10 @@ mod tests {
             names,
             ["p50_ns", "p99_ns", "p999_ns", "mean_ns", "cpu_ns_per_msg"]
         );
-        assert_eq!(f[0].key_text(), "placement=cross size=64 transport=uds");
+        assert_eq!(
+            f[0].key_text(),
+            "api=in-place placement=cross size=64 transport=uds"
+        );
         assert_eq!((f[0].value, f[0].better), (100.0, Better::Lower));
     }
 

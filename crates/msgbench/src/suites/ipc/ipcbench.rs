@@ -96,7 +96,7 @@ impl Block {
 pub fn row(r: &Row) -> String {
     let head = format!(
         "{}: {}",
-        r.transport,
+        r.label(),
         title(r.size, r.placement, r.client_cpu.zip(r.server_cpu))
     );
     match Block::of(r) {

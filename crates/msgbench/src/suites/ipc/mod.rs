@@ -2,7 +2,11 @@
 //! measured the same way for every msgpass transport: for each transport,
 //! message size and placement (client and server threads pinned to one CPU
 //! or to two), round-trip latency percentiles, one-way throughput, and the
-//! CPU both sides spend per message, every payload byte checked.
+//! CPU both sides spend per message, every reply checked. Rows measure
+//! msgpass's in-place API by default (only the echo's stamps rewritten,
+//! the body checked whole now and then: see protocol.rs); `--copy` adds a
+//! row of the copying API (every byte transformed and checked) right after
+//! each.
 //!
 //! The server of each row is a thread of this process in a private
 //! namespace directory (removed at the end, also after SIGINT). A row that
@@ -29,7 +33,7 @@ use anyhow::Result;
 
 pub use options::{IpcArgs, Plan};
 pub use results::{
-    CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
+    Api, CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
     ThroughputRun, WaitClass,
 };
 
@@ -39,6 +43,21 @@ use crate::measure::placement;
 use crate::measure::sched::SchedArgs;
 use crate::report::envelope::Figure;
 use crate::report::table::{Format, Section};
+
+/// The wait strategy of the shared-memory transport named `name` (`shm`,
+/// `shm-spin`, `shm-block`, `shm-hybrid`), whose server and client use
+/// typed channels ([`msgpass::Channel::create_typed`],
+/// [`msgpass::Connection::open_typed`]); `None` for any other transport,
+/// served and called by name.
+fn shm_wait(name: &str) -> Option<msgpass::transport::shm::Wait> {
+    use msgpass::transport::shm::Wait;
+    match name {
+        "shm-spin" => Some(Wait::Spin),
+        "shm-block" => Some(Wait::Block),
+        "shm" | "shm-hybrid" => Some(Wait::Hybrid),
+        _ => None,
+    }
+}
 
 /// `msgbench ipc`.
 pub struct Ipc;
@@ -123,4 +142,23 @@ fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
         out.push(Section::Text(results.notes.join("\n")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use msgpass::transport::Transport;
+
+    #[test]
+    fn typed_shm_transports_are_the_named_ones() {
+        for name in ["shm", "shm-spin", "shm-block", "shm-hybrid"] {
+            let wait = super::shm_wait(name).expect(name);
+            let info = msgpass::transport::info(name).expect(name);
+            assert_eq!(wait, info.wait, "{name}");
+            let typed = msgpass::transport::shm::Shm::new(wait);
+            assert_eq!(typed.name(), info.name, "{name}");
+        }
+        for name in ["uds", "pipe", "tcp", "shmx"] {
+            assert_eq!(super::shm_wait(name), None, "{name}");
+        }
+    }
 }

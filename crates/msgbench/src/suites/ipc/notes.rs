@@ -59,7 +59,7 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
             r.warnings.iter().map(move |w| {
                 format!(
                     "warning: {} {} B {}: {w}",
-                    r.transport,
+                    r.label(),
                     r.size,
                     r.placement.name()
                 )
@@ -71,11 +71,11 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suites::ipc::Placement;
+    use crate::suites::ipc::{Api, Placement};
 
     #[test]
     fn one_line_per_row_warning() {
-        let mut r = Row::new("uds", "uds", 1, Placement::Same);
+        let mut r = Row::new("uds", "uds", Api::InPlace, 1, Placement::Same);
         assert!(warnings(std::slice::from_ref(&r)).is_empty());
         r.warnings = vec!["a".into(), "b".into()];
         assert_eq!(

@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::results::{Placement, Timing};
+use super::results::{Api, Placement, Timing};
 use super::server::Fault;
 use crate::measure::placement;
 use crate::report::table::Format;
@@ -118,8 +118,14 @@ pub struct IpcArgs {
         allow_hyphen_values = true
     )]
     pub window: String,
-    /// Test hook: every row's server breaks one reply (corrupt, stale,
-    /// checksum, oneway) or stalls once (stall).
+    /// Also measure the copying API (Connection::call, Request::reply:
+    /// every byte transformed and checked), in rows next to the in-place
+    /// ones (Connection::call_with, Request::reply_with), which are measured
+    /// by default: column API, JSON field "api" ("in-place" or "copy").
+    #[arg(long = "copy")]
+    pub copy: bool,
+    /// Test hook: every row's server breaks one reply (corrupt,
+    /// corrupt-body, stale, checksum, oneway) or stalls once (stall).
     #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
     pub inject_fault: Option<String>,
     /// --format (table, markdown, csv, json), --json FILE.
@@ -151,6 +157,9 @@ pub struct Plan {
     pub vs_floor: bool,
     /// `--ipcbench-block`: the old study's block under each table.
     pub ipcbench_block: bool,
+    /// `--copy`: the copying API is measured too, each copy row run right
+    /// after the in-place row of its transport, size and placement.
+    pub copy: bool,
     /// How results are printed (`--format`).
     #[serde(skip)]
     pub format: Format,
@@ -177,14 +186,27 @@ impl Plan {
         Duration::from_micros(self.spin_us)
     }
 
+    /// The APIs measured: in place, and with `--copy` the copying one.
+    pub fn apis(&self) -> &'static [Api] {
+        if self.copy {
+            &[Api::InPlace, Api::Copy]
+        } else {
+            &[Api::InPlace]
+        }
+    }
+
     /// Every row in run order: for each size, each placement, each
-    /// transport.
-    pub fn row_order(&self) -> Vec<(usize, Placement, &str)> {
+    /// transport, each API (so the in-place and copy rows of one
+    /// transport, size and placement run back to back, under the same
+    /// machine state).
+    pub fn row_order(&self) -> Vec<(usize, Placement, &str, Api)> {
         let mut out = Vec::new();
         for &size in &self.sizes {
             for &placement in &self.placements {
                 for t in &self.transports {
-                    out.push((size, placement, t.as_str()));
+                    for &api in self.apis() {
+                        out.push((size, placement, t.as_str(), api));
+                    }
                 }
             }
         }
@@ -226,7 +248,8 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
     };
     let placements = parse_placements(&args.placement)
         .map_err(|e| anyhow!("--placement {}: {e}", args.placement))?;
-    let rows = transports.len() * sizes.len() * placements.len();
+    let apis = if args.copy { 2 } else { 1 };
+    let rows = transports.len() * sizes.len() * placements.len() * apis;
     let (timing, rate) = timing_and_rate(args)?;
     Ok(Plan {
         transports,
@@ -238,6 +261,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         ns: args.ns.clone(),
         vs_floor: args.vs_floor,
         ipcbench_block: args.ipcbench_block,
+        copy: args.copy,
         format: args.output.format,
         fault: fault(args.inject_fault.as_deref())?,
         warmup_secs: match &args.warmup {
@@ -282,13 +306,14 @@ fn fault(kind: Option<&str>) -> Result<Option<Fault>> {
     Ok(match kind {
         None => None,
         Some("corrupt") => Some(Fault::Corrupt),
+        Some("corrupt-body") => Some(Fault::CorruptBody),
         Some("stale") => Some(Fault::Stale),
         Some("checksum") => Some(Fault::Checksum),
         Some("stall") => Some(Fault::Stall),
         Some("oneway") => Some(Fault::Oneway),
         Some(f) => {
             bail!(
-                "--inject-fault {f}: unknown fault (known: corrupt, stale, checksum, oneway, stall)"
+                "--inject-fault {f}: unknown fault (known: corrupt, corrupt-body, stale, checksum, oneway, stall)"
             )
         }
     })
@@ -434,6 +459,52 @@ mod tests {
     }
 
     #[test]
+    fn copy_rows_run_right_after_their_in_place_rows() {
+        let mut p = Plan {
+            transports: vec!["shm-spin".into(), "uds".into()],
+            sizes: vec![1, 64],
+            placements: vec![Placement::Same],
+            row_secs: 0.1,
+            spin_us: 0,
+            cpus: vec![0],
+            ns: None,
+            vs_floor: false,
+            ipcbench_block: false,
+            copy: false,
+            format: Format::Table,
+            fault: None,
+            warmup_secs: None,
+            repeats: 1,
+            timing: Timing::PerMessage,
+            rate: None,
+            window: 16,
+        };
+        let apis = |p: &Plan| {
+            p.row_order()
+                .iter()
+                .map(|r| (r.0, r.2.to_string(), r.3))
+                .collect::<Vec<_>>()
+        };
+        assert!(apis(&p).iter().all(|r| r.2 == Api::InPlace));
+        assert_eq!(apis(&p).len(), 4);
+        p.copy = true;
+        let order = apis(&p);
+        assert_eq!(order.len(), 8);
+        for pair in order.chunks(2) {
+            assert_eq!(
+                (pair[0].0, &pair[0].1),
+                (pair[1].0, &pair[1].1),
+                "{order:?}"
+            );
+            assert_eq!(
+                (pair[0].2, pair[1].2),
+                (Api::InPlace, Api::Copy),
+                "{order:?}"
+            );
+        }
+    }
+
+    #[test]
     fn cross_needs_two_cpus() {
         let mut p = Plan {
             transports: vec![],
@@ -445,6 +516,7 @@ mod tests {
             ns: None,
             vs_floor: false,
             ipcbench_block: false,
+            copy: false,
             format: Format::Table,
             fault: None,
             warmup_secs: None,

@@ -1,8 +1,16 @@
 //! The wire protocol between the `msgbench ipc` client and its server, and
-//! the payload checks: every byte of every reply is verified.
+//! the payload checks: every byte of every copying-API reply is verified;
+//! in place, every reply's stamps and, now and then, its whole body (see
+//! the client's `Echo`).
 //!
 //! - [`CMD_ECHO`]: the reply is the request with every byte XORed with
-//!   [`ECHO_MASK`] (a reply that merely repeats the request fails).
+//!   [`ECHO_MASK`] (a reply that merely repeats the request fails). This
+//!   is the copying API's exchange (`--copy` rows).
+//! - [`CMD_ECHO`] in place (the default rows): the request carries the
+//!   sequence number in its two stamps ([`stamp_ends`]: its first and last
+//!   [`STAMP`] bytes); the reply has the same length and is the request
+//!   with only the stamps XORed with [`ECHO_MASK`] ([`echo_ends`]), the body
+//!   between them untouched, so neither side's work grows with the size.
 //! - [`CMD_SUM`]: the reply is the 4-byte [`checksum`] of the request.
 //! - [`CMD_CPU`]: the reply is the server thread's CPU time (8 bytes, ns).
 //! - [`CMD_STOP`]: empty reply, then the server returns.
@@ -72,6 +80,133 @@ pub fn echo_transform(src: &[u8], dst: &mut [u8]) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d = s ^ ECHO_MASK;
     }
+}
+
+/// Width of each stamp of an in-place echo message.
+pub const STAMP: usize = 8;
+
+/// Writes `seq` into both stamps of an in-place echo message: the low
+/// `min(8, n)` bytes of `seq` (little-endian) at the start and at the end
+/// of `buf` (`n` bytes), the end one last. Under 16 bytes the two overlap
+/// and cover the whole message; in the overlap the end stamp is what
+/// stays (so a message of 9 to 15 bytes holds the start stamp's first
+/// bytes, then the whole end stamp).
+#[inline(always)]
+pub fn stamp_ends(buf: &mut [u8], seq: u64) {
+    let n = buf.len();
+    let w = n.min(STAMP);
+    let b = seq.to_le_bytes();
+    buf[..w].copy_from_slice(&b[..w]);
+    buf[n - w..].copy_from_slice(&b[..w]);
+}
+
+/// The bytes the stamps of an `n`-byte message cover: the whole message
+/// up to `2 * STAMP` bytes; beyond that, the first and last [`STAMP`].
+#[inline(always)]
+pub fn all_stamps(n: usize) -> bool {
+    n <= 2 * STAMP
+}
+
+/// The server's in-place echo: XORs every stamped byte (once, even where
+/// the stamps overlap) with [`ECHO_MASK`]; the body is left alone.
+#[inline(always)]
+pub fn echo_ends(buf: &mut [u8]) {
+    let n = buf.len();
+    if all_stamps(n) {
+        for b in buf.iter_mut() {
+            *b ^= ECHO_MASK;
+        }
+    } else {
+        let (head, rest) = buf.split_at_mut(STAMP);
+        for b in head.iter_mut().chain(rest[n - 2 * STAMP..].iter_mut()) {
+            *b ^= ECHO_MASK;
+        }
+    }
+}
+
+/// The expected stamped bytes of an in-place echo reply to `seq` in an
+/// `n`-byte message: up to 16 bytes the whole message; beyond, the start
+/// stamp then the end stamp.
+#[inline(always)]
+fn expected_stamps(n: usize, seq: u64) -> [u8; 2 * STAMP] {
+    let mut e = [0u8; 2 * STAMP];
+    let k = n.min(2 * STAMP);
+    stamp_ends(&mut e[..k], seq);
+    echo_ends(&mut e[..k]);
+    e
+}
+
+/// The first stamped byte of an in-place echo `reply` (of the request
+/// length) that is not right for `seq`, or `None`.
+#[inline(always)]
+pub fn stamps_mismatch(reply: &[u8], seq: u64) -> Option<usize> {
+    let n = reply.len();
+    let e = expected_stamps(n, seq);
+    if all_stamps(n) {
+        return reply.iter().zip(&e[..n]).position(|(r, x)| r != x);
+    }
+    if let Some(i) = reply[..STAMP]
+        .iter()
+        .zip(&e[..STAMP])
+        .position(|(r, x)| r != x)
+    {
+        return Some(i);
+    }
+    reply[n - STAMP..]
+        .iter()
+        .zip(&e[STAMP..])
+        .position(|(r, x)| r != x)
+        .map(|i| n - STAMP + i)
+}
+
+/// The expected byte `i` of an in-place echo reply to `seq` whose body is
+/// `body` (for error messages).
+pub fn in_place_expected(body: &[u8], seq: u64, i: usize) -> u8 {
+    let n = body.len();
+    let e = expected_stamps(n, seq);
+    if all_stamps(n) || i < STAMP {
+        e[i]
+    } else if i >= n - STAMP {
+        e[STAMP + i - (n - STAMP)]
+    } else {
+        body[i]
+    }
+}
+
+/// The sequence number both stamps of an in-place echo reply carry (the
+/// low `min(8, n)` bytes of it), when they agree: a reply right but for
+/// its sequence number is lost, stale or reordered.
+pub fn stamps_seq(reply: &[u8]) -> Option<u64> {
+    let n = reply.len();
+    let w = n.min(STAMP);
+    if w == 0 {
+        return None;
+    }
+    let mut buf = reply.to_vec();
+    echo_ends(&mut buf);
+    let mut a = [0u8; 8];
+    a[..w].copy_from_slice(&buf[..w]);
+    let mut b = [0u8; 8];
+    b[..w].copy_from_slice(&buf[n - w..]);
+    // Under 16 bytes the start stamp is partly overwritten: it agrees
+    // with the end one only where it is still whole.
+    let kept = if n >= 2 * STAMP { w } else { n - w };
+    (a[..kept] == b[..kept]).then(|| u64::from_le_bytes(b))
+}
+
+/// The first body byte (between the stamps) of an in-place echo `reply`
+/// that differs from `body`, or `None` (also when there is no body).
+#[inline]
+pub fn body_mismatch(body: &[u8], reply: &[u8]) -> Option<usize> {
+    let n = reply.len();
+    if all_stamps(n) {
+        return None;
+    }
+    let (b, r) = (&body[STAMP..n - STAMP], &reply[STAMP..n - STAMP]);
+    if b == r {
+        return None;
+    }
+    b.iter().zip(r).position(|(x, y)| x != y).map(|i| i + STAMP)
 }
 
 /// The first byte of `reply` that is not the echo of `req` (same length
@@ -233,6 +368,55 @@ mod tests {
         stamp(&mut one, 0x1234, 8);
         assert_eq!(one, vec![0x34]);
         assert_eq!(echo_mismatch(&[], &[]), None);
+    }
+
+    #[test]
+    fn in_place_stamps_round_trip_at_every_small_size() {
+        for n in (0..=40).chain([4096, 65536]) {
+            let body = body(n);
+            for seq in [0u64, 1, 99, 0x0102_0304_0506_0708, u64::MAX] {
+                let mut m = body.clone();
+                stamp_ends(&mut m, seq);
+                echo_ends(&mut m);
+                assert_eq!(stamps_mismatch(&m, seq), None, "n {n} seq {seq}");
+                assert_eq!(body_mismatch(&body, &m), None, "n {n}");
+                for (i, &b) in m.iter().enumerate() {
+                    assert_eq!(b, in_place_expected(&body, seq, i), "n {n} byte {i}");
+                }
+                if n > 0 {
+                    let w = n.min(8);
+                    let low = if w == 8 {
+                        seq
+                    } else {
+                        seq & ((1 << (8 * w)) - 1)
+                    };
+                    assert_eq!(stamps_seq(&m), Some(low), "n {n} seq {seq}");
+                    if seq != 99 {
+                        assert!(stamps_mismatch(&m, 99).is_some(), "n {n} seq {seq}");
+                    }
+                }
+                // The server's transform is its own inverse: the request again.
+                echo_ends(&mut m);
+                let mut req = body.clone();
+                stamp_ends(&mut req, seq);
+                assert_eq!(m, req);
+            }
+        }
+    }
+
+    #[test]
+    fn in_place_checks_see_a_flipped_byte_where_it_is() {
+        let body = body(4096);
+        let mut m = body.clone();
+        stamp_ends(&mut m, 7);
+        echo_ends(&mut m);
+        m[2048] ^= 1;
+        assert_eq!(stamps_mismatch(&m, 7), None, "the stamps alone miss it");
+        assert_eq!(body_mismatch(&body, &m), Some(2048));
+        m[2048] ^= 1;
+        m[4095] ^= 1;
+        assert_eq!(stamps_mismatch(&m, 7), Some(4095));
+        assert_eq!(stamps_seq(&m), None, "the two stamps disagree");
     }
 
     #[test]

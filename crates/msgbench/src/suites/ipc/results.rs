@@ -66,6 +66,37 @@ impl From<msgpass::transport::Wait> for WaitClass {
     }
 }
 
+/// Which msgpass API a row's client and server use for the echo exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// In place (zero-copy): `Connection::call_with` and
+    /// `Request::reply_with`, only the stamps rewritten and transformed
+    /// (the default).
+    InPlace,
+    /// Copying: `Connection::call` and `Request::reply`, every byte
+    /// transformed and checked (`--copy` adds these rows).
+    Copy,
+}
+
+impl Api {
+    /// The table's label (`in place`, `copy`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::InPlace => "in place",
+            Api::Copy => "copy",
+        }
+    }
+
+    /// The name in the JSON and CSV (`in-place`, `copy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::InPlace => "in-place",
+            Api::Copy => "copy",
+        }
+    }
+}
+
 /// How a latency run is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -254,6 +285,9 @@ pub struct Row {
     pub transport: String,
     /// Its canonical name (`shm` is `shm-hybrid`).
     pub mechanism: String,
+    /// The API measured: `in-place` (`call_with`/`reply_with`) or `copy`
+    /// (`call`/`reply`, with `--copy`).
+    pub api: Api,
     /// How it waits.
     pub wait: WaitClass,
     /// Message size, bytes.
@@ -292,10 +326,17 @@ pub struct Row {
 
 impl Row {
     /// A row with no figures yet.
-    pub fn new(transport: &str, mechanism: &str, size: usize, placement: Placement) -> Row {
+    pub fn new(
+        transport: &str,
+        mechanism: &str,
+        api: Api,
+        size: usize,
+        placement: Placement,
+    ) -> Row {
         Row {
             transport: transport.to_string(),
             mechanism: mechanism.to_string(),
+            api,
             wait: WaitClass::of(mechanism),
             size,
             placement,
@@ -319,6 +360,15 @@ impl Row {
         self.status = status;
         self.reason = Some(reason.into());
         self
+    }
+
+    /// The transport, with `(copy)` after it for a copying-API row: how
+    /// warnings and the old study's blocks name the row.
+    pub fn label(&self) -> String {
+        match self.api {
+            Api::InPlace => self.transport.clone(),
+            Api::Copy => format!("{} (copy)", self.transport),
+        }
     }
 
     /// Median round trip, when measured: with repeats, the median of their
@@ -351,10 +401,15 @@ pub struct GroupSummary {
     pub size: usize,
     /// Placement.
     pub placement: Placement,
-    /// Lowest p50 of all transports.
+    /// Lowest p50 of all transports (the row's transport; see
+    /// `fastest_api` for its API).
     pub fastest: Option<String>,
     /// Lowest p50 of the blocking transports (polling and hybrid excluded).
     pub fastest_blocking: Option<String>,
+    /// The API of the `fastest` row.
+    pub fastest_api: Option<Api>,
+    /// The API of the `fastest_blocking` row.
+    pub fastest_blocking_api: Option<Api>,
 }
 
 impl GroupSummary {
@@ -363,16 +418,30 @@ impl GroupSummary {
         let best = |blocking_only: bool| {
             rows.iter()
                 .filter(|r| !blocking_only || r.wait == WaitClass::Blocking)
-                .filter_map(|r| r.p50_ns().map(|p| (p, &r.transport)))
+                .filter_map(|r| r.p50_ns().map(|p| (p, r)))
                 .min_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, t)| t.clone())
+                .map(|(_, r)| (r.transport.clone(), r.api))
         };
+        let (fastest, fastest_api) = best(false).unzip();
+        let (fastest_blocking, fastest_blocking_api) = best(true).unzip();
         GroupSummary {
             size,
             placement,
-            fastest: best(false),
-            fastest_blocking: best(true),
+            fastest,
+            fastest_blocking,
+            fastest_api,
+            fastest_blocking_api,
         }
+    }
+
+    /// True when `r` is the fastest row (`blocking`: among blocking ones).
+    pub fn is_fastest(&self, r: &Row, blocking: bool) -> bool {
+        let (t, a) = if blocking {
+            (&self.fastest_blocking, self.fastest_blocking_api)
+        } else {
+            (&self.fastest, self.fastest_api)
+        };
+        t.as_deref() == Some(r.transport.as_str()) && a == Some(r.api)
     }
 }
 
@@ -430,7 +499,7 @@ mod tests {
     #[test]
     fn winners_ignore_failed_rows_and_polling_for_blocking() {
         let ok = |t: &str, mech: &str, p50: f64| {
-            let mut r = Row::new(t, mech, 1, Placement::Same);
+            let mut r = Row::new(t, mech, Api::InPlace, 1, Placement::Same);
             r.latency = Some(LatencyRun {
                 timing: Timing::PerMessage,
                 rate: None,

@@ -10,7 +10,7 @@ use msgpass::{Namespace, Options};
 use super::client::{self, ClientConfig, Stop};
 use super::load::LoadMeter;
 use super::options::Plan;
-use super::results::{LatencyRun, Placement, Row, Status, WaitClass};
+use super::results::{Api, LatencyRun, Placement, Row, Status, WaitClass};
 use super::server::{Fault, ServerThread};
 use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
 use crate::measure::clock::Clock;
@@ -50,18 +50,19 @@ impl RowContext<'_> {
     }
 }
 
-/// Runs `transport` at `size` bytes with the client on `cpus.0` and the
-/// server on `cpus.1`, as endpoint `endpoint`.
+/// Runs `transport` at `size` bytes over `api` with the client on
+/// `cpus.0` and the server on `cpus.1`, as endpoint `endpoint`.
 pub fn run(
     ctx: &RowContext,
     endpoint: &str,
     transport: &str,
+    api: Api,
     size: usize,
     placement: Placement,
     cpus: (usize, usize),
 ) -> Row {
     let mechanism = msgpass::transport::by_name(transport).map_or(transport, |t| t.name());
-    let mut row = Row::new(transport, mechanism, size, placement);
+    let mut row = Row::new(transport, mechanism, api, size, placement);
     if crate::measure::sched::in_effect().fifo_priority.is_some()
         && WaitClass::of(mechanism) == WaitClass::Polling
     {
@@ -71,7 +72,7 @@ pub fn run(
         );
     }
     let server = match ServerThread::start(
-        ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault,
+        ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault, api,
     ) {
         Ok(s) => s,
         Err(reason) => return row.end(Status::Skipped, reason),
@@ -81,6 +82,7 @@ pub fn run(
         ns: ctx.ns.clone(),
         endpoint: endpoint.to_string(),
         transport: transport.to_string(),
+        api,
         opts: ctx.opts.clone(),
         size,
         cpu: cpus.0,

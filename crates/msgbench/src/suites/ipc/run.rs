@@ -10,7 +10,7 @@ use msgpass::Namespace;
 
 use super::load::LoadMeter;
 use super::options::Plan;
-use super::results::{Placement, Row, Status};
+use super::results::{Api, Placement, Row, Status};
 use super::row::{self, RowContext};
 use crate::measure::rundir::RunDir;
 use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
@@ -99,13 +99,14 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
     };
     let planned = row_estimate(plan);
     let mut rows = Vec::new();
-    for (size, placement, transport) in plan.row_order() {
+    for (size, placement, transport, api) in plan.row_order() {
         if cx.stopped() {
             break;
         }
+        let copy = if api == Api::Copy { " (copy)" } else { "" };
         cx.progress
-            .start(format!("{transport} {size} B {}", placement.name()));
-        let mut row = one_row(&ctx, rows.len(), transport, size, placement);
+            .start(format!("{transport}{copy} {size} B {}", placement.name()));
+        let mut row = one_row(&ctx, rows.len(), transport, api, size, placement);
         // A call broken by the stop (the server returns on the flag) is
         // an interruption, not a fault of the transport.
         if cx.stopped() && row.status == Status::Failed {
@@ -123,6 +124,7 @@ fn one_row(
     ctx: &RowContext,
     index: usize,
     transport: &str,
+    api: Api,
     size: usize,
     placement: Placement,
 ) -> Row {
@@ -131,13 +133,14 @@ fn one_row(
             ctx,
             &format!("row-{index}"),
             transport,
+            api,
             size,
             placement,
             cpus,
         ),
         Err(reason) => {
             let mech = msgpass::transport::by_name(transport).map_or(transport, |t| t.name());
-            Row::new(transport, mech, size, placement).end(Status::Skipped, reason)
+            Row::new(transport, mech, api, size, placement).end(Status::Skipped, reason)
         }
     }
 }

@@ -7,11 +7,15 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use msgpass::transport::shm::Shm;
+use msgpass::transport::ServerChannel;
 use msgpass::{Channel, Namespace, Options};
 
 use super::protocol::{
-    ack_fold, checksum, echo_transform, CMD_ACK, CMD_CPU, CMD_ECHO, CMD_STOP, CMD_SUM,
+    ack_fold, all_stamps, checksum, echo_ends, echo_transform, CMD_ACK, CMD_CPU, CMD_ECHO,
+    CMD_STOP, CMD_SUM, STAMP,
 };
+use super::results::Api;
 use crate::measure::cpu::thread_cpu_ns;
 use crate::measure::placement::pin_current_thread;
 
@@ -22,9 +26,15 @@ const START_LIMIT: Duration = Duration::from_secs(10);
 /// always at the same point of every row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// Flip the last byte of the [`FAULT_AT`]-th echo reply.
+    /// Flip the last byte of the [`FAULT_AT`]-th echo reply (in place: a
+    /// byte of its end stamp).
     Corrupt,
-    /// Answer the [`FAULT_AT`]-th echo request with the previous reply.
+    /// Flip the middle byte (`len / 2`) of the [`FAULT_AT`]-th echo reply:
+    /// in place, beyond 16 bytes, a body byte the stamps do not cover, so
+    /// only the client's whole-body check can see it.
+    CorruptBody,
+    /// Answer the [`FAULT_AT`]-th echo request with the previous reply (in
+    /// place: the previous reply's stamps over the transformed ones).
     Stale,
     /// Return a wrong checksum to the [`FAULT_AT`]-th checksum request.
     Checksum,
@@ -51,7 +61,10 @@ pub struct ServerThread {
 
 impl ServerThread {
     /// Starts a server for `endpoint` on `cpu`, replying to messages of up
-    /// to `size` bytes. The error is a one-line reason (the row is skipped).
+    /// to `size` bytes with `api`. A shared-memory transport is served
+    /// through a typed channel ([`Channel::create_typed`]), any other by
+    /// name. The error is a one-line reason (the row is skipped).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         ns: &Namespace,
         endpoint: &str,
@@ -60,6 +73,7 @@ impl ServerThread {
         cpu: usize,
         size: usize,
         fault: Option<Fault>,
+        api: Api,
     ) -> Result<ServerThread, String> {
         let (tx, rx) = mpsc::channel();
         let (ns, endpoint, transport, opts) = (
@@ -71,22 +85,19 @@ impl ServerThread {
         let handle = std::thread::Builder::new()
             .name("ipc-server".into())
             .spawn(move || {
-                let chan = pin_current_thread(cpu)
-                    .map_err(|e| format!("server thread: {e}"))
-                    .and_then(|()| {
-                        msgpass::transport::by_name(&transport).map_err(|e| e.to_string())
-                    })
-                    .and_then(|t| {
-                        Channel::create(&ns, &endpoint, &*t, &opts)
-                            .map_err(|e| format!("cannot serve: {e}"))
-                    });
-                match chan {
-                    Ok(mut chan) => {
-                        let _ = tx.send(Ok(chan.stop_flag()));
-                        serve(&mut chan, size, fault)
-                    }
+                if let Err(e) = pin_current_thread(cpu) {
+                    let _ = tx.send(Err(format!("server thread: {e}")));
+                    return Ok(());
+                }
+                let cfg = Serve { size, fault, api };
+                if let Some(wait) = super::shm_wait(&transport) {
+                    let chan = Channel::create_typed(&ns, &endpoint, &Shm::new(wait), &opts);
+                    return started(chan, &tx, cfg);
+                }
+                match msgpass::transport::by_name(&transport) {
+                    Ok(t) => started(Channel::create(&ns, &endpoint, &*t, &opts), &tx, cfg),
                     Err(e) => {
-                        let _ = tx.send(Err(e));
+                        let _ = tx.send(Err(e.to_string()));
                         Ok(())
                     }
                 }
@@ -138,10 +149,95 @@ impl Drop for ServerThread {
     }
 }
 
+/// What the server loop serves: the row's size, fault and API.
+#[derive(Debug, Clone, Copy)]
+struct Serve {
+    size: usize,
+    fault: Option<Fault>,
+    api: Api,
+}
+
+/// Reports the channel (its stop flag, or why there is none) to
+/// [`ServerThread::start`] and serves it.
+fn started<S: ServerChannel + ?Sized>(
+    chan: msgpass::Result<Channel<S>>,
+    tx: &mpsc::Sender<Result<Arc<AtomicBool>, String>>,
+    cfg: Serve,
+) -> Result<(), String> {
+    match chan {
+        Ok(mut chan) => {
+            let _ = tx.send(Ok(chan.stop_flag()));
+            serve(&mut chan, cfg)
+        }
+        Err(e) => {
+            let _ = tx.send(Err(format!("cannot serve: {e}")));
+            Ok(())
+        }
+    }
+}
+
+/// The stamped bytes of an in-place echo message (at most 16: the whole
+/// message up to 16 bytes, else the first and last [`STAMP`]), kept so
+/// that [`Fault::Stale`] can put the previous reply's back.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamps([u8; 2 * STAMP]);
+
+impl Stamps {
+    fn save(&mut self, m: &[u8]) {
+        let n = m.len();
+        if all_stamps(n) {
+            self.0[..n].copy_from_slice(m);
+        } else {
+            self.0[..STAMP].copy_from_slice(&m[..STAMP]);
+            self.0[STAMP..].copy_from_slice(&m[n - STAMP..]);
+        }
+    }
+
+    fn restore(&self, m: &mut [u8]) {
+        let n = m.len();
+        if all_stamps(n) {
+            m.copy_from_slice(&self.0[..n]);
+        } else {
+            m[..STAMP].copy_from_slice(&self.0[..STAMP]);
+            m[n - STAMP..].copy_from_slice(&self.0[STAMP..]);
+        }
+    }
+}
+
+/// Breaks a finished echo reply `m` as `fault` says (Corrupt,
+/// CorruptBody; the others act elsewhere).
+fn break_reply(m: &mut [u8], fault: Option<Fault>) {
+    let n = m.len();
+    match fault {
+        Some(Fault::Corrupt) if n > 0 => m[n - 1] ^= 0x01,
+        Some(Fault::CorruptBody) if n > 0 => m[n / 2] ^= 0x01,
+        _ => {}
+    }
+}
+
+/// Replies to a request with `bytes`: in place with [`Api::InPlace`],
+/// copied with [`Api::Copy`].
+#[inline(always)]
+fn reply_small<S: ServerChannel + ?Sized>(
+    req: msgpass::Request<'_, S>,
+    api: Api,
+    bytes: &[u8],
+) -> msgpass::Result<()> {
+    match api {
+        Api::Copy => req.reply(bytes),
+        Api::InPlace => req.reply_with(|buf| {
+            buf[..bytes.len()].copy_from_slice(bytes);
+            bytes.len()
+        }),
+    }
+}
+
 /// The server loop. Returns when told to stop; a failed receive or reply
 /// is the error.
-fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), String> {
-    let mut out = vec![0u8; size];
+fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result<(), String> {
+    let Serve { size, fault, api } = cfg;
+    let mut out = vec![0u8; if api == Api::Copy { size } else { 0 }];
+    let mut prev = Stamps::default();
     let (mut echoes, mut sums, mut oneways) = (0u64, 0u64, 0u64);
     // The running check of the window since the last CMD_ACK.
     let (mut count, mut check) = (0u32, 0u64);
@@ -154,7 +250,7 @@ fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), St
         };
         let (cmd, len) = (req.cmd(), req.data().len());
         let sent = match cmd {
-            CMD_ECHO if len <= out.len() => {
+            CMD_ECHO if len <= size && api == Api::Copy => {
                 let broken = (echoes == FAULT_AT).then_some(fault).flatten();
                 echoes += 1;
                 // Stale: `out` still holds the previous reply.
@@ -164,10 +260,27 @@ fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), St
                 if broken == Some(Fault::Stall) {
                     std::thread::sleep(STALL);
                 }
-                if broken == Some(Fault::Corrupt) && len > 0 {
-                    out[len - 1] ^= 0x01;
-                }
+                break_reply(&mut out[..len], broken);
                 req.reply(&out[..len])
+            }
+            CMD_ECHO if len <= size => {
+                let broken = (echoes == FAULT_AT).then_some(fault).flatten();
+                echoes += 1;
+                if broken == Some(Fault::Stall) {
+                    std::thread::sleep(STALL);
+                }
+                // The buffer starts with the request: only its stamps change.
+                req.reply_with(|buf| {
+                    let m = &mut buf[..len];
+                    if broken == Some(Fault::Stale) {
+                        prev.restore(m);
+                    } else {
+                        echo_ends(m);
+                    }
+                    break_reply(m, broken);
+                    prev.save(m);
+                    len
+                })
             }
             CMD_ECHO => req.reply_error(libc::EMSGSIZE),
             CMD_SUM | CMD_ACK => {
@@ -187,7 +300,7 @@ fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), St
                 }
                 sums += 1;
                 if cmd == CMD_SUM && !req.is_oneway() {
-                    req.reply(&sum.to_le_bytes())
+                    reply_small(req, api, &sum.to_le_bytes())
                 } else {
                     count = count.wrapping_add(1);
                     check = ack_fold(check, sum);
@@ -196,7 +309,7 @@ fn serve(chan: &mut Channel, size: usize, fault: Option<Fault>) -> Result<(), St
                         out[..4].copy_from_slice(&count.to_le_bytes());
                         out[4..].copy_from_slice(&check.to_le_bytes());
                         (count, check) = (0, 0);
-                        req.reply(&out)
+                        reply_small(req, api, &out)
                     } else {
                         // One-way: nothing goes back.
                         Ok(())

@@ -3,7 +3,7 @@
 //! why; with `--format csv` one flat table of every row in raw units.
 
 use super::results::Timing;
-use super::results::{GroupSummary, Placement, Row, Status, WaitClass};
+use super::results::{Api, GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorReport;
@@ -36,6 +36,8 @@ struct Columns<'a> {
     floor: Option<&'a FloorReport>,
     /// Why a row has no figures.
     note: bool,
+    /// Which API (`--copy`: some rows use the copying one).
+    api: bool,
 }
 
 impl<'a> Columns<'a> {
@@ -49,12 +51,18 @@ impl<'a> Columns<'a> {
             spread: rows.iter().any(|r| r.repeats.len() > 1),
             floor,
             note: rows.iter().any(|r| r.p50_ns().is_none()),
+            api: rows.iter().any(|r| r.api != Api::InPlace),
         }
     }
 
     /// The header and the alignment of each column.
     fn head(&self) -> (Vec<&'static str>, Vec<Align>) {
-        let mut head = vec!["", "Transport", "Wait"];
+        let mut head = vec!["", "Transport"];
+        if self.api {
+            head.push("API");
+        }
+        head.push("Wait");
+        let left = head.len();
         head.extend(FIGURES);
         for (on, name) in [
             (self.mean, "Mean"),
@@ -66,7 +74,7 @@ impl<'a> Columns<'a> {
             }
         }
         let mut align = vec![Align::Right; head.len()];
-        align[..3].fill(Align::Left);
+        align[..left].fill(Align::Left);
         if self.note {
             head.push("Note");
             align.push(Align::Left);
@@ -97,7 +105,11 @@ pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorRep
         t.row(measured_row(r, &summary, &cols));
     }
     for r in rows.iter().filter(|r| r.p50_ns().is_none()) {
-        let mut c = vec![String::new(), r.transport.clone(), r.wait.label().into()];
+        let mut c = vec![String::new(), r.transport.clone()];
+        if cols.api {
+            c.push(r.api.label().into());
+        }
+        c.push(r.wait.label().into());
         c.resize(head.len() - 1, "-".to_string());
         c.push(r.note());
         t.row(c);
@@ -109,13 +121,16 @@ pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorRep
 /// The cells of a measured row: mark, name, figures, optional columns.
 fn measured_row(r: &Row, summary: &GroupSummary, cols: &Columns) -> Vec<String> {
     let mut mark = String::new();
-    if summary.fastest.as_deref() == Some(r.transport.as_str()) {
+    if summary.is_fastest(r, false) {
         mark.push('*');
     }
-    if summary.fastest_blocking.as_deref() == Some(r.transport.as_str()) {
+    if summary.is_fastest(r, true) {
         mark.push('B');
     }
     let mut c = vec![mark, r.transport.clone()];
+    if cols.api {
+        c.push(r.api.label().into());
+    }
     c.extend(cells(r));
     if cols.mean {
         c.push(
@@ -180,6 +195,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
         &[
             "transport",
             "mechanism",
+            "api",
             "wait",
             "size",
             "placement",
@@ -203,6 +219,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
         let mut c = vec![
             r.transport.clone(),
             r.mechanism.clone(),
+            r.api.name().to_string(),
             r.wait.label().to_string(),
             r.size.to_string(),
             r.placement.name().to_string(),
@@ -344,15 +361,43 @@ fn windows(rows: &[Row]) -> String {
     format!("Window: {}.", parts.join("; "))
 }
 
+/// What the APIs are and how each checks its replies (column API with
+/// `--copy`).
+fn api_legend(rows: &[Row]) -> String {
+    let copy = rows.iter().any(|r| r.api == Api::Copy);
+    let mut l = format!(
+        "API {} = Connection::call_with, Request::reply_with (the default). On shm, shm-spin, shm-block and\n\
+         shm-hybrid (served and called through typed channels) request and reply stay in the shared slot, no byte\n\
+         copied; elsewhere msgpass's copying fallback. The echo request carries its sequence number in its first\n\
+         and last 8 bytes (up to 16 bytes these stamps cover the whole message); the server XORs only the stamps,\n\
+         so the cost does not grow with the size. The client writes the body once (when each warm-up starts; every\n\
+         call where the transport is not in place) and checks every reply's length and both stamps, its whole body\n\
+         on the first and last round trip of each measured run and every {BODY}th (every one where not in place); a\n\
+         corrupted body stays in the slot until then. Throughput: the checksum calls go in place too (one-way\n\
+         messages have no in-place API: copied).",
+        Api::InPlace.label(),
+        BODY = super::client::BODY_CHECK_EVERY,
+    );
+    if copy {
+        l.push_str(&format!(
+            "\nAPI {} (--copy) = Connection::call, Request::reply: the server XORs every byte, the client checks every\n\
+             byte; each copy row runs right after the in-place row of its transport, size and placement.",
+            Api::Copy.label()
+        ));
+    }
+    l
+}
+
 /// What the columns and marks mean; lines about capped rows and polling on
 /// one CPU only when such rows exist.
 pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
     let mut l = vec![
         format!(
             "Samples, p50..max: round trips of SIZE bytes each way, after a warm-up; one timestamp before and one after\n\
-             each call ({}); every reply byte and sequence number checked.",
+             each call ({}); every reply's length and sequence number checked, its payload as API says.",
             clock.describe()
         ),
+        api_legend(rows),
         "Msgs/s, MB/s: SIZE bytes one way, at most a window of W messages in flight (W-1 one-way messages, then a\n\
          call whose reply checks the count and checksums of all W; window 1: each message waits for its checksum);\n\
          MB = 10^6 bytes of payload. CPU cli/srv: thread CPU time per round trip of the latency run, the client\n\
@@ -431,7 +476,7 @@ mod tests {
         assert_eq!(f(WaitClass::Blocking, Placement::Same), Some(3.0));
         assert_eq!(f(WaitClass::Blocking, Placement::Cross), Some(4.0));
         // A row without a p50 has no ratio.
-        let r = Row::new("uds", "uds", 1, Placement::Same);
+        let r = Row::new("uds", "uds", Api::InPlace, 1, Placement::Same);
         assert_eq!(vs_floor(&r, &floor), None);
     }
 
