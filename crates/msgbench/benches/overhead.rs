@@ -256,37 +256,68 @@ fn two_cpus() -> anyhow::Result<(usize, Option<usize>)> {
 /// `c0,c1` (left out when `c1` is `None`).
 fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
     let mut rows = vec![];
-    let mut add_sized =
-        |transport, floor_name, floor: FloorFn, target, same: bool, size, api| {
-            let cpus = if same {
-                Some((c0, c0))
-            } else {
-                c1.map(|c1| (c0, c1))
-            };
-            if let Some(cpus) = cpus {
-                rows.push(Row {
-                    transport,
-                    floor_name,
-                    floor,
-                    cpus,
-                    size,
-                    api,
-                    target,
-                });
-            }
+    let mut add_sized = |transport, floor_name, floor: FloorFn, target, same: bool, size, api| {
+        let cpus = if same {
+            Some((c0, c0))
+        } else {
+            c1.map(|c1| (c0, c1))
         };
+        if let Some(cpus) = cpus {
+            rows.push(Row {
+                transport,
+                floor_name,
+                floor,
+                cpus,
+                size,
+                api,
+                target,
+            });
+        }
+    };
     let procs: FloorFn = pingpong::cacheline_processes;
     for size in [8, 64] {
-        add_sized("shm-spin", "cacheline_procs", procs, Some(1.5), false, size, Api::InPlace);
-        add_sized("shm-spin", "cacheline_procs", procs, None, false, size, Api::Copy);
+        add_sized(
+            "shm-spin",
+            "cacheline_procs",
+            procs,
+            Some(1.5),
+            false,
+            size,
+            Api::InPlace,
+        );
+        add_sized(
+            "shm-spin",
+            "cacheline_procs",
+            procs,
+            None,
+            false,
+            size,
+            Api::Copy,
+        );
     }
     for same in [true, false] {
         for api in [Api::InPlace, Api::Copy] {
-            add_sized("shm-block", "futex", pingpong::futex, Some(1.15), same, 8, api);
+            add_sized(
+                "shm-block",
+                "futex",
+                pingpong::futex,
+                Some(1.15),
+                same,
+                8,
+                api,
+            );
         }
     }
     let mut add = |transport, floor_name, floor: FloorFn, target, same: bool| {
-        add_sized(transport, floor_name, floor, Some(target), same, 4, Api::Copy);
+        add_sized(
+            transport,
+            floor_name,
+            floor,
+            Some(target),
+            same,
+            4,
+            Api::Copy,
+        );
     };
     add("uds", "seqpacket", pingpong::seqpacket, 1.10, true);
     add("uds", "seqpacket", pingpong::seqpacket, 1.10, false);
@@ -440,8 +471,8 @@ fn measure_row(ns: &Namespace, k: usize, row: &Row, plan: &Plan) -> anyhow::Resu
         let bare = (row.floor)(cpus, n).with_context(|| format!("{} run {r}", row.floor_name))?;
         o.bare.push(bare.ns_per_round_trip);
         let name = format!("overhead/{k}-{}-{r}", row.transport);
-        let lib = library(ns, &name, row, n)
-            .with_context(|| format!("{} run {r}", row.transport))?;
+        let lib =
+            library(ns, &name, row, n).with_context(|| format!("{} run {r}", row.transport))?;
         o.lib.push(lib);
     }
     Ok(o)

@@ -576,10 +576,7 @@ fn copy_runs_both_apis_side_by_side() {
         assert_eq!(r["run"]["api"], r["api"], "{r}");
     }
     let figures = v["figures"].as_array().expect("figures");
-    let copy_keys = figures
-        .iter()
-        .filter(|f| f["key"]["api"] == "copy")
-        .count();
+    let copy_keys = figures.iter().filter(|f| f["key"]["api"] == "copy").count();
     assert!(copy_keys > 0 && copy_keys < figures.len(), "{v}");
     assert!(figures
         .iter()

@@ -245,13 +245,16 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// [`Error::TooLarge`]. For a one-way message `fill` is not called.
     #[inline]
     pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
-        self.answered = true;
         if self.head.oneway {
+            self.answered = true;
             return Ok(());
         }
         let max = self.max_msg;
         if let Some(buf) = self.chan.reply_buffer() {
+            // Answered only once `fill` returns: if it panics, the drop
+            // still tells the client (EIO).
             let len = fill(&mut buf[..max]);
+            self.answered = true;
             if len > max {
                 return self.refuse_oversize(len);
             }
@@ -262,6 +265,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.scratch.resize(max.max(data.len()), 0);
         self.scratch[..data.len()].copy_from_slice(data);
         let len = fill(&mut self.scratch[..max]);
+        self.answered = true;
         if len > max {
             return self.refuse_oversize(len);
         }

@@ -25,7 +25,6 @@ use serde::Serialize;
 
 pub use options::AdderPlan;
 
-use crate::devctl::options::Api;
 pub use row::{DiscardedRun, Measured, Row};
 
 use super::{OutputArgs, Results, RunContext, Suite};
