@@ -227,6 +227,7 @@ fn check_figures(v: &serde_json::Value) {
     for r in v["rows"].as_array().expect("rows") {
         let key = serde_json::json!({
             "transport": r["transport"],
+            "api": r["api"],
             "mode": r["mode"],
             "threads": r["threads"].to_string(),
             "placement": r["placement"],
