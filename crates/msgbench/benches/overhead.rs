@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use msgbench::measure::placement::{online_cpus, pin_current_thread};
 use msgbench::pingpong::{self, PingPong};
-use msgpass::transport::shm::{Shm, Wait};
+use msgpass::transport::shm::Shm;
 use msgpass::transport::{ClientConnection, ServerChannel};
 use msgpass::{Channel, Connection, Namespace, Options};
 
@@ -486,19 +486,12 @@ type Ready = anyhow::Result<Arc<AtomicBool>>;
 /// the same warm-up the floors use), every stamp checked. In place over
 /// an shm transport goes through the typed channel.
 fn library(ns: &Namespace, name: &str, row: &Row, n: u64) -> anyhow::Result<f64> {
-    let wait = match row.transport {
-        "shm-spin" => Some(Wait::Spin),
-        "shm-block" => Some(Wait::Block),
-        "shm-hybrid" | "shm" => Some(Wait::Hybrid),
-        _ => None,
-    };
     let opts = Options::default();
     let client_opts = Options {
         wait: Some(Duration::from_secs(5)),
         ..Options::default()
     };
-    if let (Api::InPlace, Some(wait)) = (row.api, wait) {
-        let t = Shm::new(wait);
+    if let (Api::InPlace, Some(t)) = (row.api, Shm::by_name(row.transport)) {
         return pair(
             row,
             n,

@@ -110,9 +110,8 @@ pub fn run(cfg: &RunConfig) -> Result<ClientRun> {
 pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<ClientRun> {
     // The shared-memory transports are used typed: the calls are then
     // direct and the compiler inlines them into the adder loop.
-    let (results, busy) = match (tcp, options::shm_wait(cfg.transport)) {
-        (None, Some(wait)) => {
-            let shm = Shm::new(wait);
+    let (results, busy) = match (tcp, Shm::by_name(cfg.transport)) {
+        (None, Some(shm)) => {
             let conns = connect_all(cfg, |k| {
                 Connection::open_typed(cfg.ns, &endpoint(k), &shm, &cfg.opts)
             })?;

@@ -109,22 +109,6 @@ impl Api {
     }
 }
 
-/// The shared-memory wait strategy of `transport` when it is one of the
-/// shared-memory transports (`shm`, `shm-spin`, `shm-block`,
-/// `shm-hybrid`), which the adder programs use typed
-/// ([`msgpass::Channel::create_typed`], [`msgpass::Connection::open_typed`]);
-/// `None` for every other transport, used through
-/// [`msgpass::transport::by_name`].
-pub fn shm_wait(transport: &str) -> Option<msgpass::transport::shm::Wait> {
-    use msgpass::transport::shm::Wait;
-    match msgpass::transport::info(transport).ok()?.name {
-        "shm-spin" => Some(Wait::Spin),
-        "shm-block" => Some(Wait::Block),
-        "shm-hybrid" => Some(Wait::Hybrid),
-        _ => None,
-    }
-}
-
 /// Range checks for `-n` and `-i`.
 pub fn check_instances(n: u32, i: u32) -> Result<()> {
     if !(1..=super::MAX_INSTANCES).contains(&n) {
@@ -239,18 +223,6 @@ mod tests {
         let e = tcp_base("--connect", "10.0.0.1:65535", &common("tcp", 2, 0)).unwrap_err();
         assert!(e.to_string().contains("above 65535"), "{e}");
         assert!(tcp_base("--connect", "[::1]:7000", &common("tcp", 1, 0)).is_ok());
-    }
-
-    #[test]
-    fn shm_transports_are_typed_and_others_not() {
-        use msgpass::transport::shm::Wait;
-        assert_eq!(shm_wait("shm"), Some(Wait::Hybrid));
-        assert_eq!(shm_wait("shm-hybrid"), Some(Wait::Hybrid));
-        assert_eq!(shm_wait("shm-spin"), Some(Wait::Spin));
-        assert_eq!(shm_wait("shm-block"), Some(Wait::Block));
-        for t in ["uds", "tcp", "pipe", "bogus"] {
-            assert_eq!(shm_wait(t), None, "{t}");
-        }
     }
 
     #[test]

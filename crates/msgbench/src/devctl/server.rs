@@ -109,9 +109,8 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     };
     // The shared-memory transports are used typed: receiving and replying
     // are then direct calls the compiler inlines into the serving loop.
-    match (&place, options::shm_wait(&args.common.transport)) {
-        (Place::Ns(ns), Some(wait)) => {
-            let shm = Shm::new(wait);
+    match (&place, Shm::by_name(&args.common.transport)) {
+        (Place::Ns(ns), Some(shm)) => {
             let channels = create_all(args, &stop, |k, opts| {
                 Channel::create_typed(ns, &endpoint(k), &shm, opts)
                     .with_context(|| format!("cannot serve {}", endpoint(k)))

@@ -97,6 +97,16 @@ impl Shm {
     pub fn new(wait: Wait) -> Shm {
         Shm { wait }
     }
+
+    /// The typed transport a name or alias of the transport table stands
+    /// for when it is one of the shared-memory family (`shm`, `shm-spin`,
+    /// `shm-block`, `shm-hybrid`), for programs that pick the transport at
+    /// run time but want the typed channels for shm; `None` for any other
+    /// transport (or an unknown name).
+    pub fn by_name(name: &str) -> Option<Shm> {
+        let info = crate::transport::info(name).ok()?;
+        (info.family == Some(Family::Shm)).then(|| Shm::new(info.wait))
+    }
 }
 
 const EMPTY: u32 = 0;
@@ -823,6 +833,18 @@ impl ClientConnection for ShmClient {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn by_name_is_the_shm_family_of_the_table() {
+        let wait = |n: &str| Shm::by_name(n).map(|s| s.wait);
+        assert_eq!(wait("shm"), Some(Wait::Hybrid));
+        assert_eq!(wait("shm-hybrid"), Some(Wait::Hybrid));
+        assert_eq!(wait("shm-spin"), Some(Wait::Spin));
+        assert_eq!(wait("shm-block"), Some(Wait::Block));
+        for t in ["uds", "tcp", "pipe", "eventfd", "bogus", "shmx"] {
+            assert_eq!(wait(t), None, "{t}");
+        }
+    }
 
     #[test]
     fn spins_only_when_the_peer_is_elsewhere_or_unknown() {

@@ -99,9 +99,9 @@ pub enum Stop {
 pub fn run(cfg: &ClientConfig) -> Result<Measured, Stop> {
     pin_current_thread(cfg.cpu).map_err(|e| Stop::Skipped(format!("client thread: {e}")))?;
     let cannot = |e: msgpass::Error| Stop::Skipped(format!("cannot connect: {e}"));
-    if let Some(wait) = super::shm_wait(&cfg.transport) {
-        let conn = Connection::open_typed(&cfg.ns, &cfg.endpoint, &Shm::new(wait), &cfg.opts)
-            .map_err(cannot)?;
+    if let Some(shm) = Shm::by_name(&cfg.transport) {
+        let conn =
+            Connection::open_typed(&cfg.ns, &cfg.endpoint, &shm, &cfg.opts).map_err(cannot)?;
         return measure(cfg, conn);
     }
     let t =

@@ -44,21 +44,6 @@ use crate::measure::sched::SchedArgs;
 use crate::report::envelope::Figure;
 use crate::report::table::{Format, Section};
 
-/// The wait strategy of the shared-memory transport named `name` (`shm`,
-/// `shm-spin`, `shm-block`, `shm-hybrid`), whose server and client use
-/// typed channels ([`msgpass::Channel::create_typed`],
-/// [`msgpass::Connection::open_typed`]); `None` for any other transport,
-/// served and called by name.
-fn shm_wait(name: &str) -> Option<msgpass::transport::shm::Wait> {
-    use msgpass::transport::shm::Wait;
-    match name {
-        "shm-spin" => Some(Wait::Spin),
-        "shm-block" => Some(Wait::Block),
-        "shm" | "shm-hybrid" => Some(Wait::Hybrid),
-        _ => None,
-    }
-}
-
 /// `msgbench ipc`.
 pub struct Ipc;
 
@@ -151,14 +136,15 @@ mod tests {
     #[test]
     fn typed_shm_transports_are_the_named_ones() {
         for name in ["shm", "shm-spin", "shm-block", "shm-hybrid"] {
-            let wait = super::shm_wait(name).expect(name);
+            let typed = msgpass::transport::shm::Shm::by_name(name).expect(name);
             let info = msgpass::transport::info(name).expect(name);
-            assert_eq!(wait, info.wait, "{name}");
-            let typed = msgpass::transport::shm::Shm::new(wait);
             assert_eq!(typed.name(), info.name, "{name}");
         }
         for name in ["uds", "pipe", "tcp", "shmx"] {
-            assert_eq!(super::shm_wait(name), None, "{name}");
+            assert!(
+                msgpass::transport::shm::Shm::by_name(name).is_none(),
+                "{name}"
+            );
         }
     }
 }

@@ -90,8 +90,8 @@ impl ServerThread {
                     return Ok(());
                 }
                 let cfg = Serve { size, fault, api };
-                if let Some(wait) = super::shm_wait(&transport) {
-                    let chan = Channel::create_typed(&ns, &endpoint, &Shm::new(wait), &opts);
+                if let Some(shm) = Shm::by_name(&transport) {
+                    let chan = Channel::create_typed(&ns, &endpoint, &shm, &opts);
                     return started(chan, &tx, cfg);
                 }
                 match msgpass::transport::by_name(&transport) {
