@@ -458,15 +458,21 @@ mod tests {
         assert!(parse_placements("numa").is_err());
     }
 
-    #[test]
-    fn copy_rows_run_right_after_their_in_place_rows() {
-        let mut p = Plan {
-            transports: vec!["shm-spin".into(), "uds".into()],
-            sizes: vec![1, 64],
-            placements: vec![Placement::Same],
+    /// A plan of the given transports, sizes, placements and CPUs, with
+    /// every other field at its default.
+    fn plan_of(
+        transports: &[&str],
+        sizes: Vec<usize>,
+        placements: Vec<Placement>,
+        cpus: Vec<usize>,
+    ) -> Plan {
+        Plan {
+            transports: transports.iter().map(|t| t.to_string()).collect(),
+            sizes,
+            placements,
             row_secs: 0.1,
             spin_us: 0,
-            cpus: vec![0],
+            cpus,
             ns: None,
             vs_floor: false,
             ipcbench_block: false,
@@ -478,7 +484,17 @@ mod tests {
             timing: Timing::PerMessage,
             rate: None,
             window: 16,
-        };
+        }
+    }
+
+    #[test]
+    fn copy_rows_run_right_after_their_in_place_rows() {
+        let mut p = plan_of(
+            &["shm-spin", "uds"],
+            vec![1, 64],
+            vec![Placement::Same],
+            vec![0],
+        );
         let apis = |p: &Plan| {
             p.row_order()
                 .iter()
@@ -506,25 +522,7 @@ mod tests {
 
     #[test]
     fn cross_needs_two_cpus() {
-        let mut p = Plan {
-            transports: vec![],
-            sizes: vec![],
-            placements: vec![],
-            row_secs: 0.1,
-            spin_us: 0,
-            cpus: vec![3],
-            ns: None,
-            vs_floor: false,
-            ipcbench_block: false,
-            copy: false,
-            format: Format::Table,
-            fault: None,
-            warmup_secs: None,
-            repeats: 1,
-            timing: Timing::PerMessage,
-            rate: None,
-            window: 16,
-        };
+        let mut p = plan_of(&[], vec![], vec![], vec![3]);
         assert_eq!(p.cpus_for(Placement::Same), Ok((3, 3)));
         assert!(p.cpus_for(Placement::Cross).is_err());
         p.cpus = vec![0, 1];
