@@ -433,20 +433,7 @@ fn in_place_error(body: &[u8], reply: &[u8], seq: u64, i: usize, in_place: bool)
     let in_stamps = all_stamps(n) || i < STAMP || i >= n - STAMP;
     if in_stamps {
         if let Some(got) = stamps_seq(reply) {
-            let low = if w < 8 {
-                format!(" (low {w} byte(s) of {seq})")
-            } else {
-                String::new()
-            };
-            return format!(
-                "round trip #{seq}: the reply carries sequence number {got}{low}: \
-                 a lost, stale or reordered reply{}",
-                if n < 2 * STAMP {
-                    ", or a corrupted one"
-                } else {
-                    ""
-                }
-            );
+            return stale_reply(seq, got, w, n < 2 * STAMP);
         }
     }
     let whose = match (in_stamps, in_place) {
@@ -482,6 +469,27 @@ fn wait_until(clock: &Clock, t: u64) {
     }
 }
 
+/// A reply to round trip `seq` that carries sequence number `got` (in
+/// its `w` stamped bytes): lost, stale or reordered, or also possibly
+/// corrupted when the stamp is too short to tell.
+#[cold]
+fn stale_reply(seq: u64, got: u64, w: usize, maybe_corrupted: bool) -> String {
+    let low = if w < 8 {
+        format!(" (low {w} byte(s) of {seq})")
+    } else {
+        String::new()
+    };
+    format!(
+        "round trip #{seq}: the reply carries sequence number {got}{low}: \
+         a lost, stale or reordered reply{}",
+        if maybe_corrupted {
+            ", or a corrupted one"
+        } else {
+            ""
+        }
+    )
+}
+
 /// Describes a wrong echo reply whose first bad byte is `i`: a right
 /// payload under another sequence number is a lost, stale or reordered
 /// reply; anything else is corruption.
@@ -493,17 +501,7 @@ fn echo_error(req: &[u8], reply: &[u8], seq: u64, i: usize) -> String {
         for (d, r) in b.iter_mut().zip(&reply[..w]) {
             *d = r ^ ECHO_MASK;
         }
-        let got = u64::from_le_bytes(b);
-        let low = if w < 8 {
-            format!(" (low {w} byte(s) of {seq})")
-        } else {
-            String::new()
-        };
-        return format!(
-            "round trip #{seq}: the reply carries sequence number {got}{low}: \
-             a lost, stale or reordered reply{}",
-            if w < 8 { ", or a corrupted one" } else { "" }
-        );
+        return stale_reply(seq, u64::from_le_bytes(b), w, w < 8);
     }
     format!(
         "round trip #{seq}: reply byte {i} is {:#04x}, expected {:#04x} (corrupted payload)",
