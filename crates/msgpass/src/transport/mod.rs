@@ -32,6 +32,7 @@ pub mod fifo;
 pub mod fuse;
 pub mod io_uring;
 mod mechanism;
+mod pace;
 pub mod pipe;
 mod poker;
 pub mod posix_mq;
@@ -65,6 +66,11 @@ pub struct Options {
     /// How long a client waits for the endpoint to appear (`None`: fail at
     /// once if nobody serves it), like QNX `waitfor`.
     pub wait: Option<Duration>,
+    /// Whether a spinning shared-memory waiter learns how long to hold back
+    /// before its first look at the peer's word, so that it does not take
+    /// the cache line from a peer about to write it (default true; false
+    /// looks at once, for measuring what the pacing buys).
+    pub pace: bool,
 }
 
 impl Default for Options {
@@ -74,6 +80,7 @@ impl Default for Options {
             spin: Duration::from_micros(20),
             tick: Duration::from_millis(100),
             wait: None,
+            pace: true,
         }
     }
 }

@@ -76,6 +76,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, Guard, Session, Sessions};
 use crate::transport::{
@@ -167,6 +168,7 @@ impl Typed for Shm {
             next: 0,
             calls: 0,
             last_housekeeping: Instant::now(),
+            pace: Pacer::new(opts.pace),
         })
     }
 
@@ -205,6 +207,7 @@ impl Typed for Shm {
             spin: opts.spin,
             tick: opts.tick,
             cpu: 0,
+            pace: Pacer::new(opts.pace),
         })
     }
 }
@@ -343,6 +346,8 @@ pub struct ShmServer {
     next: usize,
     calls: u32,
     last_housekeeping: Instant,
+    /// How long to hold back before the first look for the next request.
+    pace: Pacer,
 }
 
 /// Greets a new client with the doorbell and a fresh slot (both memfds
@@ -497,10 +502,16 @@ impl ServerChannel for ShmServer {
         let mut spins: u32 = 0;
         let mut spin_until: Option<Instant> = None;
         let mut spin_ok: Option<bool> = None;
+        if self.wait != Wait::Block {
+            self.pace.hold();
+        }
         loop {
             if let Some(i) = self.scan() {
                 match self.take(i)? {
-                    Some(inc) => return Ok(Some(inc)),
+                    Some(inc) => {
+                        self.pace.done();
+                        return Ok(Some(inc));
+                    }
                     None => continue,
                 }
             }
@@ -634,6 +645,8 @@ pub struct ShmClient {
     server_spins: bool,
     /// Our CPU + 1 as last written to the slot (hybrid waiting).
     cpu: u32,
+    /// How long to hold back before the first look at the reply.
+    pace: Pacer,
 }
 
 impl ShmClient {
@@ -700,23 +713,29 @@ impl ShmClient {
 
     /// Waits until the server replies; `Disconnected` if it closes or dies.
     #[inline]
-    fn wait_reply(&self, me: u32) -> Result<()> {
+    fn wait_reply(&mut self, me: u32) -> Result<()> {
         let st = self.slot.state();
         let mut watch = Liveness::new(self.tick);
-        // (spin at all, until when: None is for ever)
-        let (spin, until) = match self.wait {
+        // (spin at all, for how long: None is for ever; the clock starts at
+        // the first look at it, so a reply within 256 spins costs no read)
+        let (spin, limit) = match self.wait {
             Wait::Block => (false, None),
             Wait::Hybrid => (
                 worth_spinning(me, self.bell.load_u32(BELL_SERVER_CPU, Relaxed)),
-                Some(Instant::now() + self.spin),
+                Some(self.spin),
             ),
             Wait::Spin => (true, None),
         };
         if spin {
+            let mut until = None;
             let mut spins: u32 = 0;
+            self.pace.hold();
             loop {
                 match st.load(Acquire) & MASK {
-                    REPLY => return Ok(()),
+                    REPLY => {
+                        self.pace.done();
+                        return Ok(());
+                    }
                     CLOSED => return Err(Error::Disconnected),
                     _ => {}
                 }
@@ -727,8 +746,10 @@ impl ShmClient {
                     if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
                         return Err(Error::Disconnected);
                     }
-                    if until.is_some_and(|u| now >= u) {
-                        break;
+                    if let Some(limit) = limit {
+                        if now >= *until.get_or_insert(now + limit) {
+                            break;
+                        }
                     }
                 }
             }
