@@ -38,6 +38,11 @@
 //! copying API with 4-byte messages. A last section gives the size curve
 //! of shm-spin across CPUs, both APIs, 8 B to 64 KiB.
 //!
+//! The judged shm-spin rows are each followed by an `unpaced` twin, with
+//! `Options::pace` off: its waiters look at the peer's word at once instead
+//! of holding back for the time they learnt, which shows in the same run
+//! what the pacing buys.
+//!
 //! Over target is reported (`OVER`), not failed. A wrong value or a setup
 //! failure is an error: the row says so and the exit status is 1.
 //!
@@ -82,6 +87,7 @@ impl Api {
 }
 
 /// One comparison.
+#[derive(Clone)]
 struct Row {
     transport: &'static str,
     floor_name: &'static str,
@@ -91,6 +97,9 @@ struct Row {
     /// Payload bytes each way.
     size: usize,
     api: Api,
+    /// Whether the shm waiters learn their hold before the first look
+    /// (`Options::pace`); the unpaced twins show what that buys.
+    paced: bool,
     /// `None`: shown, not judged (the copying API's sizes, the curve).
     target: Option<f64>,
 }
@@ -223,10 +232,11 @@ fn measure_rows(ns: &Namespace, first: usize, rows: &[Row], plan: &Plan) -> bool
     let mut all_ok = true;
     for (k, row) in rows.iter().enumerate() {
         let label = format!(
-            "{} {}B {} / {}",
+            "{} {}B {}{} / {}",
             row.transport,
             row.size,
             row.api.label(),
+            if row.paced { "" } else { " unpaced" },
             row.floor_name
         );
         let cpus = format!("{},{}", row.cpus.0, row.cpus.1);
@@ -234,7 +244,7 @@ fn measure_rows(ns: &Namespace, first: usize, rows: &[Row], plan: &Plan) -> bool
             Ok(o) => print_outcome(&label, &cpus, row, &o, plan.verbose),
             Err(e) => {
                 all_ok = false;
-                println!("{label:<44} {cpus:>5} FAILED: {e:#}");
+                println!("{label:<48} {cpus:>5} FAILED: {e:#}");
             }
         }
     }
@@ -270,6 +280,7 @@ fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
                 cpus,
                 size,
                 api,
+                paced: true,
                 target,
             });
         }
@@ -338,7 +349,23 @@ fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
         add(transport, floor_name, f, 1.10, true);
         add(transport, floor_name, f, 1.10, false);
     }
-    rows
+    with_unpaced_twins(rows)
+}
+
+/// Follows each judged shm-spin row with its unpaced twin (shown, not
+/// judged), so that what the pacing buys is measured in the same run.
+fn with_unpaced_twins(rows: Vec<Row>) -> Vec<Row> {
+    let mut out = Vec::with_capacity(rows.len() + 2);
+    for row in rows {
+        let twin = (row.transport == "shm-spin" && row.target.is_some()).then(|| Row {
+            paced: false,
+            target: None,
+            ..row.clone()
+        });
+        out.push(row);
+        out.extend(twin);
+    }
+    out
 }
 
 /// The size curve: shm-spin across CPUs, both APIs, against the same floor.
@@ -354,6 +381,7 @@ fn curve_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
                 cpus: (c0, c1),
                 size,
                 api,
+                paced: true,
                 target: None,
             });
         }
@@ -390,7 +418,7 @@ fn print_header(plan: &Plan, one_cpu: bool) {
         println!("only one CPU online: the different-CPU rows are skipped");
     }
     let header = format!(
-        "{:<44} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
+        "{:<48} {:>5} {:>9} {:>10} {:>6} {:>10} {:>6} {:>8} {:>7} {:>7}  {}",
         "library / floor",
         "cpus",
         "rt/run",
@@ -427,7 +455,7 @@ fn print_outcome(label: &str, cpus: &str, row: &Row, o: &Outcome, verbose: bool)
         ""
     };
     println!(
-        "{:<44} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>7}  {}{}",
+        "{:<48} {:>5} {:>9} {:>10.1} {:>6.0} {:>10.1} {:>6.0} {:>7.2}x {:>6.2}x {:>7}  {}{}",
         label, cpus, o.round_trips, b, sb, l, sl, ratio, paired, target, verdict, noisy
     );
     if verbose {
@@ -486,10 +514,13 @@ type Ready = anyhow::Result<Arc<AtomicBool>>;
 /// the same warm-up the floors use), every stamp checked. In place over
 /// an shm transport goes through the typed channel.
 fn library(ns: &Namespace, name: &str, row: &Row, n: u64) -> anyhow::Result<f64> {
-    let opts = Options::default();
+    let opts = Options {
+        pace: row.paced,
+        ..Options::default()
+    };
     let client_opts = Options {
         wait: Some(Duration::from_secs(5)),
-        ..Options::default()
+        ..opts.clone()
     };
     if let (Api::InPlace, Some(t)) = (row.api, Shm::by_name(row.transport)) {
         return pair(
