@@ -83,9 +83,10 @@ impl EventWire {
 /// The message count in an eventfd counter (the high bits count pokes).
 const MESSAGES: u64 = poker::POKE - 1;
 
-impl Wire for EventWire {
-    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
-        self.areas.put(head, data)?;
+impl EventWire {
+    /// Announces the message just put in the peer's area: adds 1 to the
+    /// peer's eventfd (the server's write bounded by the poker).
+    fn announce(&mut self) -> io::Result<()> {
         let Some(w) = self.writes.as_deref() else {
             return oslayer::eventfd::write(self.tx.as_fd(), 1);
         };
@@ -105,29 +106,69 @@ impl Wire for EventWire {
         }
     }
 
-    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        // Called once `poll` saw the counter non-zero. Pokes alone (one
-        // that came after the wait it was meant for ended) are no message:
-        // waiting on here, outside any wait the poker knows of, could block
-        // the server for good once the client is gone.
-        if oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {
+    /// Waits for the peer's announcement: without a `timeout`, one read of
+    /// our eventfd, made once `poll` saw the counter non-zero; with one, a
+    /// read the poker ends after a tick. Pokes alone (one that came after
+    /// the wait it was meant for ended) are no message, an
+    /// `ErrorKind::TimedOut` error: waiting on, outside any wait the poker
+    /// knows of, could block the server for good once the client is gone.
+    fn announced(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let got = match timeout {
+            None => oslayer::eventfd::read(self.rx.as_fd()),
+            Some(timeout) => {
+                if self.poke.is_none() {
+                    self.poke = Some(poker::register(&self.rx, timeout)?);
+                }
+                let poke = self.poke.as_deref().expect("registered above");
+                poke.begin();
+                let got = oslayer::eventfd::read(self.rx.as_fd());
+                poke.end();
+                got
+            }
+        };
+        if got? & MESSAGES == 0 {
             return Err(io::ErrorKind::TimedOut.into());
         }
+        Ok(())
+    }
+}
+
+impl Wire for EventWire {
+    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        self.areas.put(head, data)?;
+        self.announce()
+    }
+
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        self.announced(None)?;
         self.areas.take(frame).map(Some)
     }
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
-        if self.poke.is_none() {
-            self.poke = Some(poker::register(&self.rx, timeout)?);
-        }
-        let poke = self.poke.as_deref().expect("registered above");
-        poke.begin();
-        let got = oslayer::eventfd::read(self.rx.as_fd());
-        poke.end();
-        if got? & MESSAGES == 0 {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
+        self.announced(Some(timeout))?;
         self.areas.take(frame).map(Some)
+    }
+
+    fn recv_lent(
+        &mut self,
+        frame: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<usize>> {
+        self.announced(timeout)?;
+        self.areas.take_head(frame).map(Some)
+    }
+
+    fn received(&self, len: usize) -> Option<&[u8]> {
+        Some(self.areas.received(len))
+    }
+
+    fn send_buffer(&mut self, keep: usize) -> Option<&mut [u8]> {
+        Some(self.areas.lend(keep))
+    }
+
+    fn send_in_place(&mut self, head: &[u8; HEAD]) -> io::Result<()> {
+        self.areas.put_head(head)?;
+        self.announce()
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
