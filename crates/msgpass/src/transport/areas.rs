@@ -292,4 +292,54 @@ mod tests {
         assert_eq!(client.head().expect("head"), (0, 6));
         assert_eq!(client.received(6), b"hello!");
     }
+
+    /// Each transport whose messages lie in areas lends them on both
+    /// sides: the server reads the request where the client built it and
+    /// builds its reply, starting with the request, in the next area,
+    /// where the client reads it.
+    #[test]
+    fn the_area_transports_pass_messages_in_place() {
+        use crate::transport::{by_name, Options};
+        use std::sync::atomic::AtomicBool;
+        for name in ["eventfd", "io-uring", "signal"] {
+            let dir =
+                std::env::temp_dir().join(format!("msgpass-areas-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("dir");
+            let path = dir.join("ep");
+            let opts = Options::default();
+            let step = area_len(opts.max_msg);
+            let mut server = by_name(name)
+                .expect(name)
+                .serve(&path, &opts)
+                .expect("serve");
+            let client = std::thread::spawn({
+                let (path, opts) = (path.clone(), opts.clone());
+                move || {
+                    let t = by_name(name).expect(name);
+                    let mut c = t.connect(&path, &opts).expect("connect");
+                    let buf = c.request_buffer().expect("request buffer lent");
+                    buf[..5].copy_from_slice(b"hello");
+                    let at = buf.as_ptr();
+                    let reply = c.call_in_place(3, 5).expect("call");
+                    assert_eq!(reply, b"HELLO!", "{name}");
+                    assert_eq!(reply.as_ptr(), at.wrapping_add(step), "{name}: reply");
+                }
+            });
+            let stop = AtomicBool::new(false);
+            let inc = server.receive(&stop).expect("receive").expect("request");
+            assert_eq!((inc.cmd, inc.len), (3, 5), "{name}");
+            assert_eq!(server.data(), b"hello", "{name}");
+            let request = server.data().as_ptr();
+            let buf = server.reply_buffer().expect("reply buffer lent");
+            assert_eq!(buf.as_ptr(), request.wrapping_add(step), "{name}: buffer");
+            assert_eq!(&buf[..5], b"hello", "{name}: starts with the request");
+            buf[..5].make_ascii_uppercase();
+            buf[5] = b'!';
+            server.reply_in_place(6).expect("reply");
+            client.join().expect("client");
+            drop(server);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
 }
