@@ -7,7 +7,10 @@
 //! - `send` copies the message into the peer-bound area, then adds 1 to the
 //!   peer's eventfd;
 //! - `recv` reads its own eventfd (blocking while it is zero), then copies
-//!   the message out (its length read once and bounded by `max_msg`).
+//!   the message out (its length read once and bounded by `max_msg`);
+//! - in place (`call_with`, `reply_with`, and the server's request), the
+//!   payload is built and read in the areas themselves: only the header
+//!   moves (`Wire::recv_lent`, `Wire::send_in_place`).
 //!
 //! The eventfds have counter semantics (no `EFD_SEMAPHORE`): the protocol is
 //! request then reply, so at most one message is outstanding per direction

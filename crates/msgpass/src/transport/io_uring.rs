@@ -34,6 +34,10 @@
 //!   `io_uring_enter` with `IORING_ENTER_GETEVENTS`, `min_complete` 1, when
 //!   there is none) and copies the message out of the area (its length
 //!   bounded by `max_msg`), which must match the completion's header.
+//!   In place (`call_with`, `reply_with`, and the server's request) the
+//!   payload stays in the area and only the header is taken
+//!   (`Wire::recv_lent`); `Wire::send_in_place` announces a payload built
+//!   there.
 //!
 //! The syscalls order the copies: the writer's stores happen before its
 //! `io_uring_enter`, which publishes the completion with a release store of
