@@ -200,8 +200,9 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.head.cmd
     }
 
-    /// The request payload. On the shared-memory transports this is the
-    /// client's slot itself, read in place: a client that breaks the
+    /// The request payload. On the shared-memory transports (the shm
+    /// family, eventfd, io-uring, signal) this is the connection's shared
+    /// memory itself, read in place: a client that breaks the
     /// protocol can change these bytes while you read them, so copy out
     /// any value you check before you rely on it (lengths, indices).
     #[inline]
@@ -232,13 +233,16 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     }
 
     /// Replies in place: `fill` gets the transport's reply buffer
-    /// ([`Channel::max_msg`] bytes, starting with the request's bytes,
-    /// since on shared memory the reply is written over the request),
+    /// ([`Channel::max_msg`] bytes, starting with the request's bytes:
+    /// on the shm slot the reply is written over the request, and the
+    /// transports with one area per direction copy the request to the
+    /// front of the reply's),
     /// writes the reply into it and returns its length; the reply is
     /// published when `fill` returns. The buffer is only reachable inside
     /// `fill`, so nothing can touch it once the client owns it again.
     ///
-    /// On the shared-memory transports no byte is copied; elsewhere the
+    /// On the shared-memory transports no byte of the reply is copied
+    /// (the buffer is the connection's shared memory); elsewhere the
     /// buffer is one of the channel's and its first `len` bytes are sent
     /// as by [`reply`](Request::reply). A length over the buffer is not
     /// sent: the client gets `EMSGSIZE` and this returns

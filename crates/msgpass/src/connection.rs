@@ -113,8 +113,9 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// [`Error::Remote`]; a length over the buffer is [`Error::TooLarge`]
     /// (nothing is sent).
     ///
-    /// On the shared-memory transports nothing is copied: the request is
-    /// written into the connection's slot and the reply read from it. The
+    /// On the shared-memory transports (the shm family, eventfd,
+    /// io-uring, signal) nothing is copied: the request is written into
+    /// the connection's shared memory and the reply read from it. The
     /// reply borrows the connection, so it cannot outlive the next call,
     /// which reuses the slot (the compiler checks it):
     ///
@@ -219,7 +220,8 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     }
 
     /// True when [`call_with`](Connection::call_with) works in place here
-    /// (the transport lends its own buffers: the shared-memory transports),
+    /// (the transport lends its own buffers: the shared-memory transports,
+    /// that is the shm family, eventfd, io-uring and signal),
     /// false when it goes through the copying fallback.
     pub fn in_place(&mut self) -> bool {
         self.inner.request_buffer().is_some()

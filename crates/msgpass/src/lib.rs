@@ -17,8 +17,12 @@
 //!
 //! On the shared-memory transports (`shm`, `shm-spin`, `shm-block`,
 //! `shm-hybrid`) the in-place calls move no byte at all: request and reply
-//! are read and written in the connection's shared slot. On every other
-//! transport they work the same way over a buffer of the library's (the
+//! are read and written in the connection's shared slot. `eventfd`,
+//! `io-uring` and `signal` carry their messages in shared memory too, one
+//! area per direction, and lend those areas the same way; the only copy
+//! left is the request into the front of the reply area, which
+//! [`Request::reply_with`] promises. On every other transport the
+//! in-place calls work the same way over a buffer of the library's (the
 //! copying fallback), so generic code runs on any transport. The borrow
 //! checker keeps the rules: the reply [`Connection::call_with`] returns
 //! borrows the connection, so it is gone before the next call can reuse

@@ -9,8 +9,10 @@
 //! [`IN_PLACE`] bit set the same way, but through `reply_with`, so the
 //! `in_place_*` and `call_with_*` tests mix the four combinations (client
 //! copying or in place × server copying or in place) on every transport:
-//! in place for real on the shared-memory family, through the copying
-//! fallback elsewhere (`in_place_exactly_on_shm` checks which is which).
+//! in place for real on the transports whose messages lie in shared
+//! memory (the shm family, eventfd, io-uring, signal), through the copying
+//! fallback elsewhere (`in_place_exactly_on_shared_memory` checks which is
+//! which).
 //! `typed_shm_in_place` runs the same round trips over the typed
 //! shared-memory path (`create_typed`, `open_typed`), for each wait.
 //!
@@ -171,8 +173,8 @@ macro_rules! conformance_tests {
                 super::suite::server_in_place_reply_over_max(T)
             }
             #[test]
-            fn in_place_exactly_on_shm() {
-                super::suite::in_place_exactly_on_shm(T)
+            fn in_place_exactly_on_shared_memory() {
+                super::suite::in_place_exactly_on_shared_memory(T)
             }
         })*
 
@@ -1462,18 +1464,35 @@ mod suite {
         });
     }
 
-    /// `in_place` is true exactly for the shared-memory family, whose
-    /// `call_with` reads the reply where it wrote the request (its slot).
-    pub fn in_place_exactly_on_shm(t: &'static str) {
-        run(t, "in_place_exactly_on_shm", move |cx| {
+    /// The transports besides the shm family whose messages lie in shared
+    /// memory, one message area per direction (`areas.rs`): they lend
+    /// those areas to the in-place API too.
+    const AREA_TRANSPORTS: &[&str] = &["eventfd", "io-uring", "signal"];
+
+    /// Bytes from a request's payload to its reply's on the area
+    /// transports: one area (the 8-byte header, then `max` bytes, rounded
+    /// up to whole pages), the client-to-server area coming first.
+    fn area_len(max: usize) -> usize {
+        (8 + max).div_ceil(4096) * 4096
+    }
+
+    /// `in_place` is true exactly for the transports whose messages lie in
+    /// shared memory, whose `call_with` reads the reply where the server
+    /// wrote it: over the request (the shm family's slot), or in the
+    /// server-to-client area right after the request's (the area
+    /// transports). Any of them falling back on copying fails here.
+    pub fn in_place_exactly_on_shared_memory(t: &'static str) {
+        run(t, "in_place_exactly_on_shared_memory", move |cx| {
             let shm = msgpass::transport::info(t)
                 .expect("known transport")
                 .family_name()
                 == "shm";
             assert_eq!(shm, t.starts_with("shm"), "{t}: family");
+            let areas = AREA_TRANSPORTS.contains(&t);
+            let lends = shm || areas;
             let s = cx.server("ipflag/0");
             let mut c = cx.open("ipflag/0");
-            assert_eq!(c.in_place(), shm, "{t}: in_place");
+            assert_eq!(c.in_place(), lends, "{t}: in_place");
             for cmd in [1, IN_PLACE | 1] {
                 let mut at = std::ptr::null();
                 let reply = c
@@ -1487,8 +1506,12 @@ mod suite {
                 if shm {
                     assert_eq!(reply.as_ptr(), at, "{t}: reply not in the request's slot");
                 }
+                if areas {
+                    let want = at.wrapping_add(area_len(cx.max));
+                    assert_eq!(reply.as_ptr(), want, "{t}: reply not in its area");
+                }
             }
-            assert_eq!(c.in_place(), shm, "{t}: in_place after calls");
+            assert_eq!(c.in_place(), lends, "{t}: in_place after calls");
             drop(c);
             s.stop();
         });

@@ -65,6 +65,13 @@ fn in_place_shm() {
 }
 
 #[test]
+fn in_place_areas() {
+    panicking_fill_answers_eio("eventfd");
+    panicking_fill_answers_eio("io-uring");
+    panicking_fill_answers_eio("signal");
+}
+
+#[test]
 fn copying_fallback_uds() {
     panicking_fill_answers_eio("uds");
 }

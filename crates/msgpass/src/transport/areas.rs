@@ -15,6 +15,14 @@
 //! announcing system call orders the copies: our stores happen before our
 //! announcement, the peer's loads after it sees it (the fences say so to
 //! the compiler as well).
+//!
+//! In place ([`Areas::lend`], [`Areas::put_head`], [`Areas::received`]):
+//! a message is built in the area the peer receives in and read where it
+//! lies in ours, so the in-place calls copy no payload (a server's reply
+//! buffer starts with a copy of the request, as the API promises). The
+//! peer can still rewrite what we read in place while we read it: that
+//! changes what we read, never where (the length was read once and
+//! bounded), the contract of every shared-memory transport.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -98,17 +106,72 @@ impl Areas {
     /// announced.
     pub(crate) fn put(&self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
         if data.len() > self.max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "message longer than the channel maximum",
-            ));
+            return Err(over_max());
         }
         // The peer reads the area only after our announcement; if it
         // misbehaves it only corrupts the message it receives.
-        self.map.write_at(self.tx, head);
         self.map.write_at(self.tx + HEAD, data);
-        fence(Ordering::Release);
+        self.publish(head);
         Ok(())
+    }
+
+    /// Writes the header of a message whose payload is already in the
+    /// area the peer receives in (built in [`Areas::lend`]), before it is
+    /// announced. A length over the maximum is refused.
+    pub(crate) fn put_head(&self, head: &[u8; HEAD]) -> io::Result<()> {
+        if parse_head(head).1 > self.max {
+            return Err(over_max());
+        }
+        self.publish(head);
+        Ok(())
+    }
+
+    /// Writes `head` over the area the peer receives in, whose payload is
+    /// in place: the message is ready to announce.
+    fn publish(&self, head: &[u8; HEAD]) {
+        self.map.write_at(self.tx, head);
+        fence(Ordering::Release);
+    }
+
+    /// The payload room of the area the peer receives in (`max` bytes), to
+    /// build the next message in place (then [`Areas::put_head`]), starting
+    /// with a copy of the first `keep` payload bytes (at most the maximum)
+    /// of the message in our area: a server builds its reply over its
+    /// request.
+    pub(crate) fn lend(&mut self, keep: usize) -> &mut [u8] {
+        let keep = keep.min(self.max);
+        let (from, to) = (self.rx + HEAD, self.tx + HEAD);
+        assert!(from.max(to) + self.max <= self.map.len());
+        // SAFETY: both ranges lie inside the mapping (asserted), which
+        // outlives the borrow of `self`, in different areas (each area is
+        // `HEAD + max` bytes or more), so they do not overlap. The peer
+        // writes neither while we build a message (it waits for ours, or
+        // is done with its own) unless it breaks the protocol, which
+        // garbles bytes, never where we write. `&mut self` makes the slice the only
+        // view of the area this process hands out while it lives; bytes
+        // have no invalid values.
+        unsafe {
+            let base = self.map.ptr();
+            std::ptr::copy_nonoverlapping(base.add(from), base.add(to), keep);
+            std::slice::from_raw_parts_mut(base.add(to), self.max)
+        }
+    }
+
+    /// The first `len` payload bytes of the message in our area, where
+    /// they lie; `len` comes from [`Areas::head`] (or [`Areas::take_head`]),
+    /// read once and bounded.
+    ///
+    /// # Panics
+    /// When `len` is over the maximum (a caller's bug).
+    pub(crate) fn received(&self, len: usize) -> &[u8] {
+        assert!(len <= self.max && self.rx + HEAD + self.max <= self.map.len());
+        // SAFETY: the range lies inside the mapping (asserted), which
+        // outlives the borrow of `self`; bytes have no invalid values. The
+        // peer may write them while we read only by breaking the protocol,
+        // which can change what we read, never where: the length was read
+        // once and bounded. This is the shared-memory contract documented
+        // at `Request::data` and `Connection::call_with`.
+        unsafe { std::slice::from_raw_parts(self.map.ptr().add(self.rx + HEAD), len) }
     }
 
     /// The header of the message announced in our area: (code, length),
@@ -134,15 +197,31 @@ impl Areas {
     /// Copies the message announced in our area, header and payload, to
     /// `frame`, as a wire receives it; returns the payload length.
     pub(crate) fn take(&self, frame: &mut [u8]) -> io::Result<usize> {
-        let (code, len) = self.head()?;
+        let len = self.take_head(frame)?;
         if HEAD + len > frame.len() {
             return Err(too_long());
         }
-        // The header as checked, not as the peer may have rewritten it since.
-        frame[..HEAD].copy_from_slice(&crate::transport::wire::head(code, len));
         self.take_payload(&mut frame[HEAD..HEAD + len]);
         Ok(len)
     }
+
+    /// Copies the header of the message announced in our area, as checked
+    /// by [`Areas::head`], to `frame[..HEAD]`, leaving its payload where it
+    /// lies ([`Areas::received`]); returns the payload length.
+    pub(crate) fn take_head(&self, frame: &mut [u8]) -> io::Result<usize> {
+        let (code, len) = self.head()?;
+        // The header as checked, not as the peer may have rewritten it since.
+        frame[..HEAD].copy_from_slice(&crate::transport::wire::head(code, len));
+        Ok(len)
+    }
+}
+
+/// The error for a message longer than the areas hold.
+fn over_max() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "message longer than the channel maximum",
+    )
 }
 
 #[cfg(test)]
@@ -182,5 +261,85 @@ mod tests {
             .expect("put");
         assert!(server.head().is_err());
         assert!(Areas::adopt(mem.as_fd(), "x", 0, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn a_message_is_built_and_read_in_place() {
+        let (mem, mut server) = Areas::create("areas-test", PAGE, 100).expect("create");
+        let mut client = Areas::adopt(mem.as_fd(), "areas-test", PAGE, 100).expect("adopt");
+        let buf = client.lend(0);
+        assert_eq!(buf.len(), 100);
+        buf[..5].copy_from_slice(b"hello");
+        assert!(client
+            .put_head(&crate::transport::wire::head(7, 101))
+            .is_err());
+        client
+            .put_head(&crate::transport::wire::head(7, 5))
+            .expect("put head");
+        let mut frame = [0u8; HEAD];
+        assert_eq!(server.take_head(&mut frame).expect("take head"), 5);
+        assert_eq!(parse_head(&frame), (7, 5));
+        assert_eq!(server.received(5), b"hello");
+        // The reply is built over a copy of the request, in the other area.
+        let request = server.received(5).as_ptr();
+        let reply = server.lend(5);
+        assert_eq!(&reply[..5], b"hello");
+        assert_eq!(reply.as_ptr(), request.wrapping_add(area_len(100)));
+        reply[5] = b'!';
+        server
+            .put_head(&crate::transport::wire::head(0, 6))
+            .expect("put head");
+        assert_eq!(client.head().expect("head"), (0, 6));
+        assert_eq!(client.received(6), b"hello!");
+    }
+
+    /// Each transport whose messages lie in areas lends them on both
+    /// sides: the server reads the request where the client built it and
+    /// builds its reply, starting with the request, in the next area,
+    /// where the client reads it.
+    #[test]
+    fn the_area_transports_pass_messages_in_place() {
+        use crate::transport::{by_name, Options};
+        use std::sync::atomic::AtomicBool;
+        for name in ["eventfd", "io-uring", "signal"] {
+            let dir =
+                std::env::temp_dir().join(format!("msgpass-areas-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("dir");
+            let path = dir.join("ep");
+            let opts = Options::default();
+            let step = area_len(opts.max_msg);
+            let mut server = by_name(name)
+                .expect(name)
+                .serve(&path, &opts)
+                .expect("serve");
+            let client = std::thread::spawn({
+                let (path, opts) = (path.clone(), opts.clone());
+                move || {
+                    let t = by_name(name).expect(name);
+                    let mut c = t.connect(&path, &opts).expect("connect");
+                    let buf = c.request_buffer().expect("request buffer lent");
+                    buf[..5].copy_from_slice(b"hello");
+                    let at = buf.as_ptr();
+                    let reply = c.call_in_place(3, 5).expect("call");
+                    assert_eq!(reply, b"HELLO!", "{name}");
+                    assert_eq!(reply.as_ptr(), at.wrapping_add(step), "{name}: reply");
+                }
+            });
+            let stop = AtomicBool::new(false);
+            let inc = server.receive(&stop).expect("receive").expect("request");
+            assert_eq!((inc.cmd, inc.len), (3, 5), "{name}");
+            assert_eq!(server.data(), b"hello", "{name}");
+            let request = server.data().as_ptr();
+            let buf = server.reply_buffer().expect("reply buffer lent");
+            assert_eq!(buf.as_ptr(), request.wrapping_add(step), "{name}: buffer");
+            assert_eq!(&buf[..5], b"hello", "{name}: starts with the request");
+            buf[..5].make_ascii_uppercase();
+            buf[5] = b'!';
+            server.reply_in_place(6).expect("reply");
+            client.join().expect("client");
+            drop(server);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }

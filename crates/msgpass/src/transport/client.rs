@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::transport::wire::{head, unpack_reply, Wire, HEAD};
+use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD};
 use crate::transport::{ClientConnection, ONEWAY};
 
 /// What a [`WireClient`] knows of its mechanism.
@@ -49,6 +49,24 @@ fn is_gone(e: &io::Error) -> bool {
     ) || e.kind() == io::ErrorKind::UnexpectedEof
 }
 
+/// A request of `len` bytes fits a server's `max`, or is
+/// [`Error::TooLarge`].
+pub(crate) fn fits(len: usize, max: usize) -> Result<()> {
+    if len > max {
+        return Err(Error::TooLarge { len, max });
+    }
+    Ok(())
+}
+
+/// What a request's send came to, for the caller: a server gone is
+/// [`Error::Disconnected`].
+fn sent(r: io::Result<()>) -> Result<()> {
+    r.map_err(|e| match is_gone(&e) {
+        true => Error::Disconnected,
+        false => Error::io("send request", e),
+    })
+}
+
 impl<W: Wire> WireClient<W> {
     /// A client sending on `wire` messages up to `max_msg` bytes.
     pub(crate) fn new(
@@ -70,27 +88,29 @@ impl<W: Wire> WireClient<W> {
 
     /// Sends one request with wire code `code`, checking its size first.
     fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
-        if req.len() > self.max_msg {
-            return Err(Error::TooLarge {
-                len: req.len(),
-                max: self.max_msg,
-            });
+        fits(req.len(), self.max_msg)?;
+        sent(self.wire.send(&head(code, req.len()), req))
+    }
+
+    /// The payload of the reply last received (`len` bytes): where it lies
+    /// on a wire that lends its memory, else in our buffer after the header.
+    fn reply_payload(&self, len: usize) -> &[u8] {
+        match self.wire.received(len) {
+            Some(lent) => lent,
+            None => &self.buf[HEAD..HEAD + len],
         }
-        self.wire
-            .send(&head(code, req.len()), req)
-            .map_err(|e| match is_gone(&e) {
-                true => Error::Disconnected,
-                false => Error::io("send request", e),
-            })
     }
 
     /// Receives the reply. A wire that reports a dead server by itself
     /// blocks in its receive; any other waits a tick at a time and looks at
     /// the session between ticks, whose hang-up means the server is gone.
+    ///
+    /// The reply's header lands in our buffer; its payload too, unless the
+    /// wire lends its memory ([`WireClient::reply_payload`]).
     fn recv_reply(&mut self) -> Result<usize> {
         let got = match (&self.session, self.traits.eof_on_death) {
             (Some(session), false) => loop {
-                match self.wire.recv_timeout(&mut self.buf, self.tick) {
+                match self.wire.recv_lent(&mut self.buf, Some(self.tick)) {
                     Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                         if oslayer::socket::peer_gone(session.as_fd()) {
                             return Err(Error::Disconnected);
@@ -99,7 +119,7 @@ impl<W: Wire> WireClient<W> {
                     got => break got,
                 }
             },
-            _ => self.wire.recv(&mut self.buf),
+            _ => self.wire.recv_lent(&mut self.buf, None),
         };
         match got {
             Ok(Some(len)) => Ok(len),
@@ -114,11 +134,26 @@ impl<W: Wire> ClientConnection for WireClient<W> {
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
         self.send_request(cmd, req)?;
         let len = self.recv_reply()?;
-        unpack_reply(&self.buf, len, reply)
+        unpack_reply(&self.buf, self.reply_payload(len), reply)
     }
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    /// The wire's own memory, where it lends it: shorter than the
+    /// maximum the server announced (a lying server), it is not lent.
+    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        let max = self.max_msg;
+        self.wire.send_buffer(0)?.get_mut(..max)
+    }
+
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+        fits(len, self.max_msg)?;
+        sent(self.wire.send_in_place(&head(cmd, len)))?;
+        let len = self.recv_reply()?;
+        check_reply_head(&self.buf, len, self.max_msg)?;
+        Ok(self.reply_payload(len))
     }
 
     fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {

@@ -7,7 +7,10 @@
 //! - `send` copies the message into the peer-bound area, then adds 1 to the
 //!   peer's eventfd;
 //! - `recv` reads its own eventfd (blocking while it is zero), then copies
-//!   the message out (its length read once and bounded by `max_msg`).
+//!   the message out (its length read once and bounded by `max_msg`);
+//! - in place (`call_with`, `reply_with`, and the server's request), the
+//!   payload is built and read in the areas themselves: only the header
+//!   moves (`Wire::recv_lent`, `Wire::send_in_place`).
 //!
 //! The eventfds have counter semantics (no `EFD_SEMAPHORE`): the protocol is
 //! request then reply, so at most one message is outstanding per direction
@@ -83,9 +86,10 @@ impl EventWire {
 /// The message count in an eventfd counter (the high bits count pokes).
 const MESSAGES: u64 = poker::POKE - 1;
 
-impl Wire for EventWire {
-    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
-        self.areas.put(head, data)?;
+impl EventWire {
+    /// Announces the message just put in the peer's area: adds 1 to the
+    /// peer's eventfd (the server's write bounded by the poker).
+    fn announce(&mut self) -> io::Result<()> {
         let Some(w) = self.writes.as_deref() else {
             return oslayer::eventfd::write(self.tx.as_fd(), 1);
         };
@@ -105,29 +109,69 @@ impl Wire for EventWire {
         }
     }
 
-    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        // Called once `poll` saw the counter non-zero. Pokes alone (one
-        // that came after the wait it was meant for ended) are no message:
-        // waiting on here, outside any wait the poker knows of, could block
-        // the server for good once the client is gone.
-        if oslayer::eventfd::read(self.rx.as_fd())? & MESSAGES == 0 {
+    /// Waits for the peer's announcement: without a `timeout`, one read of
+    /// our eventfd, made once `poll` saw the counter non-zero; with one, a
+    /// read the poker ends after a tick. Pokes alone (one that came after
+    /// the wait it was meant for ended) are no message, an
+    /// `ErrorKind::TimedOut` error: waiting on, outside any wait the poker
+    /// knows of, could block the server for good once the client is gone.
+    fn announced(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let got = match timeout {
+            None => oslayer::eventfd::read(self.rx.as_fd()),
+            Some(timeout) => {
+                if self.poke.is_none() {
+                    self.poke = Some(poker::register(&self.rx, timeout)?);
+                }
+                let poke = self.poke.as_deref().expect("registered above");
+                poke.begin();
+                let got = oslayer::eventfd::read(self.rx.as_fd());
+                poke.end();
+                got
+            }
+        };
+        if got? & MESSAGES == 0 {
             return Err(io::ErrorKind::TimedOut.into());
         }
+        Ok(())
+    }
+}
+
+impl Wire for EventWire {
+    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        self.areas.put(head, data)?;
+        self.announce()
+    }
+
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        self.announced(None)?;
         self.areas.take(frame).map(Some)
     }
 
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
-        if self.poke.is_none() {
-            self.poke = Some(poker::register(&self.rx, timeout)?);
-        }
-        let poke = self.poke.as_deref().expect("registered above");
-        poke.begin();
-        let got = oslayer::eventfd::read(self.rx.as_fd());
-        poke.end();
-        if got? & MESSAGES == 0 {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
+        self.announced(Some(timeout))?;
         self.areas.take(frame).map(Some)
+    }
+
+    fn recv_lent(
+        &mut self,
+        frame: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<usize>> {
+        self.announced(timeout)?;
+        self.areas.take_head(frame).map(Some)
+    }
+
+    fn received(&self, len: usize) -> Option<&[u8]> {
+        Some(self.areas.received(len))
+    }
+
+    fn send_buffer(&mut self, keep: usize) -> Option<&mut [u8]> {
+        Some(self.areas.lend(keep))
+    }
+
+    fn send_in_place(&mut self, head: &[u8; HEAD]) -> io::Result<()> {
+        self.areas.put_head(head)?;
+        self.announce()
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {

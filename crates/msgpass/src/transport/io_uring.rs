@@ -34,6 +34,10 @@
 //!   `io_uring_enter` with `IORING_ENTER_GETEVENTS`, `min_complete` 1, when
 //!   there is none) and copies the message out of the area (its length
 //!   bounded by `max_msg`), which must match the completion's header.
+//!   In place (`call_with`, `reply_with`, and the server's request) the
+//!   payload stays in the area and only the header is taken
+//!   (`Wire::recv_lent`); `Wire::send_in_place` announces a payload built
+//!   there.
 //!
 //! The syscalls order the copies: the writer's stores happen before its
 //! `io_uring_enter`, which publishes the completion with a release store of
@@ -65,7 +69,7 @@ use crate::transport::areas::Areas;
 use crate::transport::mechanism::WireTransport;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
-use crate::transport::wire::{Wire, HEAD};
+use crate::transport::wire::{parse_head, Wire, HEAD};
 use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
 const PAGE: usize = 4096;
@@ -218,16 +222,19 @@ impl RingWire {
     }
 }
 
-impl Wire for RingWire {
-    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+impl RingWire {
+    /// Announces the message (header `head`) just put in the peer's area:
+    /// one `MSG_RING` to the peer's ring.
+    fn announce(&mut self, head: &[u8; HEAD]) -> io::Result<()> {
         let peer = self
             .peer
             .as_ref()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "peer ring unknown"))?;
-        self.areas.put(head, data)?;
+        // The length was bounded by the area (at most MAX_AREA_MSG).
+        let len = parse_head(head).1 as i32;
         let sqe = opcode::MsgRingData::new(
             types::Fd(peer.as_raw_fd()),
-            data.len() as i32,
+            len,
             u64::from_le_bytes(*head),
             None,
         )
@@ -248,26 +255,10 @@ impl Wire for RingWire {
         }
     }
 
-    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
-        self.recv_within(frame, None)
-    }
-
-    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
-        self.recv_within(frame, Some(timeout))
-    }
-
-    fn poll_fd(&self) -> BorrowedFd<'_> {
-        self.ring.as_fd()
-    }
-}
-
-impl RingWire {
-    /// Receives one message, waiting at most `timeout` for it.
-    fn recv_within(
-        &mut self,
-        frame: &mut [u8],
-        timeout: Option<Duration>,
-    ) -> io::Result<Option<usize>> {
+    /// Waits at most `timeout` for the peer's next announcement (taking
+    /// the client's ring with its first request, on the server side);
+    /// returns it, to be checked against the message ([`matches`]).
+    fn announced(&mut self, timeout: Option<Duration>) -> io::Result<cqueue::Entry> {
         let cqe = loop {
             let cqe = self.next_completion(timeout)?;
             if cqe.user_data() != OWN_TAG {
@@ -281,13 +272,75 @@ impl RingWire {
         if self.peer.is_none() {
             self.peer = Some(self.take_peer_ring()?);
         }
-        let len = self.areas.take(frame)?;
-        // The completion repeats the header: a peer whose two disagree is
-        // broken (or lying).
-        if cqe.user_data().to_le_bytes() != frame[..HEAD] || cqe.result() != len as i32 {
-            return Err(bad("completion does not match the message"));
-        }
+        Ok(cqe)
+    }
+
+    /// Receives one message, waiting at most `timeout` for it: the header
+    /// into `frame`, and the payload too unless `lent` (then it stays in
+    /// the area).
+    fn recv_within(
+        &mut self,
+        frame: &mut [u8],
+        timeout: Option<Duration>,
+        lent: bool,
+    ) -> io::Result<Option<usize>> {
+        let cqe = self.announced(timeout)?;
+        let len = match lent {
+            true => self.areas.take_head(frame)?,
+            false => self.areas.take(frame)?,
+        };
+        matches(&cqe, frame, len)?;
         Ok(Some(len))
+    }
+}
+
+/// The completion repeats the header: a peer whose two disagree (the
+/// checked header at the start of `frame`, `len` payload bytes) is broken
+/// (or lying).
+fn matches(cqe: &cqueue::Entry, frame: &[u8], len: usize) -> io::Result<()> {
+    if cqe.user_data().to_le_bytes() != frame[..HEAD] || cqe.result() != len as i32 {
+        return Err(bad("completion does not match the message"));
+    }
+    Ok(())
+}
+
+impl Wire for RingWire {
+    fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
+        self.areas.put(head, data)?;
+        self.announce(head)
+    }
+
+    fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        self.recv_within(frame, None, false)
+    }
+
+    fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+        self.recv_within(frame, Some(timeout), false)
+    }
+
+    fn poll_fd(&self) -> BorrowedFd<'_> {
+        self.ring.as_fd()
+    }
+
+    fn recv_lent(
+        &mut self,
+        frame: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<usize>> {
+        self.recv_within(frame, timeout, true)
+    }
+
+    fn received(&self, len: usize) -> Option<&[u8]> {
+        Some(self.areas.received(len))
+    }
+
+    fn send_buffer(&mut self, keep: usize) -> Option<&mut [u8]> {
+        Some(self.areas.lend(keep))
+    }
+
+    fn send_in_place(&mut self, head: &[u8; HEAD]) -> io::Result<()> {
+        self.areas.put_head(head)?;
+        self.announce(head)
     }
 }
 

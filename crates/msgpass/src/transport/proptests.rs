@@ -109,7 +109,7 @@ proptest! {
             frame[..HEAD].copy_from_slice(&wire::head(status, len));
         }
         let mut reply = vec![0u8; room];
-        match wire::unpack_reply(&frame[..HEAD + len], len, &mut reply) {
+        match wire::unpack_reply(&frame, &frame[HEAD..HEAD + len], &mut reply) {
             Ok(n) => {
                 prop_assert_eq!(n, len);
                 prop_assert_eq!(&reply[..n], &frame[HEAD..HEAD + n]);

@@ -21,6 +21,12 @@
 //! client cannot lock a newcomer out.
 //!
 //! **Replies** go through the [`Guard`] every server shares.
+//!
+//! **In place.** A wire whose messages lie in shared memory lends it (see
+//! [`Wire::recv_lent`]): the request is then read where it lies
+//! ([`ServerChannel::data`]) and the reply built there
+//! ([`ServerChannel::reply_buffer`]), always on the connection whose
+//! request the guard holds. Other wires receive into the reactor's buffer.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -31,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::Listener;
-use crate::transport::server::{reply_parts, starved, Guard, ACCEPT_EVERY};
+use crate::transport::server::{in_place_parts, reply_parts, starved, Guard, ACCEPT_EVERY};
 use crate::transport::wire::{frame_head, head, Wire, HEAD};
 use crate::transport::{Incoming, ServerChannel, Status};
 
@@ -105,7 +111,8 @@ pub(crate) struct Reactor<A: Acceptor> {
     conn_at: Vec<usize>,
     /// Entries of `pollfds` before the connections'.
     setup: usize,
-    /// The request as received: header, then payload.
+    /// The request as received: header, then payload (the header only
+    /// when the wire lends its memory).
     buf: Vec<u8>,
     len: usize,
     guard: Guard,
@@ -217,12 +224,7 @@ impl<A: Acceptor> Reactor<A> {
     /// out sets `timed_out`); without, one must be waiting.
     fn read_request(&mut self, i: usize, timeout: Option<Duration>) -> Option<Incoming> {
         self.timed_out = false;
-        let wire = &mut self.conns[i].wire;
-        let got = match timeout {
-            Some(t) => wire.recv_timeout(&mut self.buf, t),
-            None => wire.recv(&mut self.buf),
-        };
-        match got {
+        match self.conns[i].wire.recv_lent(&mut self.buf, timeout) {
             Ok(Some(len)) => {
                 let (cmd, hlen) = frame_head(&self.buf);
                 if hlen != len {
@@ -354,7 +356,13 @@ impl<A: Acceptor> ServerChannel for Reactor<A> {
     }
 
     fn data(&self) -> &[u8] {
-        &self.buf[HEAD..HEAD + self.len]
+        let Some(&i) = self.guard.get() else {
+            return &[];
+        };
+        match self.conns[i].wire.received(self.len) {
+            Some(lent) => lent,
+            None => &self.buf[HEAD..HEAD + self.len],
+        }
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -365,6 +373,23 @@ impl<A: Acceptor> ServerChannel for Reactor<A> {
             .send(&head(code, data.len()), data)
             .is_err()
         {
+            self.drop_conn(i);
+        }
+        verdict
+    }
+
+    /// The lent memory of the connection whose request is being served,
+    /// starting with the request.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        let i = *self.guard.get()?;
+        let max = self.max_msg;
+        self.conns[i].wire.send_buffer(self.len)?.get_mut(..max)
+    }
+
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        let i = self.guard.take()?;
+        let (code, len, verdict) = in_place_parts(len, self.max_msg);
+        if self.conns[i].wire.send_in_place(&head(code, len)).is_err() {
             self.drop_conn(i);
         }
         verdict

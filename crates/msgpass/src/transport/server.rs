@@ -75,6 +75,17 @@ pub(crate) fn reply_parts(status: Status, data: &[u8], max: usize) -> (u32, &[u8
     (code, data, Ok(()))
 }
 
+/// What a server sends for a reply of `len` bytes built in place: the wire
+/// code and length, and what the reply returns to its caller; over `max`
+/// as for [`reply_parts`] (`EMSGSIZE` with no payload, [`Error::TooLarge`]).
+#[inline]
+pub(crate) fn in_place_parts(len: usize, max: usize) -> (u32, usize, Result<()>) {
+    if len > max {
+        return (libc::EMSGSIZE as u32, 0, Err(Error::TooLarge { len, max }));
+    }
+    (0, len, Ok(()))
+}
+
 /// True when accepting failed for want of descriptors or memory: the
 /// client stays queued and the listener polls readable until the process
 /// has room again, so a server must stop looking at it for a while rather
@@ -245,5 +256,11 @@ mod tests {
         let (code, data, verdict) = reply_parts(Status::Err(libc::ENOTTY), b"ignored", 4);
         assert_eq!((code, data), (libc::ENOTTY as u32, &[][..]));
         assert!(verdict.is_ok());
+        let (code, len, verdict) = in_place_parts(4, 4);
+        assert_eq!((code, len), (0, 4));
+        assert!(verdict.is_ok());
+        let (code, len, verdict) = in_place_parts(5, 4);
+        assert_eq!((code, len), (libc::EMSGSIZE as u32, 0));
+        assert!(matches!(verdict, Err(Error::TooLarge { len: 5, max: 4 })));
     }
 }

@@ -65,6 +65,9 @@
 //! `req_seq`, `rep_seq`), then the client-to-server area, then the
 //! server-to-client area, each the 8-byte wire header plus `max_msg` bytes,
 //! page-rounded. Lengths read from shared memory are bounded by `max_msg`.
+//! The server reads requests where they lie, and the in-place calls
+//! (`call_with`, `reply_with`) build their messages in the areas (see
+//! `areas.rs`): only the copying calls copy payloads.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -76,8 +79,11 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::transport::areas::Areas;
+use crate::transport::client::fits;
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::{refuse, reply_parts, starved, Guard, Session, Sessions};
+use crate::transport::server::{
+    in_place_parts, refuse, reply_parts, starved, Guard, Session, Sessions,
+};
 use crate::transport::wire::head;
 use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
 use oslayer::signal::{self, SigInfo, SigSet};
@@ -194,7 +200,6 @@ impl Transport for Signal {
             pollfds: Vec::new(),
             tid: 0,
             next_id: 0,
-            buf: vec![0; opts.max_msg],
             len: 0,
             guard: Guard::default(),
             opts: opts.clone(),
@@ -267,7 +272,8 @@ struct SignalServer {
     /// The tid published in every connection (0: none yet).
     tid: i32,
     next_id: u64,
-    buf: Vec<u8>,
+    /// Length of the request being served, read once and bounded: its
+    /// payload is read where it lies.
     len: usize,
     guard: Guard,
     opts: Options,
@@ -390,7 +396,6 @@ impl SignalServer {
             return None;
         };
         c.served = seq;
-        c.shared.areas.take_payload(&mut self.buf[..len]);
         self.len = len;
         self.guard.set(i);
         Some(Incoming {
@@ -456,17 +461,57 @@ impl ServerChannel for SignalServer {
     }
 
     fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match self.guard.get() {
+            Some(&i) => self.conns.list[i].link.shared.areas.received(self.len),
+            None => &[],
+        }
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         let i = self.guard.take()?;
         let (code, data, verdict) = reply_parts(status, data, self.opts.max_msg);
-        let (sock, c) = (&self.conns.list[i].sock, &self.conns.list[i].link);
-        if c.shared.areas.put(&head(code, data.len()), data).is_err() {
+        let put = self.conns.list[i]
+            .link
+            .shared
+            .areas
+            .put(&head(code, data.len()), data);
+        self.publish(i, put, verdict)
+    }
+
+    /// The server-to-client area of the connection whose request is being
+    /// served, starting with the request.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        let i = *self.guard.get()?;
+        let max = self.opts.max_msg;
+        let areas = &mut self.conns.list[i].link.shared.areas;
+        areas.lend(self.len).get_mut(..max)
+    }
+
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        let i = self.guard.take()?;
+        let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
+        let put = self.conns.list[i]
+            .link
+            .shared
+            .areas
+            .put_head(&head(code, len));
+        self.publish(i, put, verdict)
+    }
+
+    fn connections(&self) -> usize {
+        self.conns.list.len()
+    }
+}
+
+impl SignalServer {
+    /// Announces the reply to connection `i`'s request, once `put` in its
+    /// area (a failed put drops the connection), and returns `verdict`.
+    fn publish(&mut self, i: usize, put: io::Result<()>, verdict: Result<()>) -> Result<()> {
+        if put.is_err() {
             self.drop_conn(i);
             return verdict;
         }
+        let (sock, c) = (&self.conns.list[i].sock, &self.conns.list[i].link);
         let ctl = c.shared.ctl();
         ctl.rep_seq.store(c.served, Ordering::SeqCst);
         let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
@@ -492,10 +537,6 @@ impl ServerChannel for SignalServer {
                 }
             }
         }
-    }
-
-    fn connections(&self) -> usize {
-        self.conns.list.len()
     }
 }
 
@@ -586,22 +627,20 @@ impl SignalClient {
             }
         }
     }
-}
 
-impl ClientConnection for SignalClient {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
-        if req.len() > self.max_msg {
-            return Err(Error::TooLarge {
-                len: req.len(),
-                max: self.max_msg,
-            });
-        }
+    /// One round trip: `put` writes the request into the area (all of it,
+    /// or its header over a payload built in place), then the request is
+    /// announced and its reply awaited. Returns the reply's length, read
+    /// once and bounded, after its status is checked against a caller's
+    /// room of `cap` bytes.
+    fn round_trip(
+        &mut self,
+        put: impl FnOnce(&Areas) -> io::Result<()>,
+        cap: usize,
+    ) -> Result<usize> {
         block_in_this_thread(rep_signal(), 2)
             .map_err(|e| Error::io("block the reply signal", e))?;
-        self.shared
-            .areas
-            .put(&head(cmd, req.len()), req)
-            .map_err(|e| Error::io("write request", e))?;
+        put(&self.shared.areas).map_err(|e| Error::io("write request", e))?;
         let ctl = self.shared.ctl();
         ctl.client_tid.store(gettid() as u32, Ordering::SeqCst);
         self.seq += 1;
@@ -613,12 +652,32 @@ impl ClientConnection for SignalClient {
             .areas
             .head()
             .map_err(|e| Error::Protocol(format!("reply: {e}")))?;
-        Status::check_reply(status, len, reply.len())?;
+        Status::check_reply(status, len, cap)?;
+        Ok(len)
+    }
+}
+
+impl ClientConnection for SignalClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        fits(req.len(), self.max_msg)?;
+        let len = self.round_trip(|a| a.put(&head(cmd, req.len()), req), reply.len())?;
         self.shared.areas.take_payload(&mut reply[..len]);
         Ok(len)
     }
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+
+    /// The client-to-server area.
+    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        let max = self.max_msg;
+        self.shared.areas.lend(0).get_mut(..max)
+    }
+
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+        fits(len, self.max_msg)?;
+        let len = self.round_trip(|a| a.put_head(&head(cmd, len)), self.max_msg)?;
+        Ok(self.shared.areas.received(len))
     }
 }

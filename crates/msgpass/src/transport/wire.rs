@@ -83,6 +83,48 @@ pub(crate) trait Wire: Send {
     fn has_buffered(&self) -> bool {
         false
     }
+
+    // In place: wires whose messages lie in shared memory (`areas.rs`)
+    // lend it, so the in-place API copies no payload. The defaults copy.
+
+    /// Receives one message like [`Wire::recv`] (`timeout` `None`) or
+    /// [`Wire::recv_timeout`]; a wire whose messages lie in shared memory
+    /// writes only the checked header to `frame[..HEAD]` and leaves the
+    /// payload where it lies, for [`Wire::received`]. The default receives
+    /// the whole message into `frame`.
+    fn recv_lent(
+        &mut self,
+        frame: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<usize>> {
+        match timeout {
+            Some(t) => self.recv_timeout(frame, t),
+            None => self.recv(frame),
+        }
+    }
+    /// The first `len` payload bytes (`len` as [`Wire::recv_lent`] returned
+    /// it) of the message it last received, where they lie; `None` (the
+    /// default) when they were received into the frame.
+    fn received(&self, _len: usize) -> Option<&[u8]> {
+        None
+    }
+    /// The payload room (at least the channel maximum) of the memory the
+    /// peer receives in, to build the next message in place, starting with
+    /// the first `keep` payload bytes of the message last received (a
+    /// server builds its reply over its request); sent by
+    /// [`Wire::send_in_place`]. `None` (the default) on wires that copy.
+    fn send_buffer(&mut self, _keep: usize) -> Option<&mut [u8]> {
+        None
+    }
+    /// Sends the message built in [`Wire::send_buffer`] with header
+    /// `head` (a length over the maximum is an error); called only when
+    /// it is `Some` (the default refuses).
+    fn send_in_place(&mut self, _head: &[u8; HEAD]) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this wire sends no message in place",
+        ))
+    }
 }
 
 /// [`Wire::recv_timeout`] for a wire without a timed receive of its own:
@@ -109,18 +151,28 @@ pub(crate) fn frame_head(frame: &[u8]) -> (u32, usize) {
     parse_head(&h)
 }
 
-/// A received reply frame with `len` payload bytes, for the caller: its
-/// payload copied to `reply`, or the error its status carries.
-pub(crate) fn unpack_reply(frame: &[u8], len: usize, reply: &mut [u8]) -> Result<usize> {
+/// A received reply, for the caller: its `payload` (in the frame after
+/// the header at the start of `frame`, or where it lies, see
+/// [`Wire::received`]) copied to `reply`, or the error its status carries.
+pub(crate) fn unpack_reply(frame: &[u8], payload: &[u8], reply: &mut [u8]) -> Result<usize> {
+    let len = payload.len();
+    check_reply_head(frame, len, reply.len())?;
+    reply[..len].copy_from_slice(payload);
+    Ok(len)
+}
+
+/// What a client makes of the header at the start of `frame`, for a reply
+/// of `len` payload bytes received and a caller's room of `cap`: a header
+/// that disagrees with what came, the server's error, a buffer too small
+/// (see [`Status::check_reply`]), or fine.
+pub(crate) fn check_reply_head(frame: &[u8], len: usize, cap: usize) -> Result<()> {
     let (status, hlen) = frame_head(frame);
     if hlen != len {
         return Err(Error::Protocol(format!(
             "reply header says {hlen} bytes, got {len}"
         )));
     }
-    Status::check_reply(status, len, reply.len())?;
-    reply[..len].copy_from_slice(&frame[HEAD..HEAD + len]);
-    Ok(len)
+    Status::check_reply(status, len, cap)
 }
 
 /// The error for a message longer than the receiver's frame.
