@@ -10,9 +10,11 @@
 //! keeps the line where it is written; holding back longer only adds
 //! latency. The right time depends on the peer's work and on where the host
 //! put the two CPUs, so it is learnt: every [`BATCH`] calls the pacer times
-//! the batch, and batches alternate between the hold learnt so far and a
-//! probe one pause to one side, which replaces it if it was faster (one
-//! clock read per batch, nothing per call).
+//! the batch; one batch in [`PROBE_EVERY`] is a probe one pause to one
+//! side of the hold learnt so far, which replaces it if the probe was
+//! faster than the batch just before it (one clock read per batch, nothing
+//! per call). Probing costs: a probe on the short side of the right hold
+//! lets the steal back in, which is why it is not every other batch.
 //!
 //! The climb can only be misled when the hold does not matter: when the
 //! calls are far apart, a few pauses are lost in the batch's noise, and the
@@ -22,6 +24,10 @@ use std::time::{Duration, Instant};
 
 /// Calls per timed batch.
 pub(crate) const BATCH: u32 = 256;
+
+/// One batch in this many is a probe (each costs a little when the kept
+/// hold is right).
+pub(crate) const PROBE_EVERY: u32 = 4;
 
 /// The longest hold, in pauses (about 12 ns each on the machines we know).
 pub(crate) const MAX_HOLD: u32 = 48;
@@ -33,8 +39,7 @@ pub(crate) struct Pacer {
     on: bool,
     /// Pauses to hold back for in the current batch.
     hold: u32,
-    /// The hold learnt so far; batches alternate between it and a probe
-    /// one pause away.
+    /// The hold learnt so far; a probe tries one pause away from it.
     kept: u32,
     /// Which side of `kept` the next probe tries: +1 or -1.
     step: i32,
@@ -43,6 +48,8 @@ pub(crate) struct Pacer {
     base: Option<Duration>,
     /// Calls in the current batch.
     calls: u32,
+    /// Batches so far (wrapping).
+    batches: u32,
     /// When the current batch started.
     start: Instant,
 }
@@ -58,6 +65,7 @@ impl Pacer {
             step: 1,
             base: None,
             calls: 0,
+            batches: 0,
             start: Instant::now(),
         }
     }
@@ -79,20 +87,23 @@ impl Pacer {
         }
     }
 
-    /// Ends a batch at `now`. A batch at the kept hold is followed by a
-    /// probe one pause to one side; a probe that beats the batch just
-    /// before it becomes the kept hold, one that does not turns the next
-    /// probe to the other side. Each verdict compares two neighbouring
+    /// Ends a batch at `now`. Every [`PROBE_EVERY`]th batch at the kept
+    /// hold is followed by a probe one pause to one side; a probe that
+    /// beats the batch just before it becomes the kept hold, one that does
+    /// not turns the next probe to the other side. Each verdict compares two neighbouring
     /// batches, so a change of conditions is followed at once.
     #[cold]
     fn learn(&mut self, now: Instant) {
         let took = now.saturating_duration_since(self.start);
         self.start = now;
         self.calls = 0;
+        self.batches = self.batches.wrapping_add(1);
         match self.base.take() {
             None => {
-                self.base = Some(took);
-                self.hold = self.probe();
+                if self.batches % PROBE_EVERY == 0 {
+                    self.base = Some(took);
+                    self.hold = self.probe();
+                }
             }
             Some(base) => {
                 if took < base {
@@ -175,9 +186,9 @@ mod tests {
 
     #[test]
     fn it_never_holds_longer_than_the_bound() {
-        let holds = climb(500, |h| 100_000 - 10 * u64::from(h));
+        let holds = climb(1000, |h| 100_000 - 10 * u64::from(h));
         assert!(holds.iter().all(|&h| h <= MAX_HOLD));
-        assert_eq!(holds[400], MAX_HOLD);
+        assert!(holds[900..].iter().all(|&h| h >= MAX_HOLD - 1), "{holds:?}");
     }
 
     #[test]
