@@ -1,17 +1,19 @@
 //! The timestamp source: the TSC when the kernel trusts it, otherwise
 //! `CLOCK_MONOTONIC`, with its calibrated tick length and per-read cost.
 //!
-//! No fences: on x86_64 `now()` is a plain `rdtsc` (about 10 ns here).
-//! Measured inside the adder loop on this machine (shm-spin, pinned, 2 M
-//! round trips), `lfence; rdtsc; lfence` added about 25 ns per request and
-//! `rdtscp` about 60 ns, against a 115 ns round trip: far too visible. A
-//! plain read is trustworthy for what the suite does with it: each sample
-//! is the difference of two consecutive reads, so a read that runs a few
-//! cycles early or late moves time between two neighbouring samples and
-//! never adds or loses any; and in a request/reply loop the read follows
-//! either a system call or the mispredicted exit branch of a spin, after
-//! which the pipeline restarts, so it cannot run ahead of the reply by more
-//! than a few cycles.
+//! On x86_64 `now()` is `lfence; rdtsc`: the fence waits for every earlier
+//! instruction, so the read cannot run ahead of the load that saw the
+//! reply. Without it, it did: `rdtsc` is not ordered with loads, and once
+//! shm's paced waiters made the reply usually come on the first look, the
+//! spin's exit branch was predicted and the read ran speculatively while
+//! the reply's cache miss was still in flight. Measured with `msgbench ipc
+//! -t shm-spin` across CPUs, the plain read gave a p50 of 59 ns, half the
+//! cache-line floor of 115 ns (the samples' mean, about 190 ns, was right:
+//! each sample is the difference of two consecutive reads, so an early
+//! read moved time into the next sample, and the distribution split in
+//! two). No fence after the read is needed: later stores cannot reach the
+//! peer before the read retires. (Before the pacing, the exit branch was
+//! mispredicted and restarted the pipeline, which hid the problem.)
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -79,7 +81,7 @@ impl Clock {
     #[inline(always)]
     pub fn now(&self) -> u64 {
         match self.kind {
-            ClockKind::Tsc => rdtsc(),
+            ClockKind::Tsc => fenced_rdtsc(),
             ClockKind::Monotonic => monotonic_ns(),
         }
     }
@@ -202,6 +204,26 @@ pub(crate) fn rdtsc() -> u64 {
     // effects; user-mode rdtsc is allowed unless the kernel set CR4.TSD,
     // which Linux does not do for ordinary processes.
     unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// The TSC, read once every earlier instruction has completed (`lfence;
+/// rdtsc`): a timestamp taken after a reply cannot run ahead of it.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn fenced_rdtsc() -> u64 {
+    // SAFETY: lfence (SSE2) and rdtsc are part of the x86_64 baseline and
+    // have no memory effects beyond ordering; user-mode rdtsc is allowed
+    // (see `rdtsc`).
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+        core::arch::x86_64::_rdtsc()
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn fenced_rdtsc() -> u64 {
+    monotonic_ns()
 }
 
 #[cfg(not(target_arch = "x86_64"))]
