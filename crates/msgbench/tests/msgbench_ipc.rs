@@ -865,8 +865,9 @@ fn ipc_copy_adds_a_copy_row_next_to_each_in_place_row() {
 
 /// A body byte flipped in the middle of a 4096-byte echo reply, which the
 /// in-place stamps alone would miss, fails the row on both APIs: in place
-/// the client's whole-body check finds it (on shared memory possibly some
-/// round trips later, the corrupted body left in the slot).
+/// the client's whole-body check finds it (on shm possibly some round trips
+/// later, the corrupted body left in the slot; on eventfd's two areas, where
+/// the next reply would carry a fresh copy of the request, at once).
 #[test]
 fn ipc_corrupted_body_is_caught_in_place_and_copied() {
     let dir = TestDir::new("ipcbody");
@@ -879,7 +880,7 @@ fn ipc_corrupted_body_is_caught_in_place_and_copied() {
             &[
                 "--quick",
                 "-t",
-                "shm-block,uds",
+                "shm-block,uds,eventfd",
                 "--sizes",
                 "4096",
                 "--placement",
@@ -893,10 +894,10 @@ fn ipc_corrupted_body_is_caught_in_place_and_copied() {
         ),
     );
     let line = o.assert_one_line_error(1);
-    assert!(line.contains("ipc: 4 of 4 row(s) failed"), "{line}");
+    assert!(line.contains("ipc: 6 of 6 row(s) failed"), "{line}");
     let v = read_json(&json);
     let rows = v["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 4, "{v}");
+    assert_eq!(rows.len(), 6, "{v}");
     for r in rows {
         assert_eq!(r["status"], "failed", "{r}");
         let reason = r["reason"].as_str().unwrap_or("");
@@ -915,6 +916,15 @@ fn ipc_corrupted_body_is_caught_in_place_and_copied() {
             .unwrap_or("")
             .contains("left in the slot"),
         "{in_place_shm}"
+    );
+    let in_place_areas = rows
+        .iter()
+        .find(|r| r["transport"] == "eventfd" && r["api"] == "in-place")
+        .expect("the in-place eventfd row");
+    let reason = in_place_areas["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("round trip #100:") && !reason.contains("left in the slot"),
+        "{in_place_areas}"
     );
     dir.assert_ns_clean();
 }

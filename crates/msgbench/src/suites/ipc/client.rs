@@ -280,9 +280,9 @@ impl Echo {
             }
             Api::InPlace => {
                 let t0 = clock.now();
-                let r = self.send(conn);
+                let (r, kept) = self.send(conn);
                 let t1 = clock.now();
-                self.check_in_place(r, Some(t1))?;
+                self.check_in_place(r, kept, Some(t1))?;
                 Ok((t0, t1))
             }
         }
@@ -308,9 +308,9 @@ impl Echo {
             }
             Api::InPlace => {
                 wait_until(clock, intended);
-                let r = self.send(conn);
+                let (r, kept) = self.send(conn);
                 let t1 = clock.now();
-                self.check_in_place(r, Some(t1))?;
+                self.check_in_place(r, kept, Some(t1))?;
                 Ok(t1)
             }
         }
@@ -332,9 +332,9 @@ impl Echo {
                 Ok(clock.map(Clock::now))
             }
             Api::InPlace => {
-                let r = self.send(conn);
+                let (r, kept) = self.send(conn);
                 let t1 = clock.map(Clock::now);
-                self.check_in_place(r, t1)?;
+                self.check_in_place(r, kept, t1)?;
                 Ok(t1)
             }
         }
@@ -342,21 +342,31 @@ impl Echo {
 
     /// The in-place call: the stamps (and the body when it must be
     /// written) into the transport's buffer; the reply where it lies.
+    ///
+    /// Also says whether the reply lies where the request was built: then a
+    /// body corrupted in it stays there for the next whole check (shm's one
+    /// slot); where it does not (the two areas of eventfd, io-uring and
+    /// signal, a fresh copy of the request each time), every body is
+    /// checked.
     #[inline(always)]
     fn send<'c, C: ClientConnection + ?Sized>(
         &self,
         conn: &'c mut Connection<C>,
-    ) -> msgpass::Result<&'c [u8]> {
+    ) -> (msgpass::Result<&'c [u8]>, bool) {
         let (seq, whole, body) = (self.seq, self.write_body || !self.in_place, &self.req);
         let n = body.len();
-        conn.call_with(CMD_ECHO, |buf| {
+        let mut built = std::ptr::null();
+        let r = conn.call_with(CMD_ECHO, |buf| {
+            built = buf.as_ptr();
             let m = &mut buf[..n];
             if whole {
                 m.copy_from_slice(body);
             }
             stamp_ends(m, seq);
             n
-        })
+        });
+        let kept = self.in_place && r.as_ref().is_ok_and(|reply| reply.as_ptr() == built);
+        (r, kept)
     }
 
     /// Checks the reply of the current round trip (copying API) and moves
@@ -385,9 +395,15 @@ impl Echo {
 
     /// Checks an in-place reply, received at clock reading `t1` when
     /// known: its length and stamps always, its whole body when due (see
-    /// [`Echo`]); then moves to the next round trip.
+    /// [`Echo`]; every time unless the reply is `kept` where the request
+    /// was built); then moves to the next round trip.
     #[inline(always)]
-    fn check_in_place(&mut self, r: msgpass::Result<&[u8]>, t1: Option<u64>) -> Result<(), Stop> {
+    fn check_in_place(
+        &mut self,
+        r: msgpass::Result<&[u8]>,
+        kept: bool,
+        t1: Option<u64>,
+    ) -> Result<(), Stop> {
         let seq = self.seq;
         let reply = r.map_err(|e| call_error(e, "round trip", seq))?;
         let n = self.req.len();
@@ -400,20 +416,14 @@ impl Echo {
         let last = self
             .run_end
             .is_some_and(|(end, deadline)| seq >= end || t1.is_some_and(|t| t >= deadline));
-        let whole = self.check_body || !self.in_place || last || seq % BODY_CHECK_EVERY == 0;
+        let whole = self.check_body || !kept || last || seq % BODY_CHECK_EVERY == 0;
         let bad = match stamps_mismatch(reply, seq) {
             Some(i) => Some(i),
             None if whole => body_mismatch(&self.req, reply),
             None => None,
         };
         if let Some(i) = bad {
-            return Err(Stop::Failed(in_place_error(
-                &self.req,
-                reply,
-                seq,
-                i,
-                self.in_place,
-            )));
+            return Err(Stop::Failed(in_place_error(&self.req, reply, seq, i, kept)));
         }
         self.seq += 1;
         self.write_body = false;
@@ -427,7 +437,7 @@ impl Echo {
 /// reordered reply; anything else is corruption (of the body: found by a
 /// whole-body check, possibly of an earlier reply left in the slot).
 #[cold]
-fn in_place_error(body: &[u8], reply: &[u8], seq: u64, i: usize, in_place: bool) -> String {
+fn in_place_error(body: &[u8], reply: &[u8], seq: u64, i: usize, kept: bool) -> String {
     let n = reply.len();
     let w = n.min(STAMP);
     let in_stamps = all_stamps(n) || i < STAMP || i >= n - STAMP;
@@ -436,7 +446,7 @@ fn in_place_error(body: &[u8], reply: &[u8], seq: u64, i: usize, in_place: bool)
             return stale_reply(seq, got, w, n < 2 * STAMP);
         }
     }
-    let whose = match (in_stamps, in_place) {
+    let whose = match (in_stamps, kept) {
         (true, _) => "",
         (false, false) => ", a body byte",
         (false, true) => {

@@ -368,12 +368,15 @@ fn api_legend(rows: &[Row]) -> String {
     let mut l = format!(
         "API {} = Connection::call_with, Request::reply_with (the default). On shm, shm-spin, shm-block and\n\
          shm-hybrid (served and called through typed channels) request and reply stay in the shared slot, no byte\n\
-         copied; elsewhere msgpass's copying fallback. The echo request carries its sequence number in its first\n\
+         copied; on eventfd, io-uring and signal they are read and written in the connection's two shared areas,\n\
+         one per direction, so the server's reply buffer starts with a copy of the request (one copy per round\n\
+         trip, against four); elsewhere msgpass's copying fallback. The echo request carries its sequence number in its first\n\
          and last 8 bytes (up to 16 bytes these stamps cover the whole message); the server XORs only the stamps,\n\
          so the cost does not grow with the size. The client writes the body once (when each warm-up starts; every\n\
          call where the transport is not in place) and checks every reply's length and both stamps, its whole body\n\
-         on the first and last round trip of each measured run and every {BODY}th (every one where not in place); a\n\
-         corrupted body stays in the slot until then. Throughput: the checksum calls go in place too (one-way\n\
+         on the first and last round trip of each measured run and every {BODY}th: on shm a corrupted body stays in\n\
+         the slot until then; every round trip where the reply does not lie where the request was built (the areas,\n\
+         the copying fallback). Throughput: the checksum calls go in place too (one-way\n\
          messages have no in-place API: copied).",
         Api::InPlace.label(),
         BODY = super::client::BODY_CHECK_EVERY,
