@@ -681,7 +681,7 @@ fn client_in_place<C: ClientConnection + ?Sized>(
     total: u64,
 ) -> anyhow::Result<Duration> {
     let mask = stamp_mask(size);
-    let mut step = |i: u64, body: bool| -> anyhow::Result<()> {
+    let step = |i: u64, body: bool| -> anyhow::Result<()> {
         let want = stamp_of(i) & mask;
         let reply = conn
             .call_with(1, |buf| {
@@ -696,16 +696,7 @@ fn client_in_place<C: ClientConnection + ?Sized>(
             .with_context(|| format!("call {i}"))?;
         check_reply(reply, size, want + 1, body, i)
     };
-    step(0, true)?;
-    for i in 1..warmup {
-        step(i, false)?;
-    }
-    let t0 = Instant::now();
-    for i in warmup..total {
-        // The last call also checks that the untouched body survived.
-        step(i, i + 1 == total)?;
-    }
-    Ok(t0.elapsed())
+    drive(warmup, total, step)
 }
 
 /// The copying client: a request buffer of its own with the body, the
@@ -719,7 +710,7 @@ fn client_copy<C: ClientConnection + ?Sized>(
     let mask = stamp_mask(size);
     let mut req: Vec<u8> = (0..size).map(body_byte).collect();
     let mut reply = vec![0u8; size];
-    let mut step = |i: u64, whole: bool| -> anyhow::Result<()> {
+    let step = |i: u64, whole: bool| -> anyhow::Result<()> {
         let want = stamp_of(i) & mask;
         put_stamp(&mut req, want);
         let n = conn
@@ -727,6 +718,18 @@ fn client_copy<C: ClientConnection + ?Sized>(
             .with_context(|| format!("call {i}"))?;
         check_reply(&reply[..n], size, want + 1, whole, i)
     };
+    drive(warmup, total, step)
+}
+
+/// Runs calls `0..total` through `step(i, whole)`, timing those from
+/// `warmup` on. `whole` is set for the first call (the in-place client
+/// then writes the body) and the last (which checks that the body
+/// survived); the others check the stamp only.
+fn drive(
+    warmup: u64,
+    total: u64,
+    mut step: impl FnMut(u64, bool) -> anyhow::Result<()>,
+) -> anyhow::Result<Duration> {
     for i in 0..warmup {
         step(i, i == 0)?;
     }
