@@ -86,7 +86,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::{greeted, refuse, Guard, Session, Sessions};
+use crate::transport::server::{greeted, in_place_parts, refuse, Guard, Session, Sessions};
 use crate::transport::{
     ClientConnection, Incoming, Options, ServerChannel, Status, Transport, Typed,
 };
@@ -594,15 +594,9 @@ impl ServerChannel for ShmServer {
     #[inline]
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
         let i = self.guard.take()?;
-        if len > self.opts.max_msg {
-            self.publish(i, libc::EMSGSIZE as u32, 0);
-            return Err(Error::TooLarge {
-                len,
-                max: self.opts.max_msg,
-            });
-        }
-        self.publish(i, 0, len);
-        Ok(())
+        let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
+        self.publish(i, code, len);
+        verdict
     }
 
     fn connections(&self) -> usize {
