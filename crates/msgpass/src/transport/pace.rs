@@ -81,8 +81,11 @@ impl Pacer {
     /// Counts one call; times the batch at its end.
     #[inline]
     pub(crate) fn done(&mut self) {
+        if !self.on {
+            return;
+        }
         self.calls += 1;
-        if self.on && self.calls >= BATCH {
+        if self.calls >= BATCH {
             self.learn(Instant::now());
         }
     }
@@ -198,6 +201,8 @@ mod tests {
             p.done();
         }
         assert_eq!(p.current(), 0);
+        // Nor counts: a counter that never resets would overflow.
+        assert_eq!(p.calls, 0);
     }
 
     #[test]
