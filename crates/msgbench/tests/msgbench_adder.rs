@@ -82,6 +82,13 @@ fn table(stdout: &str, transport: &str, placement: &str) -> Vec<Row> {
     rows
 }
 
+/// `args` followed by `--ns DIR` for `dir`, as `msgbench` takes them.
+fn with_ns(dir: &TestDir, args: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    a.extend(dir.ns_args());
+    a
+}
+
 /// Processes still running with a command line that mentions `dir`.
 fn leftovers(dir: &TestDir) -> Vec<(u32, String)> {
     procs_mentioning(&dir.path().display().to_string())
@@ -91,23 +98,23 @@ fn leftovers(dir: &TestDir) -> Vec<(u32, String)> {
 fn adder_suite_runs_both_modes_and_cleans_up() {
     let dir = TestDir::new("suite");
     let json = dir.file("adder.json");
-    let mut args: Vec<String> = [
-        "adder",
-        "--threads",
-        "1,2",
-        "-S",
-        "2000",
-        "--idle-secs",
-        "0",
-        "-t",
-        "shm,uds",
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(json.display().to_string());
-    args.extend(dir.ns_args());
+    let json_s = json.display().to_string();
+    let args = with_ns(
+        &dir,
+        &[
+            "adder",
+            "--threads",
+            "1,2",
+            "-S",
+            "2000",
+            "--idle-secs",
+            "0",
+            "-t",
+            "shm,uds",
+            "--json",
+            &json_s,
+        ],
+    );
     let o = run(Bin::Msgbench, &args);
     o.assert_ok();
 
@@ -262,7 +269,7 @@ fn check_figures(v: &serde_json::Value) {
 
 /// `msgbench adder -t uds --modes one --threads 1,2 -S 2000 <extra>` in `dir`.
 fn small_run(dir: &TestDir, extra: &[&str]) -> Output {
-    let mut a: Vec<String> = [
+    let mut a = vec![
         "adder",
         "-t",
         "uds",
@@ -274,13 +281,9 @@ fn small_run(dir: &TestDir, extra: &[&str]) -> Output {
         "2000",
         "--idle-secs",
         "0",
-    ]
-    .iter()
-    .chain(extra)
-    .map(|s| s.to_string())
-    .collect();
-    a.extend(dir.ns_args());
-    let o = run(Bin::Msgbench, &a);
+    ];
+    a.extend(extra);
+    let o = run(Bin::Msgbench, with_ns(dir, &a));
     o.assert_ok();
     dir.assert_ns_clean();
     o
@@ -368,26 +371,26 @@ fn format_markdown_prints_markdown_tables_pinned_first() {
 #[test]
 fn adder_suite_sigint_mid_run_cleans_up() {
     let dir = TestDir::new("suiteint");
-    let mut args: Vec<String> = [
-        "adder",
-        "--threads",
-        "2",
-        "-S",
-        "100000000",
-        "--idle-secs",
-        "0",
-        "-t",
-        "shm",
-        "--modes",
-        "multi",
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
     let json = dir.file("int.json");
-    args.push(json.display().to_string());
-    args.extend(dir.ns_args());
+    let json_s = json.display().to_string();
+    let args = with_ns(
+        &dir,
+        &[
+            "adder",
+            "--threads",
+            "2",
+            "-S",
+            "100000000",
+            "--idle-secs",
+            "0",
+            "-t",
+            "shm",
+            "--modes",
+            "multi",
+            "--json",
+            &json_s,
+        ],
+    );
     let mut mb = Proc::start(Bin::Msgbench, &args);
     let run_dir = dir.ns().join(format!("adder-run-{}", mb.pid()));
     mb.wait_until("the servers' endpoints", |_| {
@@ -439,9 +442,7 @@ fn adder_suite_sigint_mid_run_cleans_up() {
 /// created.
 fn option_error(args: &[&str], option: &str) {
     let dir = TestDir::new("mbopt");
-    let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    a.extend(dir.ns_args());
-    let line = run(Bin::Msgbench, &a).assert_one_line_error(1);
+    let line = run(Bin::Msgbench, with_ns(&dir, args)).assert_one_line_error(1);
     let prefix = "msgbench: error: ";
     assert!(
         line.starts_with(prefix) && line[prefix.len()..].starts_with(option),
@@ -472,9 +473,7 @@ fn adder_suite_usage_errors_exit_2() {
         &["adder", "--modes", "bogus"][..],
         &["adder", "-S", "abc"][..],
     ] {
-        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        a.extend(dir.ns_args());
-        let o = run(Bin::Msgbench, &a);
+        let o = run(Bin::Msgbench, with_ns(&dir, args));
         assert_eq!(o.code(), 2, "{args:?}: {o}");
         assert!(o.stderr.contains("error:"), "{o}");
     }
@@ -504,26 +503,26 @@ fn adder_suite_usage_errors_exit_2() {
 fn copy_runs_both_apis_side_by_side() {
     let dir = TestDir::new("copy");
     let json = dir.file("copy.json");
-    let mut args: Vec<String> = [
-        "adder",
-        "-t",
-        "shm",
-        "--modes",
-        "one",
-        "--threads",
-        "1",
-        "-S",
-        "2000",
-        "--idle-secs",
-        "0",
-        "--copy",
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(json.display().to_string());
-    args.extend(dir.ns_args());
+    let json_s = json.display().to_string();
+    let args = with_ns(
+        &dir,
+        &[
+            "adder",
+            "-t",
+            "shm",
+            "--modes",
+            "one",
+            "--threads",
+            "1",
+            "-S",
+            "2000",
+            "--idle-secs",
+            "0",
+            "--copy",
+            "--json",
+            &json_s,
+        ],
+    );
     let o = run(Bin::Msgbench, &args);
     o.assert_ok();
     dir.assert_ns_clean();
