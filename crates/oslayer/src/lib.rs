@@ -14,6 +14,7 @@
 
 pub mod clock;
 pub mod cpu;
+pub mod epoll;
 pub mod eventfd;
 pub mod fd;
 pub mod fifo;
