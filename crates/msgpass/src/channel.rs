@@ -5,12 +5,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::answer::{Chan, Once};
 use crate::error::{Error, Result};
 use crate::names::{EndpointClaim, Namespace};
-use crate::transport::{self, Incoming, Options, ServerChannel, Status, Transport, Typed};
+use crate::pool::{PoolShared, Receiver, MAX_THREADS};
+use crate::transport::{self, Options, ServerChannel, Transport, Typed};
 
 /// The server side of a named endpoint. One thread receives on it; several
-/// channels can live in one process, one per thread.
+/// channels can live in one process, one per thread; or one channel can be
+/// served by a pool of threads ([`Channel::into_pool`]).
 ///
 /// `S` is the transport's server: `dyn ServerChannel` (the default) for a
 /// transport chosen at run time ([`Channel::create`]), or a concrete type
@@ -20,7 +23,7 @@ pub struct Channel<S: ServerChannel + ?Sized = dyn ServerChannel> {
     // Field order matters: the transport closes before the claim removes
     // the endpoint and releases the lock.
     inner: Box<S>,
-    place: Place,
+    place: Arc<Place>,
     stop: Arc<AtomicBool>,
     max_msg: usize,
     /// The copying fallback of [`Request::reply_with`], for transports
@@ -29,7 +32,7 @@ pub struct Channel<S: ServerChannel + ?Sized = dyn ServerChannel> {
 }
 
 /// Where a channel is served.
-enum Place {
+pub(crate) enum Place {
     /// An endpoint in a namespace, claimed for the channel's lifetime.
     Endpoint(EndpointClaim),
     /// A TCP address, with no namespace ([`Channel::listen_tcp`]).
@@ -101,7 +104,7 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
     fn new(inner: Box<S>, place: Place, max_msg: usize) -> Channel<S> {
         Channel {
             inner,
-            place,
+            place: Arc::new(place),
             stop: Arc::new(AtomicBool::new(false)),
             max_msg,
             scratch: Vec::new(),
@@ -122,7 +125,7 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
 
     /// True when creating the channel replaced a stale endpoint.
     pub fn replaced_stale(&self) -> bool {
-        match &self.place {
+        match &*self.place {
             Place::Endpoint(claim) => claim.replaced_stale,
             Place::Tcp { .. } => false,
         }
@@ -131,16 +134,13 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
     /// The endpoint's path; `tcp://ADDR:PORT` for a channel made by
     /// [`listen_tcp`](Channel::listen_tcp) (there is no file).
     pub fn path(&self) -> &Path {
-        match &self.place {
-            Place::Endpoint(claim) => claim.path(),
-            Place::Tcp { name, .. } => name,
-        }
+        self.place.path()
     }
 
     /// The address a channel made by [`listen_tcp`](Channel::listen_tcp)
     /// listens on (with the actual port when port 0 was asked for).
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        match &self.place {
+        match &*self.place {
             Place::Endpoint(_) => None,
             Place::Tcp { addr, .. } => Some(*addr),
         }
@@ -166,13 +166,72 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
         }
         match self.inner.receive(&self.stop)? {
             Some(head) => Ok(Some(Request {
-                chan: &mut *self.inner,
+                once: Once::new(Chan(&mut *self.inner), head, self.max_msg),
                 scratch: &mut self.scratch,
-                max_msg: self.max_msg,
-                head,
-                answered: false,
             })),
             None => Ok(None),
+        }
+    }
+
+    /// Serves this channel from a pool of `threads` threads, the QNX
+    /// multithreaded resource manager's model: returns one [`Receiver`]
+    /// per thread, to be moved into it. Any free thread takes the next
+    /// request of any client, as an [`OwnedRequest`](crate::OwnedRequest)
+    /// answerable from any thread; the reply goes to the client that sent
+    /// it. A handler stuck in one thread does not stop the others.
+    ///
+    /// Each connection has a home thread, which takes its requests while it
+    /// is free: the thread running on the CPU the client last ran on, where
+    /// the transport tells it (the shared-memory transports: the client
+    /// publishes its CPU in its slot; pin the pool's threads, one per CPU,
+    /// for this to apply), else the threads in turn as clients connect.
+    /// When the home thread is busy or stuck, the kernel hands the
+    /// connection's next request to another free thread.
+    ///
+    /// On the shared-memory transports, form the pool before clients
+    /// connect: a connection made before is served by the first thread
+    /// only (its wake-up descriptor is no longer held, see
+    /// `transport::shm`).
+    ///
+    /// `threads` must be 1 to [`MAX_THREADS`](crate::pool::MAX_THREADS).
+    /// The stop flag ([`set_stop_flag`](Channel::set_stop_flag)) is shared
+    /// by every receiver; the endpoint is removed when the last receiver
+    /// is dropped.
+    pub fn into_pool(self, threads: usize) -> Result<Vec<Receiver>> {
+        if !(1..=MAX_THREADS).contains(&threads) {
+            return Err(Error::BadPool {
+                threads,
+                max: MAX_THREADS,
+            });
+        }
+        let Channel {
+            inner,
+            place,
+            stop,
+            max_msg,
+            scratch: _,
+        } = self;
+        let workers = inner.into_pool(threads)?;
+        let shared = Arc::new(PoolShared {
+            place,
+            stop,
+            max_msg,
+            threads,
+        });
+        Ok(workers
+            .into_iter()
+            .enumerate()
+            .map(|(index, worker)| Receiver::new(worker, Arc::clone(&shared), index))
+            .collect())
+    }
+}
+
+impl Place {
+    /// The endpoint's path, or `tcp://ADDR:PORT`.
+    pub(crate) fn path(&self) -> &Path {
+        match self {
+            Place::Endpoint(claim) => claim.path(),
+            Place::Tcp { name, .. } => name,
         }
     }
 }
@@ -186,18 +245,15 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
 /// [`Connection::send_oneway`](crate::Connection::send_oneway)) has nobody
 /// waiting: replying to it, or dropping it, sends nothing.
 pub struct Request<'a, S: ServerChannel + ?Sized = dyn ServerChannel> {
-    chan: &'a mut S,
+    once: Once<Chan<'a, S>>,
     scratch: &'a mut Vec<u8>,
-    max_msg: usize,
-    head: Incoming,
-    answered: bool,
 }
 
 impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// The command code.
     #[inline]
     pub fn cmd(&self) -> u32 {
-        self.head.cmd
+        self.once.head.cmd
     }
 
     /// The request payload. On the shared-memory transports (the shm
@@ -207,13 +263,13 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// any value you check before you rely on it (lengths, indices).
     #[inline]
     pub fn data(&self) -> &[u8] {
-        self.chan.data()
+        self.once.to.0.data()
     }
 
     /// True for a one-way message: no reply is expected, and none is sent.
     #[inline]
     pub fn is_oneway(&self) -> bool {
-        self.head.oneway
+        self.once.head.oneway
     }
 
     /// Replies with `data` (copied into the transport). A reply larger than
@@ -222,14 +278,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// and this returns `Ok(())`.
     #[inline]
     pub fn reply(mut self, data: &[u8]) -> Result<()> {
-        self.answered = true;
-        if self.head.oneway {
-            return Ok(());
-        }
-        if data.len() > self.max_msg {
-            return self.refuse_oversize(data.len());
-        }
-        self.chan.reply(Status::Ok, data)
+        self.once.reply(data)
     }
 
     /// Replies in place: `fill` gets the transport's reply buffer
@@ -249,31 +298,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// [`Error::TooLarge`]. For a one-way message `fill` is not called.
     #[inline]
     pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
-        if self.head.oneway {
-            self.answered = true;
-            return Ok(());
-        }
-        let max = self.max_msg;
-        if let Some(buf) = self.chan.reply_buffer() {
-            // Answered only once `fill` returns: if it panics, the drop
-            // still tells the client (EIO).
-            let len = fill(&mut buf[..max]);
-            self.answered = true;
-            if len > max {
-                return self.refuse_oversize(len);
-            }
-            return self.chan.reply_in_place(len);
-        }
-        // The copying fallback: the channel's buffer, holding the request.
-        let data = self.chan.data();
-        self.scratch.resize(max.max(data.len()), 0);
-        self.scratch[..data.len()].copy_from_slice(data);
-        let len = fill(&mut self.scratch[..max]);
-        self.answered = true;
-        if len > max {
-            return self.refuse_oversize(len);
-        }
-        self.chan.reply(Status::Ok, &self.scratch[..len])
+        self.once.reply_with(self.scratch, fill)
     }
 
     /// Replies with an errno-style error code (like a devctl failing with
@@ -281,29 +306,6 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// sent.
     #[inline]
     pub fn reply_error(mut self, code: i32) -> Result<()> {
-        self.answered = true;
-        if self.head.oneway {
-            return Ok(());
-        }
-        self.chan.reply(Status::Err(code), &[])
-    }
-
-    /// A reply of `len` bytes does not fit: the client hears `EMSGSIZE`.
-    #[cold]
-    fn refuse_oversize(&mut self, len: usize) -> Result<()> {
-        self.chan.reply(Status::Err(libc::EMSGSIZE), &[])?;
-        Err(Error::TooLarge {
-            len,
-            max: self.max_msg,
-        })
-    }
-}
-
-impl<S: ServerChannel + ?Sized> Drop for Request<'_, S> {
-    #[inline]
-    fn drop(&mut self) {
-        if !self.answered && !self.head.oneway {
-            let _ = self.chan.reply(Status::Err(libc::EIO), &[]);
-        }
+        self.once.reply_error(code)
     }
 }

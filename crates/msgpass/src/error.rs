@@ -106,6 +106,15 @@ pub enum Error {
         cmd: u32,
     },
 
+    /// A pool of threads of a size it cannot have.
+    #[error("a pool of {threads} threads: must be 1 to {max}")]
+    BadPool {
+        /// The size asked for.
+        threads: usize,
+        /// The largest pool.
+        max: usize,
+    },
+
     /// The peer went away (server died or closed the channel; client died).
     #[error("the peer closed the connection")]
     Disconnected,

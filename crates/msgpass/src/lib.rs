@@ -81,14 +81,17 @@
 
 #![warn(missing_docs)]
 
+mod answer;
 mod channel;
 mod connection;
 mod error;
 mod names;
+pub mod pool;
 pub mod transport;
 
 pub use channel::{Channel, Request};
 pub use connection::Connection;
 pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
+pub use pool::{OwnedRequest, Receiver};
 pub use transport::{Options, Status, Transport, Typed, ONEWAY};

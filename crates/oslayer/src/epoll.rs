@@ -28,13 +28,8 @@ pub struct Interest(EventFlags);
 
 impl Interest {
     /// Data to read (or a client to accept), level-triggered: reported by
-    /// every wait while it lasts.
+    /// every wait while it lasts. A hang-up or an error is always reported.
     pub const READABLE: Interest = Interest(EventFlags::IN);
-
-    /// Also the peer's hang-up (`EPOLLRDHUP`), for sockets.
-    pub fn hangup(self) -> Interest {
-        Interest(self.0 | EventFlags::RDHUP)
-    }
 
     /// Edge-triggered: reported once per change (each write to an eventfd,
     /// each packet arriving), not while it lasts.
@@ -182,7 +177,9 @@ mod tests {
             let second = std::sync::Arc::clone(&second);
             std::thread::spawn(move || {
                 let mut out = Vec::with_capacity(8);
-                second.wait(&mut out, Some(Duration::from_secs(10))).unwrap();
+                second
+                    .wait(&mut out, Some(Duration::from_secs(10)))
+                    .unwrap();
                 out
             })
         };

@@ -19,7 +19,7 @@ pub fn raise_to_hard(res: Resource) -> std::io::Result<Option<u64>> {
     let mut lim = rustix::process::getrlimit(res);
     if lim.current != lim.maximum {
         lim.current = lim.maximum;
-        rustix::process::setrlimit(res, lim.clone())?;
+        rustix::process::setrlimit(res, lim)?;
     }
     Ok(lim.current)
 }

@@ -254,6 +254,10 @@ impl Wire for FifoWire {
     fn has_buffered(&self) -> bool {
         self.stream.has_buffered()
     }
+
+    fn unfinished(&self) -> bool {
+        self.pending.is_some() || self.stream.unfinished()
+    }
 }
 
 /// Removes the FIFOs a dead server of `endpoint` left beside it (the
@@ -282,6 +286,9 @@ impl Mechanism for Fifo {
     type W = FifoWire;
     const FAMILY: Family = Family::Fifo;
     const EOF_ON_DEATH: bool = true;
+    /// A client that dies before it opened its FIFOs leaves no end to read
+    /// end of file from: its session's hang-up tells.
+    const KEEP_SESSION: bool = true;
 
     fn server_side(
         &self,

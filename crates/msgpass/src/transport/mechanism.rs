@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::transport::client::{Traits, WireClient};
-use crate::transport::reactor::{Acceptor, Conn, Reactor};
+use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse};
 use crate::transport::wire::Wire;
@@ -38,6 +38,10 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// True when [`Wire::recv`] returns `None` once the peer has died.
     const EOF_ON_DEATH: bool;
+    /// True when the server keeps the client's rendezvous session, whose
+    /// hang-up says the client died: by default where the wire does not
+    /// say so itself (a wire that does needs one descriptor less).
+    const KEEP_SESSION: bool = !Self::EOF_ON_DEATH;
     /// The largest payload this mechanism carries when `requested` is asked
     /// for (a mechanism with a lower limit lowers it; clients learn it from
     /// the hello).
@@ -83,12 +87,12 @@ impl<M: Mechanism> Transport for WireTransport<M> {
             next_conn: 0,
             opts,
         };
-        Ok(Box::new(Reactor::new(
+        Ok(Box::new(reactor::serve(
             acceptor,
             Some(listener),
             max_msg,
             tick,
-        )))
+        )?))
     }
 
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
@@ -123,7 +127,7 @@ struct MechAcceptor<M: Mechanism> {
 impl<M: Mechanism> Acceptor for MechAcceptor<M> {
     type W = M::W;
 
-    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<M::W>>> {
+    fn accept(&mut self, listener: &Listener, _setup: &Setup<'_>) -> Result<Option<Conn<M::W>>> {
         self.next_conn += 1;
         let ctx = ConnCtx {
             endpoint: &self.endpoint,
@@ -136,7 +140,7 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
         greeted(listener.accept_with(&borrowed, &extra), |session| Conn {
             wire,
-            session: Some(session),
+            session: M::KEEP_SESSION.then_some(session),
         })
     }
 }

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 
 mod areas;
 mod client;
+pub(crate) mod core;
 pub mod eventfd;
 pub mod fifo;
 pub mod fuse;
@@ -41,8 +42,10 @@ mod proptests;
 mod reactor;
 pub(crate) mod rendezvous;
 mod server;
+mod sets;
 pub mod shm;
 pub mod signal;
+pub(crate) mod slab;
 pub mod sysv_msg;
 pub(crate) mod table;
 pub mod tcp;
@@ -180,6 +183,51 @@ pub trait ServerChannel: Send {
     }
     /// Number of connected clients.
     fn connections(&self) -> usize;
+    /// Serves the channel from `threads` threads instead: one worker per
+    /// thread, each receiving requests as owned handles (see
+    /// [`Channel::into_pool`](crate::Channel::into_pool)). The default
+    /// refuses.
+    fn into_pool(self: Box<Self>, _threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
+        Err(Error::Unsupported {
+            what: "a pool of threads on one channel",
+            transport: "this transport",
+        })
+    }
+}
+
+/// One thread's share of a channel served by a pool of threads (made by
+/// [`ServerChannel::into_pool`]): receives the next request any client
+/// sends, as an owned handle.
+pub trait PoolWorker: Send {
+    /// Waits for the next request; `Ok(None)` once `stop` is set (within
+    /// one [`Options::tick`]).
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<(Incoming, Box<dyn HeldRequest>)>>;
+    /// Number of connected clients (of the whole channel).
+    fn connections(&self) -> usize;
+}
+
+/// A received request held apart from the thread that received it, to be
+/// answered from any thread. A held request is answered at most once:
+/// after a reply, the next one is an error.
+pub trait HeldRequest: Send {
+    /// The request payload (on shared-memory transports, where it lies).
+    fn data(&self) -> &[u8];
+    /// Replies with `data` (a client gone meanwhile is not an error).
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
+    /// The memory to build the reply in place, starting with the request;
+    /// `None` (the default) where the transport lends none.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Replies with the first `len` bytes of
+    /// [`reply_buffer`](HeldRequest::reply_buffer); called only when it is
+    /// `Some` (the default refuses).
+    fn reply_in_place(&mut self, _len: usize) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "replies in place",
+            transport: "this transport",
+        })
+    }
 }
 
 /// Client side of a connection.

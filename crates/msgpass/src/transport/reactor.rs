@@ -1,60 +1,103 @@
-//! The one server loop of the descriptor-driven transports: a connection
-//! set, one poll set over it, accepting, fairness between connections, the
-//! single-client fast path, liveness and the reply guard. A transport says
-//! only how a connection is made ([`Acceptor`]) and how one framed message
-//! crosses it ([`Wire`]); everything else is here, once.
+//! The one server of the descriptor-driven transports: a connection table,
+//! the kernel's ready list over it, accepting, fairness between
+//! connections, the single-client fast path, liveness, and the pool. A
+//! transport says only how a connection is made ([`Acceptor`]) and how one
+//! framed message crosses it ([`Wire`]); everything else is here, once.
 //!
 //! **Connections.** A [`Conn`] is a wire and, where the wire does not
-//! report a dead peer by itself, the rendezvous session whose hang-up does.
-//! Dropping a `Conn` releases everything it holds (descriptors, names beside
-//! the endpoint, queues), so a connection is dropped with one `swap_remove`
-//! without disturbing the others.
+//! report a dead peer by itself, the rendezvous session whose hang-up
+//! does. It lives in the table under a [`Token`] (which the kernel hands
+//! back with each event, so no lookup ever scans), behind a lock of its
+//! own: dropping one releases everything it holds (descriptors, names
+//! beside the endpoint, queues) without touching the others.
 //!
-//! **Waiting.** With several connections (or connections being set up) the
-//! server waits in one `poll` over the listener, the acceptor's set-up
-//! descriptors and every connection's wire and session, and serves the
-//! ready connections round-robin from where the last pass stopped. With a
-//! single client it waits in the wire's own timed receive instead (one
-//! system call per request where the mechanism has one, as a hand-written
-//! loop makes), and looks at everything else when that receive times out,
-//! or every [`ACCEPT_EVERY`] requests once a tick has passed, so a busy
-//! client cannot lock a newcomer out.
+//! **Waiting.** Each worker waits on its epoll set ([`Sets`]), which holds
+//! the listener, the acceptor's set-up descriptors and every connection's
+//! wire and session: a wait costs the same with ten thousand idle clients
+//! as with one. Ready connections are served round-robin: a wait reports
+//! each ready connection once, each gets one request, and the next wait
+//! reports again those with more, so a flooding client cannot starve the
+//! others. A message a wire has already read into its buffer (where the
+//! kernel cannot see it) puts its connection back in the worker's queue.
+//! With a single client and a single worker the server waits in the wire's
+//! own timed receive instead (one system call per request where the
+//! mechanism has one, as a hand-written loop makes), and looks at
+//! everything else when that receive times out, or every [`ACCEPT_EVERY`]
+//! requests once a tick has passed, so a busy client cannot lock a
+//! newcomer out.
 //!
-//! **Replies** go through the [`Guard`] every server shares.
+//! **A pool.** With several workers, a connection is registered in every
+//! worker's set, exclusively, its home worker's first (homes are given in
+//! turn as clients connect). A worker takes a request under its
+//! connection's lock and releases the lock at once; the connection is then
+//! *serving* until the reply, and no other worker reads it meanwhile (a
+//! client that sends again before its answer is muted until then). The
+//! reply goes back through the request's handle, from any thread.
+//!
+//! **Replies** of a single worker go to the connection whose lock it holds
+//! from the request on (`Current`): one thread, no other locker.
 //!
 //! **In place.** A wire whose messages lie in shared memory lends it (see
 //! [`Wire::recv_lent`]): the request is then read where it lies
-//! ([`ServerChannel::data`]) and the reply built there
-//! ([`ServerChannel::reply_buffer`]), always on the connection whose
-//! request the guard holds. Other wires receive into the reactor's buffer.
+//! ([`Core::data`]) and the reply built there ([`Core::reply_buffer`]), on
+//! the connection the worker holds. A detached (pool) request copies its
+//! payload out and replies by copy.
 
+use std::collections::{HashSet, VecDeque};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-
-use oslayer::poll::{self, PollFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::transport::rendezvous::Listener;
-use crate::transport::server::{in_place_parts, reply_parts, starved, Guard, ACCEPT_EVERY};
-use crate::transport::wire::{frame_head, head, Wire, HEAD};
-use crate::transport::{Incoming, ServerChannel, Status};
+use oslayer::epoll::{Epoll, Interest, Ready};
+use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 
-/// One client of a server.
+use crate::error::{Error, Result};
+use crate::transport::core::{Core, Single};
+use crate::transport::rendezvous::Listener;
+use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
+use crate::transport::sets::Sets;
+use crate::transport::slab::{Slab, Token};
+use crate::transport::wire::{frame_head, head, Wire, HEAD};
+use crate::transport::{HeldRequest, Incoming, Status};
+
+/// One client of a server, as an acceptor makes it.
 pub(crate) struct Conn<W> {
     /// How messages cross.
     pub(crate) wire: W,
     /// The rendezvous session, whose hang-up means the client died; `None`
-    /// where the wire is the session (uds, remote tcp).
+    /// where the wire is the session (uds, remote tcp) or reports a dead
+    /// peer itself.
     pub(crate) session: Option<OwnedFd>,
+}
+
+/// Where an acceptor registers the descriptors of connections it is still
+/// setting up (tcp's listener, sessions awaiting their stream...), each
+/// under a number of its choosing, handed back to
+/// [`Acceptor::setup_ready`].
+pub(crate) struct Setup<'a> {
+    sets: &'a Sets,
+}
+
+impl Setup<'_> {
+    /// Watches `fd` for readability (a hang-up is always reported) as
+    /// set-up step `id`.
+    pub(crate) fn add(&self, fd: BorrowedFd<'_>, id: u32) -> io::Result<()> {
+        self.sets.add(fd, setup_token(id), Interest::READABLE, 0)
+    }
+
+    /// Stops watching `fd`.
+    pub(crate) fn delete(&self, fd: BorrowedFd<'_>) {
+        self.sets.delete(fd);
+    }
 }
 
 /// How a server makes its connections: the only per-mechanism part of the
 /// server loop.
-pub(crate) trait Acceptor: Send {
+pub(crate) trait Acceptor: Send + 'static {
     /// The wire of a connection.
-    type W: Wire;
+    type W: Wire + 'static;
 
     /// A client waits on the rendezvous listener: makes its objects and
     /// greets it. Returns the connection when it can be served at once;
@@ -62,340 +105,758 @@ pub(crate) trait Acceptor: Send {
     /// mechanism finishes it later through [`Acceptor::setup_ready`]; an
     /// error when the client could not even be taken off the listener
     /// ([`starved`]: the server then leaves its listeners alone a tick).
-    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<Self::W>>>;
+    fn accept(&mut self, listener: &Listener, setup: &Setup<'_>) -> Result<Option<Conn<Self::W>>>;
 
-    /// Appends the descriptors of connections still being set up by the
-    /// mechanism itself (tcp: its listener, sessions awaiting their stream,
-    /// streams awaiting their token), polled with everything else.
-    fn setup_fds(&self, _out: &mut Vec<PollFd>) {}
+    /// Every set-up descriptor the acceptor has now, with its number (to
+    /// register them with a new worker).
+    fn setup_fds(&self, _each: &mut dyn FnMut(BorrowedFd<'_>, u32)) {}
 
-    /// The set-up descriptor `k` (an index into what
-    /// [`setup_fds`](Acceptor::setup_fds) appended) is ready: one step.
-    /// Returns a connection that is now complete; an error as for
-    /// [`Acceptor::accept`].
-    fn setup_ready(&mut self, _k: usize) -> Result<Option<Conn<Self::W>>> {
+    /// Set-up step `id` is ready. Returns a connection that is now
+    /// complete; an error as for [`Acceptor::accept`].
+    fn setup_ready(&mut self, _id: u32, _setup: &Setup<'_>) -> Result<Option<Conn<Self::W>>> {
         Ok(None)
     }
 
-    /// How many of the leading set-up descriptors are listeners (taking
-    /// a client needs a descriptor: they are left alone while accepting
-    /// starves, while the others, whose events free descriptors, are not).
-    fn listeners(&self) -> usize {
-        0
-    }
+    /// The set-up descriptors that are listeners (taking a client needs a
+    /// descriptor: they are left alone while accepting starves, while the
+    /// others, whose events free descriptors, are not).
+    fn listeners(&self, _each: &mut dyn FnMut(BorrowedFd<'_>, u32)) {}
 
     /// True while connections are being set up (the single-client path
-    /// is off: their descriptors must be polled).
+    /// is off: their descriptors must be watched).
     fn setting_up(&self) -> bool {
         false
     }
 
     /// Drops set-up work that took too long; true when anything went.
-    fn expire(&mut self) -> bool {
+    fn expire(&mut self, _setup: &Setup<'_>) -> bool {
         false
     }
-}
-
-/// The server side of every descriptor-driven transport.
-pub(crate) struct Reactor<A: Acceptor> {
-    acceptor: A,
-    /// The rendezvous listener (`None` for a remote tcp channel).
-    listener: Option<Listener>,
-    conns: Vec<Conn<A::W>>,
-    /// `[listener?, set-up descriptors..., (wire, session?) per
-    /// connection]`, rebuilt when the sets change (emptied to mark it
-    /// stale). Only real descriptors: `poll` refuses more entries than
-    /// the process may have descriptors (`EINVAL`).
-    pollfds: Vec<PollFd>,
-    /// Where each connection's entries start in `pollfds`.
-    conn_at: Vec<usize>,
-    /// Entries of `pollfds` before the connections'.
-    setup: usize,
-    /// The request as received: header, then payload (the header only
-    /// when the wire lends its memory).
-    buf: Vec<u8>,
-    len: usize,
-    guard: Guard,
-    /// Where the next scan of ready connections starts (fairness).
-    next: usize,
-    /// Receives so far, to look at the listener now and then when busy.
-    calls: u32,
-    /// When everything was last polled.
-    last_look: Instant,
-    /// The last timed receive gave up.
-    timed_out: bool,
-    /// Until when the listener and set-up descriptors are left alone
-    /// (accepting failed for want of descriptors).
-    paused: Option<Instant>,
-    max_msg: usize,
-    tick: Duration,
 }
 
 /// How many ticks a peer has to finish a message it began, or to take a
 /// reply, before it is dropped.
 const PEER_TICKS: u32 = 10;
 
-impl<A: Acceptor> Reactor<A> {
-    /// A server taking clients from `listener` (if any) through `acceptor`,
-    /// for messages up to `max_msg` bytes, looking around every `tick`.
-    pub(crate) fn new(
-        acceptor: A,
-        listener: Option<Listener>,
-        max_msg: usize,
-        tick: Duration,
-    ) -> Reactor<A> {
-        Reactor {
-            acceptor,
-            listener,
-            conns: Vec::new(),
-            pollfds: Vec::new(),
-            conn_at: Vec::new(),
-            setup: 0,
-            buf: vec![0; HEAD + max_msg],
-            len: 0,
-            guard: Guard::default(),
-            next: 0,
-            calls: 0,
-            last_look: Instant::now(),
-            timed_out: false,
-            paused: None,
-            max_msg,
-            tick,
-        }
-    }
+/// Tokens at and above this are the server's own descriptors.
+const OWN: u64 = 1 << 63;
+/// The rendezvous listener's token.
+const LISTENER: u64 = OWN;
 
-    /// The connection set changed: the poll set is stale, and so is any
-    /// index of a request being served.
-    fn changed(&mut self) {
-        self.pollfds.clear();
-        self.guard.clear();
-    }
+/// The token of set-up step `id`.
+fn setup_token(id: u32) -> u64 {
+    OWN | (1 + id as u64)
+}
 
-    /// After a set-up step: a new connection (bounded: its peer is not
-    /// trusted to keep its pace), or accepting starved (pause a tick).
-    fn add(&mut self, made: Result<Option<Conn<A::W>>>) {
-        match made {
-            Ok(Some(mut c)) => {
-                if c.wire.bound(self.tick * PEER_TICKS).is_ok() {
-                    self.conns.push(c);
-                }
-            }
-            Ok(None) => {}
-            Err(e) if starved(&e) => self.paused = Some(Instant::now() + self.tick),
-            Err(_) => {}
-        }
-        self.changed();
-    }
+/// What the kernel handed back, as the server reads it.
+enum Source {
+    Listener,
+    Setup(u32),
+    Wire(Token),
+    Session(Token),
+}
 
-    fn drop_conn(&mut self, i: usize) {
-        self.conns.swap_remove(i);
-        self.changed();
-    }
-
-    fn rebuild_pollfds(&mut self) {
-        if !self.pollfds.is_empty() {
-            return;
-        }
-        if let Some(l) = &self.listener {
-            self.pollfds.push(PollFd::readable(l.as_fd()));
-        }
-        let listeners = usize::from(self.listener.is_some()) + self.acceptor.listeners();
-        self.acceptor.setup_fds(&mut self.pollfds);
-        self.setup = self.pollfds.len();
-        if self.paused.is_some() {
-            // Kept in place (the indices stay), skipped by poll.
-            self.pollfds[..listeners].fill(PollFd::unused());
-        }
-        self.conn_at.clear();
-        for c in &self.conns {
-            self.conn_at.push(self.pollfds.len());
-            self.pollfds.push(PollFd::readable(c.wire.poll_fd()));
-            if let Some(s) = &c.session {
-                self.pollfds.push(PollFd::readable(s.as_fd()));
-            }
-        }
-    }
-
-    /// Reads the request waiting on connection `i`; `None` when the
-    /// connection turned out dead or broken (and was dropped), or when what
-    /// was waiting was a handshake step of the mechanism (kept).
-    ///
-    /// With a `timeout`, waits for the request at most that long (a time
-    /// out sets `timed_out`); without, one must be waiting.
-    fn read_request(&mut self, i: usize, timeout: Option<Duration>) -> Option<Incoming> {
-        self.timed_out = false;
-        match self.conns[i].wire.recv_lent(&mut self.buf, timeout) {
-            Ok(Some(len)) => {
-                let (cmd, hlen) = frame_head(&self.buf);
-                if hlen != len {
-                    self.drop_conn(i);
-                    return None;
-                }
-                self.guard.set(i);
-                self.len = len;
-                Some(Incoming::from_wire(cmd, len))
-            }
-            // A handshake step of the mechanism: no request yet.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                self.timed_out = true;
-                None
-            }
-            Ok(None) | Err(_) => {
-                self.drop_conn(i);
-                None
-            }
-        }
-    }
-
-    /// One pass over every descriptor, waiting at most `timeout`: one
-    /// set-up step (accept, a mechanism's own handshake), or a dead client
-    /// dropped, or a waiting request read.
-    fn receive_polling(&mut self, timeout: Duration) -> Result<Option<Incoming>> {
-        let now = Instant::now();
-        self.last_look = now;
-        if self.acceptor.expire() {
-            self.changed();
-        }
-        if self.paused.is_some_and(|until| now >= until) {
-            self.paused = None;
-            self.changed();
-        }
-        // A peer that began a message and did not finish it in time.
-        if let Some(i) = self.conns.iter().position(|c| c.wire.overdue(now)) {
-            self.drop_conn(i);
-            return Ok(None);
-        }
-        // A message already buffered by a wire is not seen by poll.
-        if let Some(i) = self.conns.iter().position(|c| c.wire.has_buffered()) {
-            return Ok(self.read_request(i, None));
-        }
-        self.rebuild_pollfds();
-        for p in &mut self.pollfds {
-            p.revents = 0;
-        }
-        if poll::poll(&mut self.pollfds, Some(timeout)).map_err(|e| Error::io("poll", e))? == 0 {
-            return Ok(None);
-        }
-        // Connection set-up first, one event per pass: half-made
-        // connections (whose end frees descriptors) before new clients.
-        let listeners = usize::from(self.listener.is_some()) + self.acceptor.listeners();
-        let ready = |k: &usize| self.pollfds[*k].revents != 0;
-        if let Some(k) = (listeners..self.setup)
-            .find(ready)
-            .or_else(|| (0..listeners).find(ready))
-        {
-            let made = match (&self.listener, k) {
-                (Some(l), 0) => self.acceptor.accept(l),
-                (Some(_), k) => self.acceptor.setup_ready(k - 1),
-                (None, k) => self.acceptor.setup_ready(k),
+impl Source {
+    fn of(raw: u64) -> Source {
+        if Token::is_table(raw) {
+            return match Token::from_raw(raw) {
+                (t, false) => Source::Wire(t),
+                (t, true) => Source::Session(t),
             };
-            self.add(made);
-            return Ok(None);
         }
-        let count = self.conns.len();
-        for j in 0..count {
-            let i = (self.next + j) % count;
-            let at = self.conn_at[i];
-            let wire_rev = self.pollfds[at].revents;
-            let session_rev = match self.conns[i].session {
-                Some(_) => self.pollfds[at + 1].revents,
-                None => 0,
-            };
-            if wire_rev & poll::IN != 0 {
-                self.next = i + 1;
-                return Ok(self.read_request(i, None));
-            }
-            if wire_rev != 0 || session_rev != 0 {
-                // Hang-up or error without data (a client never writes on
-                // its session): the client is gone.
-                self.drop_conn(i);
-                break;
-            }
-        }
-        Ok(None)
-    }
-
-    /// With a single client: waits for its next request in the wire's own
-    /// timed receive, with no `poll` per request. Everything else is
-    /// looked at when the receive times out (an idle client, or one that
-    /// died without its wire telling), and every [`ACCEPT_EVERY`] requests
-    /// once a tick has passed.
-    fn receive_single(&mut self) -> Result<Option<Incoming>> {
-        if self.calls % ACCEPT_EVERY == 0 && self.last_look.elapsed() >= self.tick {
-            return self.receive_polling(Duration::ZERO);
-        }
-        match self.read_request(0, Some(self.tick)) {
-            Some(inc) => Ok(Some(inc)),
-            None if self.timed_out => self.receive_polling(Duration::ZERO),
-            // A message begun and not finished (or a handshake step): look
-            // around once a tick, as while waiting.
-            None if self.last_look.elapsed() >= self.tick => self.receive_polling(Duration::ZERO),
-            None => Ok(None),
+        match raw - OWN {
+            0 => Source::Listener,
+            n => Source::Setup((n - 1) as u32),
         }
     }
 }
 
-impl<A: Acceptor> ServerChannel for Reactor<A> {
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.guard.clear();
-        self.calls = self.calls.wrapping_add(1);
+/// A connection's state, behind its lock.
+pub(crate) struct ConnIo<W> {
+    token: Token,
+    /// `None` once the connection is dropped (its descriptors closed).
+    wire: Option<W>,
+    session: Option<OwnedFd>,
+    /// A request of it is out, not yet answered (pool).
+    serving: bool,
+    /// Unregistered until the reply (it sent while serving).
+    muted: bool,
+    home: usize,
+}
+
+type ConnRef<W> = Arc<Mutex<ConnIo<W>>>;
+type Locked<W> = ArcMutexGuard<RawMutex, ConnIo<W>>;
+
+/// The listener and the acceptor, which one worker at a time uses.
+struct Accepting<A> {
+    acceptor: A,
+    listener: Option<Listener>,
+    /// Until when the listeners are left alone (accepting starved).
+    paused: Option<Instant>,
+}
+
+/// What every worker of a server shares.
+pub(crate) struct ReactorCore<A: Acceptor> {
+    table: RwLock<Slab<ConnRef<A::W>>>,
+    accepting: Mutex<Accepting<A>>,
+    sets: Sets,
+    /// The acceptor is setting connections up (cached for the fast path).
+    setting_up: AtomicBool,
+    /// The home of the next connection (pool).
+    next_home: AtomicUsize,
+    /// Connections that began a message (or a handshake) and have not
+    /// finished it: looked at once a tick, to drop those overdue.
+    partial: Mutex<HashSet<Token>>,
+    max_msg: usize,
+    tick: Duration,
+    /// Ourselves, for the handles of detached requests.
+    me: Weak<ReactorCore<A>>,
+}
+
+/// The request a worker holds.
+enum Current<W> {
+    /// Read by a single worker, which keeps the connection locked until
+    /// the reply.
+    Locked(Locked<W>),
+    /// Read by a pool worker: the connection is marked serving.
+    Serving(ConnRef<W>),
+}
+
+/// One thread's share of a server.
+pub(crate) struct Worker<W> {
+    set: Arc<Epoll>,
+    events: Vec<Ready>,
+    /// Events harvested and not yet handled, in order.
+    queue: VecDeque<Ready>,
+    /// The request as received: header, then payload (the header only when
+    /// the wire lends its memory).
+    buf: Vec<u8>,
+    len: usize,
+    cur: Option<Current<W>>,
+    /// The connection last served (the single-client path's).
+    sole: Option<Token>,
+    calls: u32,
+    /// When everything was last looked at.
+    last_look: Instant,
+}
+
+/// A new server taking clients from `listener` (if any) through
+/// `acceptor`, for messages up to `max_msg` bytes, looking around every
+/// `tick`: the [`ServerChannel`](crate::transport::ServerChannel) of a
+/// descriptor-driven transport.
+pub(crate) fn serve<A: Acceptor>(
+    acceptor: A,
+    listener: Option<Listener>,
+    max_msg: usize,
+    tick: Duration,
+) -> Result<Single<ReactorCore<A>>> {
+    let core = Arc::new_cyclic(|me| ReactorCore {
+        table: RwLock::new(Slab::default()),
+        accepting: Mutex::new(Accepting {
+            acceptor,
+            listener,
+            paused: None,
+        }),
+        sets: Sets::default(),
+        setting_up: AtomicBool::new(false),
+        next_home: AtomicUsize::new(0),
+        partial: Mutex::new(HashSet::new()),
+        max_msg,
+        tick,
+        me: me.clone(),
+    });
+    Single::new(core)
+}
+
+impl<A: Acceptor> ReactorCore<A> {
+    /// Registers everything the server watches in `set` alone (a new
+    /// worker), or in every set when `set` is `None`.
+    fn register_all(&self, set: &Epoll) -> io::Result<()> {
+        let acc = self.accepting.lock();
+        if let (Some(l), None) = (&acc.listener, acc.paused) {
+            self.sets
+                .add_to(set, l.as_fd(), LISTENER, Interest::READABLE)?;
+        }
+        let mut failed = None;
+        acc.acceptor.setup_fds(&mut |fd, id| {
+            if let Err(e) = self
+                .sets
+                .add_to(set, fd, setup_token(id), Interest::READABLE)
+            {
+                failed = Some(e);
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        drop(acc);
+        for c in self.table.read().values() {
+            let io = c.lock();
+            if io.muted {
+                continue;
+            }
+            if let Some(w) = &io.wire {
+                self.sets.add_to(
+                    set,
+                    w.poll_fd(),
+                    io.token.with_mark(false),
+                    Interest::READABLE,
+                )?;
+            }
+            if let Some(s) = &io.session {
+                self.sets
+                    .add_to(set, s.as_fd(), io.token.with_mark(true), Interest::READABLE)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers connection `io` in every set (its home's first).
+    fn watch(&self, io: &ConnIo<A::W>) -> io::Result<()> {
+        if let Some(w) = &io.wire {
+            self.sets.add(
+                w.poll_fd(),
+                io.token.with_mark(false),
+                Interest::READABLE,
+                io.home,
+            )?;
+        }
+        if let Some(s) = &io.session {
+            if let Err(e) = self.sets.add(
+                s.as_fd(),
+                io.token.with_mark(true),
+                Interest::READABLE,
+                io.home,
+            ) {
+                self.unwatch(io);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Unregisters connection `io` from every set.
+    fn unwatch(&self, io: &ConnIo<A::W>) {
+        if let Some(w) = &io.wire {
+            self.sets.delete(w.poll_fd());
+        }
+        if let Some(s) = &io.session {
+            self.sets.delete(s.as_fd());
+        }
+    }
+
+    /// A new connection (bounded: its peer is not trusted to keep its
+    /// pace), or accepting starved (the listeners rest a tick).
+    fn add(&self, acc: &mut Accepting<A>, made: Result<Option<Conn<A::W>>>) {
+        match made {
+            Ok(Some(mut c)) => {
+                if c.wire.bound(self.tick * PEER_TICKS).is_err() {
+                    return;
+                }
+                let home = match self.sets.pool() {
+                    true => self.next_home.fetch_add(1, Ordering::Relaxed) % self.sets.len(),
+                    false => 0,
+                };
+                let mut table = self.table.write();
+                let io = ConnIo {
+                    token: table.next_token(),
+                    wire: Some(c.wire),
+                    session: c.session,
+                    serving: false,
+                    muted: false,
+                    home,
+                };
+                if self.watch(&io).is_ok() {
+                    if io.wire.as_ref().is_some_and(Wire::unfinished) {
+                        // A handshake of the mechanism's own, bounded in time.
+                        self.partial.lock().insert(io.token);
+                    }
+                    table.insert(Arc::new(Mutex::new(io)));
+                }
+            }
+            Ok(None) => {}
+            Err(e) if starved(&e) => self.pause(acc),
+            Err(_) => {}
+        }
+    }
+
+    /// Leaves the listeners alone for a tick (accepting starved).
+    fn pause(&self, acc: &mut Accepting<A>) {
+        if acc.paused.is_some() {
+            return;
+        }
+        acc.paused = Some(Instant::now() + self.tick);
+        if let Some(l) = &acc.listener {
+            self.sets.delete(l.as_fd());
+        }
+        acc.acceptor.listeners(&mut |fd, _| self.sets.delete(fd));
+    }
+
+    /// Watches the listeners again once their rest is over.
+    fn resume(&self, acc: &mut Accepting<A>, now: Instant) {
+        if acc.paused.is_none_or(|until| now < until) {
+            return;
+        }
+        acc.paused = None;
+        if let Some(l) = &acc.listener {
+            let _ = self.sets.add(l.as_fd(), LISTENER, Interest::READABLE, 0);
+        }
+        acc.acceptor.listeners(&mut |fd, id| {
+            let _ = self.sets.add(fd, setup_token(id), Interest::READABLE, 0);
+        });
+    }
+
+    /// The listener is readable: accepts the clients waiting, a backlog's
+    /// worth at most.
+    fn accept(&self) {
+        let mut acc = self.accepting.lock();
+        let acc = &mut *acc;
+        for _ in 0..ACCEPT_BURST {
+            let Some(l) = &acc.listener else { return };
+            if acc.paused.is_some() || !readable_now(l.as_fd()) {
+                break;
+            }
+            let setup = Setup { sets: &self.sets };
+            let made = acc.acceptor.accept(l, &setup);
+            self.add(acc, made);
+        }
+        self.setting_up
+            .store(acc.acceptor.setting_up(), Ordering::Relaxed);
+    }
+
+    /// Set-up step `id` is ready: one step.
+    fn setup_step(&self, id: u32) {
+        let mut acc = self.accepting.lock();
+        let setup = Setup { sets: &self.sets };
+        let made = acc.acceptor.setup_ready(id, &setup);
+        self.add(&mut acc, made);
+        self.setting_up
+            .store(acc.acceptor.setting_up(), Ordering::Relaxed);
+    }
+
+    /// What is due once a tick: set-up work that took too long, listeners
+    /// at rest, peers that began a message and did not finish it.
+    fn look_around(&self, w: &mut Worker<A::W>) {
+        let now = Instant::now();
+        w.last_look = now;
+        {
+            let mut acc = self.accepting.lock();
+            let setup = Setup { sets: &self.sets };
+            acc.acceptor.expire(&setup);
+            self.resume(&mut acc, now);
+            self.setting_up
+                .store(acc.acceptor.setting_up(), Ordering::Relaxed);
+        }
+        let partial: Vec<Token> = self.partial.lock().drain().collect();
+        for t in partial {
+            let Some(c) = self.conn(t) else { continue };
+            let mut io = c.lock();
+            match &io.wire {
+                Some(wire) if wire.overdue(now) => self.close(&mut io),
+                Some(wire) if wire.unfinished() => {
+                    self.partial.lock().insert(t);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The connection of token `t`, if it is still there.
+    #[inline]
+    fn conn(&self, t: Token) -> Option<ConnRef<A::W>> {
+        self.table.read().get(t).cloned()
+    }
+
+    /// Drops connection `io`: out of the table and the sets, its
+    /// descriptors closed. A handle still holding it finds it closed.
+    ///
+    /// Lock order: a connection's lock, then the table's. Nothing holds
+    /// the table's lock while it takes a connection's, except while a pool
+    /// is being formed, when no worker runs.
+    fn close(&self, io: &mut ConnIo<A::W>) {
+        if io.wire.is_none() {
+            return;
+        }
+        if !io.muted {
+            self.unwatch(io);
+        }
+        self.table.write().remove(io.token);
+        io.wire = None;
+        io.session = None;
+    }
+
+    /// Stops watching a connection that sent while it is being served,
+    /// until its reply.
+    fn mute(&self, io: &mut ConnIo<A::W>) {
+        if !io.muted {
+            self.unwatch(io);
+            io.muted = true;
+        }
+    }
+
+    /// The reply to a connection is out: it is no longer serving, and is
+    /// watched again if it was muted.
+    fn served(&self, io: &mut ConnIo<A::W>) {
+        io.serving = false;
+        if io.muted && io.wire.is_some() {
+            io.muted = false;
+            if self.watch(io).is_err() {
+                self.close(io);
+            }
+        }
+    }
+
+    /// Sends a reply on connection `io`; a client gone (or not taking it
+    /// in time) is dropped, which is not the replier's error.
+    fn send(&self, io: &mut ConnIo<A::W>, code: u32, data: &[u8]) {
+        let Some(wire) = &mut io.wire else { return };
+        if wire.send(&head(code, data.len()), data).is_err() {
+            self.close(io);
+        }
+    }
+
+    /// Reads the request waiting on connection `io` into `w`; `None` when
+    /// there was none after all (a pool's stale event), when what came was
+    /// a handshake step of the mechanism or part of a message, or when the
+    /// connection turned out dead or broken (and was dropped).
+    ///
+    /// With a `timeout`, waits for the request at most that long (a time
+    /// out is `Err(())`); without, one must be waiting (a pool first checks
+    /// that one is).
+    fn read(
+        &self,
+        w: &mut Worker<A::W>,
+        io: &mut ConnIo<A::W>,
+        timeout: Option<Duration>,
+    ) -> std::result::Result<Option<Incoming>, ()> {
+        let pool = self.sets.pool();
+        let Some(wire) = io.wire.as_mut() else {
+            return Ok(None);
+        };
+        let got = match (timeout, pool) {
+            (Some(t), _) => wire.recv_lent(&mut w.buf, Some(t)),
+            (None, true) => wire.recv_lent_now(&mut w.buf),
+            (None, false) => wire.recv_lent(&mut w.buf, None),
+        };
+        match got {
+            Ok(Some(len)) => {
+                let (cmd, hlen) = frame_head(&w.buf);
+                if hlen != len {
+                    self.close(io);
+                    return Ok(None);
+                }
+                w.len = len;
+                if wire.has_buffered() {
+                    // Next time round, without waiting for the kernel.
+                    w.queue.push_back(Ready {
+                        token: io.token.with_mark(false),
+                        readable: true,
+                        hangup: false,
+                    });
+                }
+                Ok(Some(Incoming::from_wire(cmd, len)))
+            }
+            // A handshake step of the mechanism, or part of a message.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if wire.unfinished() {
+                    self.partial.lock().insert(io.token);
+                }
+                Ok(None)
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(()),
+            Ok(None) | Err(_) => {
+                self.close(io);
+                Ok(None)
+            }
+        }
+    }
+
+    /// A wire event for token `t`: reads its request, if any.
+    fn wire_ready(&self, w: &mut Worker<A::W>, t: Token) -> Option<Incoming> {
+        let c = self.conn(t)?;
+        let mut io = match self.sets.pool() {
+            true => c.try_lock_arc()?,
+            false => c.lock_arc(),
+        };
+        if io.serving {
+            self.mute(&mut io);
+            return None;
+        }
+        let inc = self.read(w, &mut io, None).ok()??;
+        w.sole = Some(t);
+        w.cur = Some(match self.sets.pool() {
+            true => {
+                io.serving = !inc.oneway;
+                drop(io);
+                Current::Serving(c)
+            }
+            false => Current::Locked(io),
+        });
+        Some(inc)
+    }
+
+    /// Handles one harvested event; a request when it brought one.
+    fn handle(&self, w: &mut Worker<A::W>, ev: Ready) -> Option<Incoming> {
+        match Source::of(ev.token) {
+            Source::Listener => self.accept(),
+            Source::Setup(id) => self.setup_step(id),
+            Source::Wire(t) if ev.readable => return self.wire_ready(w, t),
+            // Hang-up or error without data, on the wire or the session
+            // (a client never writes on its session): the client is gone.
+            Source::Wire(t) | Source::Session(t) => {
+                if let Some(c) = self.conn(t) {
+                    self.close(&mut c.lock());
+                }
+            }
+        }
+        None
+    }
+
+    /// True when the single-client path applies: one worker, one client,
+    /// nothing being set up or finished.
+    fn single(&self, w: &Worker<A::W>) -> Option<Token> {
+        let t = w.sole?;
+        let alone = !self.sets.pool()
+            && w.queue.is_empty()
+            && !self.setting_up.load(Ordering::Relaxed)
+            && self.partial.lock().is_empty()
+            && self.table.read().len() == 1;
+        alone.then_some(t)
+    }
+
+    /// With a single client: waits for its next request in the wire's own
+    /// timed receive, with no wait on the set per request. Everything else
+    /// is looked at when the receive times out (an idle client, or one that
+    /// died without its wire telling), and every [`ACCEPT_EVERY`] requests
+    /// once a tick has passed.
+    fn receive_single(&self, w: &mut Worker<A::W>, t: Token) -> Result<Option<Incoming>> {
+        let Some(c) = self.conn(t) else {
+            w.sole = None;
+            return Ok(None);
+        };
+        let mut io = c.lock_arc();
+        match self.read(w, &mut io, Some(self.tick)) {
+            Ok(Some(inc)) => {
+                w.cur = Some(Current::Locked(io));
+                Ok(Some(inc))
+            }
+            Ok(None) => Ok(None),
+            Err(()) => {
+                drop(io);
+                self.harvest(w, Duration::ZERO)?;
+                self.look_around(w);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Waits up to `timeout` on the worker's set and queues what it reports.
+    fn harvest(&self, w: &mut Worker<A::W>, timeout: Duration) -> Result<usize> {
+        let n = w
+            .set
+            .wait(&mut w.events, Some(timeout))
+            .map_err(|e| Error::io("epoll_wait", e))?;
+        w.queue.extend(w.events.drain(..));
+        Ok(n)
+    }
+
+    /// The request `w` holds: the connection it came from.
+    fn current<'a>(&self, w: &'a mut Worker<A::W>) -> Result<&'a mut ConnIo<A::W>> {
+        match w.cur.as_mut() {
+            Some(Current::Locked(io)) => Ok(&mut **io),
+            _ => Err(Error::Protocol("reply without a request".into())),
+        }
+    }
+}
+
+/// Most clients accepted in one round (the listen backlog): a burst of
+/// connects must not outlast the clients' hello timeout.
+const ACCEPT_BURST: usize = 128;
+
+/// True when `fd` polls readable now.
+fn readable_now(fd: BorrowedFd<'_>) -> bool {
+    let mut p = [oslayer::poll::PollFd::readable(fd)];
+    oslayer::poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) > 0
+}
+
+impl<A: Acceptor> Core for ReactorCore<A> {
+    type Worker = Worker<A::W>;
+    type Held = Detached<A>;
+
+    fn worker(self: &Arc<Self>) -> Result<Worker<A::W>> {
+        let (set, index) = self.sets.push().map_err(|e| Error::io("epoll_create", e))?;
+        self.register_all(&set)
+            .map_err(|e| Error::io("epoll_ctl", e))?;
+        let _ = index;
+        Ok(Worker {
+            set,
+            events: Vec::with_capacity(64),
+            queue: VecDeque::new(),
+            buf: vec![0; HEAD + self.max_msg],
+            len: 0,
+            cur: None,
+            sole: None,
+            calls: 0,
+            last_look: Instant::now(),
+        })
+    }
+
+    fn pool(self: &Arc<Self>, _threads: usize) -> Result<()> {
+        self.sets.set_pool();
+        // The first worker's registrations become exclusive.
+        if let Some(first) = self.sets.get(0) {
+            let acc = self.accepting.lock();
+            if let Some(l) = &acc.listener {
+                first.delete(l.as_fd());
+            }
+            acc.acceptor.setup_fds(&mut |fd, _| first.delete(fd));
+            drop(acc);
+            for c in self.table.read().values() {
+                let io = c.lock();
+                if let Some(w) = &io.wire {
+                    first.delete(w.poll_fd());
+                }
+                if let Some(s) = &io.session {
+                    first.delete(s.as_fd());
+                }
+            }
+            self.register_all(&first)
+                .map_err(|e| Error::io("epoll_ctl", e))?;
+        }
+        Ok(())
+    }
+
+    fn receive(&self, w: &mut Worker<A::W>, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        // The last request is answered (a one-way message needs nothing):
+        // its connection is free.
+        w.cur = None;
+        w.calls = w.calls.wrapping_add(1);
+        if w.calls % ACCEPT_EVERY == 0 && w.last_look.elapsed() >= self.tick {
+            self.harvest(w, Duration::ZERO)?;
+            self.look_around(w);
+        }
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            let got = if self.conns.len() == 1 && !self.acceptor.setting_up() {
-                self.receive_single()?
-            } else {
-                self.receive_polling(self.tick)?
-            };
-            if got.is_some() {
-                return Ok(got);
+            if let Some(ev) = w.queue.pop_front() {
+                if let Some(inc) = self.handle(w, ev) {
+                    return Ok(Some(inc));
+                }
+                continue;
+            }
+            if let Some(t) = self.single(w) {
+                if let Some(inc) = self.receive_single(w, t)? {
+                    return Ok(Some(inc));
+                }
+                continue;
+            }
+            if self.harvest(w, self.tick)? == 0 || w.last_look.elapsed() >= self.tick {
+                self.look_around(w);
             }
         }
     }
 
-    fn data(&self) -> &[u8] {
-        let Some(&i) = self.guard.get() else {
-            return &[];
+    fn data<'a>(&'a self, w: &'a Worker<A::W>) -> &'a [u8] {
+        let lent = match &w.cur {
+            Some(Current::Locked(io)) => io.wire.as_ref().and_then(|wire| wire.received(w.len)),
+            _ => None,
         };
-        match self.conns[i].wire.received(self.len) {
+        match lent {
             Some(lent) => lent,
-            None => &self.buf[HEAD..HEAD + self.len],
+            None if w.cur.is_some() => &w.buf[HEAD..HEAD + w.len],
+            None => &[],
         }
     }
 
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let i = self.guard.take()?;
+    fn reply(&self, w: &mut Worker<A::W>, status: Status, data: &[u8]) -> Result<()> {
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        if self.conns[i]
-            .wire
-            .send(&head(code, data.len()), data)
-            .is_err()
-        {
-            self.drop_conn(i);
-        }
+        let io = self.current(w)?;
+        self.send(io, code, data);
+        w.cur = None;
         verdict
     }
 
-    /// The lent memory of the connection whose request is being served,
-    /// starting with the request.
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
-        let i = *self.guard.get()?;
-        let max = self.max_msg;
-        self.conns[i].wire.send_buffer(self.len)?.get_mut(..max)
+    fn reply_buffer<'a>(&'a self, w: &'a mut Worker<A::W>) -> Option<&'a mut [u8]> {
+        let len = w.len;
+        let io = self.current(w).ok()?;
+        io.wire.as_mut()?.send_buffer(len)?.get_mut(..self.max_msg)
     }
 
-    fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        let i = self.guard.take()?;
+    fn reply_in_place(&self, w: &mut Worker<A::W>, len: usize) -> Result<()> {
         let (code, len, verdict) = in_place_parts(len, self.max_msg);
-        if self.conns[i].wire.send_in_place(&head(code, len)).is_err() {
-            self.drop_conn(i);
+        let io = self.current(w)?;
+        if let Some(wire) = &mut io.wire {
+            if wire.send_in_place(&head(code, len)).is_err() {
+                self.close(io);
+            }
         }
+        w.cur = None;
         verdict
+    }
+
+    fn detach(&self, w: &mut Worker<A::W>) -> Option<Detached<A>> {
+        let conn = match w.cur.take()? {
+            Current::Serving(c) => c,
+            Current::Locked(io) => {
+                // A single worker's request, taken out of it: the
+                // connection is serving from now on.
+                let c = ArcMutexGuard::mutex(&io).clone();
+                drop(io);
+                c.lock().serving = true;
+                c
+            }
+        };
+        let data = {
+            let io = conn.lock();
+            match io.wire.as_ref().and_then(|wire| wire.received(w.len)) {
+                Some(lent) => lent.to_vec(),
+                None => w.buf[HEAD..HEAD + w.len].to_vec(),
+            }
+        };
+        Some(Detached {
+            conn: Some(conn),
+            core: self.me.clone(),
+            data,
+            max_msg: self.max_msg,
+        })
     }
 
     fn connections(&self) -> usize {
-        self.conns.len()
+        self.table.read().len()
+    }
+}
+
+/// A request of a descriptor-driven transport, detached from the worker
+/// that read it (its payload copied out).
+pub(crate) struct Detached<A: Acceptor> {
+    /// `None` once answered.
+    conn: Option<ConnRef<A::W>>,
+    core: Weak<ReactorCore<A>>,
+    data: Vec<u8>,
+    max_msg: usize,
+}
+
+impl<A: Acceptor> HeldRequest for Detached<A> {
+    fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let conn = self
+            .conn
+            .take()
+            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+        let mut io = conn.lock();
+        match self.core.upgrade() {
+            Some(core) => {
+                core.send(&mut io, code, data);
+                core.served(&mut io);
+            }
+            // The server is gone: nobody to answer.
+            None => io.wire = None,
+        }
+        verdict
     }
 }

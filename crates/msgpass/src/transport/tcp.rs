@@ -21,17 +21,16 @@
 //! Either way: TCP_NODELAY on every connection, messages are
 //! `wire::head` + payload on the stream, and a dead peer reads as EOF.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, OwnedFd};
-
-use oslayer::poll::PollFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::client::{Traits, WireClient};
-use crate::transport::reactor::{Acceptor, Conn, Reactor};
+use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
 use crate::transport::server::{greeted, starved};
 use crate::transport::wire::StreamWire;
@@ -235,22 +234,29 @@ fn same_token(a: &[u8; TOKEN], b: &[u8; TOKEN]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The set-up number of the TCP listener; sessions and streams being set
+/// up get the others.
+const TCP_LISTENER: u32 = 0;
+
 /// What is truly tcp in a tcp server: accepting streams, and (local mode)
-/// pairing each with its rendezvous session by token. The [`Reactor`] does
+/// pairing each with its rendezvous session by token. The reactor does
 /// the rest.
 struct TcpAcceptor {
     /// The loopback port passed in every hello (local mode), or `None`
     /// (remote mode: no rendezvous, the stream is the session).
     port: Option<u16>,
     listener: TcpListener,
-    pending: Vec<Pending>,
-    unpaired: Vec<Unpaired>,
+    /// Sessions awaiting their stream, by set-up number.
+    pending: HashMap<u32, Pending>,
+    /// Streams awaiting their token, by set-up number.
+    unpaired: HashMap<u32, Unpaired>,
+    next_id: u32,
     max_msg: usize,
 }
 
-/// Serves the streams `listener` (made non-blocking: poll may report a
-/// connection that is gone by the time it is accepted) accepts; in local
-/// mode (`rendezvous`), clients meet through it first.
+/// Serves the streams `listener` (made non-blocking: a connection may be
+/// gone by the time it is accepted) accepts; in local mode
+/// (`rendezvous`), clients meet through it first.
 fn server(
     rendezvous: Option<Listener>,
     listener: TcpListener,
@@ -271,22 +277,34 @@ fn server(
     let acceptor = TcpAcceptor {
         port,
         listener,
-        pending: Vec::new(),
-        unpaired: Vec::new(),
+        pending: HashMap::new(),
+        unpaired: HashMap::new(),
+        next_id: TCP_LISTENER,
         max_msg: opts.max_msg,
     };
-    Ok(Box::new(Reactor::new(
+    Ok(Box::new(reactor::serve(
         acceptor,
         rendezvous,
         opts.max_msg,
         opts.tick,
-    )))
+    )?))
 }
 
 impl TcpAcceptor {
+    /// A set-up number no session or stream being set up has.
+    fn new_id(&mut self) -> u32 {
+        loop {
+            self.next_id = self.next_id.wrapping_add(1).max(1);
+            let id = self.next_id;
+            if !self.pending.contains_key(&id) && !self.unpaired.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
     /// Accepts a TCP connection: a remote client is greeted and served at
     /// once; a local one must first present its token.
-    fn accept_stream(&mut self) -> Result<Option<Conn<StreamWire>>> {
+    fn accept_stream(&mut self, setup: &Setup<'_>) -> Result<Option<Conn<StreamWire>>> {
         let stream = match self.listener.accept() {
             Ok((stream, _)) => stream,
             Err(e) => {
@@ -308,20 +326,26 @@ impl TcpAcceptor {
             }));
         }
         if stream.set_nodelay(true).is_ok() && stream.set_nonblocking(true).is_ok() {
-            self.unpaired.push(Unpaired {
-                stream,
-                got: [0; TOKEN],
-                n: 0,
-                since: Instant::now(),
-            });
+            let id = self.new_id();
+            if setup.add(stream.as_fd(), id).is_ok() {
+                self.unpaired.insert(
+                    id,
+                    Unpaired {
+                        stream,
+                        got: [0; TOKEN],
+                        n: 0,
+                        since: Instant::now(),
+                    },
+                );
+            }
         }
         Ok(None)
     }
 
-    /// Reads what unpaired stream `i` has of its token; pairs it with its
+    /// Reads what unpaired stream `id` has of its token; pairs it with its
     /// session once complete (or drops it).
-    fn read_token(&mut self, i: usize) -> Option<Conn<StreamWire>> {
-        let u = &mut self.unpaired[i];
+    fn read_token(&mut self, id: u32, setup: &Setup<'_>) -> Option<Conn<StreamWire>> {
+        let u = self.unpaired.get_mut(&id)?;
         match u.stream.read(&mut u.got[u.n..]) {
             Ok(0) => {}
             Ok(n) => {
@@ -334,19 +358,24 @@ impl TcpAcceptor {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return None,
             Err(_) => {}
         }
-        let u = self.unpaired.swap_remove(i);
+        let u = self.unpaired.remove(&id)?;
+        setup.delete(u.stream.as_fd());
         if u.n < TOKEN {
             return None;
         }
-        let p = self
+        let (&pid, _) = self
             .pending
             .iter()
-            .position(|p| same_token(&p.token, &u.got))?;
-        let p = self.pending.swap_remove(p);
+            .find(|(_, p)| same_token(&p.token, &u.got))?;
+        let p = self.pending.remove(&pid)?;
+        setup.delete(p.session.as_fd());
         u.stream.set_nonblocking(false).ok()?;
+        // A dead peer reads as end of file on the stream: the session
+        // is not needed any more.
+        drop(p.session);
         Some(Conn {
             wire: StreamWire::socket(OwnedFd::from(u.stream)),
-            session: Some(p.session),
+            session: None,
         })
     }
 }
@@ -356,7 +385,11 @@ impl Acceptor for TcpAcceptor {
 
     /// Greets a rendezvous client with the port and a fresh token; its
     /// stream comes later.
-    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<StreamWire>>> {
+    fn accept(
+        &mut self,
+        listener: &Listener,
+        setup: &Setup<'_>,
+    ) -> Result<Option<Conn<StreamWire>>> {
         let Some(port) = self.port else {
             return Ok(None);
         };
@@ -373,60 +406,69 @@ impl Acceptor for TcpAcceptor {
             token,
             since: Instant::now(),
         })?;
-        self.pending.extend(pending);
+        if let Some(p) = pending {
+            let id = self.new_id();
+            if setup.add(p.session.as_fd(), id).is_ok() {
+                self.pending.insert(id, p);
+            }
+        }
         Ok(None)
     }
 
     /// The TCP listener, then sessions awaiting their stream, then streams
     /// awaiting their token.
-    fn setup_fds(&self, out: &mut Vec<PollFd>) {
-        out.push(PollFd::readable(self.listener.as_fd()));
-        out.extend(
-            self.pending
-                .iter()
-                .map(|p| PollFd::readable(p.session.as_fd())),
-        );
-        out.extend(
-            self.unpaired
-                .iter()
-                .map(|u| PollFd::readable(u.stream.as_fd())),
-        );
-    }
-
-    fn setup_ready(&mut self, k: usize) -> Result<Option<Conn<StreamWire>>> {
-        let np = self.pending.len();
-        match k {
-            0 => self.accept_stream(),
-            // The client never writes on its session: any event is its
-            // hang-up.
-            k if k <= np => {
-                self.pending.swap_remove(k - 1);
-                Ok(None)
-            }
-            k => Ok(self.read_token(k - 1 - np)),
+    fn setup_fds(&self, each: &mut dyn FnMut(BorrowedFd<'_>, u32)) {
+        each(self.listener.as_fd(), TCP_LISTENER);
+        for (&id, p) in &self.pending {
+            each(p.session.as_fd(), id);
+        }
+        for (&id, u) in &self.unpaired {
+            each(u.stream.as_fd(), id);
         }
     }
 
-    /// The TCP listener.
-    fn listeners(&self) -> usize {
-        1
+    fn setup_ready(&mut self, id: u32, setup: &Setup<'_>) -> Result<Option<Conn<StreamWire>>> {
+        if id == TCP_LISTENER {
+            return self.accept_stream(setup);
+        }
+        // The client never writes on its session: any event is its
+        // hang-up.
+        if let Some(p) = self.pending.remove(&id) {
+            setup.delete(p.session.as_fd());
+            return Ok(None);
+        }
+        Ok(self.read_token(id, setup))
+    }
+
+    fn listeners(&self, each: &mut dyn FnMut(BorrowedFd<'_>, u32)) {
+        each(self.listener.as_fd(), TCP_LISTENER);
     }
 
     fn setting_up(&self) -> bool {
         !self.pending.is_empty() || !self.unpaired.is_empty()
     }
 
-    fn expire(&mut self) -> bool {
+    fn expire(&mut self, setup: &Setup<'_>) -> bool {
         if !self.setting_up() {
             return false;
         }
         let now = Instant::now();
-        let (np, nu) = (self.pending.len(), self.unpaired.len());
-        self.pending
-            .retain(|p| now.duration_since(p.since) < HANDSHAKE_TIMEOUT);
-        self.unpaired
-            .retain(|u| now.duration_since(u.since) < HANDSHAKE_TIMEOUT);
-        (np, nu) != (self.pending.len(), self.unpaired.len())
+        let before = self.pending.len() + self.unpaired.len();
+        self.pending.retain(|_, p| {
+            let keep = now.duration_since(p.since) < HANDSHAKE_TIMEOUT;
+            if !keep {
+                setup.delete(p.session.as_fd());
+            }
+            keep
+        });
+        self.unpaired.retain(|_, u| {
+            let keep = now.duration_since(u.since) < HANDSHAKE_TIMEOUT;
+            if !keep {
+                setup.delete(u.stream.as_fd());
+            }
+            keep
+        });
+        before != self.pending.len() + self.unpaired.len()
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::transport::client::{Traits, WireClient};
-use crate::transport::reactor::{Acceptor, Conn, Reactor};
+use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::greeted;
 use crate::transport::wire::DatagramWire;
@@ -35,12 +35,12 @@ impl Transport for Uds {
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let listener = Listener::bind(path, Family::Uds, opts.max_msg)?;
-        Ok(Box::new(Reactor::new(
+        Ok(Box::new(reactor::serve(
             SessionAcceptor,
             Some(listener),
             opts.max_msg,
             opts.tick,
-        )))
+        )?))
     }
 
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
@@ -62,7 +62,11 @@ struct SessionAcceptor;
 impl Acceptor for SessionAcceptor {
     type W = DatagramWire;
 
-    fn accept(&mut self, listener: &Listener) -> Result<Option<Conn<DatagramWire>>> {
+    fn accept(
+        &mut self,
+        listener: &Listener,
+        _setup: &Setup<'_>,
+    ) -> Result<Option<Conn<DatagramWire>>> {
         greeted(listener.accept(&[]), |session| Conn {
             wire: DatagramWire::new(session),
             session: None,

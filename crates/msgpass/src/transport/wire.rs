@@ -83,6 +83,26 @@ pub(crate) trait Wire: Send {
     fn has_buffered(&self) -> bool {
         false
     }
+    /// Server side: true while the peer has begun something it must finish
+    /// in time (a message, a handshake of the mechanism's own), so that
+    /// the server looks at [`Wire::overdue`] once a tick.
+    fn unfinished(&self) -> bool {
+        false
+    }
+    /// Like [`Wire::recv_lent`] without a timeout, but only when a message
+    /// is there now (`TimedOut` otherwise): a pool's worker may be told of
+    /// a message another worker has taken meanwhile. The default looks
+    /// with a zero-timeout `poll` first.
+    fn recv_lent_now(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        if !self.has_buffered() {
+            let mut p = [oslayer::poll::PollFd::readable(self.poll_fd())];
+            oslayer::poll::poll(&mut p, Some(Duration::ZERO))?;
+            if p[0].revents == 0 {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+        }
+        self.recv_lent(frame, None)
+    }
 
     // In place: wires whose messages lie in shared memory (`areas.rs`)
     // lend it, so the in-place API copies no payload. The defaults copy.
@@ -679,6 +699,10 @@ impl Wire for StreamWire {
             (Some(since), Some(limit)) => now.saturating_duration_since(since) > limit,
             _ => false,
         }
+    }
+
+    fn unfinished(&self) -> bool {
+        self.since.is_some()
     }
 }
 

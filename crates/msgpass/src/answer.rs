@@ -1,0 +1,160 @@
+//! Answering a request, once: what [`Request`](crate::Request) (borrowing
+//! its channel) and [`OwnedRequest`](crate::OwnedRequest) (held apart from
+//! it) share. The reply size rule, the copying fallback of `reply_with`,
+//! and the `EIO` a request dropped unanswered sends are written here once.
+
+use crate::error::{Error, Result};
+use crate::transport::{HeldRequest, Incoming, ServerChannel, Status};
+
+/// Where a request's answer goes: a channel's current request, or a held
+/// one.
+pub(crate) trait Answer {
+    /// The request payload.
+    fn data(&self) -> &[u8];
+    /// Sends the reply.
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
+    /// The transport's own reply memory, starting with the request.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]>;
+    /// Sends the reply built in [`Answer::reply_buffer`].
+    fn reply_in_place(&mut self, len: usize) -> Result<()>;
+}
+
+/// A channel's current request, as an [`Answer`].
+pub(crate) struct Chan<'a, S: ServerChannel + ?Sized>(pub(crate) &'a mut S);
+
+impl<S: ServerChannel + ?Sized> Answer for Chan<'_, S> {
+    #[inline]
+    fn data(&self) -> &[u8] {
+        self.0.data()
+    }
+    #[inline]
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        self.0.reply(status, data)
+    }
+    #[inline]
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        self.0.reply_buffer()
+    }
+    #[inline]
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        self.0.reply_in_place(len)
+    }
+}
+
+/// A held request, as an [`Answer`].
+pub(crate) struct Held(pub(crate) Box<dyn HeldRequest>);
+
+impl Answer for Held {
+    fn data(&self) -> &[u8] {
+        self.0.data()
+    }
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        self.0.reply(status, data)
+    }
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        self.0.reply_buffer()
+    }
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        self.0.reply_in_place(len)
+    }
+}
+
+/// A request to be answered once through `A`; dropped unanswered, it
+/// replies `EIO` (nothing for a one-way message).
+pub(crate) struct Once<A: Answer> {
+    pub(crate) to: A,
+    pub(crate) head: Incoming,
+    pub(crate) max_msg: usize,
+    answered: bool,
+}
+
+impl<A: Answer> Once<A> {
+    /// A request with header `head`, answered through `to`, whose channel
+    /// carries at most `max_msg` bytes.
+    #[inline]
+    pub(crate) fn new(to: A, head: Incoming, max_msg: usize) -> Once<A> {
+        Once {
+            to,
+            head,
+            max_msg,
+            answered: false,
+        }
+    }
+
+    /// Replies with `data` (see [`Request::reply`](crate::Request::reply)).
+    #[inline]
+    pub(crate) fn reply(&mut self, data: &[u8]) -> Result<()> {
+        self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
+        if data.len() > self.max_msg {
+            return self.refuse_oversize(data.len());
+        }
+        self.to.reply(Status::Ok, data)
+    }
+
+    /// Replies in place, or through `scratch` where the transport lends no
+    /// memory (see [`Request::reply_with`](crate::Request::reply_with)).
+    #[inline]
+    pub(crate) fn reply_with(
+        &mut self,
+        scratch: &mut Vec<u8>,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Result<()> {
+        if self.head.oneway {
+            self.answered = true;
+            return Ok(());
+        }
+        let max = self.max_msg;
+        if let Some(buf) = self.to.reply_buffer() {
+            // Answered only once `fill` returns: if it panics, the drop
+            // still tells the client (EIO).
+            let len = fill(&mut buf[..max]);
+            self.answered = true;
+            if len > max {
+                return self.refuse_oversize(len);
+            }
+            return self.to.reply_in_place(len);
+        }
+        // The copying fallback: a buffer of ours, holding the request.
+        let data = self.to.data();
+        scratch.resize(max.max(data.len()), 0);
+        scratch[..data.len()].copy_from_slice(data);
+        let len = fill(&mut scratch[..max]);
+        self.answered = true;
+        if len > max {
+            return self.refuse_oversize(len);
+        }
+        self.to.reply(Status::Ok, &scratch[..len])
+    }
+
+    /// Replies with an errno-style code.
+    #[inline]
+    pub(crate) fn reply_error(&mut self, code: i32) -> Result<()> {
+        self.answered = true;
+        if self.head.oneway {
+            return Ok(());
+        }
+        self.to.reply(Status::Err(code), &[])
+    }
+
+    /// A reply of `len` bytes does not fit: the client hears `EMSGSIZE`.
+    #[cold]
+    fn refuse_oversize(&mut self, len: usize) -> Result<()> {
+        self.to.reply(Status::Err(libc::EMSGSIZE), &[])?;
+        Err(Error::TooLarge {
+            len,
+            max: self.max_msg,
+        })
+    }
+}
+
+impl<A: Answer> Drop for Once<A> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.answered && !self.head.oneway {
+            let _ = self.to.reply(Status::Err(libc::EIO), &[]);
+        }
+    }
+}

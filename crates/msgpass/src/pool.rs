@@ -1,0 +1,160 @@
+//! A channel served by a pool of threads: [`Receiver`] (one per thread)
+//! and the [`OwnedRequest`] it yields. See [`Channel::into_pool`](crate::Channel::into_pool).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::answer::{Held, Once};
+use crate::channel::Place;
+use crate::error::Result;
+use crate::transport::PoolWorker;
+
+/// Most threads a pool may have.
+pub const MAX_THREADS: usize = 64;
+
+/// What the receivers of one pool share: the endpoint, claimed until the
+/// last receiver is dropped, and the stop flag.
+pub(crate) struct PoolShared {
+    pub(crate) place: Arc<Place>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) max_msg: usize,
+    pub(crate) threads: usize,
+}
+
+/// One thread's share of a channel served by a pool of threads (made by
+/// [`Channel::into_pool`](crate::Channel::into_pool)): move it into the
+/// thread and loop on [`receive`](Receiver::receive).
+///
+/// ```no_run
+/// use msgpass::{Channel, Namespace, Options};
+/// # fn main() -> msgpass::Result<()> {
+/// let ns = Namespace::resolve(None)?;
+/// let t = msgpass::transport::by_name("shm")?;
+/// let channel = Channel::create(&ns, "adder/0", &*t, &Options::default())?;
+/// let threads: Vec<_> = channel
+///     .into_pool(4)?
+///     .into_iter()
+///     .map(|mut rx| {
+///         std::thread::spawn(move || {
+///             while let Ok(Some(req)) = rx.receive() {
+///                 // Any thread answers any client; the reply goes to
+///                 // the client that sent the request.
+///                 let _ = req.reply_with(|buf| buf.len().min(4));
+///             }
+///         })
+///     })
+///     .collect();
+/// # Ok(()) }
+/// ```
+pub struct Receiver {
+    // Field order matters: the worker (and with the last one, the
+    // transport) goes before the endpoint is removed.
+    worker: Box<dyn PoolWorker>,
+    shared: Arc<PoolShared>,
+    index: usize,
+}
+
+impl Receiver {
+    pub(crate) fn new(worker: Box<dyn PoolWorker>, shared: Arc<PoolShared>, index: usize) -> Self {
+        Receiver {
+            worker,
+            shared,
+            index,
+        }
+    }
+
+    /// Waits for the next request of any client; `Ok(None)` once the
+    /// pool's stop flag is set (within one [`Options::tick`](crate::Options::tick)).
+    pub fn receive(&mut self) -> Result<Option<OwnedRequest>> {
+        if self.shared.stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        Ok(self
+            .worker
+            .receive(&self.shared.stop)?
+            .map(|(head, held)| OwnedRequest {
+                once: Once::new(Held(held), head, self.shared.max_msg),
+                scratch: Vec::new(),
+            }))
+    }
+
+    /// This receiver's number in its pool, 0 to [`threads`](Receiver::threads) - 1.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// How many threads the pool has.
+    pub fn threads(&self) -> usize {
+        self.shared.threads
+    }
+
+    /// The endpoint's path (see [`Channel::path`](crate::Channel::path)).
+    pub fn path(&self) -> &Path {
+        self.shared.place.path()
+    }
+
+    /// Largest request or reply payload (see [`Channel::max_msg`](crate::Channel::max_msg)).
+    pub fn max_msg(&self) -> usize {
+        self.shared.max_msg
+    }
+
+    /// Number of connected clients of the whole channel.
+    pub fn connections(&self) -> usize {
+        self.worker.connections()
+    }
+
+    /// The flag that, once set, makes every receiver of the pool return
+    /// `Ok(None)` (the one [`Channel::set_stop_flag`](crate::Channel::set_stop_flag) gave).
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.shared.stop)
+    }
+}
+
+/// A request received by a pool, owned: it can be kept, sent to another
+/// thread and answered there. Answer it with [`reply`](OwnedRequest::reply),
+/// [`reply_with`](OwnedRequest::reply_with) or
+/// [`reply_error`](OwnedRequest::reply_error); dropped unanswered, it
+/// replies `EIO` at once, so no client waits for an answer that will not
+/// come. A client that died meanwhile is not an error: the reply goes
+/// nowhere. A one-way message needs no reply, and a drop sends none.
+pub struct OwnedRequest {
+    once: Once<Held>,
+    scratch: Vec<u8>,
+}
+
+impl OwnedRequest {
+    /// The command code.
+    pub fn cmd(&self) -> u32 {
+        self.once.head.cmd
+    }
+
+    /// The request payload. On the shared-memory transports this is the
+    /// client's slot, read in place (a client that breaks the protocol can
+    /// change it while you read: copy out what you check); elsewhere a copy.
+    pub fn data(&self) -> &[u8] {
+        self.once.to.0.data()
+    }
+
+    /// True for a one-way message: no reply is expected, and none is sent.
+    pub fn is_oneway(&self) -> bool {
+        self.once.head.oneway
+    }
+
+    /// Replies with `data`, as [`Request::reply`](crate::Request::reply).
+    pub fn reply(mut self, data: &[u8]) -> Result<()> {
+        self.once.reply(data)
+    }
+
+    /// Replies in place, as [`Request::reply_with`](crate::Request::reply_with):
+    /// on the shared-memory slot of the shm transports nothing is copied;
+    /// elsewhere through a buffer of the request's own.
+    pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        self.once.reply_with(&mut self.scratch, fill)
+    }
+
+    /// Replies with an errno-style error code.
+    pub fn reply_error(mut self, code: i32) -> Result<()> {
+        self.once.reply_error(code)
+    }
+}
