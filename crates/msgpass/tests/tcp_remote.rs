@@ -156,8 +156,8 @@ fn version_and_transport_mismatch() {
             Err(e) => panic!("version 99: got {e:?}"),
             Ok(_) => panic!("connected to version 99"),
         }
-        // Version 1, family uds (1).
-        let addr = impostor(b"MSGP\x01\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00");
+        // This version (2), family uds (1).
+        let addr = impostor(b"MSGP\x02\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00");
         match Connection::connect_tcp(addr, &Options::default()) {
             Err(Error::WrongTransport {
                 expected, found, ..

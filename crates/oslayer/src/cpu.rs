@@ -16,6 +16,15 @@ pub fn current_cpu() -> u32 {
     }
 }
 
+/// The one CPU the calling thread may run on, when its affinity allows
+/// exactly one (it is pinned); `None` otherwise.
+pub fn pinned_cpu() -> Option<u32> {
+    match crate::sched::affinity().ok()?.as_slice() {
+        [one] => u32::try_from(*one).ok(),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -26,5 +35,16 @@ mod tests {
         // available_parallelism may be lowered by affinity or cgroups, so
         // only a generous bound is checked.
         assert!(c <= 4096.max(n));
+    }
+
+    #[test]
+    fn a_pinned_thread_knows_its_cpu() {
+        let cpu = super::current_cpu() - 1;
+        std::thread::spawn(move || {
+            crate::sched::set_affinity(&[cpu as usize]).unwrap();
+            assert_eq!(super::pinned_cpu(), Some(cpu));
+        })
+        .join()
+        .unwrap();
     }
 }

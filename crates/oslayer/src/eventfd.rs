@@ -13,6 +13,15 @@ pub fn new() -> io::Result<OwnedFd> {
     Ok(rustix::event::eventfd(0, EventfdFlags::CLOEXEC)?)
 }
 
+/// A new non-blocking, close-on-exec eventfd: a write that would overflow
+/// its counter fails with `WouldBlock` instead of waiting.
+pub fn new_nonblocking() -> io::Result<OwnedFd> {
+    Ok(rustix::event::eventfd(
+        0,
+        EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK,
+    )?)
+}
+
 /// Reads an eventfd's counter (blocking while it is zero, unless the
 /// descriptor is non-blocking) and resets it; retried on `EINTR`.
 #[inline]

@@ -17,7 +17,9 @@ use crate::error::{Error, Result};
 use crate::transport::Options;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
-const VERSION: u16 = 1;
+/// The protocol version: 2 since the shm transport passes each client a bell
+/// (an eventfd) and its slot carries a request number and a watcher.
+const VERSION: u16 = 2;
 /// Length of the hello, before any extra bytes.
 pub(crate) const HELLO_LEN: usize = 16;
 /// Largest transport-specific addition to the hello (queue names, ports).

@@ -217,15 +217,6 @@ impl<L> Sessions<L> {
         }
         (0..p.len()).rev().filter(|&i| p[i].revents != 0).collect()
     }
-
-    /// Drops every client whose session hung up; true when any went.
-    pub(crate) fn drop_hung_up(&mut self) -> bool {
-        let gone = self.hung_up();
-        for &i in &gone {
-            self.list.swap_remove(i);
-        }
-        !gone.is_empty()
-    }
 }
 
 #[cfg(test)]

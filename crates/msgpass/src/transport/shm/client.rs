@@ -1,0 +1,320 @@
+//! The client side of an [`Shm`](super::Shm) connection: post a request in
+//! the slot, ring the bell when nobody looks, wait for the reply.
+
+use std::cell::Cell;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+use super::{
+    bell_cpu, bell_state, slot_size, worth_spinning, Slot, Wait, BELL_FLAGS, BELL_LEN, CLOSED,
+    FLAG_POOL, FLAG_SPINS, LOOKING, MASK, REPLY, REQUEST, SPINS, WAITER,
+};
+use crate::error::{Error, Result};
+use crate::pool::MAX_THREADS as MAX_WORKERS;
+use crate::transport::pace::Pacer;
+use crate::transport::rendezvous::{self, Family};
+use crate::transport::{ClientConnection, Options, Status};
+
+/// The client side of an [`Shm`](super::Shm) connection (for
+/// [`Connection::open_typed`](crate::Connection::open_typed)): its slot,
+/// its bell, the server's doorbell (read only) and the rendezvous session.
+pub struct ShmClient {
+    slot: Slot,
+    bell: oslayer::mman::ReadOnlyMapping,
+    /// Ours to ring: the server is told of our request.
+    ring: OwnedFd,
+    sock: OwnedFd,
+    wait: Wait,
+    max_msg: usize,
+    spin: Duration,
+    tick: Duration,
+    /// The server never sleeps and has one thread (its doorbell says so):
+    /// posting needs no look at who watches, so no locked instruction.
+    server_spins: bool,
+    /// Our CPU + 1 as last written to the slot.
+    cpu: u32,
+    /// Our request number.
+    seq: u32,
+    /// The last request was posted with a plain store, without a look at
+    /// who watches (a spinning server): while it waits, the client looks
+    /// now and then, and rings if nobody watches after all.
+    unrung: Cell<bool>,
+    /// How long to hold back before the first look at the reply.
+    pace: Pacer,
+}
+
+impl ShmClient {
+    /// Connects to the endpoint at `path`, waiting with `wait`.
+    pub(super) fn connect(path: &Path, wait: Wait, opts: &Options) -> Result<ShmClient> {
+        let (sock, hello, fds) = rendezvous::connect(path, Family::Shm, opts)?;
+        let [bell_fd, slot_fd, ring]: [OwnedFd; 3] = fds.try_into().map_err(|fds: Vec<_>| {
+            Error::Protocol(format!(
+                "expected a doorbell, a slot and a bell, got {} descriptors",
+                fds.len()
+            ))
+        })?;
+        let protocol = |what: &str, e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::InvalidData => Error::Protocol(e.to_string()),
+            _ => Error::io(format!("map {what}"), e),
+        };
+        let slot = oslayer::mman::map_sealed(slot_fd.as_fd(), slot_size(hello.max_msg), "slot")
+            .map_err(|e| protocol("slot", e))?;
+        let bell = oslayer::mman::map_sealed_read_only(bell_fd.as_fd(), BELL_LEN, "doorbell")
+            .map_err(|e| protocol("doorbell", e))?;
+        let flags = bell.load_u32(BELL_FLAGS, SeqCst);
+        Ok(ShmClient {
+            slot: Slot { map: slot },
+            server_spins: flags & FLAG_SPINS != 0 && flags & FLAG_POOL == 0,
+            bell,
+            ring,
+            sock,
+            wait,
+            max_msg: hello.max_msg,
+            spin: opts.spin,
+            tick: opts.tick,
+            cpu: 0,
+            seq: 0,
+            unrung: Cell::new(false),
+            pace: Pacer::new(opts.pace),
+        })
+    }
+
+    /// The server thread that watches our slot, if one does (what the
+    /// server wrote; a lie of ours would only cost us our wake-ups).
+    #[inline]
+    fn watcher(&self) -> Option<usize> {
+        match self.slot.watch().load(SeqCst) as usize {
+            0 => None,
+            w if w <= MAX_WORKERS => Some(w - 1),
+            _ => None,
+        }
+    }
+
+    /// Posts the request now in the slot (`len` bytes, command `cmd`),
+    /// ringing the bell unless a server thread looks at our slot. Returns
+    /// our CPU + 1.
+    #[inline]
+    fn post(&mut self, cmd: u32, len: usize) -> Result<u32> {
+        let st = self.slot.state();
+        let cur = st.load(Acquire);
+        if cur & MASK == CLOSED {
+            return Err(Error::Disconnected);
+        }
+        let me = oslayer::cpu::current_cpu();
+        if me != self.cpu {
+            // Written only when we move: a store to the line the server
+            // spins on is a transfer.
+            self.slot.client_cpu().store(me, Relaxed);
+            self.cpu = me;
+        }
+        self.seq = self.seq.wrapping_add(1);
+        self.slot.seq().store(self.seq, Relaxed);
+        self.slot.cmd().store(cmd, Relaxed);
+        self.slot.len().store(len as u32, Relaxed);
+        let post = match self.wait {
+            Wait::Spin => REQUEST | SPINS,
+            _ => REQUEST,
+        };
+        if self.server_spins && self.wait == Wait::Spin && self.watcher().is_some() {
+            // A server thread spins over our slot: a plain release store
+            // publishes. It may stop watching between our look and our
+            // store (it unwatches slots idle for a tick): the wait looks
+            // again now and then (`unrung`). Over a close by the server
+            // (CLOSED) it leaves us waiting for the hang-up, which the wait
+            // notices within a tick.
+            st.store(post, Release);
+            self.unrung.set(true);
+            return Ok(me);
+        }
+        self.unrung.set(false);
+        // Post with a CAS so that a close by the server is never overwritten.
+        // SeqCst CAS, then SeqCst loads of `watch` and the watcher's state:
+        // the client's half of the Dekker pair described in the module doc.
+        if st.compare_exchange(cur, post, SeqCst, Acquire).is_err() {
+            return Err(Error::Disconnected);
+        }
+        let looked_at = self
+            .watcher()
+            .is_some_and(|w| self.bell.load_u32(bell_state(w), SeqCst) == LOOKING);
+        if !looked_at {
+            // The kernel tells the server which connection rang. A full
+            // counter (2^64 rings) would mean one is pending already.
+            let _ = oslayer::eventfd::write(self.ring.as_fd(), 1);
+        }
+        Ok(me)
+    }
+
+    /// After a post by plain store: rings if the server stopped watching
+    /// our slot meanwhile and the request is still there.
+    #[inline]
+    fn ring_if_unwatched(&self) {
+        if self.unrung.get()
+            && self.watcher().is_none()
+            && self.slot.state().load(SeqCst) & MASK == REQUEST
+        {
+            self.unrung.set(false);
+            let _ = oslayer::eventfd::write(self.ring.as_fd(), 1);
+        }
+    }
+
+    /// The reply's length once it is in: the server's error, or a length
+    /// over the slot (a lying server), are errors.
+    #[inline]
+    fn reply_len(&self) -> Result<usize> {
+        let status = self.slot.status().load(Relaxed);
+        let len = self.slot.len().load(Relaxed) as usize;
+        if status == 0 && len > self.max_msg {
+            return Err(Error::Protocol(format!(
+                "reply length {len} exceeds {}",
+                self.max_msg
+            )));
+        }
+        Status::check_reply(status, len, self.max_msg)?;
+        Ok(len)
+    }
+
+    /// The CPU + 1 the server thread we wait for was last seen on.
+    #[inline]
+    fn server_cpu(&self) -> u32 {
+        self.bell
+            .load_u32(bell_cpu(self.watcher().unwrap_or(0)), Relaxed)
+    }
+
+    /// Waits until the server replies; `Disconnected` if it closes or dies.
+    #[inline]
+    fn wait_reply(&mut self, me: u32) -> Result<()> {
+        let st = self.slot.state();
+        let mut watch = Liveness::new(self.tick);
+        // (spin at all, for how long: None is for ever; the clock starts at
+        // the first look at it, so a reply within 256 spins costs no read)
+        let (spin, limit) = match self.wait {
+            Wait::Block => (false, None),
+            Wait::Hybrid => (worth_spinning(me, self.server_cpu()), Some(self.spin)),
+            Wait::Spin => (true, None),
+        };
+        if spin {
+            let mut until = None;
+            let mut spins: u32 = 0;
+            self.pace.hold();
+            loop {
+                match st.load(Acquire) & MASK {
+                    REPLY => {
+                        self.pace.done();
+                        return Ok(());
+                    }
+                    CLOSED => return Err(Error::Disconnected),
+                    _ => {}
+                }
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                if spins % 256 == 0 {
+                    self.ring_if_unwatched();
+                    let now = Instant::now();
+                    if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
+                        return Err(Error::Disconnected);
+                    }
+                    if let Some(limit) = limit {
+                        if now >= *until.get_or_insert(now + limit) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // Judge liveness from the start of the blocking phase, so the first
+        // tick already checks the peer.
+        watch.start(Instant::now());
+        loop {
+            let s = st.load(Acquire);
+            match s & MASK {
+                REPLY => return Ok(()),
+                CLOSED => return Err(Error::Disconnected),
+                _ => {}
+            }
+            if s & WAITER == 0 && st.compare_exchange(s, s | WAITER, SeqCst, Relaxed).is_err() {
+                continue;
+            }
+            oslayer::futex::wait(st, s | WAITER, Some(self.tick), true);
+            if st.load(Acquire) & MASK != REPLY
+                && watch.due(Instant::now())
+                && oslayer::socket::peer_gone(self.sock.as_fd())
+            {
+                return Err(Error::Disconnected);
+            }
+        }
+    }
+}
+
+/// When a waiter should next look at its peer: once per tick, counted from
+/// the first time it asked (or from [`Liveness::start`]).
+struct Liveness {
+    tick: Duration,
+    last: Option<Instant>,
+}
+
+impl Liveness {
+    fn new(tick: Duration) -> Liveness {
+        Liveness { tick, last: None }
+    }
+
+    /// Starts the count at `now` unless it has started already.
+    fn start(&mut self, now: Instant) {
+        self.last.get_or_insert(now);
+    }
+
+    /// True (and restarts the count) when a tick has passed.
+    fn due(&mut self, now: Instant) -> bool {
+        let last = *self.last.get_or_insert(now);
+        if now.duration_since(last) < self.tick {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+}
+
+impl ClientConnection for ShmClient {
+    #[inline]
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if req.len() > self.max_msg {
+            return Err(Error::TooLarge {
+                len: req.len(),
+                max: self.max_msg,
+            });
+        }
+        self.slot.write(req);
+        let me = self.post(cmd, req.len())?;
+        self.wait_reply(me)?;
+        let len = self.reply_len()?;
+        Status::check_reply(0, len, reply.len())?;
+        self.slot.read(&mut reply[..len]);
+        Ok(len)
+    }
+
+    #[inline]
+    fn max_msg(&self) -> usize {
+        self.max_msg
+    }
+
+    #[inline]
+    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        let max = self.max_msg;
+        Some(self.slot.payload_mut(max))
+    }
+
+    #[inline]
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+        if len > self.max_msg {
+            return Err(Error::TooLarge {
+                len,
+                max: self.max_msg,
+            });
+        }
+        let me = self.post(cmd, len)?;
+        self.wait_reply(me)?;
+        let len = self.reply_len()?;
+        Ok(self.slot.payload(len))
+    }
+}

@@ -1,0 +1,418 @@
+//! `shm`, `shm-spin`, `shm-block`, `shm-hybrid`: a shared-memory slot per
+//! connection, futex wake-ups for the client, the kernel's ready list for
+//! the server.
+//!
+//! Rendezvous: the server listens on a Unix seqpacket socket at the
+//! endpoint path. For each client it passes three descriptors with
+//! SCM_RIGHTS: the channel's *doorbell* (a sealed memfd written by the
+//! server alone), the connection's *slot* (a sealed memfd) and the
+//! connection's *bell* (an eventfd). Nothing is named in /dev/shm, so a
+//! crash leaves nothing behind; the socket stays open to detect death.
+//!
+//! Slot layout (one per connection; the first cache line carries the
+//! state, the header and the first 32 payload bytes, so a small round trip
+//! moves a single line each way):
+//!
+//! ```text
+//! 0  state  u32  EMPTY, REQUEST, REPLY or CLOSED, | WAITER when the client sleeps,
+//!                | SPINS on a request from a client that never sleeps
+//! 4  cmd    u32  request command
+//! 8  len    u32  payload length (request, then reply)
+//! 12 status u32  0 or an errno (reply)
+//! 16 cpu    u32  the client's CPU + 1 at its last call
+//! 20 seq    u32  the client's request number (one more per request)
+//! 24 watch  u32  written by the server: w + 1 while server thread w watches
+//!                this slot, 0 when nobody does
+//! 32 data        payload, up to max_msg bytes
+//! ```
+//!
+//! Doorbell layout (read-only for clients: sealed `F_SEAL_FUTURE_WRITE`
+//! once the server has mapped it): `flags` (u32 at 0: [`FLAG_SPINS`] when
+//! the server never sleeps, [`FLAG_POOL`] when several threads serve the
+//! channel), then a cache line per server thread `w` at `64 (w + 1)`: its
+//! state ([`LOOKING`], [`SLEEPING`], [`BUSY`]) and its CPU + 1.
+//!
+//! **Finding the next request in O(1).** A server thread never looks at
+//! every slot. It *watches* a bounded set of slots (at most [`WATCH_MAX`],
+//! those whose clients called recently), which it spins over, and learns
+//! of every other request from the kernel: a client whose slot nobody
+//! watches, or whose watcher sleeps (or, in a pool, is busy), writes its
+//! bell after posting, and every bell is registered (edge-triggered) in
+//! the server's epoll set, under the connection's token. So a post costs
+//! a watched client nothing while its server looks, and any client one
+//! `write` otherwise, like the `futex_wake` it replaces; the server's wait
+//! is one `epoll_wait` whatever the number of clients. A thread takes a
+//! connection it was told of into its watched set (evicting the one idle
+//! longest when full), and drops slots idle for a tick.
+//!
+//! Nothing a client can write reaches another client's request: the only
+//! words it can write are in its own slot, and the only bell it can ring
+//! is its own, which the kernel names. A client that rings without
+//! posting costs the server one look at its slot per ring, and is served
+//! in turn with everyone else (a wait reports each ready bell once).
+//!
+//! Posting (SeqCst CAS on the state, then SeqCst loads of `watch` and of
+//! the watcher's state) and going to sleep (SeqCst store of the thread's
+//! state, then SeqCst loads of its watched slots' states) form a Dekker
+//! pair: either the thread's load sees the request, or the client sees
+//! that nobody looks and rings; no wake-up is lost. Unwatching a slot is
+//! the same pair (store `watch` = 0, then load the state).
+//!
+//! **Single thread.** A channel served by one thread keeps no descriptor
+//! of a client's bell: it registers the bell in its epoll set and closes
+//! it, the registration living on with the client's copy (see
+//! `oslayer::epoll`), so a connection costs the server one descriptor,
+//! its session.
+//!
+//! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). Each
+//! bell is registered in every thread's set, exclusive, its home thread's
+//! first, so the kernel wakes the home thread if it waits and another free
+//! thread if not. A thread publishes [`BUSY`] while the application holds
+//! its request, so that the clients it watches ring instead of waiting for
+//! it; before it goes, it looks at its watched slots once more and rings
+//! for any posted meanwhile (the same Dekker pair). A connection's home is
+//! the thread on the CPU its client last ran on (pinned threads register
+//! their CPU), so a pool pinned one thread per CPU serves each client on
+//! its own CPU. A request is taken once: the client's `seq` moves the
+//! connection's server-private `served` number forward with a CAS. A pool
+//! keeps each bell's descriptor (to register it in every set, and to move
+//! its home).
+//!
+//! A client that never sleeps (`shm-spin`) posts `REQUEST | SPINS`: it will
+//! never set WAITER, so the server publishes the reply with a plain release
+//! store instead of the atomic swap that reads WAITER (on this VM the swap
+//! was most of the server's time outside its spin loop). A channel whose
+//! server never sleeps and has one thread ([`FLAG_SPINS`] without
+//! [`FLAG_POOL`]) spares its clients the look at `watch`: their posts are
+//! plain release stores.
+//!
+//! In place ([`Connection::call_with`](crate::Connection::call_with),
+//! [`Request::reply_with`](crate::Request::reply_with)): the payload is
+//! read and written in the slot itself, by both sides, so a round trip
+//! copies nothing; the copying calls copy in and out of the slot. The
+//! request is read in place in both cases ([`Request::data`](crate::Request::data)).
+//! After seeing its peer's post, each side's path to its own post is kept
+//! short (no clock, no system call, no locked instruction against a
+//! spinning peer): that path is all a spinning round trip adds to the
+//! cache-line transfers.
+//!
+//! Hybrid spinning is adaptive: each side publishes the CPU it last ran on
+//! (the client in its slot, each server thread in the doorbell), and a
+//! waiter spins only when its peer was last seen on another CPU; on its own
+//! CPU, spinning would only delay the peer it waits for (measured: 54 us
+//! instead of 6 us per round trip with threads outnumbering CPUs).
+//!
+//! Pacing ([`Options::pace`], on by default): a waiter that spins holds
+//! back for a learnt number of pauses before its first look at the state
+//! word, since a look while the peer is between seeing our post and making
+//! its own takes the line away from it and doubles the transfer its store
+//! pays. The hold is learnt per side from the time batches of calls take
+//! (`pace.rs`); on this VM it took a spinning round trip from about 2x the
+//! two-process cache-line floor to about 1.5x.
+//!
+//! Every client wait is bounded by [`Options::tick`]; after each tick the
+//! waiter checks its peer's socket for a hang-up, which is how a dead
+//! server is noticed. The server hears of a dead client from its
+//! session's hang-up at once, through the same epoll set.
+
+mod client;
+mod server;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::AtomicU32;
+
+use crate::error::{Error, Result};
+use crate::transport::rendezvous::Family;
+use crate::transport::{ClientConnection, Options, ServerChannel, Transport, Typed};
+use oslayer::mman::Mapping;
+
+pub use client::ShmClient;
+pub use server::ShmServer;
+
+/// How a side waits for the other: the transport table's [`Wait`].
+pub use crate::transport::Wait;
+
+/// The shared-memory transport with a given wait strategy.
+#[derive(Debug, Clone, Copy)]
+pub struct Shm {
+    wait: Wait,
+}
+
+impl Shm {
+    /// The transport, waiting with `wait` on both sides.
+    pub fn new(wait: Wait) -> Shm {
+        Shm { wait }
+    }
+
+    /// The typed transport a name or alias of the transport table stands
+    /// for when it is one of the shared-memory family (`shm`, `shm-spin`,
+    /// `shm-block`, `shm-hybrid`), for programs that pick the transport at
+    /// run time but want the typed channels for shm; `None` for any other
+    /// transport (or an unknown name).
+    pub fn by_name(name: &str) -> Option<Shm> {
+        let info = crate::transport::info(name).ok()?;
+        (info.family == Some(Family::Shm)).then(|| Shm::new(info.wait))
+    }
+}
+
+const EMPTY: u32 = 0;
+const REQUEST: u32 = 1;
+const REPLY: u32 = 2;
+const CLOSED: u32 = 3;
+const WAITER: u32 = 0x100;
+/// Set with REQUEST by a client that never sleeps (so never sets WAITER).
+const SPINS: u32 = 0x200;
+const MASK: u32 = 0xff;
+/// Offset of the payload in a slot.
+const DATA: usize = 32;
+const PAGE: usize = 4096;
+
+/// Most slots one server thread watches (spins over, and sleeps after
+/// looking at): a bound on the work of a look, whatever the number of
+/// clients.
+pub const WATCH_MAX: usize = 32;
+
+/// The doorbell's flags word: the server never sleeps.
+pub const FLAG_SPINS: u32 = 1;
+/// The doorbell's flags word: several threads serve the channel.
+pub const FLAG_POOL: u32 = 2;
+/// A server thread's state: looking at the slots it watches (or serving a
+/// request, with a single thread): a watched client need not ring.
+pub const LOOKING: u32 = 0;
+/// A server thread's state: asleep in its epoll set: ring.
+pub const SLEEPING: u32 = 1;
+/// A server thread's state: the application holds its request (a pool):
+/// ring, so that another thread takes yours.
+pub const BUSY: u32 = 2;
+
+const BELL_FLAGS: usize = 0;
+/// Size of the doorbell: the flags' line, then a line per thread, in
+/// whole pages.
+const BELL_LEN: usize = (64 * (crate::pool::MAX_THREADS + 1)).div_ceil(PAGE) * PAGE;
+
+/// Offset of server thread `w`'s state word in the doorbell.
+fn bell_state(w: usize) -> usize {
+    64 * (w + 1)
+}
+
+/// Offset of server thread `w`'s CPU + 1 in the doorbell.
+fn bell_cpu(w: usize) -> usize {
+    64 * (w + 1) + 4
+}
+
+impl Transport for Shm {
+    fn name(&self) -> &'static str {
+        match self.wait {
+            Wait::Spin => "shm-spin",
+            Wait::Block => "shm-block",
+            Wait::Hybrid => "shm-hybrid",
+        }
+    }
+
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
+        Ok(Box::new(self.serve_typed(path, opts)?))
+    }
+
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
+        Ok(Box::new(self.connect_typed(path, opts)?))
+    }
+}
+
+impl Typed for Shm {
+    type Server = ShmServer;
+    type Client = ShmClient;
+
+    fn serve_typed(&self, path: &Path, opts: &Options) -> Result<ShmServer> {
+        ShmServer::serve(path, self.wait, opts)
+    }
+
+    fn connect_typed(&self, path: &Path, opts: &Options) -> Result<ShmClient> {
+        ShmClient::connect(path, self.wait, opts)
+    }
+}
+
+fn slot_size(max_msg: usize) -> usize {
+    (DATA + max_msg).div_ceil(PAGE) * PAGE
+}
+
+/// A mapped slot. All access goes through atomics and raw copies: the
+/// other side is another process we do not trust to follow the protocol.
+struct Slot {
+    map: Mapping,
+}
+
+impl Slot {
+    fn map(fd: &OwnedFd, len: usize) -> Result<Slot> {
+        Ok(Slot {
+            map: Mapping::new(fd.as_fd(), len).map_err(|e| Error::io("mmap slot", e))?,
+        })
+    }
+
+    #[inline]
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: offset is one of 0, 4, ... 24: 4-byte aligned and inside
+        // the (page-aligned, at least one page long) mapping, which
+        // outlives the reference. AtomicU32 tolerates concurrent access
+        // from the peer.
+        unsafe { &*(self.map.ptr().add(offset) as *const AtomicU32) }
+    }
+
+    #[inline]
+    fn state(&self) -> &AtomicU32 {
+        self.word(0)
+    }
+    #[inline]
+    fn cmd(&self) -> &AtomicU32 {
+        self.word(4)
+    }
+    #[inline]
+    fn len(&self) -> &AtomicU32 {
+        self.word(8)
+    }
+    #[inline]
+    fn status(&self) -> &AtomicU32 {
+        self.word(12)
+    }
+    /// The client's CPU + 1 when it last called (0: unknown).
+    #[inline]
+    fn client_cpu(&self) -> &AtomicU32 {
+        self.word(16)
+    }
+    /// The client's request number.
+    #[inline]
+    fn seq(&self) -> &AtomicU32 {
+        self.word(20)
+    }
+    /// The server thread watching this slot, plus one (0: none).
+    #[inline]
+    fn watch(&self) -> &AtomicU32 {
+        self.word(24)
+    }
+
+    /// Copies `src` into the payload area. The caller checked the size.
+    #[inline]
+    fn write(&mut self, src: &[u8]) {
+        assert!(DATA + src.len() <= self.map.len());
+        // SAFETY: the destination range lies inside the mapping (asserted);
+        // the peer does not touch the payload while we own the slot, and if
+        // it misbehaves it only corrupts its own message.
+        unsafe { copy(src.as_ptr(), self.map.ptr().add(DATA), src.len()) }
+    }
+
+    /// Copies `src` into the payload area, through a shared reference (the
+    /// server's replies: a slot is shared by the threads of a pool, which
+    /// take turns by the request number).
+    #[inline]
+    fn write_shared(&self, src: &[u8]) {
+        self.map.write_at(DATA, src);
+    }
+
+    /// Copies the first `dst.len()` payload bytes into `dst`.
+    #[inline]
+    fn read(&self, dst: &mut [u8]) {
+        assert!(DATA + dst.len() <= self.map.len());
+        // SAFETY: as in `write`; `dst` is our own memory.
+        unsafe { copy(self.map.ptr().add(DATA), dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// The first `len` payload bytes, in place.
+    #[inline]
+    fn payload(&self, len: usize) -> &[u8] {
+        assert!(DATA + len <= self.map.len());
+        // SAFETY: the range lies inside the mapping (asserted), which
+        // outlives the borrow of `self`; bytes have no invalid values. The
+        // peer may write them meanwhile only by breaking the protocol (it
+        // owns the slot only between its post and ours), which can change
+        // what we read, never where we read: the length was read once and
+        // bounded. This is the shared-memory contract of every zero-copy
+        // IPC library, documented at `Request::data` and `call_with`.
+        unsafe { std::slice::from_raw_parts(self.map.ptr().add(DATA), len) }
+    }
+
+    /// The first `len` payload bytes, in place, to write, through a shared
+    /// reference (a server's slot is shared by the threads of a pool).
+    ///
+    /// # Safety
+    /// The caller holds the slot's request (its number is the connection's
+    /// `served`, so no other thread answers it) and hands out no other view
+    /// of the payload until it publishes the reply.
+    #[inline]
+    #[allow(clippy::mut_from_ref)] // the caller's contract, above
+    unsafe fn payload_mut_shared(&self, len: usize) -> &mut [u8] {
+        assert!(DATA + len <= self.map.len());
+        // SAFETY: inside the mapping (asserted), which outlives the borrow;
+        // the caller guarantees this is the only view of the payload in
+        // this process; the peer writes it only by breaking the protocol.
+        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(DATA), len) }
+    }
+
+    /// The first `len` payload bytes, in place, to write.
+    #[inline]
+    fn payload_mut(&mut self, len: usize) -> &mut [u8] {
+        assert!(DATA + len <= self.map.len());
+        // SAFETY: as in `payload`; `&mut self` makes it the only view of
+        // the slot this process hands out until it ends.
+        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(DATA), len) }
+    }
+}
+
+/// Copies `len` bytes; payloads that fit the slot's first cache line are
+/// copied inline rather than through a call to memcpy, which costs more
+/// than the copy itself at these sizes.
+///
+/// # Safety
+/// `src` and `dst` must be valid for `len` bytes and not overlap.
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
+    if len <= 64 - DATA {
+        for i in 0..len {
+            // SAFETY: i < len, and the caller guarantees both ranges.
+            unsafe { dst.add(i).write(src.add(i).read()) }
+        }
+    } else {
+        // SAFETY: the caller guarantees both ranges and no overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+    }
+}
+
+/// Whether a hybrid waiter should spin: not when its peer was last seen on
+/// the waiter's own CPU, where spinning only delays the peer it waits for
+/// (with threads outnumbering CPUs that turned a 6 us round trip into
+/// 54 us). Adaptive spinning, as in adaptive mutexes.
+fn worth_spinning(me: u32, peer: u32) -> bool {
+    peer == 0 || me == 0 || peer != me
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_name_is_the_shm_family_of_the_table() {
+        let wait = |n: &str| Shm::by_name(n).map(|s| s.wait);
+        assert_eq!(wait("shm"), Some(Wait::Hybrid));
+        assert_eq!(wait("shm-hybrid"), Some(Wait::Hybrid));
+        assert_eq!(wait("shm-spin"), Some(Wait::Spin));
+        assert_eq!(wait("shm-block"), Some(Wait::Block));
+        for t in ["uds", "tcp", "pipe", "eventfd", "bogus", "shmx"] {
+            assert_eq!(wait(t), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn spins_only_when_the_peer_is_elsewhere_or_unknown() {
+        assert!(!worth_spinning(1, 1), "peer on my CPU: sleep at once");
+        assert!(worth_spinning(1, 2));
+        assert!(worth_spinning(1, 0), "peer's CPU unknown");
+        assert!(worth_spinning(0, 3), "my CPU unknown");
+    }
+
+    #[test]
+    fn every_thread_of_the_largest_pool_has_a_line_of_the_doorbell() {
+        let last = crate::pool::MAX_THREADS - 1;
+        assert!(bell_cpu(last) + 4 <= BELL_LEN);
+        assert_eq!(bell_state(0) % 64, 0);
+        assert_eq!(BELL_LEN % PAGE, 0, "the doorbell is whole pages");
+    }
+}
