@@ -176,6 +176,22 @@ macro_rules! conformance_tests {
             fn in_place_exactly_on_shared_memory() {
                 super::suite::in_place_exactly_on_shared_memory(T)
             }
+            #[test]
+            fn pool_answers_every_request_once_to_its_client() {
+                super::suite::pool_answers_every_request_once_to_its_client(T)
+            }
+            #[test]
+            fn pool_serves_on_beside_a_stuck_handler() {
+                super::suite::pool_serves_on_beside_a_stuck_handler(T)
+            }
+            #[test]
+            fn pool_survives_killed_clients() {
+                super::suite::pool_survives_killed_clients(T)
+            }
+            #[test]
+            fn pool_stops_every_thread() {
+                super::suite::pool_stops_every_thread(T)
+            }
         })*
 
         /// The transports instantiated, from the same invocation.
@@ -889,6 +905,161 @@ mod suite {
                 h.join().expect("client thread");
             }
             assert_eq!(s.stop(), (clients * CALLS) as u64);
+        });
+    }
+
+    /// Clients of a pool, each a thread with its own connection, calling
+    /// with payloads of their own (both APIs, both ways); every reply must
+    /// be the answer to that client's request, and the pool's threads
+    /// together must have served each request exactly once.
+    pub fn pool_answers_every_request_once_to_its_client(t: &'static str) {
+        let spins =
+            msgpass::transport::info(t).is_ok_and(|i| i.wait == msgpass::transport::Wait::Spin);
+        let (threads, clients): (usize, usize) = if spins { (2, 3) } else { (4, 8) };
+        const CALLS: usize = 150;
+        run(
+            t,
+            "pool_answers_every_request_once_to_its_client",
+            move |cx| {
+                let pool = PoolServer::start(&cx.ns, "pool/0", cx.t, threads);
+                let base = cx.rng().next_u64();
+                let max = cx.max;
+                let start = Arc::new(Barrier::new(clients));
+                let handles: Vec<_> = (0..clients)
+                    .map(|k| {
+                        let mut c = cx.open("pool/0");
+                        let start = Arc::clone(&start);
+                        thread::spawn(move || {
+                            let mut rng = Rng::new(base ^ (k as u64 + 1).wrapping_mul(0x9e37_79b9));
+                            let mut buf = vec![0u8; MAX];
+                            start.wait();
+                            for i in 0..CALLS {
+                                let len = if i % 40 == 39 {
+                                    rng.upto(max)
+                                } else {
+                                    rng.upto(300)
+                                };
+                                // The client's number and the call's lead each
+                                // request: a reply meant for another would show.
+                                let mut req = rng.bytes(len.max(8));
+                                req[..4].copy_from_slice(&(k as u32).to_le_bytes());
+                                req[4..8].copy_from_slice(&(i as u32).to_le_bytes());
+                                let cmd = (k + i) as u32 % (ECHO_LAST + 1);
+                                echo_mode(&mut c, i % 4, cmd, &req, &mut buf);
+                            }
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    h.join().expect("client thread");
+                }
+                let served = pool.stop();
+                assert_eq!(
+                    served.iter().sum::<u64>(),
+                    (clients * CALLS) as u64,
+                    "{t}: requests served by each thread: {served:?}"
+                );
+            },
+        );
+    }
+
+    /// One thread of a pool is held in its handler: the others keep
+    /// answering every other client; released, it answers its own.
+    pub fn pool_serves_on_beside_a_stuck_handler(t: &'static str) {
+        run(t, "pool_serves_on_beside_a_stuck_handler", |cx| {
+            let pool = PoolServer::start(&cx.ns, "stuck/0", cx.t, 3);
+            let mut held = cx.open("stuck/0");
+            let holder = thread::spawn(move || {
+                let mut buf = [0u8; 64];
+                let n = held.call(CMD_HOLD, &[], &mut buf).expect("held call");
+                buf[..n].to_vec()
+            });
+            match pool.event() {
+                Event::Held => {}
+                other => panic!("expected the held call, got {other:?}"),
+            }
+            let mut rng = cx.rng();
+            let handles: Vec<_> = (0..4)
+                .map(|k| {
+                    let mut c = cx.open("stuck/0");
+                    let seed = rng.next_u64();
+                    thread::spawn(move || {
+                        let mut rng = Rng::new(seed);
+                        let mut buf = vec![0u8; MAX];
+                        for i in 0..100 {
+                            let len = 16 + rng.upto(200);
+                            let req = rng.bytes(len);
+                            echo_mode(
+                                &mut c,
+                                i % 4,
+                                (k + i) as u32 % (ECHO_LAST + 1),
+                                &req,
+                                &mut buf,
+                            );
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().expect("client beside the stuck handler");
+            }
+            pool.release();
+            assert_eq!(holder.join().expect("holder"), b"released");
+            pool.stop();
+        });
+    }
+
+    /// Clients killed while a pool serves them (one in the middle of its
+    /// call, one idle) are dropped; the others are served throughout.
+    pub fn pool_survives_killed_clients(t: &'static str) {
+        run(t, "pool_survives_killed_clients", |cx| {
+            let pool = PoolServer::start(&cx.ns, "kill/0", cx.t, 2);
+            let mut c = cx.open("kill/0");
+            let mut buf = vec![0u8; MAX];
+            let mut rng = cx.rng();
+            for round in 0..3 {
+                let mut idle = cx.child("client-idle", "kill/0");
+                idle.expect_line("MSGPASS_CONNECTED");
+                let mut busy = cx.child("client-hold", "kill/0");
+                busy.expect_line("MSGPASS_CONNECTED");
+                match pool.event() {
+                    Event::Held => {}
+                    other => panic!("round {round}: expected the held call, got {other:?}"),
+                }
+                echo(&mut c, 3, &rng.bytes(100), &mut buf);
+                busy.kill_and_reap();
+                idle.kill_and_reap();
+                // The held thread answers a dead client, and serves on.
+                pool.release();
+                for _ in 0..20 {
+                    let len = rng.upto(2048);
+                    echo(&mut c, 6, &rng.bytes(len), &mut buf);
+                }
+            }
+            // Every dead connection is dropped eventually (the watchdog
+            // bounds "eventually").
+            while call_conns(&mut c) != 1 {
+                thread::sleep(Duration::from_millis(20));
+            }
+            drop(c);
+            pool.stop();
+        });
+    }
+
+    /// Setting the stop flag ends every receiver's wait, idle or not.
+    pub fn pool_stops_every_thread(t: &'static str) {
+        run(t, "pool_stops_every_thread", |cx| {
+            let pool = PoolServer::start(&cx.ns, "halt/0", cx.t, 4);
+            let mut c = cx.open("halt/0");
+            echo(&mut c, 1, b"before the stop", &mut [0u8; 256]);
+            let served = pool.stop();
+            assert_eq!(served.len(), 4);
+            assert_eq!(served.iter().sum::<u64>(), 1);
+            // The endpoint is gone with the last receiver.
+            match c.call(1, b"after", &mut [0u8; 64]) {
+                Err(Error::Disconnected) => {}
+                other => panic!("a call after the pool stopped: {other:?}"),
+            }
         });
     }
 

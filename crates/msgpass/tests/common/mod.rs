@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use msgpass::transport::ServerChannel;
-use msgpass::{Channel, Connection, Error, Namespace, Options, Request};
+use msgpass::{Channel, Connection, Error, Namespace, Options, OwnedRequest, Request};
 
 /// Longest any test may run before the watchdog fails it.
 pub const WATCHDOG: Duration = Duration::from_secs(30);
@@ -400,14 +400,69 @@ pub fn echo_reply(cmd: u32, req: &[u8], max: usize) -> Vec<u8> {
 /// How the test server reports events and is released from `CMD_HOLD`.
 pub struct Hooks {
     pub events: Box<dyn FnMut(Event) + Send>,
-    pub release: Option<Receiver<()>>,
+    /// Shared by the threads of a pool server: each `CMD_HOLD` waits for
+    /// one release.
+    pub release: Option<Arc<Mutex<Receiver<()>>>>,
 }
 
-/// Answers `req` in place with `fill`, through `Request::reply_with`, and
-/// checks what that promises `fill`: a buffer of `max` bytes, never lent
-/// for a one-way message (which gets no reply).
-fn reply_in_place<S: ServerChannel + ?Sized>(
-    req: Request<'_, S>,
+/// What the test server needs of a received request: [`Request`] (a
+/// channel's) and [`OwnedRequest`] (a pool's) alike.
+pub trait TestRequest: Sized {
+    fn cmd(&self) -> u32;
+    fn data(&self) -> &[u8];
+    fn is_oneway(&self) -> bool;
+    fn reply(self, data: &[u8]) -> msgpass::Result<()>;
+    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> msgpass::Result<()>;
+    fn reply_error(self, code: i32) -> msgpass::Result<()>;
+}
+
+impl<S: ServerChannel + ?Sized> TestRequest for Request<'_, S> {
+    fn cmd(&self) -> u32 {
+        Request::cmd(self)
+    }
+    fn data(&self) -> &[u8] {
+        Request::data(self)
+    }
+    fn is_oneway(&self) -> bool {
+        Request::is_oneway(self)
+    }
+    fn reply(self, data: &[u8]) -> msgpass::Result<()> {
+        Request::reply(self, data)
+    }
+    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> msgpass::Result<()> {
+        Request::reply_with(self, fill)
+    }
+    fn reply_error(self, code: i32) -> msgpass::Result<()> {
+        Request::reply_error(self, code)
+    }
+}
+
+impl TestRequest for OwnedRequest {
+    fn cmd(&self) -> u32 {
+        OwnedRequest::cmd(self)
+    }
+    fn data(&self) -> &[u8] {
+        OwnedRequest::data(self)
+    }
+    fn is_oneway(&self) -> bool {
+        OwnedRequest::is_oneway(self)
+    }
+    fn reply(self, data: &[u8]) -> msgpass::Result<()> {
+        OwnedRequest::reply(self, data)
+    }
+    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> msgpass::Result<()> {
+        OwnedRequest::reply_with(self, fill)
+    }
+    fn reply_error(self, code: i32) -> msgpass::Result<()> {
+        OwnedRequest::reply_error(self, code)
+    }
+}
+
+/// Answers `req` in place with `fill`, through `reply_with`, and checks
+/// what that promises `fill`: a buffer of `max` bytes, never lent for a
+/// one-way message (which gets no reply).
+fn reply_in_place<R: TestRequest>(
+    req: R,
     max: usize,
     fill: impl FnOnce(&mut [u8]) -> usize,
 ) -> msgpass::Result<()> {
@@ -432,7 +487,7 @@ pub fn serve<S: ServerChannel + ?Sized>(
     hooks: &mut Hooks,
 ) -> u64 {
     let mut handled = 0u64;
-    let (mut ow_count, mut ow_chain) = (0u64, 0u64);
+    let mut oneways = (0u64, 0u64);
     loop {
         let conns = chan.connections();
         let req = match chan.receive() {
@@ -441,103 +496,215 @@ pub fn serve<S: ServerChannel + ?Sized>(
             Err(e) => panic!("server receive failed: {e}"),
         };
         handled += 1;
-        let cmd = req.cmd();
-        let data = req.data();
-        if req.is_oneway() {
-            ow_count += 1;
-            ow_chain = oneway_chain(ow_chain, cmd, data);
+        answer(req, max, conns, hooks, &mut oneways);
+    }
+}
+
+/// Answers one request of the test server's protocol. `conns` is what
+/// `CMD_CONNS` answers; `oneways` the count and chain of the one-way
+/// messages received since the last `CMD_ONEWAY_STATS`.
+pub fn answer<R: TestRequest>(
+    req: R,
+    max: usize,
+    conns: usize,
+    hooks: &mut Hooks,
+    oneways: &mut (u64, u64),
+) {
+    let cmd = req.cmd();
+    let data = req.data();
+    if req.is_oneway() {
+        oneways.0 += 1;
+        oneways.1 = oneway_chain(oneways.1, cmd, data);
+    }
+    let u32_at = |d: &[u8], i: usize| {
+        d.get(i..i + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    };
+    let res = match (cmd & IN_PLACE != 0, cmd & !IN_PLACE) {
+        (false, 0..=ECHO_LAST) => {
+            let out = echo_reply(cmd, data, max);
+            req.reply(&out)
         }
-        let u32_at = |d: &[u8], i: usize| {
-            d.get(i..i + 4)
-                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-        };
-        let res = match (cmd & IN_PLACE != 0, cmd & !IN_PLACE) {
-            (false, 0..=ECHO_LAST) => {
-                let out = echo_reply(cmd, data, max);
-                req.reply(&out)
-            }
-            (true, 0..=ECHO_LAST) => {
-                // echo_reply, computed over the request where it lies.
-                let len = data.len();
-                reply_in_place(req, max, |buf| {
-                    let sum = fnv64(&buf[..len]);
-                    for (i, b) in buf[..len].iter_mut().enumerate() {
-                        *b = b.wrapping_add(cmd as u8).wrapping_add(i as u8);
-                    }
-                    if len + 8 <= max {
-                        buf[len..len + 8].copy_from_slice(&sum.to_le_bytes());
-                        len + 8
-                    } else {
-                        len
-                    }
-                })
-            }
-            (false, CMD_GEN) => {
-                let len = u32_at(data, 0).expect("GEN request") as usize;
-                let seed = u64::from_le_bytes(data[4..12].try_into().expect("GEN seed"));
-                let out = Rng::new(seed).bytes(len);
-                req.reply(&out)
-            }
-            (true, CMD_GEN) => {
-                assert!(data.len() >= 12, "GEN request of {} bytes", data.len());
-                reply_in_place(req, max, |buf| {
-                    let len = u32_at(buf, 0).expect("GEN request") as usize;
-                    let seed = u64::from_le_bytes(buf[4..12].try_into().expect("GEN seed"));
-                    // Over the buffer: refused (the client hears EMSGSIZE).
-                    let n = len.min(buf.len());
-                    Rng::new(seed).fill(&mut buf[..n]);
-                    len
-                })
-            }
-            (false, CMD_ERR) => {
-                let code = u32_at(data, 0).expect("ERR request") as i32;
-                req.reply_error(code)
-            }
-            (false, CMD_DROP) => {
-                drop(req);
-                Ok(())
-            }
-            (false, CMD_OVERSIZE) => {
-                let r = req.reply(&vec![7u8; max + 1]);
-                (hooks.events)(Event::Oversize(r));
-                Ok(())
-            }
-            (true, CMD_OVERSIZE) => {
-                let r = reply_in_place(req, max, |buf| {
-                    buf.fill(7);
-                    max + 1
-                });
-                (hooks.events)(Event::Oversize(r));
-                Ok(())
-            }
-            (false, CMD_SLEEP) => {
-                let ms = u32_at(data, 0).expect("SLEEP request");
-                (hooks.events)(Event::Busy);
-                thread::sleep(Duration::from_millis(ms as u64));
-                req.reply(&[])
-            }
-            (false, CMD_HOLD) => {
-                (hooks.events)(Event::Held);
-                match &hooks.release {
-                    Some(rx) => {
-                        let _ = rx.recv();
-                    }
-                    None => thread::sleep(Duration::from_secs(10)),
+        (true, 0..=ECHO_LAST) => {
+            // echo_reply, computed over the request where it lies.
+            let len = data.len();
+            reply_in_place(req, max, |buf| {
+                let sum = fnv64(&buf[..len]);
+                for (i, b) in buf[..len].iter_mut().enumerate() {
+                    *b = b.wrapping_add(cmd as u8).wrapping_add(i as u8);
                 }
-                req.reply(b"released")
+                if len + 8 <= max {
+                    buf[len..len + 8].copy_from_slice(&sum.to_le_bytes());
+                    len + 8
+                } else {
+                    len
+                }
+            })
+        }
+        (false, CMD_GEN) => {
+            let len = u32_at(data, 0).expect("GEN request") as usize;
+            let seed = u64::from_le_bytes(data[4..12].try_into().expect("GEN seed"));
+            let out = Rng::new(seed).bytes(len);
+            req.reply(&out)
+        }
+        (true, CMD_GEN) => {
+            assert!(data.len() >= 12, "GEN request of {} bytes", data.len());
+            reply_in_place(req, max, |buf| {
+                let len = u32_at(buf, 0).expect("GEN request") as usize;
+                let seed = u64::from_le_bytes(buf[4..12].try_into().expect("GEN seed"));
+                // Over the buffer: refused (the client hears EMSGSIZE).
+                let n = len.min(buf.len());
+                Rng::new(seed).fill(&mut buf[..n]);
+                len
+            })
+        }
+        (false, CMD_ERR) => {
+            let code = u32_at(data, 0).expect("ERR request") as i32;
+            req.reply_error(code)
+        }
+        (false, CMD_DROP) => {
+            drop(req);
+            Ok(())
+        }
+        (false, CMD_OVERSIZE) => {
+            let r = req.reply(&vec![7u8; max + 1]);
+            (hooks.events)(Event::Oversize(r));
+            Ok(())
+        }
+        (true, CMD_OVERSIZE) => {
+            let r = reply_in_place(req, max, |buf| {
+                buf.fill(7);
+                max + 1
+            });
+            (hooks.events)(Event::Oversize(r));
+            Ok(())
+        }
+        (false, CMD_SLEEP) => {
+            let ms = u32_at(data, 0).expect("SLEEP request");
+            (hooks.events)(Event::Busy);
+            thread::sleep(Duration::from_millis(ms as u64));
+            req.reply(&[])
+        }
+        (false, CMD_HOLD) => {
+            (hooks.events)(Event::Held);
+            match &hooks.release {
+                Some(rx) => {
+                    let _ = rx.lock().expect("release lock").recv();
+                }
+                None => thread::sleep(Duration::from_secs(10)),
             }
-            (false, CMD_CONNS) => req.reply(&(conns as u64).to_le_bytes()),
-            (false, CMD_ONEWAY_STATS) => {
-                let mut out = ow_count.to_le_bytes().to_vec();
-                out.extend_from_slice(&ow_chain.to_le_bytes());
-                (ow_count, ow_chain) = (0, 0);
-                req.reply(&out)
-            }
-            _ => req.reply_error(libc::ENOTTY),
-        };
-        // A client that vanished is not an error; anything else is.
-        if let Err(e) = res {
-            panic!("server reply to command {cmd:#x} failed: {e}");
+            req.reply(b"released")
+        }
+        (false, CMD_CONNS) => req.reply(&(conns as u64).to_le_bytes()),
+        (false, CMD_ONEWAY_STATS) => {
+            let mut out = oneways.0.to_le_bytes().to_vec();
+            out.extend_from_slice(&oneways.1.to_le_bytes());
+            *oneways = (0, 0);
+            req.reply(&out)
+        }
+        _ => req.reply_error(libc::ENOTTY),
+    };
+    // A client that vanished is not an error; anything else is.
+    if let Err(e) = res {
+        panic!("server reply to command {cmd:#x} failed: {e}");
+    }
+}
+
+/// A test server served by a pool of threads in this process
+/// ([`Channel::into_pool`]), answering the same protocol as [`Server`].
+pub struct PoolServer {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handles: Vec<JoinHandle<u64>>,
+    release: Option<Sender<()>>,
+    pub events: Receiver<Event>,
+}
+
+impl PoolServer {
+    /// Creates the channel on the calling thread (so the endpoint exists
+    /// when this returns) and serves it with `threads` threads.
+    pub fn start(ns: &Namespace, name: &str, transport: &str, threads: usize) -> PoolServer {
+        let t = msgpass::transport::by_name(transport).expect("known transport");
+        let chan = Channel::create(ns, name, &*t, &Options::default())
+            .unwrap_or_else(|e| panic!("create {name} over {transport}: {e}"));
+        let max = chan.max_msg();
+        let receivers = chan
+            .into_pool(threads)
+            .unwrap_or_else(|e| panic!("{transport}: a pool of {threads}: {e}"));
+        assert_eq!(receivers.len(), threads);
+        let stop = receivers[0].stop_flag();
+        let (ev_tx, events) = mpsc::channel();
+        let (release, rel_rx) = mpsc::channel();
+        let rel_rx = Arc::new(Mutex::new(rel_rx));
+        let handles = receivers
+            .into_iter()
+            .map(|mut rx| {
+                let ev_tx = ev_tx.clone();
+                let rel_rx = Arc::clone(&rel_rx);
+                thread::Builder::new()
+                    .name(format!("test-pool-{}", rx.index()))
+                    .spawn(move || {
+                        let mut hooks = Hooks {
+                            events: Box::new(move |e| {
+                                let _ = ev_tx.send(e);
+                            }),
+                            release: Some(rel_rx),
+                        };
+                        let mut handled = 0u64;
+                        let mut oneways = (0, 0);
+                        loop {
+                            let conns = rx.connections();
+                            match rx.receive() {
+                                Ok(Some(req)) => {
+                                    handled += 1;
+                                    answer(req, max, conns, &mut hooks, &mut oneways);
+                                }
+                                Ok(None) => return handled,
+                                Err(e) => panic!("pool receive failed: {e}"),
+                            }
+                        }
+                    })
+                    .expect("spawn pool thread")
+            })
+            .collect();
+        PoolServer {
+            stop,
+            handles,
+            release: Some(release),
+            events,
+        }
+    }
+
+    /// Lets one `CMD_HOLD` in progress reply.
+    pub fn release(&self) {
+        if let Some(r) = &self.release {
+            let _ = r.send(());
+        }
+    }
+
+    /// The next event, failing the test if none comes within the watchdog.
+    pub fn event(&self) -> Event {
+        self.events
+            .recv_timeout(WATCHDOG)
+            .expect("pool event (did a pool thread die?)")
+    }
+
+    /// Stops every thread of the pool and returns the requests each served.
+    pub fn stop(mut self) -> Vec<u64> {
+        self.release.take();
+        self.stop.store(true, Ordering::Relaxed);
+        std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|h| h.join().expect("pool thread panicked"))
+            .collect()
+    }
+}
+
+impl Drop for PoolServer {
+    fn drop(&mut self) {
+        self.release.take();
+        self.stop.store(true, Ordering::Relaxed);
+        for h in std::mem::take(&mut self.handles) {
+            let _ = h.join();
         }
     }
 }
@@ -573,7 +740,7 @@ impl Server {
                     events: Box::new(move |e| {
                         let _ = ev_tx.send(e);
                     }),
-                    release: Some(rel_rx),
+                    release: Some(Arc::new(Mutex::new(rel_rx))),
                 };
                 let max = chan.max_msg();
                 serve(&mut chan, max, &mut hooks)
