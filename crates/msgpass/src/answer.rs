@@ -158,3 +158,31 @@ impl<A: Answer> Drop for Once<A> {
         }
     }
 }
+
+/// A received request, however it was received: borrowed from its
+/// channel ([`Request`](crate::Request)) or held apart from it by a pool
+/// ([`OwnedRequest`](crate::OwnedRequest)). Write a handler once, generic
+/// over it, and serve it from one thread or from a pool.
+///
+/// ```no_run
+/// fn increment(req: impl msgpass::Received) -> msgpass::Result<()> {
+///     match <[u8; 4]>::try_from(req.data()) {
+///         Ok(b) => req.reply(&(u32::from_le_bytes(b) + 1).to_le_bytes()),
+///         Err(_) => req.reply_error(libc::EINVAL),
+///     }
+/// }
+/// ```
+pub trait Received: Sized {
+    /// The command code.
+    fn cmd(&self) -> u32;
+    /// The request payload (see [`Request::data`](crate::Request::data)).
+    fn data(&self) -> &[u8];
+    /// True for a one-way message: no reply is expected, and none is sent.
+    fn is_oneway(&self) -> bool;
+    /// Replies with `data` (see [`Request::reply`](crate::Request::reply)).
+    fn reply(self, data: &[u8]) -> Result<()>;
+    /// Replies in place (see [`Request::reply_with`](crate::Request::reply_with)).
+    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()>;
+    /// Replies with an errno-style code.
+    fn reply_error(self, code: i32) -> Result<()>;
+}

@@ -309,3 +309,30 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.once.reply_error(code)
     }
 }
+
+impl<S: ServerChannel + ?Sized> crate::Received for Request<'_, S> {
+    #[inline]
+    fn cmd(&self) -> u32 {
+        Request::cmd(self)
+    }
+    #[inline]
+    fn data(&self) -> &[u8] {
+        Request::data(self)
+    }
+    #[inline]
+    fn is_oneway(&self) -> bool {
+        Request::is_oneway(self)
+    }
+    #[inline]
+    fn reply(self, data: &[u8]) -> Result<()> {
+        Request::reply(self, data)
+    }
+    #[inline]
+    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        Request::reply_with(self, fill)
+    }
+    #[inline]
+    fn reply_error(self, code: i32) -> Result<()> {
+        Request::reply_error(self, code)
+    }
+}

@@ -89,6 +89,7 @@ mod names;
 pub mod pool;
 pub mod transport;
 
+pub use answer::Received;
 pub use channel::{Channel, Request};
 pub use connection::Connection;
 pub use error::{Error, Result};

@@ -158,3 +158,30 @@ impl OwnedRequest {
         self.once.reply_error(code)
     }
 }
+
+impl crate::Received for OwnedRequest {
+    #[inline]
+    fn cmd(&self) -> u32 {
+        OwnedRequest::cmd(self)
+    }
+    #[inline]
+    fn data(&self) -> &[u8] {
+        OwnedRequest::data(self)
+    }
+    #[inline]
+    fn is_oneway(&self) -> bool {
+        OwnedRequest::is_oneway(self)
+    }
+    #[inline]
+    fn reply(self, data: &[u8]) -> Result<()> {
+        OwnedRequest::reply(self, data)
+    }
+    #[inline]
+    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        OwnedRequest::reply_with(self, fill)
+    }
+    #[inline]
+    fn reply_error(self, code: i32) -> Result<()> {
+        OwnedRequest::reply_error(self, code)
+    }
+}

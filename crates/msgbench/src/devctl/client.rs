@@ -1,6 +1,7 @@
-//! `client-adder`: N threads, thread j talking only to instance K+j, each
-//! running `value = 0; while value < S { value = devctl(INCREMENT, value) }`
-//! and checking every reply.
+//! `client-adder`: N threads, thread j talking only to instance K+j (or,
+//! against a pool, every thread to instance K), each running
+//! `value = 0; while value < S { value = devctl(INCREMENT, value) }` and
+//! checking every reply.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,9 @@ pub struct RunConfig<'a> {
     pub n: u32,
     /// First instance.
     pub first: u32,
+    /// Every thread calls instance `first` (a server's pool of threads on
+    /// one path) instead of thread j calling `first + j`.
+    pub one_path: bool,
     /// Round trips per thread.
     pub samples: u64,
     /// Client thread placement.
@@ -47,6 +51,16 @@ pub struct RunConfig<'a> {
     pub time_limit: Option<Duration>,
     /// In place (`Connection::call_with`) or copying (`Connection::call`).
     pub api: Api,
+}
+
+impl RunConfig<'_> {
+    /// The instance thread `j` calls.
+    pub fn instance(&self, j: u32) -> u32 {
+        match self.one_path {
+            true => self.first,
+            false => self.first + j,
+        }
+    }
 }
 
 /// One client thread's figures.
@@ -120,8 +134,8 @@ pub fn run_to(cfg: &RunConfig, tcp: Option<std::net::SocketAddr>) -> Result<Clie
         _ => {
             let transport = msgpass::transport::by_name(cfg.transport)?;
             let conns = match tcp {
-                Some(base) => (cfg.first..cfg.first + cfg.n)
-                    .map(|k| connect_tcp(cfg, base, k))
+                Some(base) => (0..cfg.n)
+                    .map(|j| connect_tcp(cfg, base, cfg.instance(j)))
                     .collect::<Result<Vec<_>>>()?,
                 None => connect_all(cfg, |k| {
                     Connection::open(cfg.ns, &endpoint(k), &*transport, &cfg.opts)
@@ -175,13 +189,15 @@ fn connect_all<C: ClientConnection + ?Sized>(
 ) -> Result<Vec<Connection<C>>> {
     let mut conns = Vec::with_capacity(cfg.n as usize);
     for j in 0..cfg.n {
-        let k = cfg.first + j;
+        let k = cfg.instance(j);
+        let serve = match cfg.one_path {
+            true => format!("--pool {} -i {}", cfg.n, cfg.first),
+            false => format!("-n {} -i {}", cfg.n, cfg.first),
+        };
         let c = open(k).map_err(|e| match e {
             msgpass::Error::NotFound { path } => anyhow!(
-                "no server at {}: start one with `dev-adder -n {} -i {} -t {}{}`, or pass --wait SECS",
+                "no server at {}: start one with `dev-adder {serve} -t {}{}`, or pass --wait SECS",
                 path.display(),
-                cfg.n,
-                cfg.first,
                 cfg.transport,
                 ns_flag(cfg.ns)
             ),
@@ -315,7 +331,7 @@ fn one_thread<C: ClientConnection + ?Sized, const COPY: bool>(
     let pinned = placement::maybe_pin(cpu);
     barrier.wait();
     pinned.with_context(|| format!("thread {j}"))?;
-    let k = cfg.first + j;
+    let k = cfg.instance(j);
     let target = cfg.samples as u32;
     let mut rec = SampleBuffer::new();
     let mut reply = [0u8; 4];

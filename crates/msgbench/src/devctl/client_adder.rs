@@ -48,6 +48,10 @@ pub struct ClientArgs {
     /// instead of through the namespace (needs -t tcp).
     #[arg(long = "connect", value_name = "ADDR:PORT")]
     pub connect: Option<String>,
+    /// Every thread calls the one path adder/K, served by a pool of
+    /// threads (`dev-adder --pool N`), instead of thread j calling adder/K+j.
+    #[arg(long = "one-path")]
+    pub one_path: bool,
 }
 
 /// What `client-adder --json` writes.
@@ -96,6 +100,7 @@ pub fn main(args: &ClientArgs) -> Result<()> {
             },
             n: args.common.n,
             first: args.common.i,
+            one_path: args.one_path,
             samples: args.samples,
             cpus: &cpus,
             timestamps: !args.no_timestamps,

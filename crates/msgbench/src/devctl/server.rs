@@ -1,6 +1,7 @@
-//! `dev-adder`: one thread per instance, each with its own channel (not a
-//! pool behind one path, so that a global lock in the OS shows up as lost
-//! scaling).
+//! `dev-adder`: one thread per instance, each with its own channel (so that
+//! a global lock in the OS shows up as lost scaling), or with `--pool N`
+//! one path served by a pool of N threads (the QNX multithreaded resource
+//! manager's model).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use msgpass::transport::shm::Shm;
 use msgpass::transport::ServerChannel;
-use msgpass::{Channel, Namespace};
+use msgpass::{Channel, Namespace, Received};
 use oslayer::process;
 
 use super::options::{self, Api, Common};
@@ -23,7 +24,7 @@ use crate::measure::placement::{self, CpuList};
     name = "dev-adder",
     version,
     about = "The adder server of the QNX devctl benchmark: serves adder/<k> for k = K..K+N-1",
-    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints.\n\nWith -t tcp --listen ADDR:PORT, instance k is served on ADDR:PORT+k instead, for clients on other hosts (client-adder -t tcp --connect ADDR:PORT)."
+    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints.\n\nWith --pool N, serves the one path adder/K from a pool of N threads instead: any free thread takes the next request of any client (QNX's multithreaded resource manager).\n\nWith -t tcp --listen ADDR:PORT, instance k is served on ADDR:PORT+k instead, for clients on other hosts (client-adder -t tcp --connect ADDR:PORT)."
 )]
 pub struct ServerArgs {
     #[command(flatten)]
@@ -39,6 +40,11 @@ pub struct ServerArgs {
     /// hosts, instead of in the namespace (needs -t tcp).
     #[arg(long = "listen", value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Serve the one path adder/K from a pool of N threads (1 to 64)
+    /// instead of one thread per instance; --cpus pins pool thread k to
+    /// the k-th CPU of the list.
+    #[arg(long = "pool", value_name = "N")]
+    pub pool: Option<usize>,
 }
 
 /// Where the instances are served.
@@ -81,6 +87,7 @@ fn parse_test_delay(text: &str) -> Result<Option<Duration>> {
 /// Runs the server until SIGINT/SIGTERM (or `stop` is set).
 pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let cpus = args.common.validate()?;
+    check_pool(args)?;
     let delay = test_delay()?;
     let listen = match &args.listen {
         Some(v) => Some(options::tcp_base("--listen", v, &args.common)?),
@@ -97,8 +104,12 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let api = args.common.api();
     let announce = |place: &Place| -> Result<()> {
         if !args.quiet {
+            let threads = match args.pool {
+                Some(n) => format!(" with a pool of {n} threads"),
+                None => String::new(),
+            };
             println!(
-                "dev-adder: serving {} over {}, API {} (pid {})",
+                "dev-adder: serving {}{threads} over {}, API {} (pid {})",
                 describe(args, place)?,
                 transport.name(),
                 api.describe(),
@@ -107,6 +118,15 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
         }
         Ok(())
     };
+    if let (Some(threads), Place::Ns(ns)) = (args.pool, &place) {
+        let mut channels = create_all(args, &stop, |k, opts| {
+            Channel::create(ns, &endpoint(k), &*transport, opts)
+                .with_context(|| format!("cannot serve {}", endpoint(k)))
+        })?;
+        let ch = channels.pop().context("no channel to pool")?;
+        announce(&place)?;
+        return serve_pool(ch, threads, &cpus, delay, api);
+    }
     // The shared-memory transports are used typed: receiving and replying
     // are then direct calls the compiler inlines into the serving loop.
     match (&place, Shm::by_name(&args.common.transport)) {
@@ -132,6 +152,74 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
             serve_all(channels, &cpus, delay, api, &stop)
         }
     }
+}
+
+/// `--pool N`: 1 to the largest pool, one path (`-n 1`), in the namespace.
+fn check_pool(args: &ServerArgs) -> Result<()> {
+    let Some(n) = args.pool else { return Ok(()) };
+    let max = msgpass::pool::MAX_THREADS;
+    if !(1..=max).contains(&n) {
+        anyhow::bail!("--pool {n}: a pool has 1 to {max} threads");
+    }
+    if args.common.n != 1 {
+        anyhow::bail!(
+            "--pool {n}: a pool serves one path (adder/{}), so -n must be 1 (got -n {})",
+            args.common.i,
+            args.common.n
+        );
+    }
+    if args.listen.is_some() {
+        anyhow::bail!("--pool {n}: serves a path in the namespace, not with --listen");
+    }
+    Ok(())
+}
+
+/// Serves `ch` from a pool of `threads` threads (thread k pinned to the
+/// k-th CPU of `cpus`) until stopped; the first to fail stops the others.
+fn serve_pool(
+    ch: Channel,
+    threads: usize,
+    cpus: &CpuList,
+    delay: Option<Duration>,
+    api: Api,
+) -> Result<()> {
+    let name = ch.path().display().to_string();
+    let stop = ch.stop_flag();
+    let receivers = ch
+        .into_pool(threads)
+        .with_context(|| format!("cannot serve {name} with a pool of {threads} threads"))?;
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = receivers
+            .into_iter()
+            .map(|mut rx| {
+                let (cpu, name, stop) = (cpus.for_thread(rx.index()), &name, &stop);
+                s.spawn(move || {
+                    let r = (|| -> Result<()> {
+                        placement::maybe_pin(cpu)?;
+                        while let Some(req) =
+                            rx.receive().with_context(|| format!("receive on {name}"))?
+                        {
+                            answer(req, delay, api)?;
+                        }
+                        Ok(())
+                    })();
+                    if r.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a pool thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(())
 }
 
 /// Creates every channel (instance k made by `make(k, options)`) before
@@ -234,36 +322,45 @@ fn serve<S: ServerChannel + ?Sized, const COPY: bool>(
 ) -> Result<()> {
     placement::maybe_pin(cpu)?;
     let name = ch.path().display().to_string();
+    let api = if COPY { Api::Copy } else { Api::InPlace };
     while let Some(req) = ch.receive().with_context(|| format!("receive on {name}"))? {
-        if let Some(d) = delay {
-            std::thread::sleep(d);
+        answer(req, delay, api)?;
+    }
+    Ok(())
+}
+
+/// Answers one request: ADDER_INCREMENT with its u32 plus one, through the
+/// copying `reply` or (in place) `reply_with`, adding one to the request
+/// where it lies; ENOTTY to any other command, EINVAL to a request that is
+/// not 4 bytes. Sleeps `delay` first (the [`TEST_DELAY_ENV`] knob).
+#[inline(always)]
+fn answer(req: impl Received, delay: Option<Duration>, api: Api) -> Result<()> {
+    if let Some(d) = delay {
+        std::thread::sleep(d);
+    }
+    if req.cmd() != ADDER_INCREMENT {
+        req.reply_error(libc::ENOTTY)?;
+        return Ok(());
+    }
+    if req.data().len() != 4 {
+        req.reply_error(libc::EINVAL)?;
+        return Ok(());
+    }
+    match api {
+        Api::Copy => {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(req.data());
+            let v = u32::from_le_bytes(b).wrapping_add(1);
+            req.reply(&v.to_le_bytes())?;
         }
-        if req.cmd() != ADDER_INCREMENT {
-            req.reply_error(libc::ENOTTY)?;
-            continue;
-        }
-        if COPY {
-            match <[u8; 4]>::try_from(req.data()) {
-                Ok(b) => {
-                    let v = u32::from_le_bytes(b).wrapping_add(1);
-                    req.reply(&v.to_le_bytes())?;
-                }
-                Err(_) => req.reply_error(libc::EINVAL)?,
-            }
-        } else {
-            if req.data().len() != 4 {
-                req.reply_error(libc::EINVAL)?;
-                continue;
-            }
-            // The buffer starts with the 4 request bytes just checked.
-            req.reply_with(|buf| {
-                let mut b = [0u8; 4];
-                b.copy_from_slice(&buf[..4]);
-                let v = u32::from_le_bytes(b).wrapping_add(1);
-                buf[..4].copy_from_slice(&v.to_le_bytes());
-                4
-            })?;
-        }
+        // The buffer starts with the 4 request bytes just checked.
+        Api::InPlace => req.reply_with(|buf| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&buf[..4]);
+            let v = u32::from_le_bytes(b).wrapping_add(1);
+            buf[..4].copy_from_slice(&v.to_le_bytes());
+            4
+        })?,
     }
     Ok(())
 }

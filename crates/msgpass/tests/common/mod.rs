@@ -18,7 +18,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use msgpass::transport::ServerChannel;
-use msgpass::{Channel, Connection, Error, Namespace, Options, OwnedRequest, Request};
+use msgpass::{Channel, Connection, Error, Namespace, Options, Received};
 
 /// Longest any test may run before the watchdog fails it.
 pub const WATCHDOG: Duration = Duration::from_secs(30);
@@ -405,63 +405,10 @@ pub struct Hooks {
     pub release: Option<Arc<Mutex<Receiver<()>>>>,
 }
 
-/// What the test server needs of a received request: [`Request`] (a
-/// channel's) and [`OwnedRequest`] (a pool's) alike.
-pub trait TestRequest: Sized {
-    fn cmd(&self) -> u32;
-    fn data(&self) -> &[u8];
-    fn is_oneway(&self) -> bool;
-    fn reply(self, data: &[u8]) -> msgpass::Result<()>;
-    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> msgpass::Result<()>;
-    fn reply_error(self, code: i32) -> msgpass::Result<()>;
-}
-
-impl<S: ServerChannel + ?Sized> TestRequest for Request<'_, S> {
-    fn cmd(&self) -> u32 {
-        Request::cmd(self)
-    }
-    fn data(&self) -> &[u8] {
-        Request::data(self)
-    }
-    fn is_oneway(&self) -> bool {
-        Request::is_oneway(self)
-    }
-    fn reply(self, data: &[u8]) -> msgpass::Result<()> {
-        Request::reply(self, data)
-    }
-    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> msgpass::Result<()> {
-        Request::reply_with(self, fill)
-    }
-    fn reply_error(self, code: i32) -> msgpass::Result<()> {
-        Request::reply_error(self, code)
-    }
-}
-
-impl TestRequest for OwnedRequest {
-    fn cmd(&self) -> u32 {
-        OwnedRequest::cmd(self)
-    }
-    fn data(&self) -> &[u8] {
-        OwnedRequest::data(self)
-    }
-    fn is_oneway(&self) -> bool {
-        OwnedRequest::is_oneway(self)
-    }
-    fn reply(self, data: &[u8]) -> msgpass::Result<()> {
-        OwnedRequest::reply(self, data)
-    }
-    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> msgpass::Result<()> {
-        OwnedRequest::reply_with(self, fill)
-    }
-    fn reply_error(self, code: i32) -> msgpass::Result<()> {
-        OwnedRequest::reply_error(self, code)
-    }
-}
-
 /// Answers `req` in place with `fill`, through `reply_with`, and checks
 /// what that promises `fill`: a buffer of `max` bytes, never lent for a
 /// one-way message (which gets no reply).
-fn reply_in_place<R: TestRequest>(
+fn reply_in_place<R: Received>(
     req: R,
     max: usize,
     fill: impl FnOnce(&mut [u8]) -> usize,
@@ -503,7 +450,7 @@ pub fn serve<S: ServerChannel + ?Sized>(
 /// Answers one request of the test server's protocol. `conns` is what
 /// `CMD_CONNS` answers; `oneways` the count and chain of the one-way
 /// messages received since the last `CMD_ONEWAY_STATS`.
-pub fn answer<R: TestRequest>(
+pub fn answer<R: Received>(
     req: R,
     max: usize,
     conns: usize,

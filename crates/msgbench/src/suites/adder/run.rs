@@ -156,6 +156,7 @@ fn measure_row(
         },
         n: spec.threads,
         first: 0,
+        one_path: false,
         samples,
         cpus: &client_cpus,
         timestamps,

@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::Arc;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use oslayer::epoll::{Epoll, Interest, Ready};
@@ -148,6 +149,8 @@ enum Cur {
 
 /// One thread's share of an shm server.
 pub(crate) struct ShmWorker {
+    /// The core, for the requests this worker detaches.
+    core: Arc<ShmCore>,
     index: usize,
     set: Arc<Epoll>,
     events: Vec<Ready>,
@@ -409,6 +412,15 @@ impl ShmCore {
     /// hopping between CPUs must not make us re-register it each call).
     fn move_home(&self, c: &ShmConn) {
         let cpu = c.slot.client_cpu().load(Relaxed);
+        let home = c.home.load(Relaxed);
+        if cpu == 0
+            || self
+                .pinned
+                .get(home)
+                .is_some_and(|p| p.load(Relaxed) == cpu)
+        {
+            return;
+        }
         let Some(to) = (cpu != 0)
             .then(|| self.pinned.iter().position(|p| p.load(Relaxed) == cpu))
             .flatten()
@@ -639,6 +651,7 @@ impl Core for ShmCore {
             }
         }
         Ok(ShmWorker {
+            core: Arc::clone(self),
             index,
             set,
             events: Vec::with_capacity(64),
@@ -788,6 +801,7 @@ impl Core for ShmCore {
             conn: Some(conn),
             len: w.len,
             max_msg: self.opts.max_msg,
+            receiver: (Arc::clone(&w.core), w.index, std::thread::current().id()),
         })
     }
 
@@ -830,13 +844,24 @@ pub(crate) struct ShmHeld {
     conn: Option<Arc<ShmConn>>,
     len: usize,
     max_msg: usize,
+    /// The pool thread that received it: answered on that thread, the
+    /// thread is free again (it publishes [`LOOKING`] before the reply, so
+    /// that the client's next request, posted at once, does not ring for
+    /// another thread on another CPU while this one is about to look).
+    receiver: (Arc<ShmCore>, usize, ThreadId),
 }
 
 impl ShmHeld {
     fn take(&mut self) -> Result<Arc<ShmConn>> {
-        self.conn
+        let c = self
+            .conn
             .take()
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))
+            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let (core, w, thread) = &self.receiver;
+        if std::thread::current().id() == *thread {
+            core.state_of(*w).store(LOOKING, SeqCst);
+        }
+        Ok(c)
     }
 }
 
