@@ -5,6 +5,7 @@ pub mod clock;
 pub mod costs;
 pub mod cpu;
 pub mod env;
+pub mod footprint;
 pub mod hist;
 pub mod placement;
 pub mod rundir;
