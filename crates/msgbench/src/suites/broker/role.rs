@@ -25,6 +25,9 @@ use super::router::{self, Router};
 use super::service;
 use oslayer::process;
 
+/// The hidden subcommand the peers run as.
+pub const COMMAND: &str = "broker-peer";
+
 /// `msgbench broker-peer`: one process of a broker run.
 #[derive(Debug, Args)]
 pub struct PeerArgs {

@@ -1,7 +1,9 @@
-//! Starting, talking to and stopping the processes of one measurement
-//! (`msgbench broker-peer ...`), and reading their CPU clocks. Each runs
+//! Starting, talking to and stopping the processes of one measurement:
+//! this executable re-run as a hidden subcommand (`msgbench broker-peer
+//! ...`, `msgbench ipc-peer ...`), and reading their CPU clocks. Each runs
 //! in its own process group, so a Ctrl-C at the terminal reaches only
-//! the suite, which stops them in order; each also dies with the suite
+//! the suite, which stops them in order; each is told the suite's pid
+//! (`--die-with-parent PID`) so that it dies with the suite
 //! (PR_SET_PDEATHSIG). Every one is reaped, also on drop.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,19 +31,24 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts `msgbench broker-peer ARGS` (this executable); `what`
-    /// names it in errors.
-    pub fn start(what: impl Into<String>, args: &[String]) -> Result<Peer> {
+    /// Starts `msgbench COMMAND --die-with-parent PID ARGS` (this
+    /// executable); `what` names it in errors.
+    pub fn start(command: &str, what: impl Into<String>, args: &[String]) -> Result<Peer> {
         let exe = std::env::current_exe().context("cannot find my own executable")?;
-        Peer::start_with(&exe, what, args)
+        Peer::start_with(&exe, command, what, args)
     }
 
-    /// Starts `EXE broker-peer ARGS`, for a caller that is not msgbench
-    /// itself (a test).
-    pub fn start_with(exe: &Path, what: impl Into<String>, args: &[String]) -> Result<Peer> {
+    /// Starts `EXE COMMAND --die-with-parent PID ARGS`, for a caller that
+    /// is not msgbench itself (a test).
+    pub fn start_with(
+        exe: &Path,
+        command: &str,
+        what: impl Into<String>,
+        args: &[String],
+    ) -> Result<Peer> {
         let what = what.into();
         let mut child = Command::new(exe)
-            .arg("broker-peer")
+            .arg(command)
             .arg("--die-with-parent")
             .arg(std::process::id().to_string())
             .args(args)
@@ -107,6 +114,17 @@ impl Peer {
                 let status = self.wait_exit(Duration::from_millis(500));
                 bail!("{} ended ({status}){}", self.what, self.said())
             }
+        }
+    }
+
+    /// Its next line of output if one comes within `timeout`, `None` if
+    /// none does (so a caller can look at a stop flag between waits); an
+    /// error when it ended.
+    pub fn poll_line(&mut self, timeout: Duration) -> Result<Option<String>> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(l) => Ok(Some(l)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => self.line(Duration::ZERO).map(Some),
         }
     }
 
