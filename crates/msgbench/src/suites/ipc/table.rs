@@ -379,7 +379,7 @@ fn api_legend(rows: &[Row]) -> String {
          the copying fallback). Throughput: the checksum calls go in place too (one-way\n\
          messages have no in-place API: copied).",
         Api::InPlace.label(),
-        BODY = super::client::BODY_CHECK_EVERY,
+        BODY = super::echo::BODY_CHECK_EVERY,
     );
     if copy {
         l.push_str(&format!(
