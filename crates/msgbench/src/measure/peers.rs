@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +18,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use oslayer::clock::process_cpu_ns_of;
 use oslayer::process::{self, Pid, Signal};
+
+/// How often [`Peer::line_unless`] looks at its stop flag.
+pub const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Most of a peer's standard error kept for error messages.
 const STDERR_KEPT: usize = 2000;
@@ -102,13 +106,7 @@ impl Peer {
     pub fn line(&mut self, timeout: Duration) -> Result<String> {
         match self.lines.recv_timeout(timeout) {
             Ok(l) => Ok(l),
-            Err(RecvTimeoutError::Timeout) => {
-                bail!(
-                    "{} said nothing for {:.1} s",
-                    self.what,
-                    timeout.as_secs_f64()
-                )
-            }
+            Err(RecvTimeoutError::Timeout) => Err(self.silent(timeout)),
             Err(RecvTimeoutError::Disconnected) => {
                 // Ended: give its error time to arrive through the pipe.
                 let status = self.wait_exit(Duration::from_millis(500));
@@ -117,15 +115,32 @@ impl Peer {
         }
     }
 
-    /// Its next line of output if one comes within `timeout`, `None` if
-    /// none does (so a caller can look at a stop flag between waits); an
-    /// error when it ended.
-    pub fn poll_line(&mut self, timeout: Duration) -> Result<Option<String>> {
-        match self.lines.recv_timeout(timeout) {
-            Ok(l) => Ok(Some(l)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => self.line(Duration::ZERO).map(Some),
+    /// Its next line of output within `timeout`, looking at `stop` every
+    /// [`STOP_POLL`] meanwhile: `None` once `stop` is set (a Ctrl-C is not
+    /// kept waiting); an error when the time runs out or it ended.
+    pub fn line_unless(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<Option<String>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(STOP_POLL)) {
+                Ok(l) => return Ok(Some(l)),
+                Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
+                Err(RecvTimeoutError::Timeout) => return Err(self.silent(timeout)),
+                Err(RecvTimeoutError::Disconnected) => return self.line(Duration::ZERO).map(Some),
+            }
         }
+    }
+
+    /// The error of a peer that said nothing for `waited`.
+    fn silent(&self, waited: Duration) -> anyhow::Error {
+        anyhow!(
+            "{} said nothing for {:.1} s",
+            self.what,
+            waited.as_secs_f64()
+        )
     }
 
     /// Waits for the line `want`.

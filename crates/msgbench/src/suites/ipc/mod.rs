@@ -14,15 +14,21 @@
 //! the exit status is 1 if any row failed.
 
 mod client;
+mod clients;
+mod echo;
 mod figures;
+mod idle;
 mod ipcbench;
 mod load;
 mod notes;
 mod options;
+pub mod peer;
 mod protocol;
 mod results;
 mod row;
 mod run;
+mod scale;
+mod scale_table;
 mod server;
 mod stats;
 mod table;
@@ -31,7 +37,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use options::{IpcArgs, Plan};
+pub use options::{IpcArgs, Plan, RowSpec};
+pub use peer::PeerArgs;
 pub use results::{
     Api, CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
     ThroughputRun, WaitClass,
