@@ -141,6 +141,41 @@ fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                     "latency": {"histogram": hist}}));
             }
         }
+        // The scale axes at 256 bytes (a size of their own: a run with
+        // --idle-clients has no row without the key), on one CPU.
+        for idle in [0u32, 1000, 10000] {
+            let k = [
+                ("transport", t.to_string()),
+                ("size", "256".to_string()),
+                ("placement", "same".to_string()),
+                ("idle_clients", idle.to_string()),
+            ];
+            let p50 = scale * (3000.0 + 20.0 * f64::from(idle));
+            figs.push(fig(&k, "p50_ns", p50, "ns", Better::Lower));
+        }
+        for clients in [1u32, 8, 64] {
+            let k = [
+                ("transport", t.to_string()),
+                ("size", "256".to_string()),
+                ("placement", "same".to_string()),
+                ("clients", clients.to_string()),
+            ];
+            let rate = scale * 300_000.0 / (1.0 + 0.01 * f64::from(clients));
+            figs.push(fig(
+                &k,
+                "aggregate_msgs_per_s",
+                rate,
+                "msg/s",
+                Better::Higher,
+            ));
+            figs.push(fig(
+                &k,
+                "slowest_over_fastest",
+                0.9,
+                "ratio",
+                Better::Higher,
+            ));
+        }
     }
     (rows, figs)
 }
