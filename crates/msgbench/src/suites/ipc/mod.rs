@@ -12,6 +12,11 @@
 //! namespace directory (removed at the end, also after SIGINT). A row that
 //! breaks (a wrong, lost or stale reply) shows `FAILED` and the run goes on;
 //! the exit status is 1 if any row failed.
+//!
+//! Scale (`scale`, `idle`, `clients`, `peer`): `--idle-clients` runs every
+//! row beside N idle clients held by child processes and reports what an
+//! idle connection costs the server; `--clients` adds rows of N active
+//! client processes on one server (aggregate rate, percentiles, fairness).
 
 mod client;
 mod clients;
