@@ -72,6 +72,43 @@ fn ipc_envelope_follows_the_schema() {
     );
 }
 
+/// With both scale axes: the rows of idle and active clients (their own
+/// fields, described in the schema's ipc row) follow it too.
+#[test]
+fn ipc_scale_envelope_follows_the_schema() {
+    let dir = TestDir::new("schema-ipc-scale");
+    let ns = dir.ns_args();
+    let doc = check(
+        "ipc",
+        &[
+            "ipc",
+            "--quick",
+            "-t",
+            "uds",
+            "--sizes",
+            "64",
+            "--placement",
+            "same",
+            "--idle-clients",
+            "0,20",
+            "--clients",
+            "2",
+            &ns[0],
+            &ns[1],
+        ],
+    );
+    let rows = doc["rows"].as_array().expect("rows");
+    assert!(rows.iter().any(|r| r["idle"].is_object()), "{doc}");
+    assert!(rows.iter().any(|r| r["active"].is_object()), "{doc}");
+    // The schema's ipc row is strict where it can be: a wrong field fails.
+    let mut bad = doc.clone();
+    bad["rows"][2]["active"]["slowest_over_fastest"] = serde_json::json!(1.5);
+    assert!(
+        !errors(&validator(), &bad).is_empty(),
+        "a ratio above 1 passed"
+    );
+}
+
 /// A row's raw histogram counts every sample of its latency summary once,
 /// in increasing order.
 fn check_histogram(row: &Value) {

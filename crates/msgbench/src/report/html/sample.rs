@@ -137,8 +137,9 @@ fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                         ])
                     })
                     .collect();
-                rows.push(json!({"transport": t, "size": size, "placement": placement,
-                    "latency": {"histogram": hist}}));
+                rows.push(json!({"transport": t, "mechanism": t, "api": "in-place",
+                    "wait": "blocking", "size": size, "placement": placement, "status": "ok",
+                    "latency": {"histogram": hist}, "throughput": null}));
             }
         }
         // The scale axes at 256 bytes (a size of their own: a run with
