@@ -430,6 +430,23 @@ fn ipc_corrupted_oneway_message_fails_the_row() {
     dir.assert_ns_clean();
 }
 
+/// Every row of envelope `v`, each checked measured (status ok, latency
+/// samples), as "TRANSPORT FIELD" (its `field` as text), in run order.
+fn measured_rows(v: &serde_json::Value, field: &str) -> Vec<String> {
+    let rows = v["rows"].as_array().expect("rows");
+    rows.iter()
+        .map(|r| {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert!(r["latency"]["samples"].as_u64().unwrap_or(0) > 0, "{r}");
+            let f = match &r[field] {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("{} {f}", r["transport"].as_str().expect("transport"))
+        })
+        .collect()
+}
+
 /// SIGINT: the run stops, prints what it measured, says so in the
 /// envelope and in one line (exit 1: an incomplete run), and cleans up.
 #[test]
@@ -476,9 +493,6 @@ fn ipc_sigint_mid_run_cleans_up() {
 /// `msgbench ipc --quick -t uds --sizes 1 --placement same <extra> --json F`:
 /// the output and the JSON document.
 fn ipc_uds_json(tag: &str, extra: &[&str]) -> (Output, serde_json::Value) {
-    let dir = TestDir::new(tag);
-    let json = dir.file("ipc.json");
-    let json_s = json.display().to_string();
     let mut args = vec![
         "--quick",
         "-t",
@@ -487,14 +501,24 @@ fn ipc_uds_json(tag: &str, extra: &[&str]) -> (Output, serde_json::Value) {
         "1",
         "--placement",
         "same",
-        "--json",
-        &json_s,
     ];
     args.extend_from_slice(extra);
+    ipc_json(tag, &args)
+}
+
+/// `msgbench ipc <args> --json F`, which must succeed and leave nothing
+/// behind (namespace, helper processes): the output and the document.
+fn ipc_json(tag: &str, args: &[&str]) -> (Output, serde_json::Value) {
+    let dir = TestDir::new(tag);
+    let json = dir.file("ipc.json");
+    let json_s = json.display().to_string();
+    let mut args = args.to_vec();
+    args.extend(["--json", &json_s]);
     let o = run(Bin::Msgbench, ipc_args(&dir, &args));
     o.assert_ok();
     let v = read_json(&json);
     dir.assert_ns_clean();
+    assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
     (o, v)
 }
 
@@ -838,35 +862,25 @@ fn ipc_copy_adds_a_copy_row_next_to_each_in_place_row() {
     );
     let v = read_json(&json);
     assert_eq!(v["settings"]["copy"], true, "{v}");
-    let rows = v["rows"].as_array().expect("rows");
-    let order: Vec<(&str, &str)> = rows
-        .iter()
-        .map(|r| {
-            assert_eq!(r["status"], "ok", "{r}");
-            assert!(r["latency"]["samples"].as_u64().unwrap_or(0) > 0, "{r}");
-            (
-                r["transport"].as_str().expect("transport"),
-                r["api"].as_str().expect("api"),
-            )
-        })
-        .collect();
+    let order = measured_rows(&v, "api");
     assert_eq!(
         order,
         [
-            ("shm-spin", "in-place"),
-            ("shm-spin", "copy"),
-            ("uds", "in-place"),
-            ("uds", "copy")
+            "shm-spin in-place",
+            "shm-spin copy",
+            "uds in-place",
+            "uds copy"
         ],
         "{v}"
     );
-    let p50s: Vec<(&str, &str)> = v["figures"]
+    let p50s: Vec<String> = v["figures"]
         .as_array()
         .expect("figures")
         .iter()
         .filter(|f| f["metric"] == "p50_ns")
         .map(|f| {
-            (
+            format!(
+                "{} {}",
                 f["key"]["transport"].as_str().expect("transport key"),
                 f["key"]["api"].as_str().expect("api key"),
             )
@@ -968,29 +982,20 @@ fn peers_left(dir: &TestDir) -> Vec<(u32, String)> {
 /// nothing left behind.
 #[test]
 fn ipc_idle_clients_beside_the_measured_one() {
-    let dir = TestDir::new("ipcidle");
-    let json = dir.file("idle.json");
-    let json_s = json.display().to_string();
-    let o = run(
-        Bin::Msgbench,
-        ipc_args(
-            &dir,
-            &[
-                "--quick",
-                "-t",
-                "uds,shm",
-                "--sizes",
-                "64",
-                "--placement",
-                "same",
-                "--idle-clients",
-                "0,300",
-                "--json",
-                &json_s,
-            ],
-        ),
+    let (o, v) = ipc_json(
+        "ipcidle",
+        &[
+            "--quick",
+            "-t",
+            "uds,shm",
+            "--sizes",
+            "64",
+            "--placement",
+            "same",
+            "--idle-clients",
+            "0,300",
+        ],
     );
-    o.assert_ok();
     for want in [
         "64 B, same CPU, 0 idle clients",
         "64 B, same CPU, 300 idle clients",
@@ -1000,29 +1005,17 @@ fn ipc_idle_clients_beside_the_measured_one() {
     ] {
         assert!(o.stdout.contains(want), "no {want:?}: {}", o.stdout);
     }
-    let v = read_json(&json);
     assert_eq!(
         v["settings"]["idle_clients"],
         serde_json::json!([0, 300]),
         "{v}"
     );
-    let rows = v["rows"].as_array().expect("rows");
-    let got: Vec<(&str, u64)> = rows
-        .iter()
-        .map(|r| {
-            assert_eq!(r["status"], "ok", "{r}");
-            assert!(r["latency"]["samples"].as_u64().unwrap_or(0) > 0, "{r}");
-            (
-                r["transport"].as_str().expect("transport"),
-                r["idle_clients"].as_u64().expect("idle_clients"),
-            )
-        })
-        .collect();
     assert_eq!(
-        got,
-        [("uds", 0), ("shm", 0), ("uds", 300), ("shm", 300)],
+        measured_rows(&v, "idle_clients"),
+        ["uds 0", "shm 0", "uds 300", "shm 300"],
         "{v}"
     );
+    let rows = v["rows"].as_array().expect("rows");
     for r in rows {
         let idle = &r["idle"];
         if r["idle_clients"] == 0 {
@@ -1060,8 +1053,6 @@ fn ipc_idle_clients_beside_the_measured_one() {
         figures.iter().all(|f| f["key"]["idle_clients"].is_string()),
         "every figure keyed by its count: {v}"
     );
-    dir.assert_ns_clean();
-    assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
 }
 
 /// `--clients 1,8`: besides the row of one in-process client, rows of 1
@@ -1070,29 +1061,9 @@ fn ipc_idle_clients_beside_the_measured_one() {
 /// percentiles are theirs, fairness is within its bounds.
 #[test]
 fn ipc_active_clients_aggregate_percentiles_and_fairness() {
-    let dir = TestDir::new("ipcclients");
-    let json = dir.file("clients.json");
-    let json_s = json.display().to_string();
-    let o = run(
-        Bin::Msgbench,
-        ipc_args(
-            &dir,
-            &[
-                "--quick",
-                "-t",
-                "uds",
-                "--sizes",
-                "64",
-                "--placement",
-                "same",
-                "--clients",
-                "1,8",
-                "--json",
-                &json_s,
-            ],
-        ),
-    );
-    o.assert_ok();
+    let mut args = IPC_QUICK_UDS.to_vec();
+    args.extend(["--clients", "1,8"]);
+    let (o, v) = ipc_json("ipcclients", &args);
     let g = group(&o.stdout, "64 B, same CPU, active clients");
     for col in [
         "Clients",
@@ -1104,7 +1075,6 @@ fn ipc_active_clients_aggregate_percentiles_and_fairness() {
     ] {
         assert!(g[0].contains(col), "no {col}: {}", o.stdout);
     }
-    let v = read_json(&json);
     assert_eq!(v["settings"]["clients"], serde_json::json!([1, 8]), "{v}");
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 3, "{v}");
@@ -1158,8 +1128,6 @@ fn ipc_active_clients_aggregate_percentiles_and_fairness() {
         .map(|f| f["key"]["clients"].as_str().expect("keyed by clients"))
         .collect();
     assert_eq!(aggregates, ["1", "8"], "{v}");
-    dir.assert_ns_clean();
-    assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
 }
 
 /// More idle clients than this process may have descriptors, or more

@@ -16,8 +16,32 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
 use oslayer::clock::process_cpu_ns_of;
 use oslayer::process::{self, Pid, Signal};
+
+/// The command line of a peer's hidden subcommand: its role, and the
+/// suite's pid so that it dies with the suite.
+#[derive(Debug, Args)]
+pub struct PeerArgs<R: Subcommand> {
+    /// Which process this is.
+    #[command(subcommand)]
+    pub role: R,
+    /// End with SIGTERM when process PID (the suite) dies.
+    #[arg(long = "die-with-parent", value_name = "PID", global = true)]
+    pub die_with_parent: Option<i32>,
+}
+
+impl<R: Subcommand> PeerArgs<R> {
+    /// Asks for SIGTERM when the suite dies (PR_SET_PDEATHSIG), and fails
+    /// if it is already gone; nothing without `--die-with-parent`.
+    pub fn die_with_parent(&self) -> Result<()> {
+        if let Some(ppid) = self.die_with_parent {
+            process::die_with(ppid, Signal::TERM).context("--die-with-parent")?;
+        }
+        Ok(())
+    }
+}
 
 /// How often [`Peer::line_unless`] looks at its stop flag.
 pub const STOP_POLL: Duration = Duration::from_millis(100);

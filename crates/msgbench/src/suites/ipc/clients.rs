@@ -156,16 +156,14 @@ fn drive(
     let failed = |e: anyhow::Error| Stop::Failed(format!("{e:#}"));
     let mut peers = Vec::with_capacity(n as usize);
     for k in 0..n {
-        let args = vec![
-            "client".to_string(),
-            "-t".into(),
-            spec.transport.into(),
-            "--ns".into(),
-            ctx.ns.root().display().to_string(),
-            "--endpoint".into(),
-            endpoint.into(),
-            "--spin-us".into(),
-            ctx.plan.spin_us.to_string(),
+        let mut args = peer::reach_args(
+            "client",
+            spec.transport,
+            ctx.ns.root(),
+            endpoint,
+            ctx.plan.spin_us,
+        );
+        args.extend([
             "--index".into(),
             k.to_string(),
             "--size".into(),
@@ -176,7 +174,7 @@ fn drive(
             cpu.to_string(),
             "--secs".into(),
             ctx.row_secs.to_string(),
-        ];
+        ]);
         peers.push(Peer::start(peer::COMMAND, format!("client {k}"), &args).map_err(failed)?);
     }
     let ready = READY + READY_PER_CLIENT * n;

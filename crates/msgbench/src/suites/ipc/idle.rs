@@ -81,21 +81,14 @@ impl IdleClients {
         let mut peers = Vec::with_capacity(shares.len());
         let mut first = 0u64;
         for (k, &count) in shares.iter().enumerate() {
-            let args = vec![
-                "idle".to_string(),
-                "-t".into(),
-                transport.into(),
-                "--ns".into(),
-                ctx.ns.root().display().to_string(),
-                "--endpoint".into(),
-                endpoint.into(),
-                "--spin-us".into(),
-                ctx.plan.spin_us.to_string(),
+            let mut args =
+                peer::reach_args("idle", transport, ctx.ns.root(), endpoint, ctx.plan.spin_us);
+            args.extend([
                 "--count".into(),
                 count.to_string(),
                 "--first".into(),
                 first.to_string(),
-            ];
+            ]);
             first += u64::from(count);
             let what = format!("idle clients process {k}");
             peers.push(Peer::start(peer::COMMAND, what, &args).map_err(failed)?);

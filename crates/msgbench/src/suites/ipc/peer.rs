@@ -27,7 +27,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use msgpass::transport::ClientConnection;
 use msgpass::{Connection, Namespace, Options};
-use oslayer::process;
 use oslayer::rlimit::{self, Resource};
 
 use super::client::{open_then, OverConnection};
@@ -39,21 +38,14 @@ use super::scale::CHILD_SLACK_FDS;
 use crate::measure::clock::Clock;
 use crate::measure::footprint::open_fds;
 use crate::measure::hist::Recorder;
+use crate::measure::peers;
 use crate::measure::placement::pin_current_thread;
 
 /// The hidden subcommand the peers run as.
 pub const COMMAND: &str = "ipc-peer";
 
 /// `msgbench ipc-peer`: one process of an ipc row's clients.
-#[derive(Debug, Args)]
-pub struct PeerArgs {
-    /// Which process this is.
-    #[command(subcommand)]
-    pub role: Role,
-    /// End with SIGTERM when process PID (the suite) dies.
-    #[arg(long = "die-with-parent", value_name = "PID", global = true)]
-    pub die_with_parent: Option<i32>,
-}
+pub type PeerArgs = peers::PeerArgs<Role>;
 
 /// The processes of an ipc row.
 #[derive(Debug, Subcommand)]
@@ -79,6 +71,28 @@ pub struct Reach {
     /// Hybrid waiting: spin budget in microseconds.
     #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
     pub spin_us: u64,
+}
+
+/// The arguments of `ipc-peer ROLE` up to the role's own: where the
+/// row's server is (the reverse of [`Reach`]).
+pub fn reach_args(
+    role: &str,
+    transport: &str,
+    ns: &std::path::Path,
+    endpoint: &str,
+    spin_us: u64,
+) -> Vec<String> {
+    vec![
+        role.to_string(),
+        "-t".into(),
+        transport.into(),
+        "--ns".into(),
+        ns.display().to_string(),
+        "--endpoint".into(),
+        endpoint.into(),
+        "--spin-us".into(),
+        spin_us.to_string(),
+    ]
 }
 
 impl Reach {
@@ -140,9 +154,7 @@ const WAIT: Duration = Duration::from_secs(5);
 
 /// Runs one peer until it is done or stopped.
 pub fn run(args: &PeerArgs, stop: Arc<AtomicBool>) -> Result<()> {
-    if let Some(ppid) = args.die_with_parent {
-        process::die_with(ppid, process::Signal::TERM).context("--die-with-parent")?;
-    }
+    args.die_with_parent()?;
     match &args.role {
         Role::Idle(a) => idle(a, &stop),
         Role::Client(a) => client(a, stop),
