@@ -79,15 +79,27 @@ impl Suite for Ipc {
 
     fn banner(plan: &Plan, cx: &RunContext) -> String {
         let list = |v: Vec<String>| v.join(", ");
+        let counts = |what: &str, v: &[u32]| {
+            if v.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {what} {}",
+                    list(v.iter().map(|n| n.to_string()).collect())
+                )
+            }
+        };
         format!(
             "msgbench ipc: {} CPUs, clock {}, about {} s per measured run\n\
-             Transports {}; sizes {} bytes; placements {}",
+             Transports {}; sizes {} bytes; placements {}{}{}",
             placement::cpu_count(),
             cx.clock.describe(),
             plan.row_secs,
             plan.transports.join(", "),
             list(plan.sizes.iter().map(|s| s.to_string()).collect()),
             list(plan.placements.iter().map(|p| p.name().into()).collect()),
+            counts("idle clients", &plan.idle_clients),
+            counts("active clients", &plan.clients),
         )
     }
 

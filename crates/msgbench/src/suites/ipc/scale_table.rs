@@ -92,11 +92,16 @@ pub fn active(rows: &[Row], cpus: Option<(usize, usize)>) -> Table {
         "p99 worst",
         "Slow/fast",
         "CV",
-        "Note",
     ]);
+    let note = rows
+        .iter()
+        .any(|r| r.status != Status::Ok || r.active.is_none());
     let mut align = vec![Align::Right; head.len()];
     align[..left].fill(Align::Left);
-    align[head.len() - 1] = Align::Left;
+    if note {
+        head.push("Note");
+        align.push(Align::Left);
+    }
     let name = format!(
         "{}, active clients{cpus_said}",
         title(size, placement, None)
@@ -122,7 +127,9 @@ pub fn active(rows: &[Row], cpus: Option<(usize, usize)>) -> Table {
                 }
                 c.push(format!("{:.2}", a.slowest_over_fastest));
                 c.push(format!("{:.2}", a.rate_cv));
-                c.push(String::new());
+                if note {
+                    c.push(String::new());
+                }
             }
             None => {
                 c.resize(head.len() - 1, "-".into());
