@@ -18,6 +18,7 @@
 //! JSON line.
 
 use std::io::{BufRead, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -235,8 +236,22 @@ fn idle(a: &IdleArgs, stop: &AtomicBool) -> Result<()> {
         return Ok(());
     }
     say(&format!("ready fds={}", open_fds()?.saturating_sub(base)))?;
+    hold(stop)
+}
+
+/// Holds the connections until the suite is done with us: its line, the
+/// end of our standard input (the suite stopped us, or died), or SIGTERM;
+/// waking once a second at most, so as not to disturb what is measured.
+fn hold(stop: &AtomicBool) -> Result<()> {
+    let stdin = std::io::stdin();
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(20));
+        let mut p = [oslayer::poll::PollFd::readable(stdin.as_fd())];
+        match oslayer::poll::poll(&mut p, Some(Duration::from_secs(1))) {
+            Ok(0) => {}
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("waiting for the suite"),
+        }
     }
     Ok(())
 }
