@@ -15,7 +15,7 @@ use msgbench::report::html::{self as report, ReportArgs};
 use msgbench::suites::adder::{Adder, AdderArgs, Placement};
 use msgbench::suites::broker::{self as broker, Broker, BrokerArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
-use msgbench::suites::ipc::{Ipc, IpcArgs};
+use msgbench::suites::ipc::{self as ipc, Ipc, IpcArgs};
 use msgbench::suites::rtos::{Rtos, RtosArgs};
 use msgbench::suites::smp::{Smp, SmpArgs};
 use msgbench::suites::validate::{Validate, ValidateArgs};
@@ -60,6 +60,9 @@ enum Cmd {
     /// One process of a `msgbench broker` run (service, broker or client).
     #[command(hide = true)]
     BrokerPeer(broker::PeerArgs),
+    /// One process of a `msgbench ipc` row's clients (--idle-clients, --clients).
+    #[command(hide = true)]
+    IpcPeer(ipc::PeerArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Some(Cmd::Smp(a)) => suites::execute::<Smp>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Broker(a)) => suites::execute::<Broker>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::BrokerPeer(a)) => broker::role::run(&a, stop),
+        Some(Cmd::IpcPeer(a)) => ipc::peer::run(&a, stop),
         Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status

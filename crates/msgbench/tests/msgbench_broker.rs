@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
+use msgbench::measure::peers::Peer;
 use msgbench::suites::broker::client::{Caller, MsgpassCaller};
-use msgbench::suites::broker::peers::Peer;
 use msgbench::suites::broker::router::{RouterStats, ENDPOINT};
 use msgpass::{Namespace, Options};
 
@@ -28,7 +28,7 @@ fn peer(what: &str, args: &[&str], transport: &str, ns: &Path) -> Peer {
         "--ns".into(),
         ns.display().to_string(),
     ]);
-    Peer::start_with(exe(), what, &a).unwrap_or_else(|e| panic!("{what}: {e:#}"))
+    Peer::start_with(exe(), "broker-peer", what, &a).unwrap_or_else(|e| panic!("{what}: {e:#}"))
 }
 
 fn opts() -> Options {

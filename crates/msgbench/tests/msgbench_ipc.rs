@@ -1,7 +1,9 @@
 //! `msgbench ipc`: rows for each transport, size and placement, n/a for a
 //! size beyond the transports' maximum, the results envelope, the formats
 //! (table, markdown, csv, json) and the ipc-bench block, option errors,
-//! and the namespace left clean (also after SIGINT).
+//! the scale axes (idle clients beside the measured one, active clients,
+//! counts the server cannot hold refused), and the namespace left clean
+//! and no helper process left (also after SIGINT).
 //! Behaviour only: nothing here asserts a speed.
 
 mod common;
@@ -319,6 +321,17 @@ fn ipc_option_errors() {
     option_error(&["--window", "x"], "--window x");
     option_error(&["--window", "-3"], "--window -3");
     option_error(&["--fifo", "0"], "--fifo 0");
+    option_error(&["--idle-clients", "x"], "--idle-clients x");
+    option_error(&["--idle-clients", "1,,2"], "--idle-clients 1,,2");
+    option_error(&["--idle-clients", "-1"], "--idle-clients -1");
+    option_error(
+        &["--idle-clients", "99999999999999999999"],
+        "--idle-clients 99999999999999999999",
+    );
+    option_error(&["--clients", "0"], "--clients 0");
+    option_error(&["--clients", "1,0"], "--clients 1,0");
+    option_error(&["--clients", "5000"], "--clients 5000");
+    option_error(&["--clients", "many"], "--clients many");
     // --format is checked by the command line parser: a usage error.
     let dir = TestDir::new("ipcfmtopt");
     let o = run(Bin::Msgbench, ipc_args(&dir, &["--format", "xml"]));
@@ -417,6 +430,23 @@ fn ipc_corrupted_oneway_message_fails_the_row() {
     dir.assert_ns_clean();
 }
 
+/// Every row of envelope `v`, each checked measured (status ok, latency
+/// samples), as "TRANSPORT FIELD" (its `field` as text), in run order.
+fn measured_rows(v: &serde_json::Value, field: &str) -> Vec<String> {
+    let rows = v["rows"].as_array().expect("rows");
+    rows.iter()
+        .map(|r| {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert!(r["latency"]["samples"].as_u64().unwrap_or(0) > 0, "{r}");
+            let f = match &r[field] {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("{} {f}", r["transport"].as_str().expect("transport"))
+        })
+        .collect()
+}
+
 /// SIGINT: the run stops, prints what it measured, says so in the
 /// envelope and in one line (exit 1: an incomplete run), and cleans up.
 #[test]
@@ -463,9 +493,6 @@ fn ipc_sigint_mid_run_cleans_up() {
 /// `msgbench ipc --quick -t uds --sizes 1 --placement same <extra> --json F`:
 /// the output and the JSON document.
 fn ipc_uds_json(tag: &str, extra: &[&str]) -> (Output, serde_json::Value) {
-    let dir = TestDir::new(tag);
-    let json = dir.file("ipc.json");
-    let json_s = json.display().to_string();
     let mut args = vec![
         "--quick",
         "-t",
@@ -474,14 +501,24 @@ fn ipc_uds_json(tag: &str, extra: &[&str]) -> (Output, serde_json::Value) {
         "1",
         "--placement",
         "same",
-        "--json",
-        &json_s,
     ];
     args.extend_from_slice(extra);
+    ipc_json(tag, &args)
+}
+
+/// `msgbench ipc <args> --json F`, which must succeed and leave nothing
+/// behind (namespace, helper processes): the output and the document.
+fn ipc_json(tag: &str, args: &[&str]) -> (Output, serde_json::Value) {
+    let dir = TestDir::new(tag);
+    let json = dir.file("ipc.json");
+    let json_s = json.display().to_string();
+    let mut args = args.to_vec();
+    args.extend(["--json", &json_s]);
     let o = run(Bin::Msgbench, ipc_args(&dir, &args));
     o.assert_ok();
     let v = read_json(&json);
     dir.assert_ns_clean();
+    assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
     (o, v)
 }
 
@@ -825,35 +862,25 @@ fn ipc_copy_adds_a_copy_row_next_to_each_in_place_row() {
     );
     let v = read_json(&json);
     assert_eq!(v["settings"]["copy"], true, "{v}");
-    let rows = v["rows"].as_array().expect("rows");
-    let order: Vec<(&str, &str)> = rows
-        .iter()
-        .map(|r| {
-            assert_eq!(r["status"], "ok", "{r}");
-            assert!(r["latency"]["samples"].as_u64().unwrap_or(0) > 0, "{r}");
-            (
-                r["transport"].as_str().expect("transport"),
-                r["api"].as_str().expect("api"),
-            )
-        })
-        .collect();
+    let order = measured_rows(&v, "api");
     assert_eq!(
         order,
         [
-            ("shm-spin", "in-place"),
-            ("shm-spin", "copy"),
-            ("uds", "in-place"),
-            ("uds", "copy")
+            "shm-spin in-place",
+            "shm-spin copy",
+            "uds in-place",
+            "uds copy"
         ],
         "{v}"
     );
-    let p50s: Vec<(&str, &str)> = v["figures"]
+    let p50s: Vec<String> = v["figures"]
         .as_array()
         .expect("figures")
         .iter()
         .filter(|f| f["metric"] == "p50_ns")
         .map(|f| {
-            (
+            format!(
+                "{} {}",
                 f["key"]["transport"].as_str().expect("transport key"),
                 f["key"]["api"].as_str().expect("api key"),
             )
@@ -926,5 +953,275 @@ fn ipc_corrupted_body_is_caught_in_place_and_copied() {
         reason.starts_with("round trip #100:") && !reason.contains("left in the slot"),
         "{in_place_areas}"
     );
+    dir.assert_ns_clean();
+}
+
+/// Helper processes (`msgbench ipc-peer`) started for the test directory
+/// `dir` that are still alive (zombies excluded).
+fn peers_left(dir: &TestDir) -> Vec<(u32, String)> {
+    let ns = dir.ns().display().to_string();
+    procs_mentioning(&ns)
+        .into_iter()
+        .filter(|(pid, cmd)| {
+            cmd.contains("ipc-peer")
+                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                    !st.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+        })
+        .collect()
+}
+
+/// `--idle-clients 0,300` on uds and shm: every row measured, the idle
+/// ones with 300 connections held by child processes, what each cost the
+/// server (its descriptors as msgpass's transport table says, some
+/// memory), the figures keyed by the count; the text shows both counts;
+/// nothing left behind.
+#[test]
+fn ipc_idle_clients_beside_the_measured_one() {
+    let (o, v) = ipc_json(
+        "ipcidle",
+        &[
+            "--quick",
+            "-t",
+            "uds,shm",
+            "--sizes",
+            "64",
+            "--placement",
+            "same",
+            "--idle-clients",
+            "0,300",
+        ],
+    );
+    for want in [
+        "64 B, same CPU, 0 idle clients",
+        "64 B, same CPU, 300 idle clients",
+        "64 B, same CPU, p50 by idle clients",
+        "RSS/conn",
+        "Idle clients (--idle-clients N)",
+    ] {
+        assert!(o.stdout.contains(want), "no {want:?}: {}", o.stdout);
+    }
+    assert_eq!(
+        v["settings"]["idle_clients"],
+        serde_json::json!([0, 300]),
+        "{v}"
+    );
+    assert_eq!(
+        measured_rows(&v, "idle_clients"),
+        ["uds 0", "shm 0", "uds 300", "shm 300"],
+        "{v}"
+    );
+    let rows = v["rows"].as_array().expect("rows");
+    for r in rows {
+        let idle = &r["idle"];
+        if r["idle_clients"] == 0 {
+            assert!(idle.is_null(), "no idle clients, no cost: {r}");
+            continue;
+        }
+        assert_eq!(idle["connections"].as_u64(), Some(300), "{idle}");
+        assert!(idle["processes"].as_u64().unwrap_or(0) >= 1, "{idle}");
+        let t = r["transport"].as_str().expect("transport");
+        let table = msgpass::transport::info(t).expect("known").server_fds as f64;
+        let fds = num(idle, "fds_per_conn");
+        assert!(
+            (fds - table).abs() <= 0.1,
+            "{t}: {fds} descriptors per idle connection, the transport table says {table}: {idle}"
+        );
+        let fds_grew = num(idle, "fds_after") - num(idle, "fds_before");
+        assert!((fds - fds_grew / 300.0).abs() < 1e-9, "{idle}");
+        let rss = num(idle, "rss_bytes_per_conn");
+        assert!(
+            rss > 0.0 && rss < 1024.0 * 1024.0,
+            "{t}: {rss} bytes per connection: {idle}"
+        );
+        assert!(num(idle, "client_fds_per_conn") >= 1.0, "{idle}");
+    }
+    let figures = v["figures"].as_array().expect("figures");
+    for (metric, want) in [
+        ("p50_ns", 4),
+        ("fds_per_conn", 2),
+        ("rss_bytes_per_conn", 2),
+    ] {
+        let n = figures.iter().filter(|f| f["metric"] == metric).count();
+        assert_eq!(n, want, "{metric}: {v}");
+    }
+    assert!(
+        figures.iter().all(|f| f["key"]["idle_clients"].is_string()),
+        "every figure keyed by its count: {v}"
+    );
+}
+
+/// `--clients 1,8`: besides the row of one in-process client, rows of 1
+/// and 8 client processes, every client's round trips checked and
+/// reported; the aggregate is their sum, the median and worst of their
+/// percentiles are theirs, fairness is within its bounds.
+#[test]
+fn ipc_active_clients_aggregate_percentiles_and_fairness() {
+    let mut args = IPC_QUICK_UDS.to_vec();
+    args.extend(["--clients", "1,8"]);
+    let (o, v) = ipc_json("ipcclients", &args);
+    let g = group(&o.stdout, "64 B, same CPU, active clients");
+    for col in [
+        "Clients",
+        "Msgs/s",
+        "p50 med",
+        "p99 worst",
+        "Slow/fast",
+        "CV",
+    ] {
+        assert!(g[0].contains(col), "no {col}: {}", o.stdout);
+    }
+    assert_eq!(v["settings"]["clients"], serde_json::json!([1, 8]), "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3, "{v}");
+    assert!(
+        rows[0]["clients"].is_null() && rows[0]["active"].is_null(),
+        "{v}"
+    );
+    for (r, n) in rows[1..].iter().zip([1u64, 8]) {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["clients"].as_u64(), Some(n), "{r}");
+        let a = &r["active"];
+        let per = a["per_client"].as_array().expect("per_client");
+        assert_eq!(per.len() as u64, n, "{a}");
+        let mut rates = Vec::new();
+        let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
+        for (k, c) in per.iter().enumerate() {
+            assert_eq!(c["index"].as_u64(), Some(k as u64), "{c}");
+            assert!(c["error"].is_null(), "{c}");
+            assert!(c["calls"].as_u64().unwrap_or(0) > 0, "{c}");
+            rates.push(num(c, "msgs_per_s"));
+            p50s.push(num(c, "p50_ns"));
+            p99s.push(num(c, "p99_ns"));
+        }
+        let sum: f64 = rates.iter().sum();
+        assert!((num(a, "msgs_per_s") - sum).abs() <= 1e-6 * sum, "{a}");
+        let calls: u64 = per.iter().map(|c| c["calls"].as_u64().unwrap_or(0)).sum();
+        assert_eq!(a["calls"].as_u64(), Some(calls), "{a}");
+        let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+        assert_eq!(num(a, "p50_worst_ns"), max(&p50s), "{a}");
+        assert_eq!(num(a, "p99_worst_ns"), max(&p99s), "{a}");
+        assert!(num(a, "p50_median_ns") <= num(a, "p50_worst_ns"), "{a}");
+        assert!(num(a, "p99_median_ns") <= num(a, "p99_worst_ns"), "{a}");
+        let slow = num(a, "slowest_over_fastest");
+        let min = rates.iter().copied().fold(f64::MAX, f64::min);
+        assert!((slow - min / max(&rates)).abs() < 1e-9, "{a}");
+        assert!(slow > 0.0 && slow <= 1.0, "{a}");
+        assert!(num(a, "rate_cv") >= 0.0, "{a}");
+        if n == 1 {
+            assert_eq!(
+                (slow, num(a, "rate_cv")),
+                (1.0, 0.0),
+                "one client is even: {a}"
+            );
+        }
+        assert!(r["latency"].is_null(), "{r}");
+    }
+    let figures = v["figures"].as_array().expect("figures");
+    let aggregates: Vec<&str> = figures
+        .iter()
+        .filter(|f| f["metric"] == "aggregate_msgs_per_s")
+        .map(|f| f["key"]["clients"].as_str().expect("keyed by clients"))
+        .collect();
+    assert_eq!(aggregates, ["1", "8"], "{v}");
+}
+
+/// More idle clients than this process may have descriptors, or more
+/// posix-mq connections than the system's queues allow: one line naming
+/// the option, the transport, the need and the limit, exit 1, and
+/// nothing started.
+#[test]
+fn ipc_idle_clients_beyond_the_limits_are_refused_before_anything_runs() {
+    let Some(hard) = oslayer::rlimit::hard(oslayer::rlimit::Resource::Nofile) else {
+        return skip("RLIMIT_NOFILE is unlimited here: no count is beyond it");
+    };
+    if hard >= 1_000_000 {
+        return skip("RLIMIT_NOFILE is at least 1000000 here, the most --idle-clients takes");
+    }
+    let n = (hard + 100).to_string();
+    let dir = TestDir::new("ipcidlelimit");
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &["--quick", "-t", "uds", "--idle-clients", &format!("0,{n}")],
+        ),
+    );
+    let line = o.assert_one_line_error(1);
+    let want = format!("msgbench: error: --idle-clients {n}: uds needs about ");
+    assert!(line.starts_with(&want), "{line}");
+    let limit = format!("RLIMIT_NOFILE of {hard}");
+    for part in [limit.as_str(), "at most ", "ulimit -Hn", "limits.conf"] {
+        assert!(line.contains(part), "no {part:?}: {line}");
+    }
+    assert!(o.stdout.is_empty(), "nothing ran: {o}");
+    assert!(!dir.ns().exists(), "the namespace was created: {o}");
+    assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
+
+    // posix-mq: two queues a connection within fs.mqueue.queues_max.
+    let Some(queues) = std::fs::read_to_string("/proc/sys/fs/mqueue/queues_max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    else {
+        return skip("no /proc/sys/fs/mqueue/queues_max here");
+    };
+    let n = (queues / 2).to_string(); // the measured client makes one more
+    let o = run(
+        Bin::Msgbench,
+        ipc_args(&dir, &["--quick", "-t", "posix-mq", "--idle-clients", &n]),
+    );
+    let line = o.assert_one_line_error(1);
+    assert!(
+        line.starts_with(&format!(
+            "msgbench: error: --idle-clients {n}: posix-mq needs "
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains("fs.mqueue.queues_max") || line.contains("RLIMIT_MSGQUEUE"),
+        "{line}"
+    );
+    assert!(!dir.ns().exists(), "the namespace was created: {o}");
+}
+
+/// SIGINT while idle clients connect: the run stops, says so, and leaves
+/// no helper process and nothing in the namespace.
+#[test]
+fn ipc_sigint_while_idle_clients_connect_leaves_nothing_behind() {
+    let dir = TestDir::new("ipcidleint");
+    let mut mb = Proc::start(
+        Bin::Msgbench,
+        ipc_args(
+            &dir,
+            &[
+                "--quick",
+                "-t",
+                "shm",
+                "--sizes",
+                "64",
+                "--placement",
+                "same",
+                "--idle-clients",
+                "3000",
+            ],
+        ),
+    );
+    // Its idle clients are connecting (the shm server takes newcomers a
+    // batch a tick: 3000 take seconds).
+    mb.wait_until("an ipc-peer idle process", |_| {
+        peers_left(&dir).iter().any(|(_, c)| c.contains(" idle "))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    mb.signal(libc::SIGINT);
+    let o = mb.wait_within(Duration::from_secs(20), "SIGINT");
+    let line = o.assert_one_line_error(1);
+    assert!(line.contains("ipc: interrupted"), "{line}");
+    assert!(o.stdout.contains("Interrupted: "), "{o}");
+    // Reaped before the suite exited: none may be left, not even briefly.
+    assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
     dir.assert_ns_clean();
 }

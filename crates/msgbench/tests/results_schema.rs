@@ -57,18 +57,30 @@ fn floor_envelope_follows_the_schema() {
 
 #[test]
 fn ipc_envelope_follows_the_schema() {
-    check(
-        "ipc",
-        &[
-            "ipc",
-            "--quick",
-            "-t",
-            "uds",
-            "--sizes",
-            "64",
-            "--placement",
-            "same",
-        ],
+    let mut args = vec!["ipc"];
+    args.extend(IPC_QUICK_UDS);
+    check("ipc", &args);
+}
+
+/// With both scale axes: the rows of idle and active clients (their own
+/// fields, described in the schema's ipc row) follow it too.
+#[test]
+fn ipc_scale_envelope_follows_the_schema() {
+    let dir = TestDir::new("schema-ipc-scale");
+    let ns = dir.ns_args();
+    let mut args = vec!["ipc"];
+    args.extend(IPC_QUICK_UDS);
+    args.extend(["--idle-clients", "0,20", "--clients", "2", &ns[0], &ns[1]]);
+    let doc = check("ipc", &args);
+    let rows = doc["rows"].as_array().expect("rows");
+    assert!(rows.iter().any(|r| r["idle"].is_object()), "{doc}");
+    assert!(rows.iter().any(|r| r["active"].is_object()), "{doc}");
+    // The schema's ipc row is strict where it can be: a wrong field fails.
+    let mut bad = doc.clone();
+    bad["rows"][2]["active"]["slowest_over_fastest"] = serde_json::json!(1.5);
+    assert!(
+        !errors(&validator(), &bad).is_empty(),
+        "a ratio above 1 passed"
     );
 }
 

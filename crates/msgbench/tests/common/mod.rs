@@ -81,6 +81,17 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `msgbench ipc` arguments for one quick row: uds, 64 bytes, one CPU.
+pub const IPC_QUICK_UDS: [&str; 7] = [
+    "--quick",
+    "-t",
+    "uds",
+    "--sizes",
+    "64",
+    "--placement",
+    "same",
+];
+
 // ---------------------------------------------------------------- TestDir
 
 /// A private temporary directory, removed (with everything in it) on drop.

@@ -61,6 +61,13 @@ pub struct TransportInfo {
     pub limit: SizeLimit,
     /// What it needs beyond an ordinary user's rights, if anything.
     pub requires: Option<&'static str>,
+    /// Descriptors the server keeps open per connected client, once the
+    /// connection is set up (what a server with N clients needs of its
+    /// RLIMIT_NOFILE, about N times this): the wire's descriptors and the
+    /// rendezvous session where the server watches it (a wire that reports
+    /// a dead peer itself needs none). A pool of threads on the shm
+    /// transports keeps each client's bell too: one more.
+    pub server_fds: u32,
     /// Rendezvous family (`None`: it does not meet on the rendezvous socket).
     pub(crate) family: Option<Family>,
     make: fn(&'static TransportInfo) -> Box<dyn Transport>,
@@ -120,6 +127,7 @@ const BASE: TransportInfo = TransportInfo {
     oneway: false,
     limit: SizeLimit::None,
     requires: None,
+    server_fds: 0,
     family: None,
     make: |t| unreachable!("{}: no constructor in the table", t.name),
     unavailable: None,
@@ -135,6 +143,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         aliases: &["shm"],
         description: "shared-memory slot, futex wake-ups: spin a while (Options::spin), then sleep",
         wait: Wait::Hybrid,
+        // the session (the slot's memfd is closed once mapped)
+        server_fds: 1,
         family: Some(Family::Shm),
         make: |_| Box::new(shm::Shm::new(Wait::Hybrid)),
         ..BASE
@@ -143,6 +153,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "shm-spin",
         description: "shared-memory slot, both sides poll (lowest latency, burns a CPU each)",
         wait: Wait::Spin,
+        // the session
+        server_fds: 1,
         family: Some(Family::Shm),
         make: |_| Box::new(shm::Shm::new(Wait::Spin)),
         ..BASE
@@ -150,6 +162,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
     TransportInfo {
         name: "shm-block",
         description: "shared-memory slot, both sides sleep on a futex at once",
+        // the session
+        server_fds: 1,
         family: Some(Family::Shm),
         make: |_| Box::new(shm::Shm::new(Wait::Block)),
         ..BASE
@@ -158,6 +172,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "uds",
         description: "Unix domain SOCK_SEQPACKET socket",
         oneway: true,
+        // the session, which carries the messages
+        server_fds: 1,
         family: Some(Family::Uds),
         make: |_| Box::new(uds::Uds),
         ..BASE
@@ -166,6 +182,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "uds-stream",
         description: "Unix domain SOCK_STREAM socket pair, framed messages",
         oneway: true,
+        // its end of the pair and the session
+        server_fds: 1,
         family: Some(Family::UdsStream),
         make: wire_transport::<uds_pair::UdsStream>,
         ..BASE
@@ -174,6 +192,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "uds-dgram",
         description: "Unix domain SOCK_DGRAM socket pair, one datagram per message",
         oneway: true,
+        // its end of the pair and the session
+        server_fds: 2,
         family: Some(Family::UdsDgram),
         make: wire_transport::<uds_pair::UdsDgram>,
         ..BASE
@@ -182,6 +202,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "pipe",
         description: "two anonymous pipes per connection, framed messages",
         oneway: true,
+        // its two pipe ends and the session
+        server_fds: 2,
         family: Some(Family::Pipe),
         make: wire_transport::<pipe::Pipe>,
         ..BASE
@@ -190,6 +212,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "fifo",
         description: "two named pipes (FIFOs) per connection, opened by name, framed messages",
         oneway: true,
+        // its two FIFO ends and the session
+        server_fds: 3,
         family: Some(Family::Fifo),
         make: wire_transport::<fifo::Fifo>,
         clean_stale: Some(fifo::clean_stale),
@@ -201,6 +225,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         limit: SizeLimit::System(
             "fs.mqueue.msgsize_max and RLIMIT_MSGQUEUE: 2048 bytes with default limits",
         ),
+        // its two queue ends and the session
+        server_fds: 3,
         family: Some(Family::PosixMq),
         make: wire_transport::<posix_mq::PosixMq>,
         ..BASE
@@ -211,6 +237,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
             "System V message queues: one per channel for requests, one per client for replies",
         oneway: true,
         limit: SizeLimit::System("min(kernel.msgmax, kernel.msgmnb) - 8: 8184 bytes by default"),
+        // the session (the reply queue is no descriptor)
+        server_fds: 1,
         family: Some(Family::SysvMsg),
         make: |_| Box::new(sysv_msg::SysvMsg),
         clean_stale: Some(|p| {
@@ -222,6 +250,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
     TransportInfo {
         name: "eventfd",
         description: "shared-memory message areas, eventfd wake-ups",
+        // its two eventfds and the session (the memfd is closed once mapped)
+        server_fds: 3,
         family: Some(Family::Eventfd),
         make: wire_transport::<eventfd::EventFd>,
         ..BASE
@@ -232,6 +262,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
             "shared-memory message areas, IORING_OP_MSG_RING wake-ups between two io_urings",
         limit: SizeLimit::Fixed(io_uring::MAX_AREA_MSG),
         requires: Some("io_uring with IORING_OP_MSG_RING; pidfd_getfd on the peer (ptrace access)"),
+        // its ring, the client's ring (before the first request: the socket it comes on) and the session
+        server_fds: 3,
         family: Some(Family::IoUring),
         make: |info| Box::new(io_uring::IoUringTransport::new(info)),
         ..BASE
@@ -240,6 +272,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "signal",
         description:
             "shared-memory message areas, real-time signal wake-ups (rt_tgsigqueueinfo + signalfd)",
+        // the session (the memfd is closed once mapped)
+        server_fds: 1,
         family: Some(Family::Signal),
         make: |_| Box::new(signal::Signal),
         ..BASE
@@ -249,6 +283,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         description: "FUSE file mounted at the endpoint, one ioctl per message",
         limit: SizeLimit::Fixed(fuse::MAX_PAYLOAD),
         requires: Some("root and /dev/fuse to serve"),
+        // none: a client's open file is a file handle in the server, no descriptor
+        server_fds: 0,
         make: |_| Box::new(fuse::Fuse),
         unavailable: Some(fuse::unavailable),
         clean_stale: Some(fuse::clear_dead_mount),
@@ -259,6 +295,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "tcp",
         description: "TCP on loopback per connection, TCP_NODELAY, framed messages",
         oneway: true,
+        // the stream and the session
+        server_fds: 1,
         family: Some(Family::Tcp),
         make: |_| Box::new(tcp::Tcp),
         ..BASE
@@ -267,6 +305,8 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         name: "udp",
         description: "connected UDP socket pair on loopback, one datagram per message",
         limit: SizeLimit::Fixed(udp::MAX_PAYLOAD),
+        // its socket and the session (the client's socket is passed on and closed)
+        server_fds: 2,
         family: Some(Family::Udp),
         make: wire_transport::<udp::Udp>,
         ..BASE

@@ -1,6 +1,6 @@
 //! Ipc: p50 and p99 latency against message size per transport (log
-//! axes), one chart per placement; and latency distributions (CDF) from
-//! the histograms the latency rows carry.
+//! axes), one chart per placement; latency distributions (CDF) from the
+//! histograms the latency rows carry; and the scale axes (`ipc_scale`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -32,6 +32,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
             html.push_str(&chart_html(&c));
         }
     }
+    html.push_str(&super::ipc_scale::html(&runs)?);
     Ok((!html.is_empty()).then_some(Section {
         id: "ipc",
         title: "IPC",
@@ -58,6 +59,11 @@ fn percentiles(runs: &[&Input], placement: &str) -> XyPlot {
         for f in &input.run.figures {
             let m = f.metric.as_str();
             if key(f, "placement") != placement || !(m == "p50_ns" || m == "p99_ns") {
+                continue;
+            }
+            // One client alone: rows with idle clients beside it, or of
+            // several active clients, have charts of their own.
+            if !matches!(key(f, "idle_clients"), "" | "0") || f.key.contains_key("clients") {
                 continue;
             }
             if let Ok(size) = key(f, "size").parse::<f64>() {
@@ -111,7 +117,11 @@ fn cdf(runs: &[&Input], placement: &str) -> XyPlot {
             if points.is_empty() {
                 continue;
             }
-            let what = format!("{} {} B", field(row, "transport"), field(row, "size"));
+            let idle = match field(row, "idle_clients").as_str() {
+                "" => String::new(),
+                n => format!(", {n} idle"),
+            };
+            let what = format!("{} {} B{idle}", field(row, "transport"), field(row, "size"));
             let mut s = Series::data(
                 series_label(overlaid, &input.label, &what),
                 points,

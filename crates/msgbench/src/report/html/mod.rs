@@ -17,6 +17,7 @@ pub mod dots;
 pub mod env;
 pub mod floor;
 pub mod ipc;
+pub mod ipc_scale;
 pub mod rtos;
 pub mod sample;
 pub mod smp;

@@ -137,9 +137,48 @@ fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                         ])
                     })
                     .collect();
-                rows.push(json!({"transport": t, "size": size, "placement": placement,
-                    "latency": {"histogram": hist}}));
+                rows.push(json!({"transport": t, "mechanism": t, "api": "in-place",
+                    "wait": "blocking", "size": size, "placement": placement, "status": "ok",
+                    "latency": {"histogram": hist}, "throughput": null}));
             }
+        }
+        // The scale axes at 256 bytes (a size of their own: a run with
+        // --idle-clients has no row without the key), on one CPU.
+        let k = |axis: &'static str, n: u32| {
+            [
+                ("transport", t.to_string()),
+                ("size", "256".to_string()),
+                ("placement", "same".to_string()),
+                (axis, n.to_string()),
+            ]
+        };
+        for idle in [0u32, 1000, 10000] {
+            let p50 = scale * (3000.0 + 20.0 * f64::from(idle));
+            figs.push(fig(
+                &k("idle_clients", idle),
+                "p50_ns",
+                p50,
+                "ns",
+                Better::Lower,
+            ));
+        }
+        for n in [1u32, 8, 64] {
+            let rate = scale * 300_000.0 / (1.0 + 0.01 * f64::from(n));
+            let k = k("clients", n);
+            figs.push(fig(
+                &k,
+                "aggregate_msgs_per_s",
+                rate,
+                "msg/s",
+                Better::Higher,
+            ));
+            figs.push(fig(
+                &k,
+                "slowest_over_fastest",
+                0.9,
+                "ratio",
+                Better::Higher,
+            ));
         }
     }
     (rows, figs)

@@ -331,3 +331,31 @@ fn every_sample_is_a_valid_envelope() {
         assert!(errors.is_empty(), "{s}: {errors:?}");
     }
 }
+
+#[test]
+fn ipc_scale_axes_get_charts_of_their_own() {
+    let dir = Dir::new("ipc-scale");
+    let p = dir.write("scale.json", &envelope_json("ipc", 1.0).unwrap());
+    let page = page(&load(&[p]).unwrap()).unwrap();
+    let charts: Vec<&str> = page.split("<figure class=\"chart\">").skip(1).collect();
+    let idle = charts
+        .iter()
+        .find(|c| c.contains("IPC p50 against idle clients beside the measured one, 256 B"))
+        .expect("a chart of p50 against idle clients");
+    assert!(idle.contains("uds") && idle.contains("pipe"), "{idle}");
+    assert!(charts
+        .iter()
+        .any(|c| c.contains("IPC aggregate rate of N active clients, 256 B")));
+    assert!(
+        page.contains("<th>Slowest/fastest</th>"),
+        "no fairness table"
+    );
+    // The size chart: the rows of one client alone (none beside it, at
+    // 64, 1024 and 16384 bytes, and 0 idle clients at 256), not those
+    // with idle or active clients.
+    let by_size = charts
+        .iter()
+        .find(|c| c.contains("IPC latency p50 and p99 by size, placement same"))
+        .expect("the size chart");
+    assert_eq!(by_size.matches("<circle").count(), 2 * 4, "{by_size}");
+}

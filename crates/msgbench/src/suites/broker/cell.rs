@@ -11,10 +11,11 @@ use serde::Serialize;
 use super::client::ClientReport;
 use super::dbus::{DaemonKind, PrivateBus};
 use super::options::{BrokerPlan, Via};
-use super::peers::Peer;
+use super::role::COMMAND;
 use super::router::RouterStats;
 use crate::measure::clock::Clock;
 use crate::measure::hist::Recorder;
+use crate::measure::peers::Peer;
 
 /// What is measured: one arrangement, transport and size.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +97,7 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
     for k in 0..plan.clients {
         let mut a = vec!["service".into(), "--index".into(), k.to_string()];
         a.extend(reach(k));
-        services.push(Peer::start(format!("service {k}"), &a)?);
+        services.push(Peer::start(COMMAND, format!("service {k}"), &a)?);
     }
     let mut router = None;
     if matches!(cell.via, Via::Broker | Via::BrokerValidate) {
@@ -109,7 +110,7 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
             a.push("--validate".into());
         }
         a.extend(reach(0));
-        router = Some(Peer::start("the broker", &a)?);
+        router = Some(Peer::start(COMMAND, "the broker", &a)?);
     }
     let mut clients = Vec::new();
     for k in 0..plan.clients {
@@ -128,7 +129,7 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
             a.push("--via-broker".into());
         }
         a.extend(reach(k));
-        clients.push(Peer::start(format!("client {k}"), &a)?);
+        clients.push(Peer::start(COMMAND, format!("client {k}"), &a)?);
     }
     for c in &mut clients {
         c.expect("ready", READY)?;

@@ -12,8 +12,9 @@
 //! - `proto`: the fixed header the broker routes on; `service`: the
 //!   msgpass service; `router`: the msgbench broker; `client`: the calls
 //!   and their timing; `dbus`: the D-Bus side (zbus, private buses).
-//! - `role`: those as processes (`msgbench broker-peer`); `peers`:
-//!   starting, talking to and stopping them; `cell`: one measurement.
+//! - `role`: those as processes (`msgbench broker-peer`), started,
+//!   talked to and stopped through `measure::peers`; `cell`: one
+//!   measurement.
 //! - `options`: the command line and the plan; `sweep`: every cell,
 //!   repeated and interleaved, into rows ([`row::BrokerRow`]); `answer`:
 //!   the study's question and the goals judged; `render`: tables and
@@ -24,7 +25,6 @@ pub mod cell;
 pub mod client;
 pub mod dbus;
 pub mod options;
-pub mod peers;
 pub mod proto;
 pub mod render;
 pub mod role;

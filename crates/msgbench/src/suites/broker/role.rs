@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use msgpass::{Namespace, Options};
 
@@ -23,18 +23,13 @@ use super::client::{self, Caller, DbusCaller, MsgpassCaller};
 use super::dbus;
 use super::router::{self, Router};
 use super::service;
-use oslayer::process;
+use crate::measure::peers;
+
+/// The hidden subcommand the peers run as.
+pub const COMMAND: &str = "broker-peer";
 
 /// `msgbench broker-peer`: one process of a broker run.
-#[derive(Debug, Args)]
-pub struct PeerArgs {
-    /// Which process this is.
-    #[command(subcommand)]
-    pub role: Role,
-    /// End with SIGTERM when process PID (the suite) dies.
-    #[arg(long = "die-with-parent", value_name = "PID", global = true)]
-    pub die_with_parent: Option<i32>,
-}
+pub type PeerArgs = peers::PeerArgs<Role>;
 
 /// The processes of a broker run.
 #[derive(Debug, Subcommand)]
@@ -152,9 +147,7 @@ fn opts() -> Options {
 
 /// Runs one peer until it is done or stopped.
 pub fn run(args: &PeerArgs, stop: Arc<AtomicBool>) -> Result<()> {
-    if let Some(ppid) = args.die_with_parent {
-        process::die_with(ppid, process::Signal::TERM).context("--die-with-parent")?;
-    }
+    args.die_with_parent()?;
     match &args.role {
         Role::Service(a) => serve(a, stop),
         Role::Route(a) => route(a, stop),

@@ -1,8 +1,13 @@
 //! The rows as generic figures (docs/results.md): keyed by transport,
-//! API (`in-place`, `copy`), size (bytes) and placement; latency percentiles and mean, throughput,
-//! CPU per message and the ratio to the floor. Rows without figures (not
-//! `ok`) give none, nor do figures a timing mode does not measure.
+//! API (`in-place`, `copy`), size (bytes) and placement, and the count of
+//! idle clients (`idle_clients`) or active clients (`clients`) where the
+//! row has one; latency percentiles and mean, throughput, CPU per message
+//! and the ratio to the floor; what an idle connection costs; the
+//! active clients' aggregate rate, percentiles and fairness. Rows without
+//! figures (not `ok`) give none, nor do figures a timing mode does not
+//! measure.
 
+use super::clients::ActiveRun;
 use super::results::{Row, Status, Timing};
 use super::table::vs_floor;
 use crate::pingpong::floor::FloorReport;
@@ -13,17 +18,35 @@ pub fn figures(rows: &[Row], floor: Option<&FloorReport>) -> Vec<Figure> {
     rows.iter().flat_map(|r| row_figures(r, floor)).collect()
 }
 
-/// The figures of one measured row.
-fn row_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<Figure> {
-    let Some(l) = r.latency.as_ref().filter(|_| r.status == Status::Ok) else {
-        return Vec::new();
-    };
-    let key = [
+/// A row's key: what it measured, and with how many clients.
+fn key(r: &Row) -> Vec<(&'static str, String)> {
+    let mut key = vec![
         ("transport", r.transport.clone()),
         ("api", r.api.name().to_string()),
         ("size", r.size.to_string()),
         ("placement", r.placement.name().to_string()),
     ];
+    if let Some(n) = r.idle_clients {
+        key.push(("idle_clients", n.to_string()));
+    }
+    if let Some(n) = r.clients {
+        key.push(("clients", n.to_string()));
+    }
+    key
+}
+
+/// The figures of one measured row.
+fn row_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<Figure> {
+    if r.status != Status::Ok {
+        return Vec::new();
+    }
+    if let Some(a) = &r.active {
+        return active_figures(&key(r), a);
+    }
+    let Some(l) = r.latency.as_ref() else {
+        return Vec::new();
+    };
+    let key = key(r);
     let repeats = r
         .repeat_stats
         .as_ref()
@@ -59,11 +82,57 @@ fn row_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<Figure> {
             Vec::new(),
         ),
     ];
-    candidates
+    let mut out: Vec<Figure> = candidates
         .into_iter()
         .filter(|c| c.1.is_finite())
         .map(|(m, v, unit, better, reps)| Figure::new(&key, &m, v, unit, better).with_repeats(reps))
-        .collect()
+        .collect();
+    if let Some(i) = &r.idle {
+        out.push(Figure::new(
+            &key,
+            "rss_bytes_per_conn",
+            i.rss_bytes_per_conn,
+            "bytes",
+            Better::Lower,
+        ));
+        out.push(Figure::new(
+            &key,
+            "fds_per_conn",
+            i.fds_per_conn,
+            "fds",
+            Better::Lower,
+        ));
+    }
+    out
+}
+
+/// The figures of an active-clients row.
+fn active_figures(key: &[(&str, String)], a: &ActiveRun) -> Vec<Figure> {
+    let ns = |m: &str, v: f64| Figure::new(key, m, v, "ns", Better::Lower);
+    [
+        Figure::new(
+            key,
+            "aggregate_msgs_per_s",
+            a.msgs_per_s,
+            "msg/s",
+            Better::Higher,
+        ),
+        ns("client_p50_median_ns", a.p50_median_ns),
+        ns("client_p50_worst_ns", a.p50_worst_ns),
+        ns("client_p99_median_ns", a.p99_median_ns),
+        ns("client_p99_worst_ns", a.p99_worst_ns),
+        Figure::new(
+            key,
+            "slowest_over_fastest",
+            a.slowest_over_fastest,
+            "ratio",
+            Better::Higher,
+        ),
+        Figure::new(key, "rate_cv", a.rate_cv, "ratio", Better::Lower),
+    ]
+    .into_iter()
+    .filter(|f| f.value.is_finite())
+    .collect()
 }
 
 #[cfg(test)]
@@ -125,6 +194,44 @@ mod tests {
         let names: Vec<&str> = f.iter().map(|x| x.metric.as_str()).collect();
         assert_eq!(names, ["mean_ns", "cpu_ns_per_msg"]);
         assert_eq!(f[0].value, 150.0);
+    }
+
+    #[test]
+    fn scale_rows_are_keyed_by_their_count() {
+        let mut r = measured(Timing::PerMessage);
+        r.idle_clients = Some(1000);
+        r.idle = Some(crate::suites::ipc::idle::IdleCost {
+            connections: 1000,
+            processes: 1,
+            rss_before_bytes: 0,
+            rss_after_bytes: 4_096_000,
+            fds_before: 10,
+            fds_after: 1010,
+            rss_bytes_per_conn: 4096.0,
+            fds_per_conn: 1.0,
+            client_fds_per_conn: 1.0,
+            connect_secs: 0.5,
+        });
+        let f = figures(&[r], None);
+        assert!(f.iter().all(|x| x.key["idle_clients"] == "1000"), "{f:?}");
+        let rss = f.iter().find(|x| x.metric == "rss_bytes_per_conn").unwrap();
+        assert_eq!((rss.value, rss.unit.as_str()), (4096.0, "bytes"));
+        assert!(f
+            .iter()
+            .any(|x| x.metric == "fds_per_conn" && x.value == 1.0));
+
+        let mut a = Row::new("uds", "uds", Api::InPlace, 64, Placement::Same);
+        a.clients = Some(2);
+        a.active = Some(crate::suites::ipc::clients::summarise(vec![]));
+        let f = figures(std::slice::from_ref(&a), None);
+        // No client, no rate: nothing finite but the sums.
+        assert!(f.iter().all(|x| x.key["clients"] == "2"), "{f:?}");
+        assert!(
+            f.iter().any(|x| x.metric == "aggregate_msgs_per_s"),
+            "{f:?}"
+        );
+        let failed = a.end(Status::Failed, "client 1: stale");
+        assert!(figures(&[failed], None).is_empty());
     }
 
     #[test]

@@ -12,17 +12,28 @@
 //! namespace directory (removed at the end, also after SIGINT). A row that
 //! breaks (a wrong, lost or stale reply) shows `FAILED` and the run goes on;
 //! the exit status is 1 if any row failed.
+//!
+//! Scale (`scale`, `idle`, `clients`, `peer`): `--idle-clients` runs every
+//! row beside N idle clients held by child processes and reports what an
+//! idle connection costs the server; `--clients` adds rows of N active
+//! client processes on one server (aggregate rate, percentiles, fairness).
 
 mod client;
+mod clients;
+mod echo;
 mod figures;
+mod idle;
 mod ipcbench;
 mod load;
 mod notes;
 mod options;
+pub mod peer;
 mod protocol;
 mod results;
 mod row;
 mod run;
+mod scale;
+mod scale_table;
 mod server;
 mod stats;
 mod table;
@@ -31,7 +42,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use options::{IpcArgs, Plan};
+pub use options::{IpcArgs, Plan, RowSpec};
+pub use peer::PeerArgs;
 pub use results::{
     Api, CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
     ThroughputRun, WaitClass,
@@ -67,15 +79,27 @@ impl Suite for Ipc {
 
     fn banner(plan: &Plan, cx: &RunContext) -> String {
         let list = |v: Vec<String>| v.join(", ");
+        let counts = |what: &str, v: &[u32]| {
+            if v.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {what} {}",
+                    list(v.iter().map(|n| n.to_string()).collect())
+                )
+            }
+        };
         format!(
             "msgbench ipc: {} CPUs, clock {}, about {} s per measured run\n\
-             Transports {}; sizes {} bytes; placements {}",
+             Transports {}; sizes {} bytes; placements {}{}{}",
             placement::cpu_count(),
             cx.clock.describe(),
             plan.row_secs,
             plan.transports.join(", "),
             list(plan.sizes.iter().map(|s| s.to_string()).collect()),
             list(plan.placements.iter().map(|p| p.name().into()).collect()),
+            counts("idle clients", &plan.idle_clients),
+            counts("active clients", &plan.clients),
         )
     }
 
@@ -92,33 +116,50 @@ impl Suite for Ipc {
     }
 }
 
-/// The text output. Table and markdown: a table per (size, placement)
-/// (with `--ipcbench-block`, the old study's blocks after each), then the
-/// legends and the run's notes. CSV: one flat table of every row.
+/// The text output. Table and markdown: a table per size, placement and
+/// count of idle clients (with `--ipcbench-block`, the old study's blocks
+/// after each); with `--idle-clients`, each transport's p50 against the
+/// count per size and placement; with `--clients`, the active-clients
+/// table per size and placement; then the legends and the run's notes.
+/// CSV: one flat table of every row.
 fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     let floor = results.floor.as_ref();
     if plan.format == Format::Csv {
         return vec![Section::Table(table::flat(&results.rows, floor))];
     }
-    let mut out = Vec::new();
-    for g in results
+    let (active, single): (Vec<Row>, Vec<Row>) = results
         .rows
-        .chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement))
-    {
-        let cpus = g.first().and_then(|r| plan.cpus_for(r.placement).ok());
-        out.push(Section::Table(table::group(g, cpus, floor)));
+        .iter()
+        .cloned()
+        .partition(|r| r.clients.is_some());
+    let cpus = |r: Option<&Row>| r.and_then(|r| plan.cpus_for(r.placement).ok());
+    let mut out = Vec::new();
+    for g in single.chunk_by(|a, b| {
+        (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)
+    }) {
+        out.push(Section::Table(table::group(g, cpus(g.first()), floor)));
         if plan.ipcbench_block {
             let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
             out.push(Section::Text(blocks.join("\n")));
         }
     }
+    if !plan.idle_clients.is_empty() {
+        for g in single.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
+            out.push(Section::Table(scale_table::idle_summary(
+                g,
+                cpus(g.first()),
+            )));
+        }
+    }
+    for g in active.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
+        out.push(Section::Table(scale_table::active(g, cpus(g.first()))));
+    }
     // The clock of the run: Clock::best() is chosen once per process.
     let clock = Clock::best();
-    out.push(Section::Text(table::legend(
-        &results.rows,
-        &clock,
-        plan.row_secs,
-    )));
+    out.push(Section::Text(table::legend(&single, &clock, plan.row_secs)));
+    if let Some(l) = scale_table::legend(&results.rows) {
+        out.push(Section::Text(l));
+    }
     if let Some(f) = floor {
         out.push(Section::Text(table::floor_legend(f)));
     }

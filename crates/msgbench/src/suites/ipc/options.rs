@@ -10,6 +10,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::results::{Api, Placement, Timing};
+use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
 use crate::report::table::Format;
@@ -124,6 +125,27 @@ pub struct IpcArgs {
     /// by default: column API, JSON field "api" ("in-place" or "copy").
     #[arg(long = "copy")]
     pub copy: bool,
+    /// Idle clients beside the measured one, comma-separated counts (e.g.
+    /// 0,1000,10000) [default: none]: every row is run once per count,
+    /// its latency and throughput measured while that many other clients
+    /// (processes of their own, each connection opened and called once
+    /// to prove it valid) stay connected to its server and idle. Each row
+    /// also reports what an idle connection costs the server: resident
+    /// memory and descriptors per connection. A count the server cannot
+    /// hold (RLIMIT_NOFILE, or the transport's own ceiling) is refused
+    /// before anything runs.
+    #[arg(long = "idle-clients", value_name = "LIST", allow_hyphen_values = true)]
+    pub idle_clients: Option<String>,
+    /// Active clients on one server, comma-separated counts (e.g. 1,8,64)
+    /// [default: none]: adds rows where that many client processes, pinned
+    /// as the placement says (same: server and every client on one CPU;
+    /// cross: the server on one, the clients on the other), are released
+    /// together and make checked round trips for a row's time. Reported:
+    /// the aggregate rate, the median and worst of the clients' p50 and
+    /// p99, and fairness (slowest client's rate / fastest's, and the
+    /// coefficient of variation of the rates).
+    #[arg(long = "clients", value_name = "LIST", allow_hyphen_values = true)]
+    pub clients: Option<String>,
     /// Test hook: every row's server breaks one reply (corrupt,
     /// corrupt-body, stale, checksum, oneway) or stalls once (stall).
     #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
@@ -178,6 +200,30 @@ pub struct Plan {
     /// Throughput window asked for (1 or more; rows whose transport has
     /// no one-way messages use 1).
     pub window: u32,
+    /// `--idle-clients`: every row is run once per count (absent: once,
+    /// with no idle clients).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub idle_clients: Vec<u32>,
+    /// `--clients`: the counts of the active-clients rows (absent: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<u32>,
+}
+
+/// One row of the plan: what is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSpec<'a> {
+    /// Message size, bytes.
+    pub size: usize,
+    /// Where client and server run.
+    pub placement: Placement,
+    /// Transport name as given.
+    pub transport: &'a str,
+    /// The API measured.
+    pub api: Api,
+    /// Idle clients beside the measured one (`--idle-clients`).
+    pub idle: Option<u32>,
+    /// Active clients instead of the single measured one (`--clients`).
+    pub clients: Option<u32>,
 }
 
 impl Plan {
@@ -195,17 +241,38 @@ impl Plan {
         }
     }
 
-    /// Every row in run order: for each size, each placement, each
-    /// transport, each API (so the in-place and copy rows of one
-    /// transport, size and placement run back to back, under the same
-    /// machine state).
-    pub fn row_order(&self) -> Vec<(usize, Placement, &str, Api)> {
+    /// Every row in run order: for each size, each placement, each count
+    /// of idle clients (once without `--idle-clients`), each transport,
+    /// each API (so the in-place and copy rows of one transport, size and
+    /// placement run back to back, under the same machine state); then,
+    /// with `--clients`, the active-clients rows of that size and
+    /// placement, for each count, transport and API.
+    pub fn row_order(&self) -> Vec<RowSpec<'_>> {
+        let idle: Vec<Option<u32>> = if self.idle_clients.is_empty() {
+            vec![None]
+        } else {
+            self.idle_clients.iter().copied().map(Some).collect()
+        };
+        let kinds = idle
+            .into_iter()
+            .map(|n| (n, None))
+            .chain(self.clients.iter().map(|&n| (None, Some(n))));
+        let kinds: Vec<(Option<u32>, Option<u32>)> = kinds.collect();
         let mut out = Vec::new();
         for &size in &self.sizes {
             for &placement in &self.placements {
-                for t in &self.transports {
-                    for &api in self.apis() {
-                        out.push((size, placement, t.as_str(), api));
+                for &(idle, clients) in &kinds {
+                    for t in &self.transports {
+                        for &api in self.apis() {
+                            out.push(RowSpec {
+                                size,
+                                placement,
+                                transport: t.as_str(),
+                                api,
+                                idle,
+                                clients,
+                            });
+                        }
                     }
                 }
             }
@@ -251,6 +318,16 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
     let apis = if args.copy { 2 } else { 1 };
     let rows = transports.len() * sizes.len() * placements.len() * apis;
     let (timing, rate) = timing_and_rate(args)?;
+    let idle_clients = scale::counts(
+        "--idle-clients",
+        args.idle_clients.as_deref(),
+        0,
+        scale::MAX_IDLE,
+    )?;
+    let clients = scale::counts("--clients", args.clients.as_deref(), 1, scale::MAX_CLIENTS)?;
+    scale::check_fit(&transports, &idle_clients, &clients)?;
+    // Every kind of row counts against the time budget.
+    let rows = rows * (idle_clients.len().max(1) + clients.len());
     Ok(Plan {
         transports,
         sizes,
@@ -272,6 +349,8 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         timing,
         rate,
         window: window(&args.window)?,
+        idle_clients,
+        clients,
     })
 }
 
@@ -484,6 +563,8 @@ mod tests {
             timing: Timing::PerMessage,
             rate: None,
             window: 16,
+            idle_clients: Vec::new(),
+            clients: Vec::new(),
         }
     }
 
@@ -498,7 +579,7 @@ mod tests {
         let apis = |p: &Plan| {
             p.row_order()
                 .iter()
-                .map(|r| (r.0, r.2.to_string(), r.3))
+                .map(|r| (r.size, r.transport.to_string(), r.api))
                 .collect::<Vec<_>>()
         };
         assert!(apis(&p).iter().all(|r| r.2 == Api::InPlace));

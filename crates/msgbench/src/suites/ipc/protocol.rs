@@ -20,6 +20,9 @@
 //! - [`CMD_ACK`]: the request is one more [`CMD_SUM`] message, folded in
 //!   the same way; the reply is the running check over every message since
 //!   the last ack (12 bytes: count u32, check u64), which is then reset.
+//! - [`CMD_PING`]: at most [`PING_MAX`] bytes, answered like the copying
+//!   echo (every byte XORed with [`ECHO_MASK`]); how an idle client proves
+//!   its connection valid without counting among the measured echoes.
 //!
 //! A request is a fixed position-dependent pattern ([`body`]) whose first
 //! bytes carry the sequence number ([`stamp`]), so a stale, reordered or
@@ -38,6 +41,11 @@ pub const CMD_STOP: u32 = 4;
 /// Fold the request into the running check and reply with it (see
 /// [`ack_fold`]), then reset it.
 pub const CMD_ACK: u32 = 5;
+/// Reply with the request, every byte XORed with [`ECHO_MASK`], outside
+/// the counts of the measured exchanges (see [`PING_MAX`]).
+pub const CMD_PING: u32 = 6;
+/// Largest [`CMD_PING`] request.
+pub const PING_MAX: usize = 64;
 /// Length of a [`CMD_ACK`] reply: count (u32) and check (u64).
 pub const ACK_LEN: usize = 12;
 

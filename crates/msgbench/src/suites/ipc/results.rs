@@ -2,7 +2,10 @@
 
 use serde::Serialize;
 
+use super::clients::ActiveRun;
+use super::idle::IdleCost;
 use super::load::OtherLoad;
+use super::options::RowSpec;
 use crate::measure::hist::LatencySummary;
 
 /// Where the client and server threads run.
@@ -322,6 +325,23 @@ pub struct Row {
     pub warnings: Vec<String>,
     /// Throughput figures (status `ok`).
     pub throughput: Option<ThroughputRun>,
+    /// `--idle-clients`: how many idle, connected clients (other
+    /// processes) the row's server held while it was measured; absent
+    /// without the option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_clients: Option<u32>,
+    /// What those idle connections cost the server (this process), when
+    /// there were any and they all connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleCost>,
+    /// `--clients`: a row of this many active clients (processes) on one
+    /// server instead of the single client of the other rows; absent on
+    /// those.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
+    /// The active clients' figures (status `ok`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active: Option<ActiveRun>,
 }
 
 impl Row {
@@ -352,7 +372,21 @@ impl Row {
             other_load: None,
             warnings: Vec::new(),
             throughput: None,
+            idle_clients: None,
+            idle: None,
+            clients: None,
+            active: None,
         }
+    }
+
+    /// A row with no figures yet for the plan's row `spec`.
+    pub fn for_spec(spec: &RowSpec) -> Row {
+        let t = spec.transport;
+        let mechanism = msgpass::transport::by_name(t).map_or(t, |t| t.name());
+        let mut row = Row::new(t, mechanism, spec.api, spec.size, spec.placement);
+        row.idle_clients = spec.idle;
+        row.clients = spec.clients;
+        row
     }
 
     /// Ends the row with `status` and `reason`.
@@ -362,13 +396,21 @@ impl Row {
         self
     }
 
-    /// The transport, with `(copy)` after it for a copying-API row: how
+    /// The transport, with `(copy)` after it for a copying-API row and the
+    /// number of idle or active clients where the row has one: how
     /// warnings and the old study's blocks name the row.
     pub fn label(&self) -> String {
-        match self.api {
-            Api::InPlace => self.transport.clone(),
-            Api::Copy => format!("{} (copy)", self.transport),
+        let mut l = self.transport.clone();
+        if self.api == Api::Copy {
+            l.push_str(" (copy)");
         }
+        if let Some(n) = self.idle_clients {
+            l.push_str(&format!(" ({n} idle)"));
+        }
+        if let Some(n) = self.clients {
+            l.push_str(&format!(" ({n} clients)"));
+        }
+        l
     }
 
     /// Median round trip, when measured: with repeats, the median of their

@@ -1,5 +1,6 @@
-//! One row: start the server thread, run the client thread under a hard
-//! time limit, stop the server, and turn what happened into a [`Row`].
+//! One row: start the server thread (and, with `--idle-clients`, the
+//! idle clients beside it), run the client thread under a hard time
+//! limit, stop the server, and turn what happened into a [`Row`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -8,15 +9,17 @@ use std::time::Duration;
 use msgpass::{Namespace, Options};
 
 use super::client::{self, ClientConfig, Stop};
+use super::idle::IdleClients;
 use super::load::LoadMeter;
-use super::options::Plan;
-use super::results::{Api, LatencyRun, Placement, Row, Status, WaitClass};
+use super::options::{Plan, RowSpec};
+use super::results::{LatencyRun, Row, Status, WaitClass};
 use super::server::{Fault, ServerThread};
 use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
 use crate::measure::clock::Clock;
+use crate::measure::peers::Peer;
 
 /// Longest the server may take to stop once the client is done.
-const SERVER_STOP_LIMIT: Duration = Duration::from_secs(3);
+pub const SERVER_STOP_LIMIT: Duration = Duration::from_secs(3);
 
 /// What a row needs from the run.
 pub struct RowContext<'a> {
@@ -37,6 +40,16 @@ pub struct RowContext<'a> {
 }
 
 impl RowContext<'_> {
+    /// The next line of helper process `p` within `limit`;
+    /// [`Stop::Interrupted`] once the run's stop flag is set.
+    pub fn line_of(&self, p: &mut Peer, limit: Duration) -> Result<String, Stop> {
+        match p.line_unless(limit, self.stop) {
+            Ok(Some(line)) => Ok(line),
+            Ok(None) => Err(Stop::Interrupted),
+            Err(e) => Err(Stop::Failed(format!("{e:#}"))),
+        }
+    }
+
     /// Longest a row may take in all: its phases are capped by time (per
     /// repeat a warm-up of at most the longer of `--warmup` and a row and
     /// a latency run of 2 rows; throughput 2 rows), so only a call that
@@ -50,26 +63,21 @@ impl RowContext<'_> {
     }
 }
 
-/// Runs `transport` at `size` bytes over `api` with the client on
-/// `cpus.0` and the server on `cpus.1`, as endpoint `endpoint`.
-pub fn run(
-    ctx: &RowContext,
-    endpoint: &str,
-    transport: &str,
-    api: Api,
-    size: usize,
-    placement: Placement,
-    cpus: (usize, usize),
-) -> Row {
-    let mechanism = msgpass::transport::by_name(transport).map_or(transport, |t| t.name());
-    let mut row = Row::new(transport, mechanism, api, size, placement);
-    if crate::measure::sched::in_effect().fifo_priority.is_some()
-        && WaitClass::of(mechanism) == WaitClass::Polling
+/// Runs row `spec` (one client, and its idle clients if it has any)
+/// with the client on `cpus.0` and the server on `cpus.1`, as endpoint
+/// `endpoint`.
+pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize)) -> Row {
+    let mut row = Row::for_spec(spec);
+    let (transport, api, size) = (spec.transport, spec.api, spec.size);
+    if crate::measure::sched::in_effect().fifo_priority.is_some() && row.wait == WaitClass::Polling
     {
         return row.end(
             Status::Skipped,
             "spins, and a spinning SCHED_FIFO thread never yields its CPU",
         );
+    }
+    if spec.clients.is_some() {
+        return super::clients::run(ctx, endpoint, spec, cpus);
     }
     let server = match ServerThread::start(
         ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault, api,
@@ -78,6 +86,19 @@ pub fn run(
         Err(reason) => return row.end(Status::Skipped, reason),
     };
     (row.client_cpu, row.server_cpu) = (Some(cpus.0), Some(cpus.1));
+    let idle = match spec.idle.filter(|&n| n > 0) {
+        None => None,
+        Some(n) => match IdleClients::start(ctx, endpoint, transport, n) {
+            Ok(i) => {
+                row.idle = Some(i.cost.clone());
+                Some(i)
+            }
+            Err(stop) => {
+                let stopped = server.stop(SERVER_STOP_LIMIT);
+                return conclude_stop(row, transport, stop, stopped);
+            }
+        },
+    };
     let cfg = ClientConfig {
         ns: ctx.ns.clone(),
         endpoint: endpoint.to_string(),
@@ -101,6 +122,14 @@ pub fn run(
     // The client has sent CMD_STOP when all went well; otherwise the flag
     // makes the server return within one tick.
     let stopped = server.stop(SERVER_STOP_LIMIT);
+    // Stopped after the server: nothing they do can touch the figures.
+    let stopped = match idle.map(IdleClients::stop) {
+        Some(Err(e)) => Err(match stopped {
+            Err(s) => format!("{s}; {e}"),
+            Ok(()) => e,
+        }),
+        _ => stopped,
+    };
     conclude(row, transport, outcome, stopped)
 }
 
@@ -125,24 +154,33 @@ fn conclude(
                 Err(e) => row.end(Status::Failed, e),
             }
         }
-        Err(stop) => {
-            let reason = |r: String| match &stopped {
-                Err(e) => format!("{r}; {e}"),
-                Ok(()) => r,
-            };
-            match stop {
-                Stop::NotApplicable(max) => {
-                    row.max_msg = Some(max);
-                    row.end(
-                        Status::NotApplicable,
-                        format!("{transport} max message {max} bytes"),
-                    )
-                }
-                Stop::Skipped(r) => row.end(Status::Skipped, r),
-                Stop::Failed(r) => row.end(Status::Failed, reason(r)),
-                Stop::Interrupted => row.end(Status::Interrupted, "interrupted"),
-            }
+        Err(stop) => conclude_stop(row, transport, stop, stopped),
+    }
+}
+
+/// The row ended by `stop` before it had figures, the server's stop
+/// (`stopped`) added to a failure's reason.
+pub fn conclude_stop(
+    mut row: Row,
+    transport: &str,
+    stop: Stop,
+    stopped: Result<(), String>,
+) -> Row {
+    let reason = |r: String| match &stopped {
+        Err(e) => format!("{r}; {e}"),
+        Ok(()) => r,
+    };
+    match stop {
+        Stop::NotApplicable(max) => {
+            row.max_msg = Some(max);
+            row.end(
+                Status::NotApplicable,
+                format!("{transport} max message {max} bytes"),
+            )
         }
+        Stop::Skipped(r) => row.end(Status::Skipped, r),
+        Stop::Failed(r) => row.end(Status::Failed, reason(r)),
+        Stop::Interrupted => row.end(Status::Interrupted, "interrupted"),
     }
 }
 

@@ -9,8 +9,8 @@ use anyhow::Result;
 use msgpass::Namespace;
 
 use super::load::LoadMeter;
-use super::options::Plan;
-use super::results::{Api, Placement, Row, Status};
+use super::options::{Plan, RowSpec};
+use super::results::{Api, Row, Status};
 use super::row::{self, RowContext};
 use crate::measure::rundir::RunDir;
 use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
@@ -32,23 +32,55 @@ fn run_dir(base: Option<&Path>) -> Result<RunDir> {
     Ok(RunDir::create(&base, &name)?)
 }
 
-/// About how long one row takes: per repeat a warm-up and a latency run,
-/// then the throughput run and the setup.
-pub fn row_estimate(plan: &Plan) -> Duration {
+/// Time an idle-clients row takes to start its children, besides
+/// [`IDLE_CONNECT_SECS`] for each idle connection.
+const IDLE_SETUP_SECS: f64 = 0.2;
+/// Time an idle connection takes to be made and called once, on most
+/// transports (measured on a 2-CPU VM: 0.4 s for 1000 on uds).
+const IDLE_CONNECT_SECS: f64 = 0.0005;
+/// The same on the shm transports, whose server takes new clients once a
+/// tick while it has many (3.5 s for 1000).
+const IDLE_CONNECT_SECS_SHM: f64 = 0.004;
+/// Time an active-clients row takes besides its run, for each client
+/// (process start, connect, warm-up).
+const ACTIVE_SETUP_SECS: f64 = 0.05;
+
+/// About how long row `spec` takes. A single-client row: per repeat a
+/// warm-up and a latency run, then the throughput run and the setup, and
+/// the connecting of its idle clients. An active-clients row: one run,
+/// and the setup of each client.
+pub fn row_estimate(plan: &Plan, spec: &RowSpec) -> Duration {
+    if let Some(n) = spec.clients {
+        let secs = plan.row_secs + ROW_SETUP_SECS + f64::from(n) * ACTIVE_SETUP_SECS;
+        return Duration::from_secs_f64(secs);
+    }
     let warm = plan.warmup_secs.unwrap_or(plan.row_secs / 5.0);
     let secs = plan.repeats.max(1) as f64 * (warm + plan.row_secs) + plan.row_secs;
-    Duration::from_secs_f64(secs + ROW_SETUP_SECS)
+    let idle = match spec.idle {
+        Some(n) if n > 0 => {
+            let shm =
+                msgpass::transport::info(spec.transport).is_ok_and(|t| t.family_name() == "shm");
+            let each = if shm {
+                IDLE_CONNECT_SECS_SHM
+            } else {
+                IDLE_CONNECT_SECS
+            };
+            IDLE_SETUP_SECS + f64::from(n) * each
+        }
+        _ => 0.0,
+    };
+    Duration::from_secs_f64(secs + ROW_SETUP_SECS + idle)
 }
 
 /// About how long the whole plan takes.
 pub fn estimate(plan: &Plan) -> Duration {
-    let rows = plan.row_order().len() as u32;
     let floor = if plan.vs_floor {
         QUICK_BUDGET
     } else {
         Duration::ZERO
     };
-    row_estimate(plan) * rows + floor
+    let rows: Duration = plan.row_order().iter().map(|r| row_estimate(plan, r)).sum();
+    rows + floor
 }
 
 /// Runs the plan: the floor (with `--vs-floor`), then every row.
@@ -97,51 +129,41 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
         fault: plan.fault,
         plan,
     };
-    let planned = row_estimate(plan);
     let mut rows = Vec::new();
-    for (size, placement, transport, api) in plan.row_order() {
+    for spec in plan.row_order() {
         if cx.stopped() {
             break;
         }
-        let copy = if api == Api::Copy { " (copy)" } else { "" };
-        cx.progress
-            .start(format!("{transport}{copy} {size} B {}", placement.name()));
-        let mut row = one_row(&ctx, rows.len(), transport, api, size, placement);
+        let copy = if spec.api == Api::Copy { " (copy)" } else { "" };
+        let with = match (spec.idle, spec.clients) {
+            (Some(n), _) => format!(", {n} idle clients"),
+            (_, Some(n)) => format!(", {n} clients"),
+            _ => String::new(),
+        };
+        cx.progress.start(format!(
+            "{}{copy} {} B {}{with}",
+            spec.transport,
+            spec.size,
+            spec.placement.name()
+        ));
+        let mut row = one_row(&ctx, rows.len(), &spec);
         // A call broken by the stop (the server returns on the flag) is
         // an interruption, not a fault of the transport.
         if cx.stopped() && row.status == Status::Failed {
             row.status = Status::Interrupted;
         }
         rows.push(row);
-        cx.progress.done(planned);
+        cx.progress.done(row_estimate(plan, &spec));
     }
     rows
 }
 
 /// One row as endpoint `row-<index>`, or skipped when its placement
 /// cannot be had here.
-fn one_row(
-    ctx: &RowContext,
-    index: usize,
-    transport: &str,
-    api: Api,
-    size: usize,
-    placement: Placement,
-) -> Row {
-    match ctx.plan.cpus_for(placement) {
-        Ok(cpus) => row::run(
-            ctx,
-            &format!("row-{index}"),
-            transport,
-            api,
-            size,
-            placement,
-            cpus,
-        ),
-        Err(reason) => {
-            let mech = msgpass::transport::by_name(transport).map_or(transport, |t| t.name());
-            Row::new(transport, mech, api, size, placement).end(Status::Skipped, reason)
-        }
+fn one_row(ctx: &RowContext, index: usize, spec: &RowSpec) -> Row {
+    match ctx.plan.cpus_for(spec.placement) {
+        Ok(cpus) => row::run(ctx, &format!("row-{index}"), spec, cpus),
+        Err(reason) => Row::for_spec(spec).end(Status::Skipped, reason),
     }
 }
 

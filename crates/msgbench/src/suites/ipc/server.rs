@@ -13,7 +13,7 @@ use msgpass::{Channel, Namespace, Options};
 
 use super::protocol::{
     ack_fold, all_stamps, checksum, echo_ends, echo_transform, CMD_ACK, CMD_CPU, CMD_ECHO,
-    CMD_STOP, CMD_SUM, STAMP,
+    CMD_PING, CMD_STOP, CMD_SUM, PING_MAX, STAMP,
 };
 use super::results::Api;
 use crate::measure::cpu::thread_cpu_ns;
@@ -315,6 +315,11 @@ fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result
                         Ok(())
                     }
                 }
+            }
+            CMD_PING if len <= PING_MAX => {
+                let mut pong = [0u8; PING_MAX];
+                echo_transform(req.data(), &mut pong[..len]);
+                req.reply(&pong[..len])
             }
             CMD_CPU => req.reply(&thread_cpu_ns().to_le_bytes()),
             CMD_STOP => {

@@ -17,7 +17,17 @@ const FIGURES: [&str; 10] = [
 
 /// "1 B, same CPU: client and server on CPU 0".
 pub fn title(size: usize, placement: Placement, cpus: Option<(usize, usize)>) -> String {
-    let head = format!("{size} B, {} CPU", placement.name());
+    title_with(size, placement, cpus, "")
+}
+
+/// [`title`] with `with` after the placement, e.g. ", 1000 idle clients".
+pub fn title_with(
+    size: usize,
+    placement: Placement,
+    cpus: Option<(usize, usize)>,
+    with: &str,
+) -> String {
+    let head = format!("{size} B, {} CPU{with}", placement.name());
     match cpus {
         Some((c, s)) if c == s => format!("{head}: client and server on CPU {c}"),
         Some((c, s)) => format!("{head}: client on CPU {c}, server on CPU {s}"),
@@ -38,6 +48,8 @@ struct Columns<'a> {
     note: bool,
     /// Which API (`--copy`: some rows use the copying one).
     api: bool,
+    /// What idle connections cost (`--idle-clients`, rows with some).
+    idle: bool,
 }
 
 impl<'a> Columns<'a> {
@@ -52,6 +64,7 @@ impl<'a> Columns<'a> {
             floor,
             note: rows.iter().any(|r| r.p50_ns().is_none()),
             api: rows.iter().any(|r| r.api != Api::InPlace),
+            idle: rows.iter().any(|r| r.idle.is_some()),
         }
     }
 
@@ -68,6 +81,8 @@ impl<'a> Columns<'a> {
             (self.mean, "Mean"),
             (self.spread, "Spread"),
             (self.floor.is_some(), VS_FLOOR),
+            (self.idle, RSS_CONN),
+            (self.idle, FDS_CONN),
         ] {
             if on {
                 head.push(name);
@@ -88,13 +103,14 @@ impl<'a> Columns<'a> {
 /// With `floor`, a column of each row's p50 as a multiple of its floor
 /// (see [`vs_floor`]).
 pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorReport>) -> Table {
-    let (size, placement) = rows
-        .first()
-        .map_or((0, Placement::Same), |r| (r.size, r.placement));
+    let (size, placement, idle) = rows.first().map_or((0, Placement::Same, None), |r| {
+        (r.size, r.placement, r.idle_clients)
+    });
     let summary = GroupSummary::of(size, placement, rows);
     let cols = Columns::of(rows, floor);
     let (head, align) = cols.head();
-    let mut t = Table::new(title(size, placement, cpus), &head).aligned(&align);
+    let with = idle.map_or(String::new(), |n| format!(", {n} idle clients"));
+    let mut t = Table::new(title_with(size, placement, cpus, &with), &head).aligned(&align);
     let mut measured: Vec<&Row> = rows.iter().filter(|r| r.p50_ns().is_some()).collect();
     measured.sort_by(|a, b| {
         a.p50_ns()
@@ -149,6 +165,9 @@ fn measured_row(r: &Row, summary: &GroupSummary, cols: &Columns) -> Vec<String> 
     if let Some(f) = cols.floor {
         c.push(vs_floor(r, f).map_or("-".to_string(), times));
     }
+    if cols.idle {
+        c.extend(idle_cells(r));
+    }
     if cols.note {
         c.push(String::new());
     }
@@ -190,31 +209,30 @@ fn cells(r: &Row) -> Vec<String> {
 /// and its figures in raw units (ns, messages per second, MB/s, ratio);
 /// empty where not measured.
 pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
-    let mut t = Table::new(
-        "",
-        &[
-            "transport",
-            "mechanism",
-            "api",
-            "wait",
-            "size",
-            "placement",
-            "status",
-            "samples",
-            "p50_ns",
-            "p99_ns",
-            "p999_ns",
-            "max_ns",
-            "mean_ns",
-            "msgs_per_s",
-            "mb_per_s",
-            "cpu_client_ns",
-            "cpu_server_ns",
-            "cpu_total_ns",
-            "vs_floor",
-            "note",
-        ],
-    );
+    let mut head = vec![
+        "transport",
+        "mechanism",
+        "api",
+        "wait",
+        "size",
+        "placement",
+        "status",
+        "samples",
+        "p50_ns",
+        "p99_ns",
+        "p999_ns",
+        "max_ns",
+        "mean_ns",
+        "msgs_per_s",
+        "mb_per_s",
+        "cpu_client_ns",
+        "cpu_server_ns",
+        "cpu_total_ns",
+        "vs_floor",
+    ];
+    head.extend(super::scale_table::csv_head(rows));
+    head.push("note");
+    let mut t = Table::new("", &head);
     for r in rows {
         let mut c = vec![
             r.transport.clone(),
@@ -226,6 +244,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
             status_name(r.status).to_string(),
         ];
         c.extend(raw_figures(r, floor));
+        c.extend(super::scale_table::csv_cells(rows, r));
         c.push(r.reason.clone().unwrap_or_default());
         t.row(c);
     }
@@ -274,6 +293,35 @@ fn raw_figures(r: &Row, floor: Option<&FloorReport>) -> Vec<String> {
 
 /// Title of the `--vs-floor` column (an optional column: 7 wide).
 const VS_FLOOR: &str = "x floor";
+/// Titles of the `--idle-clients` columns.
+pub const RSS_CONN: &str = "RSS/conn";
+/// See [`RSS_CONN`].
+pub const FDS_CONN: &str = "fds/conn";
+
+/// The `RSS/conn` and `fds/conn` cells of a row: what each idle
+/// connection cost the server; `-` without idle clients.
+pub fn idle_cells(r: &Row) -> [String; 2] {
+    match &r.idle {
+        Some(i) => [
+            bytes(i.rss_bytes_per_conn),
+            format!("{:.2}", i.fds_per_conn),
+        ],
+        None => ["-".into(), "-".into()],
+    }
+}
+
+/// A size in bytes, short: "812 B", "4.1 KiB", "1.50 MiB" (negative
+/// when memory was given back).
+pub fn bytes(v: f64) -> String {
+    let a = v.abs();
+    if a < 1024.0 {
+        format!("{v:.0} B")
+    } else if a < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", v / 1024.0)
+    } else {
+        format!("{:.2} MiB", v / (1024.0 * 1024.0))
+    }
+}
 
 /// A row's p50 as a multiple of the matching floor: polling and hybrid
 /// transports against the cache-line ping-pong between threads, blocking
@@ -379,7 +427,7 @@ fn api_legend(rows: &[Row]) -> String {
          the copying fallback). Throughput: the checksum calls go in place too (one-way\n\
          messages have no in-place API: copied).",
         Api::InPlace.label(),
-        BODY = super::client::BODY_CHECK_EVERY,
+        BODY = super::echo::BODY_CHECK_EVERY,
     );
     if copy {
         l.push_str(&format!(
@@ -437,6 +485,14 @@ pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_sizes_are_short() {
+        assert_eq!(bytes(812.0), "812 B");
+        assert_eq!(bytes(4198.4), "4.1 KiB");
+        assert_eq!(bytes(-2048.0), "-2.0 KiB");
+        assert_eq!(bytes(1.5 * 1024.0 * 1024.0), "1.50 MiB");
+    }
 
     #[test]
     fn mb_and_times() {

@@ -28,6 +28,7 @@ use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
 use super::outcome::Group;
 use super::outcome::{Outcome, Reference};
+use crate::measure::footprint::{count_dir, open_fds, rss_bytes};
 
 /// Largest growth of resident memory accepted after the warm-up, KiB.
 pub const RSS_TOLERANCE_KIB: u64 = 1024;
@@ -116,26 +117,6 @@ fn count(pass: &mut bool, obs: &mut Vec<String>, what: &str, a: usize, b: usize)
     ));
 }
 
-fn rss_kib() -> Result<u64> {
-    let s = std::fs::read_to_string("/proc/self/statm")?;
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| anyhow!("/proc/self/statm: unexpected contents"))?;
-    let page = oslayer::system::page_size().max(1) as u64;
-    Ok(pages * page / 1024)
-}
-
-fn count_dir(dir: &Path, keep: impl Fn(&str) -> bool) -> Option<usize> {
-    let rd = std::fs::read_dir(dir).ok()?;
-    Some(
-        rd.filter_map(|e| e.ok())
-            .filter(|e| keep(&e.file_name().to_string_lossy()))
-            .count(),
-    )
-}
-
 fn sem_name() -> String {
     format!("/msgbench-lek.{}", std::process::id())
 }
@@ -155,9 +136,8 @@ fn snapshot() -> Result<Snapshot> {
             .count()
     });
     Ok(Snapshot {
-        rss_kib: rss_kib()?,
-        fds: count_dir(Path::new("/proc/self/fd"), |_| true)
-            .ok_or_else(|| anyhow!("cannot list /proc/self/fd"))?,
+        rss_kib: rss_bytes()? / 1024,
+        fds: open_fds()?,
         mqueues: count_dir(Path::new("/dev/mqueue"), |n| n.starts_with(&mq_prefix)),
         sysv_msg,
         named_sems: count_dir(Path::new("/dev/shm"), |n| n == sem_file).unwrap_or(0),

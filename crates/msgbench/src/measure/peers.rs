@@ -1,20 +1,50 @@
-//! Starting, talking to and stopping the processes of one measurement
-//! (`msgbench broker-peer ...`), and reading their CPU clocks. Each runs
+//! Starting, talking to and stopping the processes of one measurement:
+//! this executable re-run as a hidden subcommand (`msgbench broker-peer
+//! ...`, `msgbench ipc-peer ...`), and reading their CPU clocks. Each runs
 //! in its own process group, so a Ctrl-C at the terminal reaches only
-//! the suite, which stops them in order; each also dies with the suite
+//! the suite, which stops them in order; each is told the suite's pid
+//! (`--die-with-parent PID`) so that it dies with the suite
 //! (PR_SET_PDEATHSIG). Every one is reaped, also on drop.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
 use oslayer::clock::process_cpu_ns_of;
 use oslayer::process::{self, Pid, Signal};
+
+/// The command line of a peer's hidden subcommand: its role, and the
+/// suite's pid so that it dies with the suite.
+#[derive(Debug, Args)]
+pub struct PeerArgs<R: Subcommand> {
+    /// Which process this is.
+    #[command(subcommand)]
+    pub role: R,
+    /// End with SIGTERM when process PID (the suite) dies.
+    #[arg(long = "die-with-parent", value_name = "PID", global = true)]
+    pub die_with_parent: Option<i32>,
+}
+
+impl<R: Subcommand> PeerArgs<R> {
+    /// Asks for SIGTERM when the suite dies (PR_SET_PDEATHSIG), and fails
+    /// if it is already gone; nothing without `--die-with-parent`.
+    pub fn die_with_parent(&self) -> Result<()> {
+        if let Some(ppid) = self.die_with_parent {
+            process::die_with(ppid, Signal::TERM).context("--die-with-parent")?;
+        }
+        Ok(())
+    }
+}
+
+/// How often [`Peer::line_unless`] looks at its stop flag.
+pub const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Most of a peer's standard error kept for error messages.
 const STDERR_KEPT: usize = 2000;
@@ -29,19 +59,24 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts `msgbench broker-peer ARGS` (this executable); `what`
-    /// names it in errors.
-    pub fn start(what: impl Into<String>, args: &[String]) -> Result<Peer> {
+    /// Starts `msgbench COMMAND --die-with-parent PID ARGS` (this
+    /// executable); `what` names it in errors.
+    pub fn start(command: &str, what: impl Into<String>, args: &[String]) -> Result<Peer> {
         let exe = std::env::current_exe().context("cannot find my own executable")?;
-        Peer::start_with(&exe, what, args)
+        Peer::start_with(&exe, command, what, args)
     }
 
-    /// Starts `EXE broker-peer ARGS`, for a caller that is not msgbench
-    /// itself (a test).
-    pub fn start_with(exe: &Path, what: impl Into<String>, args: &[String]) -> Result<Peer> {
+    /// Starts `EXE COMMAND --die-with-parent PID ARGS`, for a caller that
+    /// is not msgbench itself (a test).
+    pub fn start_with(
+        exe: &Path,
+        command: &str,
+        what: impl Into<String>,
+        args: &[String],
+    ) -> Result<Peer> {
         let what = what.into();
         let mut child = Command::new(exe)
-            .arg("broker-peer")
+            .arg(command)
             .arg("--die-with-parent")
             .arg(std::process::id().to_string())
             .args(args)
@@ -95,19 +130,41 @@ impl Peer {
     pub fn line(&mut self, timeout: Duration) -> Result<String> {
         match self.lines.recv_timeout(timeout) {
             Ok(l) => Ok(l),
-            Err(RecvTimeoutError::Timeout) => {
-                bail!(
-                    "{} said nothing for {:.1} s",
-                    self.what,
-                    timeout.as_secs_f64()
-                )
-            }
+            Err(RecvTimeoutError::Timeout) => Err(self.silent(timeout)),
             Err(RecvTimeoutError::Disconnected) => {
                 // Ended: give its error time to arrive through the pipe.
                 let status = self.wait_exit(Duration::from_millis(500));
                 bail!("{} ended ({status}){}", self.what, self.said())
             }
         }
+    }
+
+    /// Its next line of output within `timeout`, looking at `stop` every
+    /// [`STOP_POLL`] meanwhile: `None` once `stop` is set (a Ctrl-C is not
+    /// kept waiting); an error when the time runs out or it ended.
+    pub fn line_unless(&mut self, timeout: Duration, stop: &AtomicBool) -> Result<Option<String>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(STOP_POLL)) {
+                Ok(l) => return Ok(Some(l)),
+                Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
+                Err(RecvTimeoutError::Timeout) => return Err(self.silent(timeout)),
+                Err(RecvTimeoutError::Disconnected) => return self.line(Duration::ZERO).map(Some),
+            }
+        }
+    }
+
+    /// The error of a peer that said nothing for `waited`.
+    fn silent(&self, waited: Duration) -> anyhow::Error {
+        anyhow!(
+            "{} said nothing for {:.1} s",
+            self.what,
+            waited.as_secs_f64()
+        )
     }
 
     /// Waits for the line `want`.
