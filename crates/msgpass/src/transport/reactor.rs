@@ -18,7 +18,10 @@
 //! each ready connection once, each gets one request, and the next wait
 //! reports again those with more, so a flooding client cannot starve the
 //! others. A message a wire has already read into its buffer (where the
-//! kernel cannot see it) puts its connection back in the worker's queue.
+//! kernel cannot see it) puts its connection in the worker's next round,
+//! after what the next wait reports: a stream client that sends many
+//! messages at once (one read takes them all) gets one a round, like the
+//! others, and cannot keep the worker from looking at the set.
 //! With a single client and a single worker the server waits in the wire's
 //! own timed receive instead (one system call per request where the
 //! mechanism has one, as a hand-written loop makes), and looks at
@@ -226,8 +229,11 @@ enum Current<W> {
 pub(crate) struct Worker<W> {
     set: Arc<Epoll>,
     events: Vec<Ready>,
-    /// Events harvested and not yet handled, in order.
+    /// Events harvested and not yet handled, in order: this round.
     queue: VecDeque<Ready>,
+    /// Connections with a message already read into their wire's buffer:
+    /// the next round, after the next wait's events.
+    later: Vec<Token>,
     /// The request as received: header, then payload (the header only when
     /// the wire lends its memory).
     buf: Vec<u8>,
@@ -547,12 +553,8 @@ impl<A: Acceptor> ReactorCore<A> {
                 }
                 w.len = len;
                 if wire.has_buffered() {
-                    // Next time round, without waiting for the kernel.
-                    w.queue.push_back(Ready {
-                        token: io.token.with_mark(false),
-                        readable: true,
-                        hangup: false,
-                    });
+                    // Next round, without waiting for the kernel.
+                    w.later.push(io.token);
                 }
                 Ok(Some(Incoming::from_wire(cmd, len)))
             }
@@ -618,6 +620,7 @@ impl<A: Acceptor> ReactorCore<A> {
         let t = w.sole?;
         let alone = !self.sets.pool()
             && w.queue.is_empty()
+            && w.later.is_empty()
             && !self.setting_up.load(Ordering::Relaxed)
             && self.partial.lock().is_empty()
             && self.table.read().len() == 1;
@@ -650,12 +653,29 @@ impl<A: Acceptor> ReactorCore<A> {
         }
     }
 
-    /// Waits up to `timeout` on the worker's set and queues what it reports.
+    /// Starts a round: waits up to `timeout` on the worker's set (not at
+    /// all when connections have messages buffered already) and queues what
+    /// it reports, then the connections with buffered messages that it did
+    /// not report. Returns how many it queued.
     fn harvest(&self, w: &mut Worker<A::W>, timeout: Duration) -> Result<usize> {
-        let n = w
-            .set
+        let timeout = match w.later.is_empty() {
+            true => timeout,
+            false => Duration::ZERO,
+        };
+        w.set
             .wait(&mut w.events, Some(timeout))
             .map_err(|e| Error::io("epoll_wait", e))?;
+        for t in w.later.drain(..) {
+            let raw = t.with_mark(false);
+            if !w.events.iter().any(|e| e.token == raw) {
+                w.events.push(Ready {
+                    token: raw,
+                    readable: true,
+                    hangup: false,
+                });
+            }
+        }
+        let n = w.events.len();
         w.queue.extend(w.events.drain(..));
         Ok(n)
     }
@@ -692,6 +712,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             set,
             events: Vec::with_capacity(64),
             queue: VecDeque::new(),
+            later: Vec::new(),
             buf: vec![0; HEAD + self.max_msg],
             len: 0,
             cur: None,

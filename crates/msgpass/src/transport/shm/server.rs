@@ -133,9 +133,11 @@ pub(crate) struct ShmConn {
     dead: AtomicBool,
 }
 
-/// A slot a thread watches, and the tick it last had a request.
+/// A slot a thread watches, and when it last had a request: the thread's
+/// receive count and tick then.
 struct Watched {
     conn: Arc<ShmConn>,
+    last: u32,
     epoch: u32,
 }
 
@@ -159,6 +161,8 @@ pub(crate) struct ShmWorker {
     watched: Vec<Watched>,
     /// Where the next look at the watched slots starts (fairness).
     next: usize,
+    /// The watched slot the next receive checks for idleness.
+    sweep: usize,
     cur: Option<Cur>,
     /// Length of the request held (read once, bounded).
     len: usize,
@@ -175,6 +179,11 @@ pub(crate) struct ShmWorker {
 const LISTENER: u64 = 1 << 63;
 /// Receives between two looks at the clock for housekeeping while busy.
 const HOUSEKEEP_EVERY: u32 = ACCEPT_EVERY;
+/// A watched slot without a request for this many of its thread's
+/// receives is no longer watched: every look (spin round, sleep) costs one
+/// load per watched slot, so idle ones must not linger (the receives
+/// check one slot each, in turn).
+const IDLE_RECEIVES: u32 = 256;
 /// Spins between two looks at the epoll set while spinning.
 const HARVEST_EVERY: u32 = 1024;
 /// Attempts the closing server makes to mark a slot CLOSED while its
@@ -350,6 +359,7 @@ impl ShmCore {
             let i = if n == 1 { 0 } else { (w.next + k) % n };
             if let Some((cmd, len)) = self.take_from(&w.watched[i].conn) {
                 w.next = i + 1;
+                w.watched[i].last = w.calls;
                 w.watched[i].epoch = w.epoch;
                 w.cur = Some(Cur::Watched(i));
                 w.len = len;
@@ -374,19 +384,21 @@ impl ShmCore {
         let at_home = !self.sets.pool() || c.home.load(Relaxed) == w.index;
         if at_home {
             if let Some(i) = w.watched.iter().position(|e| Arc::ptr_eq(&e.conn, &c)) {
+                w.watched[i].last = w.calls;
                 w.watched[i].epoch = w.epoch;
                 w.cur = Some(Cur::Watched(i));
                 return;
             }
             if w.watched.len() == WATCH_MAX {
-                let oldest = (0..w.watched.len())
-                    .min_by_key(|&i| w.watched[i].epoch)
+                let idlest = (0..w.watched.len())
+                    .max_by_key(|&i| w.calls.wrapping_sub(w.watched[i].last))
                     .unwrap_or(0);
-                self.unwatch(w, oldest);
+                self.unwatch(w, idlest);
             }
             c.slot.watch().store(w.index as u32 + 1, SeqCst);
             w.watched.push(Watched {
                 conn: c,
+                last: w.calls,
                 epoch: w.epoch,
             });
             w.cur = Some(Cur::Watched(w.watched.len() - 1));
@@ -517,6 +529,20 @@ impl ShmCore {
             let _ = self
                 .sets
                 .add(acc.listener.as_fd(), LISTENER, Interest::READABLE, 0);
+        }
+    }
+
+    /// Checks one watched slot (in turn) for idleness: unwatched once it
+    /// had no request for [`IDLE_RECEIVES`] receives.
+    #[inline]
+    fn sweep(&self, w: &mut ShmWorker) {
+        let n = w.watched.len();
+        if n == 0 {
+            return;
+        }
+        w.sweep = (w.sweep + 1) % n;
+        if w.calls.wrapping_sub(w.watched[w.sweep].last) > IDLE_RECEIVES {
+            self.unwatch(w, w.sweep);
         }
     }
 
@@ -658,6 +684,7 @@ impl Core for ShmCore {
             told: VecDeque::new(),
             watched: Vec::with_capacity(WATCH_MAX),
             next: 0,
+            sweep: 0,
             cur: None,
             len: 0,
             pace: Pacer::new(self.opts.pace),
@@ -702,6 +729,7 @@ impl Core for ShmCore {
             self.harvest(w, Duration::ZERO)?;
             self.look_around(w);
         }
+        self.sweep(w);
         let mut spins: u32 = 0;
         let mut spin_until: Option<Instant> = None;
         let mut spin_ok: Option<bool> = None;

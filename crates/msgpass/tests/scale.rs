@@ -1,0 +1,429 @@
+//! A server at scale, on every transport, with real processes and real
+//! connections (counts and correctness, never timing):
+//!
+//! - **idle clients**: as many idle, connected clients as the transport
+//!   can have here (10,000, or fewer where a limit says so: see
+//!   [`idle_count`]), held by child processes, beside an honest client
+//!   whose every reply is checked; the server counts them all, and drops
+//!   them all once the children die;
+//! - **active clients**: 64 client processes calling one server at once,
+//!   each checking every reply and its own sequence numbers (8 on the
+//!   transports whose clients spin while they wait: 64 spinning processes
+//!   on a machine of two CPUs measure the scheduler, not the server);
+//! - **fairness**: a client flooding from 16 connections cannot starve an
+//!   honest one: between two of the honest client's requests the server
+//!   serves at most two rounds of the flooder's connections (one-way
+//!   messages where the transport has them, so that its connections are
+//!   always ready; calls on sysv-msg, whose requests share one kernel
+//!   queue served in arrival order, so that a flood of one-way messages
+//!   fills it for everyone: see `transport::sysv_msg`; 4 connections on the
+//!   spinning transports). The flooder runs on another CPU than the server and the
+//!   honest client, and the honest client runs SCHED_FIFO (root), so that
+//!   the count measures the server, not how long the scheduler keeps the
+//!   honest client from sending its next request (a time slice of a busy
+//!   server: thousands of requests).
+//!
+//! The tests of this file run one at a time (the idle clients need most
+//! of this process's descriptors), each under a watchdog, in a private
+//! namespace left empty.
+
+#[macro_use]
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+use msgpass::transport::Transport;
+use msgpass::{Channel, Connection, Namespace, Options};
+
+/// Full test path of the child entry point.
+const CHILD_ENTRY: &str = "child_entry";
+/// How many connections a child holds (its descriptors: at most 3 each).
+const COUNT_ENV: &str = "MSGPASS_TEST_COUNT";
+/// Idle clients beside the honest one, where the transport allows.
+const IDLE: usize = 10_000;
+/// Most idle connections one child holds.
+const PER_CHILD: usize = 2_000;
+/// Active client processes.
+const ACTIVE: usize = 64;
+/// Active client processes on a transport whose clients spin.
+const ACTIVE_SPINNING: usize = 8;
+/// Calls each active client makes.
+const ACTIVE_CALLS: usize = 100;
+/// The flooder's connections.
+const FLOOD: usize = 16;
+/// The flooder's connections on a transport whose clients spin.
+const FLOOD_SPINNING: usize = 4;
+
+/// True when transport `t`'s clients spin while they wait.
+fn spins(t: &str) -> bool {
+    msgpass::transport::info(t).is_ok_and(|i| i.wait == msgpass::transport::Wait::Spin)
+}
+/// This file's tests take turns: the idle clients' server needs most of
+/// this process's descriptors.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// How long a scale test may take.
+const SCALE_WATCHDOG: Duration = Duration::from_secs(120);
+
+macro_rules! scale_tests {
+    ($($module:ident: $transport:literal),* $(,)?) => {
+        $(mod $module {
+            const T: &str = $transport;
+
+            #[test]
+            fn idle_clients_beside_an_honest_one() {
+                super::idle_clients_beside_an_honest_one(T)
+            }
+            #[test]
+            fn sixty_four_active_clients() {
+                super::sixty_four_active_clients(T)
+            }
+            #[test]
+            fn a_flooding_client_starves_nobody() {
+                super::a_flooding_client_starves_nobody(T)
+            }
+        })*
+
+        /// The transports instantiated, from the same invocation.
+        const INSTANTIATED: &[&str] = &[$($transport),*];
+    };
+}
+
+every_transport!(scale_tests);
+
+#[test]
+fn every_transport_is_scaled() {
+    let mut got = INSTANTIATED.to_vec();
+    got.sort_unstable();
+    let mut want = msgpass::transport::NAMES.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want, "scale_tests! must list every transport name");
+}
+
+/// How many idle clients transport `t` can have beside the honest one in
+/// this process: [`IDLE`], or fewer where
+/// - the server's descriptors per connection times the count would not
+///   fit this process's RLIMIT_NOFILE (raised to its hard limit first;
+///   20,000 here, and root cannot raise the hard one without
+///   CAP_SYS_RESOURCE), less room for the rest of the test;
+/// - the system caps it: posix-mq two queues a connection within
+///   `fs.mqueue.queues_max` (256 by default, all users together);
+///   sysv-msg one watchdog thread a client (a System V queue cannot be
+///   polled), kept to 2,000 threads.
+fn idle_count(t: &str) -> usize {
+    let info = msgpass::transport::info(t).expect("known transport");
+    let nofile = oslayer::rlimit::raise_soft_to_hard(oslayer::rlimit::Resource::Nofile)
+        .expect("raise RLIMIT_NOFILE")
+        .unwrap_or(u64::MAX) as usize;
+    let by_fds = match info.server_fds {
+        0 => IDLE,
+        n => nofile.saturating_sub(400) / n as usize,
+    };
+    let by_system = match t {
+        "posix-mq" => {
+            let qmax: usize = std::fs::read_to_string("/proc/sys/fs/mqueue/queues_max")
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(256);
+            // Two queues a connection, less the honest client's and room
+            // for other users of the system.
+            (qmax / 2).saturating_sub(8)
+        }
+        "sysv-msg" => 2_000,
+        _ => IDLE,
+    };
+    IDLE.min(by_fds).min(by_system) - 1
+}
+
+/// Runs `body` for transport `t` (skipping one this machine cannot serve,
+/// which under CI is a failure) in a fresh namespace, one test at a time.
+fn run(t: &'static str, test: &str, body: impl FnOnce(&Namespace) + Send + 'static) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let label = format!("{t}::{test}");
+    let info = msgpass::transport::info(t).expect("known transport");
+    if let Some(why) = info.unavailable() {
+        assert!(std::env::var_os("CI").is_none(), "{label}: {why}");
+        println!("{label}: skipped: {why}");
+        return;
+    }
+    let tns = TestNs::new();
+    let ns = tns.ns.clone();
+    watchdog(&label, SCALE_WATCHDOG, move || body(&ns));
+    tns.finish();
+}
+
+/// Child processes of this test binary in `role`, for transport `t` and
+/// endpoint `name` in `ns`, `count` connections each.
+fn child(ns: &Namespace, t: &str, name: &str, role: &str, count: usize) -> ChildProc {
+    let count = count.to_string();
+    ChildProc::spawn(
+        CHILD_ENTRY,
+        role,
+        &[
+            (CHILD_NS, ns.root()),
+            (CHILD_TRANSPORT, t.as_ref()),
+            (CHILD_NAME, name.as_ref()),
+            (COUNT_ENV, count.as_ref()),
+        ],
+    )
+}
+
+/// Asks the test server how many clients it has.
+fn connections(c: &mut Connection) -> u64 {
+    let mut b = [0u8; 8];
+    let n = c.call(CMD_CONNS, &[], &mut b).expect("CONNS call");
+    assert_eq!(n, 8);
+    u64::from_le_bytes(b)
+}
+
+/// Echoes a request carrying `who` and `seq`, checking every byte.
+fn checked_call(c: &mut Connection, who: u32, seq: u32, buf: &mut [u8]) {
+    let mut req = [0u8; 24];
+    req[..4].copy_from_slice(&who.to_le_bytes());
+    req[4..8].copy_from_slice(&seq.to_le_bytes());
+    req[8..].fill(seq as u8);
+    let cmd = seq % (ECHO_LAST + 1);
+    let want = echo_reply(cmd, &req, c.max_msg());
+    let n = c
+        .call(cmd, &req, buf)
+        .unwrap_or_else(|e| panic!("client {who}, call {seq}: {e}"));
+    assert_eq!(
+        &buf[..n],
+        &want[..],
+        "client {who}, call {seq}: wrong reply"
+    );
+}
+
+fn idle_clients_beside_an_honest_one(t: &'static str) {
+    run(t, "idle_clients_beside_an_honest_one", move |ns| {
+        let idle = idle_count(t);
+        let server = Server::start(ns, "idle/0", t);
+        let mut children = Vec::new();
+        let mut left = idle;
+        while left > 0 {
+            let n = left.min(PER_CHILD);
+            let c = child(ns, t, "idle/0", "idle", n);
+            let held = c.expect_line("MSGPASS_IDLE");
+            assert_eq!(held, n.to_string(), "{t}: a child's idle connections");
+            children.push(c);
+            left -= n;
+        }
+        let tr = msgpass::transport::by_name(t).expect("transport");
+        let mut honest =
+            Connection::open(ns, "idle/0", &*tr, &Options::default()).expect("honest open");
+        let mut buf = vec![0u8; 256];
+        for seq in 0..2_000 {
+            checked_call(&mut honest, 0, seq, &mut buf);
+        }
+        assert_eq!(
+            connections(&mut honest),
+            idle as u64 + 1,
+            "{t}: the server's count of its clients"
+        );
+        for mut c in children {
+            c.kill_and_reap();
+        }
+        // Every dead client is dropped (the watchdog bounds how soon).
+        while connections(&mut honest) != 1 {
+            thread::sleep(Duration::from_millis(20));
+        }
+        drop(honest);
+        server.stop();
+    });
+}
+
+fn sixty_four_active_clients(t: &'static str) {
+    run(t, "sixty_four_active_clients", move |ns| {
+        let active = if spins(t) { ACTIVE_SPINNING } else { ACTIVE };
+        let server = Server::start(ns, "active/0", t);
+        let children: Vec<ChildProc> = (0..active)
+            .map(|k| child(ns, t, "active/0", "active", k))
+            .collect();
+        for (k, c) in children.iter().enumerate() {
+            let done = c.expect_line("MSGPASS_DONE");
+            assert_eq!(done, format!("{k} {ACTIVE_CALLS}"), "{t}: client {k}");
+        }
+        drop(children);
+        // CMD_CONNS is not counted: the server served exactly the calls.
+        assert_eq!(server.stop(), (active * ACTIVE_CALLS) as u64);
+    });
+}
+
+/// The server of the fairness test: echoes, and answers `CMD_CONNS` with
+/// how many requests it has served so far.
+fn counting_server(ns: &Namespace, t: &str, stop: Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let tr = msgpass::transport::by_name(t).expect("transport");
+    let mut chan = Channel::create(ns, "flood/0", &*tr, &Options::default()).expect("create");
+    chan.set_stop_flag(stop);
+    let max = chan.max_msg();
+    thread::spawn(move || {
+        pin(0);
+        let served = AtomicU64::new(0);
+        while let Ok(Some(req)) = chan.receive() {
+            let n = served.fetch_add(1, Ordering::Relaxed);
+            let r = match req.cmd() {
+                CMD_CONNS => req.reply(&n.to_le_bytes()),
+                cmd => {
+                    let out = echo_reply(cmd, req.data(), max);
+                    req.reply(&out)
+                }
+            };
+            r.expect("reply");
+        }
+    })
+}
+
+fn a_flooding_client_starves_nobody(t: &'static str) {
+    run(t, "a_flooding_client_starves_nobody", move |ns| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = counting_server(ns, t, Arc::clone(&stop));
+        pin(0);
+        if let Err(why) = preempt_when_woken(t) {
+            assert!(std::env::var_os("CI").is_none(), "{t}: {why}");
+            println!("{t}::a_flooding_client_starves_nobody: skipped: {why}");
+            stop.store(true, Ordering::Relaxed);
+            server.join().expect("server thread");
+            return;
+        }
+        let flood = if spins(t) { FLOOD_SPINNING } else { FLOOD };
+        let flooder = child(ns, t, "flood/0", "flood", flood);
+        flooder.expect_line("MSGPASS_FLOODING");
+        let tr = msgpass::transport::by_name(t).expect("transport");
+        let mut honest =
+            Connection::open(ns, "flood/0", &*tr, &Options::default()).expect("honest open");
+        let mut worst = 0;
+        let mut last = served_so_far(&mut honest);
+        for _ in 0..200 {
+            let now = served_so_far(&mut honest);
+            // Requests served between two of ours: the flooder's, round
+            // robin over its connections, one round and the one under way.
+            worst = worst.max(now - last - 1);
+            last = now;
+        }
+        drop(flooder);
+        drop(honest);
+        stop.store(true, Ordering::Relaxed);
+        server.join().expect("server thread");
+        assert!(
+            worst <= 2 * flood as u64,
+            "{t}: {worst} requests of a {flood}-connection flood served between two of an honest client's"
+        );
+    });
+}
+
+/// Pins the calling thread (and the threads it starts) to CPU `cpu`, when
+/// the machine has it.
+fn pin(cpu: usize) {
+    if oslayer::sched::affinity().is_ok_and(|cpus| cpus.contains(&cpu) && cpus.len() > 1) {
+        oslayer::sched::set_affinity(&[cpu]).expect("pin");
+    }
+}
+
+/// Makes the calling thread (the honest client) run at once when its reply
+/// wakes it: SCHED_FIFO, unless it spins while it waits (a spinning
+/// real-time thread would keep the server from its CPU).
+fn preempt_when_woken(t: &str) -> Result<(), String> {
+    let info = msgpass::transport::info(t).expect("known transport");
+    if info.wait == msgpass::transport::Wait::Spin {
+        return Ok(());
+    }
+    oslayer::sched::set_policy(oslayer::sched::Policy::Fifo(10))
+        .map_err(|e| format!("SCHED_FIFO for the honest client (needs root or CAP_SYS_NICE): {e}"))
+}
+
+/// The counting server's count, asked with a call.
+fn served_so_far(c: &mut Connection) -> u64 {
+    connections(c)
+}
+
+/// Entry point of child processes; does nothing in a normal test run.
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    child_self_destruct();
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("child needs {k}"));
+    let ns = Namespace::open(var(CHILD_NS)).expect("child: open namespace");
+    let name = var(CHILD_NAME);
+    let t = msgpass::transport::by_name(&var(CHILD_TRANSPORT)).expect("child: transport");
+    let count: usize = var(COUNT_ENV).parse().expect("child: count");
+    let _ = oslayer::rlimit::raise_soft_to_hard(oslayer::rlimit::Resource::Nofile);
+    match role.as_str() {
+        "idle" => hold_idle(&ns, &name, &*t, count),
+        "active" => {
+            let mut c = open(&ns, &name, &*t);
+            let mut buf = vec![0u8; 256];
+            for seq in 0..ACTIVE_CALLS as u32 {
+                checked_call(&mut c, count as u32, seq, &mut buf);
+            }
+            println!("MSGPASS_DONE {count} {ACTIVE_CALLS}");
+            thread::sleep(CHILD_LIFETIME);
+        }
+        "flood" => {
+            pin(1);
+            let shared_queue = var(CHILD_TRANSPORT) == "sysv-msg";
+            let conns: Vec<Connection> = (0..count).map(|_| open(&ns, &name, &*t)).collect();
+            println!("MSGPASS_FLOODING");
+            for (k, mut c) in conns.into_iter().enumerate() {
+                thread::spawn(move || {
+                    let mut buf = vec![0u8; 256];
+                    for seq in 0.. {
+                        // One-way messages where the transport has them:
+                        // its connections are then always ready, whatever
+                        // the scheduler does with this process.
+                        if c.supports_oneway() && !shared_queue {
+                            let _ = c.send_oneway(1, &[k as u8; 24]);
+                        } else {
+                            checked_call(&mut c, 1000 + k as u32, seq, &mut buf);
+                        }
+                    }
+                });
+            }
+            thread::sleep(CHILD_LIFETIME);
+        }
+        other => panic!("unknown child role {other}"),
+    }
+}
+
+/// Opens a connection, waiting a little for the endpoint.
+fn open(ns: &Namespace, name: &str, t: &dyn Transport) -> Connection {
+    let opts = Options {
+        wait: Some(Duration::from_secs(5)),
+        ..Options::default()
+    };
+    Connection::open(ns, name, t, &opts).expect("child: connect")
+}
+
+/// Opens `count` connections, from a few threads at once, each making one
+/// checked call; says how many it holds and holds them.
+fn hold_idle(ns: &Namespace, name: &str, t: &dyn Transport, count: usize) {
+    let threads = 8.min(count).max(1);
+    let conns: Vec<Connection> = thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let n = count / threads + usize::from(k < count % threads);
+                s.spawn(move || {
+                    let mut buf = vec![0u8; 256];
+                    (0..n)
+                        .map(|i| {
+                            let mut c = open(ns, name, t);
+                            checked_call(&mut c, 2000 + k as u32, i as u32, &mut buf);
+                            c
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("idle opener"))
+            .collect()
+    });
+    println!("MSGPASS_IDLE {}", conns.len());
+    let _keep = conns;
+    thread::sleep(CHILD_LIFETIME);
+}
