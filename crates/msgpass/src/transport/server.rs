@@ -6,6 +6,8 @@
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oslayer::epoll::{Epoll, Interest, Ready};
@@ -170,6 +172,8 @@ pub(crate) struct Sessions<L> {
     paused: Option<Instant>,
     /// How long the listener rests when accepting starves.
     rest: Duration,
+    /// The number of clients, for threads that do not own the set.
+    census: Arc<AtomicUsize>,
 }
 
 impl<L> Sessions<L> {
@@ -187,6 +191,7 @@ impl<L> Sessions<L> {
             events: Vec::with_capacity(64),
             paused: None,
             rest,
+            census: Arc::default(),
         })
     }
 
@@ -222,12 +227,18 @@ impl<L> Sessions<L> {
     pub(crate) fn remove(&mut self, t: Token) -> Option<Session<L>> {
         let s = self.table.remove(t)?;
         self.set.delete(s.sock.as_fd());
+        self.census.store(self.table.len(), Ordering::Relaxed);
         Some(s)
     }
 
     /// Number of clients.
     pub(crate) fn len(&self) -> usize {
         self.table.len()
+    }
+
+    /// The number of clients, kept up to date, for other threads.
+    pub(crate) fn census(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.census)
     }
 
     /// Every client.
@@ -306,6 +317,7 @@ impl<L> Sessions<L> {
             .add(s.sock.as_fd(), t.with_mark(false), Interest::READABLE)
             .is_ok()
         {
+            self.census.store(self.table.len(), Ordering::Relaxed);
             return true;
         }
         self.table.remove(t);

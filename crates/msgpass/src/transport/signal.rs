@@ -65,6 +65,23 @@
 //! `EAGAIN` (the signal queue limit) is retried every millisecond while the
 //! peer lives.
 //!
+//! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). Clients
+//! signal one thread, so the pool is a relay (`core::relay_pool`): a
+//! dispatcher thread serves the channel as above (it is the thread the
+//! clients signal), copies each request out of its connection's area and
+//! hands it, with the connection's memory, the client's pid and the
+//! request's number, to a bounded queue from which any free pool thread
+//! takes it. That thread answers as the serving thread does: the reply in
+//! the server-to-client area, `rep_seq`, then the reply signal to the
+//! client's thread (read from the control page when the reply goes). A
+//! client sends its next request only once answered, so nothing else
+//! writes the area meanwhile. A reply to a connection dropped meanwhile
+//! goes nowhere; one whose signal cannot be queued marks the connection
+//! over, and the dispatcher drops it at its next request (a dead client's
+//! session hangs up besides). Pool replies are copied: the area is lent
+//! in place ([`ServerChannel::reply_buffer`]) only while no request of the
+//! connection is held apart.
+//!
 //! Memory of a connection: a control page (server tid, client tid,
 //! `req_seq`, `rep_seq`), then the client-to-server area, then the
 //! server-to-client area, each the 8-byte wire header plus `max_msg` bytes,
@@ -78,20 +95,23 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
+use crate::transport::core::{relay_pool, Detach};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
     in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
 };
 use crate::transport::slab::Token;
 use crate::transport::wire::head;
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+};
 use oslayer::poll::PollFd;
 use oslayer::signal::{self, SigInfo, SigSet};
 use oslayer::thread::gettid;
@@ -516,6 +536,11 @@ impl ServerChannel for SignalServer {
     fn connections(&self) -> usize {
         self.conns.len()
     }
+
+    fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
+        let tick = self.opts.tick;
+        relay_pool(*self, threads, tick)
+    }
 }
 
 impl SignalServer {
@@ -557,6 +582,67 @@ fn announce(conn: &Conn, seq: u64, tick: Duration, gone: impl Fn() -> bool) -> b
             }
             Err(_) => return false,
         }
+    }
+}
+
+impl Detach for SignalServer {
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let t = self.guard.take().ok()?;
+        let link = &self.conns.get(t)?.link;
+        Some(Box::new(HeldSignal {
+            data: link.conn.shared.areas.received(self.len).to_vec(),
+            conn: Arc::clone(&link.conn),
+            seq: link.served,
+            max_msg: self.opts.max_msg,
+            tick: self.opts.tick,
+            answered: false,
+        }))
+    }
+
+    fn census(&self) -> Arc<AtomicUsize> {
+        self.conns.census()
+    }
+}
+
+/// A request detached for a pool: a copy of its payload, and what its
+/// answer needs (the connection's memory, the client's pid, the request's
+/// number; the client's thread is read when the reply goes), to be
+/// answered once from any thread.
+struct HeldSignal {
+    data: Vec<u8>,
+    conn: Arc<Conn>,
+    seq: u64,
+    max_msg: usize,
+    tick: Duration,
+    answered: bool,
+}
+
+impl HeldRequest for HeldSignal {
+    fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// A client gone meanwhile is not an error: the reply goes nowhere. A
+    /// reply that cannot be announced marks the connection over, for the
+    /// server to drop at its next request (a dead client's session hangs
+    /// up besides).
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        if std::mem::replace(&mut self.answered, true) {
+            return Err(Error::Protocol("reply without a request".into()));
+        }
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+        let conn = &self.conn;
+        if conn.over.load(Ordering::Acquire) {
+            return verdict;
+        }
+        let sent = conn.shared.areas.put(&head(code, data.len()), data).is_ok()
+            && announce(conn, self.seq, self.tick, || {
+                conn.over.load(Ordering::Acquire)
+            });
+        if !sent {
+            conn.over.store(true, Ordering::Release);
+        }
+        verdict
     }
 }
 

@@ -62,6 +62,19 @@
 //!   `msgrcv` blocked on it return `EIDRM` at once. Cost: one mostly
 //!   sleeping thread per connection, nothing per call.
 //!
+//! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). Every
+//! request arrives in the one request queue, which one blocking `msgrcv`
+//! drains, so the pool is a relay (`core::relay_pool`): a dispatcher
+//! thread serves the channel as above, copies each request out with its
+//! connection's reply queue id, and hands it to a bounded queue from which
+//! any free pool thread takes it; the reply goes from that thread straight
+//! to the client's reply queue (a `msgsnd`, which any thread may make).
+//! While every pool thread is busy the dispatcher stops receiving, and the
+//! requests wait in the request queue (bounded by `msgmnb`: clients then
+//! retry their sends, see Sizes). A reply to a connection dropped
+//! meanwhile goes nowhere (its queue is gone); one its queue refuses marks
+//! the connection over, and the dispatcher drops it at its next request.
+//!
 //! **No leaks.** The server removes a connection's queue when it drops the
 //! connection, and its request queue when the channel is dropped; a client
 //! removes its reply queue when it is dropped or sees the server die. A
@@ -88,18 +101,20 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::core::{relay_pool, Detach};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
 use crate::transport::slab::Token;
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{
-    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+    ONEWAY,
 };
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 
@@ -669,6 +684,11 @@ impl ServerChannel for SysvServer {
     fn connections(&self) -> usize {
         self.conns.len()
     }
+
+    fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
+        let tick = self.tick;
+        relay_pool(*self, threads, tick)
+    }
 }
 
 /// Sends a reply (`code`, then `data`) through `buf` on `reply_q`, without
@@ -681,6 +701,59 @@ fn send_reply(buf: &mut MsgBuf, reply_q: MsgQueueId, code: u32, data: &[u8]) -> 
     text[..HEAD].copy_from_slice(&head(code, data.len()));
     text[HEAD..HEAD + data.len()].copy_from_slice(data);
     oslayer::sysv_msg::send(reply_q, buf, HEAD + data.len(), MsgFlags::NOWAIT)
+}
+
+impl Detach for SysvServer {
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let i = self.guard.take().ok()?;
+        let link = &self.conns.get(i)?.link;
+        Some(Box::new(HeldSysv {
+            data: self.data().to_vec(),
+            reply_q: link.reply_q,
+            over: Arc::clone(&link.over),
+            max_msg: self.max_msg,
+            answered: false,
+        }))
+    }
+
+    fn census(&self) -> Arc<AtomicUsize> {
+        self.conns.census()
+    }
+}
+
+/// A request detached for a pool: its payload, and what its answer needs
+/// (the connection's reply queue), to be answered once from any thread.
+struct HeldSysv {
+    data: Vec<u8>,
+    reply_q: MsgQueueId,
+    /// The connection is over: the reply goes nowhere.
+    over: Arc<AtomicBool>,
+    max_msg: usize,
+    answered: bool,
+}
+
+impl HeldRequest for HeldSysv {
+    fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// A client gone meanwhile is not an error: the reply goes nowhere. A
+    /// reply its queue refuses marks the connection over, for the server
+    /// to drop at its next request.
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        if std::mem::replace(&mut self.answered, true) {
+            return Err(Error::Protocol("reply without a request".into()));
+        }
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+        if self.over.load(Ordering::Acquire) {
+            return verdict;
+        }
+        let mut buf = MsgBuf::new(HEAD + data.len());
+        if send_reply(&mut buf, self.reply_q, code, data).is_err() {
+            self.over.store(true, Ordering::Release);
+        }
+        verdict
+    }
 }
 
 impl Drop for SysvServer {
