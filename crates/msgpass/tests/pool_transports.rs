@@ -1,11 +1,15 @@
 //! A channel served by a pool of threads on the transports whose pool is
 //! not a worker per thread on the kernel's ready list: sysv-msg and signal
-//! (a dispatcher thread relays their requests to the pool). Eight
+//! (a dispatcher thread relays their requests to the pool) and fuse (the
+//! pool's threads take requests from the reader thread's queue). Eight
 //! client threads call a pool of four threads, each checking that every
 //! reply answers its own request (its client number and sequence number
 //! are in the request and come back), while one handler is held in one
 //! pool thread until the clients are done: the other threads keep
 //! answering. Requests dropped unanswered come back `EIO`.
+//!
+//! fuse needs /dev/fuse and the right to mount: skipped with the reason by
+//! hand without them, a failure under `CI`.
 
 mod common;
 
@@ -193,4 +197,14 @@ fn sysv_msg() {
 #[test]
 fn signal() {
     pool_answers_every_client_beside_a_held_handler("signal");
+}
+
+#[test]
+fn fuse() {
+    if let Some(why) = transport::fuse::unavailable() {
+        assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+        println!("skipped: {why}");
+        return;
+    }
+    pool_answers_every_client_beside_a_held_handler("fuse");
 }
