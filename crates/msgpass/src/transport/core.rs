@@ -41,6 +41,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::transport::server::reply_parts;
 use crate::transport::{HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
 
 /// The shared part of a transport's server (see the module doc).
@@ -189,6 +190,52 @@ pub(crate) trait Detach: ServerChannel {
     /// The number of connected clients, kept up to date by the server as
     /// clients come and go (read by the pool's workers).
     fn census(&self) -> Arc<AtomicUsize>;
+}
+
+/// The part of a detached request that is its transport's: where its
+/// answer goes.
+pub(crate) trait Answer: Send + 'static {
+    /// Sends a reply (wire `code`, then `data`, already within the size
+    /// rule). A client gone meanwhile is not an error: the reply goes
+    /// nowhere (and the server learns, to drop the connection).
+    fn send(&mut self, code: u32, data: &[u8]);
+}
+
+/// A detached request holding a copy of its payload (what a [`Detach`]
+/// server hands out): answered once, through its transport's [`Answer`].
+pub(crate) struct Copied<A: Answer> {
+    data: Vec<u8>,
+    to: A,
+    max_msg: usize,
+    answered: bool,
+}
+
+impl<A: Answer> Copied<A> {
+    /// A request with payload `data`, answered through `to`, on a channel
+    /// carrying at most `max_msg` bytes.
+    pub(crate) fn boxed(data: Vec<u8>, to: A, max_msg: usize) -> Box<dyn HeldRequest> {
+        Box::new(Copied {
+            data,
+            to,
+            max_msg,
+            answered: false,
+        })
+    }
+}
+
+impl<A: Answer> HeldRequest for Copied<A> {
+    fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        if std::mem::replace(&mut self.answered, true) {
+            return Err(Error::Protocol("reply without a request".into()));
+        }
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+        self.to.send(code, data);
+        verdict
+    }
 }
 
 /// Requests the queue of a relay pool holds per thread.

@@ -102,7 +102,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
-use crate::transport::core::{relay_pool, Detach};
+use crate::transport::core::{relay_pool, Answer, Copied, Detach};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
     in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
@@ -589,14 +589,13 @@ impl Detach for SignalServer {
     fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
         let t = self.guard.take().ok()?;
         let link = &self.conns.get(t)?.link;
-        Some(Box::new(HeldSignal {
-            data: link.conn.shared.areas.received(self.len).to_vec(),
+        let data = link.conn.shared.areas.received(self.len).to_vec();
+        let to = Announce {
             conn: Arc::clone(&link.conn),
             seq: link.served,
-            max_msg: self.opts.max_msg,
             tick: self.opts.tick,
-            answered: false,
-        }))
+        };
+        Some(Copied::boxed(data, to, self.opts.max_msg))
     }
 
     fn census(&self) -> Arc<AtomicUsize> {
@@ -604,36 +603,22 @@ impl Detach for SignalServer {
     }
 }
 
-/// A request detached for a pool: a copy of its payload, and what its
-/// answer needs (the connection's memory, the client's pid, the request's
-/// number; the client's thread is read when the reply goes), to be
-/// answered once from any thread.
-struct HeldSignal {
-    data: Vec<u8>,
+/// Where a detached request's answer goes: the connection's memory and
+/// the client's thread (read when the reply goes), for request `seq`.
+struct Announce {
     conn: Arc<Conn>,
     seq: u64,
-    max_msg: usize,
     tick: Duration,
-    answered: bool,
 }
 
-impl HeldRequest for HeldSignal {
-    fn data(&self) -> &[u8] {
-        &self.data
-    }
-
-    /// A client gone meanwhile is not an error: the reply goes nowhere. A
-    /// reply that cannot be announced marks the connection over, for the
-    /// server to drop at its next request (a dead client's session hangs
-    /// up besides).
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        if std::mem::replace(&mut self.answered, true) {
-            return Err(Error::Protocol("reply without a request".into()));
-        }
-        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+impl Answer for Announce {
+    /// A reply that cannot be announced marks the connection over, for
+    /// the server to drop at its next request (a dead client's session
+    /// hangs up besides).
+    fn send(&mut self, code: u32, data: &[u8]) {
         let conn = &self.conn;
         if conn.over.load(Ordering::Acquire) {
-            return verdict;
+            return;
         }
         let sent = conn.shared.areas.put(&head(code, data.len()), data).is_ok()
             && announce(conn, self.seq, self.tick, || {
@@ -642,7 +627,6 @@ impl HeldRequest for HeldSignal {
         if !sent {
             conn.over.store(true, Ordering::Release);
         }
-        verdict
     }
 }
 

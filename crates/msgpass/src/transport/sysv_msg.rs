@@ -107,7 +107,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::transport::core::{relay_pool, Detach};
+use crate::transport::core::{relay_pool, Answer, Copied, Detach};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
 use crate::transport::slab::Token;
@@ -707,13 +707,11 @@ impl Detach for SysvServer {
     fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
         let i = self.guard.take().ok()?;
         let link = &self.conns.get(i)?.link;
-        Some(Box::new(HeldSysv {
-            data: self.data().to_vec(),
+        let to = ReplyQueue {
             reply_q: link.reply_q,
             over: Arc::clone(&link.over),
-            max_msg: self.max_msg,
-            answered: false,
-        }))
+        };
+        Some(Copied::boxed(self.data().to_vec(), to, self.max_msg))
     }
 
     fn census(&self) -> Arc<AtomicUsize> {
@@ -721,38 +719,24 @@ impl Detach for SysvServer {
     }
 }
 
-/// A request detached for a pool: its payload, and what its answer needs
-/// (the connection's reply queue), to be answered once from any thread.
-struct HeldSysv {
-    data: Vec<u8>,
+/// Where a detached request's answer goes: its connection's reply queue.
+struct ReplyQueue {
     reply_q: MsgQueueId,
     /// The connection is over: the reply goes nowhere.
     over: Arc<AtomicBool>,
-    max_msg: usize,
-    answered: bool,
 }
 
-impl HeldRequest for HeldSysv {
-    fn data(&self) -> &[u8] {
-        &self.data
-    }
-
-    /// A client gone meanwhile is not an error: the reply goes nowhere. A
-    /// reply its queue refuses marks the connection over, for the server
+impl Answer for ReplyQueue {
+    /// A reply its queue refuses marks the connection over, for the server
     /// to drop at its next request.
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        if std::mem::replace(&mut self.answered, true) {
-            return Err(Error::Protocol("reply without a request".into()));
-        }
-        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+    fn send(&mut self, code: u32, data: &[u8]) {
         if self.over.load(Ordering::Acquire) {
-            return verdict;
+            return;
         }
         let mut buf = MsgBuf::new(HEAD + data.len());
         if send_reply(&mut buf, self.reply_q, code, data).is_err() {
             self.over.store(true, Ordering::Release);
         }
-        verdict
     }
 }
 
