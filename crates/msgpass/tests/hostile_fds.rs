@@ -109,7 +109,7 @@ fn call(c: &mut Connection, what: &str) {
 
 #[test]
 fn a_connection_flood_past_the_descriptor_limit_neither_spins_nor_breaks_the_server() {
-    for transport in ["uds-stream", "pipe", "uds", "tcp"] {
+    for transport in ["uds-stream", "pipe", "uds", "tcp", "signal", "sysv-msg"] {
         watchdog(transport, WATCHDOG, move || {
             let t = TestNs::new();
             let name = Path::new("flood");

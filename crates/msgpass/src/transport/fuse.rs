@@ -38,6 +38,18 @@
 //! - a request being handled for a caller that lives is left alone: the
 //!   application's reply completes the call.
 //!
+//! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). The
+//! threads of a pool take requests from the reader thread's one queue:
+//! any free thread takes the next. Every request in service is known by
+//! its FUSE `unique`, with its caller's thread, whichever thread serves
+//! it, so the `INTERRUPT` rules above hold for each of them; a request
+//! answered from another thread than the one that took it is answered
+//! the same way (a write to `/dev/fuse`, which takes a reply whole, from
+//! any thread). The mount and the reader thread live until the last
+//! thread of the pool is gone. Taking a request, answering it and an
+//! `INTERRUPT` are each a few hash and queue steps, whatever the number of
+//! connections or requests.
+//!
 //! **Liveness.** When the server closes `/dev/fuse` (on drop, or by dying)
 //! the kernel aborts the connection: a client blocked in `ioctl` gets
 //! `ECONNABORTED`/`ENOTCONN` at once, which is [`Error::Disconnected`].
@@ -48,7 +60,7 @@
 //! ([`clear_dead_mount`]) before replacing the file: a live mount is never
 //! touched, since its owner holds the lock.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -56,14 +68,17 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::core::{Core, Single};
 use crate::transport::rendezvous::{self, Family};
 use crate::transport::server::{reply_parts, Guard};
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, HeldRequest, Incoming, Options, ServerChannel, Status, Transport,
+};
 
 /// Header at the start of every ioctl buffer: command (request) or status
 /// (reply), then payload length, both u32 little-endian.
@@ -148,11 +163,8 @@ impl Transport for Fuse {
                 io::Error::new(io::ErrorKind::PermissionDenied, why),
             ));
         }
-        Ok(Box::new(FuseServer::start(
-            path,
-            self.max_msg(opts.max_msg),
-            opts.tick,
-        )?))
+        let core = FuseCore::start(path, self.max_msg(opts.max_msg), opts.tick)?;
+        Ok(Box::new(Single::new(Arc::new(core))?))
     }
 
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
@@ -296,19 +308,48 @@ struct Pending {
     data: Vec<u8>,
 }
 
-/// State shared by the reader thread and the channel.
+/// State shared by the reader thread and the serving threads. Every
+/// step is a hash or queue operation: nothing walks the connections or
+/// the requests.
 #[derive(Default)]
 struct State {
-    /// Requests not yet received.
-    queue: VecDeque<Pending>,
+    /// Requests not yet received, in arrival order (by `unique`; one no
+    /// longer in `waiting` was interrupted, and is skipped).
+    order: VecDeque<u64>,
+    /// Requests not yet received, by `unique`.
+    waiting: HashMap<u64, Pending>,
+    /// Requests received and not yet answered, unless interrupted:
+    /// `unique` -> calling thread.
+    serving: HashMap<u64, u32>,
     /// Open file handles: the connections.
     conns: HashSet<u64>,
-    /// The request the application holds, unless it was interrupted.
-    current: Option<u64>,
-    /// The calling thread of `current`.
-    current_pid: u32,
     /// Why the reader stopped, when it did.
     dead: Option<String>,
+}
+
+impl State {
+    /// Queues a request for the serving threads.
+    fn push(&mut self, p: Pending) {
+        self.order.push_back(p.unique);
+        self.waiting.insert(p.unique, p);
+    }
+
+    /// The next request, now in service.
+    fn pop(&mut self) -> Option<Pending> {
+        while let Some(unique) = self.order.pop_front() {
+            if let Some(p) = self.waiting.remove(&unique) {
+                self.serving.insert(p.unique, p.pid);
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    /// Ends the service of request `unique`: true when it was in service
+    /// (not interrupted), so that its answer goes.
+    fn served(&mut self, unique: u64) -> bool {
+        self.serving.remove(&unique).is_some()
+    }
 }
 
 /// The reader thread's and the channel's common part.
@@ -323,8 +364,10 @@ impl Shared {
     }
 }
 
-/// The server side: one mount, one reader thread.
-struct FuseServer {
+/// The server side: one mount, one reader thread, shared by the threads
+/// that serve the channel (see the module doc); the mount is detached
+/// when the last of them goes.
+struct FuseCore {
     /// `/dev/fuse` (taken on drop, to close it before unmounting).
     dev: Option<Arc<OwnedFd>>,
     /// Eventfd that tells the reader thread to stop.
@@ -333,15 +376,19 @@ struct FuseServer {
     reader: Option<JoinHandle<()>>,
     path: PathBuf,
     mounted: bool,
-    cur: Guard<Pending>,
     tick: Duration,
     max_msg: usize,
 }
 
-impl FuseServer {
+/// What one serving thread keeps: the request it holds.
+struct FuseWorker {
+    cur: Guard<Pending>,
+}
+
+impl FuseCore {
     /// Creates the endpoint file at `path`, mounts a FUSE filesystem on it
     /// and starts the reader thread.
-    fn start(path: &Path, max_msg: usize, tick: Duration) -> Result<FuseServer> {
+    fn start(path: &Path, max_msg: usize, tick: Duration) -> Result<FuseCore> {
         OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -379,14 +426,13 @@ impl FuseServer {
             state: Mutex::new(State::default()),
             ready: Condvar::new(),
         });
-        let mut server = FuseServer {
+        let mut server = FuseCore {
             dev: Some(Arc::clone(&dev)),
             wake: Arc::clone(&wake),
             shared: Arc::clone(&shared),
             reader: None,
             path: path.to_path_buf(),
             mounted: true,
-            cur: Guard::default(),
             tick,
             max_msg,
         };
@@ -399,7 +445,7 @@ impl FuseServer {
     }
 }
 
-impl Drop for FuseServer {
+impl Drop for FuseCore {
     fn drop(&mut self) {
         // Stop the reader, then close /dev/fuse (which aborts the
         // connection: blocked clients hear at once), then detach the mount.
@@ -533,26 +579,7 @@ fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, m
         FUSE_FORGET | FUSE_BATCH_FORGET => {}
         FUSE_INTERRUPT => {
             let target = u64_at(body, 0);
-            let mut st = shared.lock();
-            let answer = if let Some(i) = st.queue.iter().position(|p| p.unique == target) {
-                // Not taken by the application yet: it never will be, and
-                // the client may safely send it again.
-                st.queue.remove(i);
-                Some(libc::EAGAIN)
-            } else if st.current == Some(target) && dying(st.current_pid) {
-                // Being handled, and the caller is being killed: let it
-                // go (the kernel would hold it until our reply); the
-                // application's reply will be discarded.
-                st.current = None;
-                Some(libc::EINTR)
-            } else {
-                // Being handled for a caller that lives (a handled signal,
-                // io_uring task work): our reply completes its call as if
-                // nothing had happened.
-                None
-            };
-            drop(st);
-            if let Some(errno) = answer {
+            if let Some(errno) = interrupt(shared, target) {
                 reply_err(dev, target, errno);
             }
         }
@@ -560,6 +587,25 @@ fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, m
         FUSE_LOOKUP => reply_err(dev, unique, libc::ENOENT),
         _ => reply_err(dev, unique, libc::ENOSYS),
     }
+}
+
+/// What request `target`, interrupted, is answered at once (see the module
+/// doc), whichever thread serves it: `EAGAIN` when it was not taken yet
+/// (it never will be, and the client may safely send it again); `EINTR`
+/// when it is in service for a caller that is being killed (the kernel
+/// would hold the caller until our reply; the application's reply will be
+/// discarded); nothing when it is in service for a caller that lives (a
+/// handled signal, io_uring task work): the application's reply completes
+/// the call as if nothing had happened.
+fn interrupt(shared: &Shared, target: u64) -> Option<i32> {
+    let mut st = shared.lock();
+    if st.waiting.remove(&target).is_some() {
+        return Some(libc::EAGAIN);
+    }
+    let caller = *st.serving.get(&target)?;
+    // /proc is read without the lock: the serving threads go on.
+    drop(st);
+    (dying(caller) && shared.lock().served(target)).then_some(libc::EINTR)
 }
 
 /// Handles a FUSE ioctl: answers the hello, queues a request.
@@ -615,7 +661,7 @@ fn handle_ioctl(
         out_size,
         data: data[HDR..HDR + len].to_vec(),
     };
-    shared.lock().queue.push_back(p);
+    shared.lock().push(p);
     shared.ready.notify_one();
 }
 
@@ -644,27 +690,39 @@ fn class_nr(size: usize) -> u32 {
         .map_or(0, |i| i as u32 + 1)
 }
 
-impl ServerChannel for FuseServer {
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        if self.cur.get().is_some() {
+impl Core for FuseCore {
+    type Worker = FuseWorker;
+    type Held = FuseHeld;
+
+    fn worker(self: &Arc<Self>) -> Result<FuseWorker> {
+        Ok(FuseWorker {
+            cur: Guard::default(),
+        })
+    }
+
+    /// Nothing to ready: every worker waits on the one queue.
+    fn pool(self: &Arc<Self>, _threads: usize) -> Result<()> {
+        Ok(())
+    }
+
+    fn receive(&self, w: &mut FuseWorker, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        if w.cur.get().is_some() {
             // Answer a request the caller forgot about.
-            self.reply(Status::Err(libc::EIO), &[])?;
+            self.reply(w, Status::Err(libc::EIO), &[])?;
         }
         let mut st = self.shared.lock();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            if let Some(p) = st.queue.pop_front() {
-                st.current = Some(p.unique);
-                st.current_pid = p.pid;
+            if let Some(p) = st.pop() {
                 drop(st);
                 let inc = Incoming {
                     cmd: p.cmd,
                     len: p.data.len(),
                     oneway: false,
                 };
-                self.cur.set(p);
+                w.cur.set(p);
                 return Ok(Some(inc));
             }
             if let Some(why) = &st.dead {
@@ -682,46 +740,94 @@ impl ServerChannel for FuseServer {
         }
     }
 
-    fn data(&self) -> &[u8] {
-        self.cur.get().map_or(&[], |p| &p.data)
+    fn data<'a>(&'a self, w: &'a FuseWorker) -> &'a [u8] {
+        w.cur.get().map_or(&[], |p| &p.data)
     }
 
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let p = self.cur.take()?;
-        {
-            let mut st = self.shared.lock();
-            if st.current != Some(p.unique) {
-                // Interrupted: the client was answered EINTR (it died or
-                // was signalled); nobody waits for this reply.
-                return Ok(());
-            }
-            st.current = None;
+    fn reply(&self, w: &mut FuseWorker, status: Status, data: &[u8]) -> Result<()> {
+        let p = w.cur.take()?;
+        match &self.dev {
+            Some(dev) => answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg),
+            None => Ok(()),
         }
-        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        let mut h = [0u8; HDR];
-        h[0..4].copy_from_slice(&code.to_le_bytes());
-        h[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
-        // A reply longer than the client's class goes back as its header
-        // alone: the client reports ReplyTooLarge.
-        let body: &[u8] = if HDR + data.len() <= p.out_size {
-            data
-        } else {
-            &[]
-        };
-        let ioctl_out = [0u8; 16];
-        let total = ioctl_out.len() + HDR + body.len();
-        // A client gone meanwhile (ENOENT) is not an error.
-        if let Some(dev) = &self.dev {
-            let _ = write_reply(
-                dev.as_fd(),
-                &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
-            );
-        }
-        verdict
+    }
+
+    fn detach(&self, w: &mut FuseWorker) -> Option<FuseHeld> {
+        let p = w.cur.take().ok()?;
+        Some(FuseHeld {
+            dev: Arc::downgrade(self.dev.as_ref()?),
+            shared: Arc::clone(&self.shared),
+            p: Some(p),
+            max_msg: self.max_msg,
+        })
     }
 
     fn connections(&self) -> usize {
         self.shared.lock().conns.len()
+    }
+}
+
+/// Answers request `p` on `dev` with `status` and `data` (up to
+/// `max_msg`), unless it was interrupted meanwhile: its client was
+/// answered `EINTR` (it died or is dying) and nobody waits for this reply.
+fn answer(
+    dev: BorrowedFd<'_>,
+    shared: &Shared,
+    p: &Pending,
+    status: Status,
+    data: &[u8],
+    max_msg: usize,
+) -> Result<()> {
+    if !shared.lock().served(p.unique) {
+        return Ok(());
+    }
+    let (code, data, verdict) = reply_parts(status, data, max_msg);
+    let mut h = [0u8; HDR];
+    h[0..4].copy_from_slice(&code.to_le_bytes());
+    h[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
+    // A reply longer than the client's class goes back as its header
+    // alone: the client reports ReplyTooLarge.
+    let body: &[u8] = if HDR + data.len() <= p.out_size {
+        data
+    } else {
+        &[]
+    };
+    let ioctl_out = [0u8; 16];
+    let total = ioctl_out.len() + HDR + body.len();
+    // A client gone meanwhile (ENOENT) is not an error.
+    let _ = write_reply(
+        dev,
+        &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
+    );
+    verdict
+}
+
+/// A request held apart from the thread that received it (a pool's): its
+/// payload and identity, answered once from any thread while the channel
+/// lives (after, the kernel has aborted the connection: nobody waits).
+pub(crate) struct FuseHeld {
+    /// `/dev/fuse`, while the channel has it open.
+    dev: Weak<OwnedFd>,
+    shared: Arc<Shared>,
+    /// `None` once answered.
+    p: Option<Pending>,
+    max_msg: usize,
+}
+
+impl HeldRequest for FuseHeld {
+    fn data(&self) -> &[u8] {
+        self.p.as_ref().map_or(&[], |p| &p.data)
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let p = self
+            .p
+            .take()
+            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        match self.dev.upgrade() {
+            Some(dev) => answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg),
+            None => reply_parts(status, data, self.max_msg).2,
+        }
     }
 }
 
@@ -856,5 +962,61 @@ impl ClientConnection for FuseClient {
 
     fn max_msg(&self) -> usize {
         self.max_msg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(unique: u64, pid: u32) -> Pending {
+        Pending {
+            unique,
+            pid,
+            cmd: 1,
+            out_size: CLASSES[0],
+            data: unique.to_le_bytes().to_vec(),
+        }
+    }
+
+    /// The INTERRUPT rules hold for every request in service, whichever
+    /// thread took it: a caller alive keeps its request, a dying one is
+    /// let go (and the late answer discarded), a request not taken yet is
+    /// withdrawn and never handed out.
+    #[test]
+    fn interrupts_reach_every_request_in_service_and_the_queue() {
+        let shared = Shared {
+            state: Mutex::new(State::default()),
+            ready: Condvar::new(),
+        };
+        let alive = oslayer::thread::gettid() as u32;
+        // No thread has this id (pid_max is at most 2^22): "gone".
+        let gone = u32::MAX - 1;
+        for (unique, pid) in [(10, alive), (11, gone), (12, alive), (13, gone)] {
+            shared.lock().push(pending(unique, pid));
+        }
+        // Two requests in service (two pool threads), two waiting.
+        let a = shared.lock().pop().expect("first");
+        let b = shared.lock().pop().expect("second");
+        assert_eq!((a.unique, b.unique), (10, 11));
+        assert_eq!(interrupt(&shared, 10), None, "a live caller's request");
+        assert_eq!(
+            interrupt(&shared, 11),
+            Some(libc::EINTR),
+            "a dying caller's"
+        );
+        assert_eq!(interrupt(&shared, 11), None, "let go once");
+        assert_eq!(interrupt(&shared, 12), Some(libc::EAGAIN), "not taken yet");
+        assert_eq!(interrupt(&shared, 99), None, "unknown");
+        // The answer to the request let go is discarded; the other goes.
+        assert!(!shared.lock().served(11));
+        assert!(shared.lock().served(10));
+        assert!(!shared.lock().served(10), "answered once");
+        // The withdrawn request is skipped: the next one is 13.
+        assert_eq!(shared.lock().pop().map(|p| p.unique), Some(13));
+        assert!(shared.lock().pop().is_none());
+        let st = shared.lock();
+        assert!(st.waiting.is_empty() && st.order.is_empty());
+        assert_eq!(st.serving.keys().copied().collect::<Vec<_>>(), [13]);
     }
 }

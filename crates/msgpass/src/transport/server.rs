@@ -1,16 +1,21 @@
 //! What every server of the crate shares, whatever it waits on: the reply
-//! guard, the reply size rule, and the set of rendezvous sessions of the
-//! servers whose requests do not arrive on a descriptor per connection
-//! (shm, signal, sysv-msg). The descriptor-driven servers share a whole
-//! loop besides (`reactor.rs`).
+//! guard, the reply size rule, accepting under a descriptor shortage, and
+//! the set of rendezvous sessions of the servers whose requests do not
+//! arrive on a descriptor per connection (signal, sysv-msg). The
+//! descriptor-driven servers share a whole loop besides (`reactor.rs`).
 
-use std::os::fd::{AsFd, OwnedFd};
-
-use oslayer::poll::{self, PollFd};
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use oslayer::epoll::{Epoll, Interest, Ready};
+use oslayer::poll::{self, PollFd};
 
 use crate::error::{Error, Result};
 use crate::transport::rendezvous::Listener;
+use crate::transport::slab::{Slab, Token};
 use crate::transport::Status;
 
 /// Requests between two looks at the listener while a single client keeps
@@ -125,6 +130,12 @@ pub(crate) fn greeted<T>(
 /// burst of connects must not outlast the clients' hello timeout.
 const ACCEPT_BURST: usize = 128;
 
+/// Tokens at and above this are a session set's own descriptors (the
+/// listener, and the caller's: [`Sessions::watch`]); below, the table's.
+const OWN: u64 = 1 << 63;
+/// The listener's token.
+const LISTENER: u64 = OWN;
+
 /// A client of a server that waits on something else than its
 /// descriptors: the rendezvous session (whose hang-up means the client
 /// died) and what the mechanism keeps for it. Dropping it releases both.
@@ -133,90 +144,214 @@ pub(crate) struct Session<L> {
     pub(crate) link: L,
 }
 
-/// The rendezvous listener and the clients it let in.
+/// What a wait on a session set reported, one descriptor at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Clients wait on the listener: [`Sessions::accept`] them.
+    Listener,
+    /// The caller's own descriptor registered as `id` is ready.
+    Own(u32),
+    /// The session of this connection hung up (or a stale token: the
+    /// table no longer has it, see [`Sessions::remove`]).
+    HungUp(Token),
+}
+
+/// The rendezvous listener and the clients it let in, in a table reached
+/// by token, with the kernel's ready list over the listener and every
+/// session: a client never writes on its session, so any event on one is
+/// its hang-up, learnt without looking at the others. A wait costs the
+/// same with ten thousand idle clients as with one.
 pub(crate) struct Sessions<L> {
     listener: Listener,
-    pub(crate) list: Vec<Session<L>>,
+    table: Slab<Session<L>>,
+    set: Epoll,
+    /// Events harvested and not yet handed out.
+    ready: VecDeque<Ready>,
+    events: Vec<Ready>,
     /// Until when the listener is left alone (accepting starved).
     paused: Option<Instant>,
+    /// How long the listener rests when accepting starves.
+    rest: Duration,
+    /// The number of clients, for threads that do not own the set.
+    census: Arc<AtomicUsize>,
 }
 
 impl<L> Sessions<L> {
-    /// No client yet.
-    pub(crate) fn new(listener: Listener) -> Sessions<L> {
-        Sessions {
+    /// No client yet; the listener watched. Accepting that starves for
+    /// descriptors rests the listener for `rest`.
+    pub(crate) fn new(listener: Listener, rest: Duration) -> Result<Sessions<L>> {
+        let set = Epoll::new().map_err(|e| Error::io("epoll_create", e))?;
+        set.add(listener.as_fd(), LISTENER, Interest::READABLE)
+            .map_err(|e| Error::io("epoll_ctl", e))?;
+        Ok(Sessions {
             listener,
-            list: Vec::new(),
+            table: Slab::default(),
+            set,
+            ready: VecDeque::new(),
+            events: Vec::with_capacity(64),
             paused: None,
-        }
+            rest,
+            census: Arc::default(),
+        })
     }
 
-    /// The listener, for a server that polls it with descriptors of its own.
-    pub(crate) fn listener(&self) -> &Listener {
-        &self.listener
+    /// The set's own descriptor: it polls readable while a client waits on
+    /// the listener, a session hung up or a descriptor of the caller's is
+    /// ready (for a helper thread that watches on the server's behalf).
+    pub(crate) fn poll_fd(&self) -> BorrowedFd<'_> {
+        self.set.as_fd()
     }
 
-    /// Drops client `i` (its resources go with it).
-    pub(crate) fn remove(&mut self, i: usize) -> Session<L> {
-        self.list.swap_remove(i)
+    /// Watches a descriptor of the caller's (readable), reported as
+    /// [`Event::Own`] with `id`.
+    pub(crate) fn watch(&self, fd: BorrowedFd<'_>, id: u32) -> Result<()> {
+        self.set
+            .add(fd, OWN | (1 + id as u64), Interest::READABLE)
+            .map_err(|e| Error::io("epoll_ctl", e))
     }
 
-    /// Accepts the clients waiting on the listener (at most a backlog's
-    /// worth), waiting up to `timeout` for the first. `greet` makes one
-    /// client's link and greets it, seeing the clients already in (see
-    /// [`greeted`], [`refuse`]); when it starves, the listener rests for
-    /// `rest`. True when anyone joined.
-    pub(crate) fn accept_waiting(
+    /// The client of token `t`, if it is still there.
+    #[inline]
+    pub(crate) fn get(&self, t: Token) -> Option<&Session<L>> {
+        self.table.get(t)
+    }
+
+    /// The client of token `t`, if it is still there, to change.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, t: Token) -> Option<&mut Session<L>> {
+        self.table.get_mut(t)
+    }
+
+    /// Drops client `t` from the set and returns it (its resources go
+    /// when it is dropped); `None` for a stale token.
+    pub(crate) fn remove(&mut self, t: Token) -> Option<Session<L>> {
+        let s = self.table.remove(t)?;
+        self.set.delete(s.sock.as_fd());
+        self.census.store(self.table.len(), Ordering::Relaxed);
+        Some(s)
+    }
+
+    /// Number of clients.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The number of clients, kept up to date, for other threads.
+    pub(crate) fn census(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.census)
+    }
+
+    /// Every client.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Session<L>> {
+        self.table.values()
+    }
+
+    /// Every client, to change.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Session<L>> {
+        self.table.values_mut()
+    }
+
+    /// Waits up to `timeout` for events, to be taken with
+    /// [`Sessions::next_event`]; returns how many came. A listener at
+    /// rest is watched again once its rest is over.
+    pub(crate) fn wait(&mut self, timeout: Duration) -> Result<usize> {
+        self.resume();
+        let n = self
+            .set
+            .wait(&mut self.events, Some(timeout))
+            .map_err(|e| Error::io("epoll_wait", e))?;
+        self.ready.extend(self.events.drain(..));
+        Ok(n)
+    }
+
+    /// The next event harvested by [`Sessions::wait`].
+    pub(crate) fn next_event(&mut self) -> Option<Event> {
+        let ev = self.ready.pop_front()?;
+        Some(match ev.token {
+            LISTENER => Event::Listener,
+            raw if raw > LISTENER => Event::Own((raw - LISTENER - 1) as u32),
+            raw => Event::HungUp(Token::from_raw(raw).0),
+        })
+    }
+
+    /// Accepts the clients waiting on the listener, a backlog's worth at
+    /// most. `greet` makes one client's link and greets it, given the
+    /// token it will have (see [`greeted`], [`refuse`]); when it starves,
+    /// the listener rests (see [`Sessions::new`]). Returns how many joined.
+    pub(crate) fn accept(
         &mut self,
-        timeout: Duration,
-        rest: Duration,
-        mut greet: impl FnMut(&Listener, &[Session<L>]) -> Result<Option<Session<L>>>,
-    ) -> bool {
-        if let Some(until) = self.paused {
-            let now = Instant::now();
-            if now < until {
-                // Resting: wait as asked, without looking.
-                std::thread::sleep(timeout.min(until - now));
-                return false;
-            }
-            self.paused = None;
+        mut greet: impl FnMut(&Listener, Token) -> Result<Option<Session<L>>>,
+    ) -> usize {
+        if self.paused.is_some() {
+            return 0;
         }
-        let before = self.list.len();
-        let mut p = [PollFd::readable(self.listener.as_fd())];
-        let mut wait = timeout;
+        let mut joined = 0;
         for _ in 0..ACCEPT_BURST {
-            p[0].revents = 0;
-            if poll::poll(&mut p, Some(wait)).unwrap_or(0) == 0 {
+            if !readable_now(self.listener.as_fd()) {
                 break;
             }
-            match greet(&self.listener, &self.list) {
-                Ok(Some(s)) => self.list.push(s),
+            match greet(&self.listener, self.table.next_token()) {
+                Ok(Some(s)) => joined += usize::from(self.insert(s)),
                 Ok(None) => {}
                 Err(e) if starved(&e) => {
-                    self.paused = Some(Instant::now() + rest);
+                    self.pause();
                     break;
                 }
                 Err(_) => {}
             }
-            wait = Duration::ZERO;
         }
-        self.list.len() != before
+        joined
     }
 
-    /// Indices of the clients whose session hung up (a client never writes
-    /// on its session: any event is a hang-up), highest first, so that
-    /// removing them in that order keeps the others' indices valid.
-    pub(crate) fn hung_up(&self) -> Vec<usize> {
-        let mut p: Vec<PollFd> = self
-            .list
-            .iter()
-            .map(|s| PollFd::readable(s.sock.as_fd()))
-            .collect();
-        if poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) == 0 {
-            return Vec::new();
+    /// Puts a greeted client in the table and watches its session; true
+    /// when it is in. One that cannot be watched is dropped (it hears the
+    /// hang-up), its token retired first, so that whatever was told that
+    /// token reaches nobody.
+    fn insert(&mut self, s: Session<L>) -> bool {
+        let t = self.table.insert(s);
+        let Some(s) = self.table.get(t) else {
+            return false;
+        };
+        if self
+            .set
+            .add(s.sock.as_fd(), t.with_mark(false), Interest::READABLE)
+            .is_ok()
+        {
+            self.census.store(self.table.len(), Ordering::Relaxed);
+            return true;
         }
-        (0..p.len()).rev().filter(|&i| p[i].revents != 0).collect()
+        self.table.remove(t);
+        false
     }
+
+    /// Leaves the listener alone for a while (accepting starved): it polls
+    /// readable while clients wait, and would wake every wait.
+    fn pause(&mut self) {
+        self.paused = Some(Instant::now() + self.rest);
+        self.set.delete(self.listener.as_fd());
+    }
+
+    /// Watches the listener again once its rest is over.
+    fn resume(&mut self) {
+        let Some(until) = self.paused else { return };
+        let now = Instant::now();
+        if now < until {
+            return;
+        }
+        self.paused = match self
+            .set
+            .add(self.listener.as_fd(), LISTENER, Interest::READABLE)
+        {
+            Ok(()) => None,
+            Err(_) => Some(now + self.rest),
+        };
+    }
+}
+
+/// True when `fd` polls readable (or in error) now.
+fn readable_now(fd: BorrowedFd<'_>) -> bool {
+    let mut p = [PollFd::readable(fd)];
+    poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) > 0
 }
 
 #[cfg(test)]
@@ -253,5 +388,132 @@ mod tests {
         let (code, len, verdict) = in_place_parts(5, 4);
         assert_eq!((code, len), (libc::EMSGSIZE as u32, 0));
         assert!(matches!(verdict, Err(Error::TooLarge { len: 5, max: 4 })));
+    }
+
+    /// A listener at a fresh path, and the path's directory to remove.
+    fn listener(tag: &str) -> (Listener, std::path::PathBuf, std::path::PathBuf) {
+        use crate::transport::rendezvous::Family;
+        let dir = std::env::temp_dir().join(format!("msgpass-sess-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ep");
+        let l = Listener::bind(&path, Family::Signal, 64).expect("listen");
+        (l, path, dir)
+    }
+
+    /// A client's end of the rendezvous (its hello left unread).
+    fn client(path: &std::path::Path) -> OwnedFd {
+        oslayer::socket::unix_connect(path, oslayer::socket::SocketType::SEQPACKET)
+            .expect("connect")
+    }
+
+    /// Waits (bounded) for events and accepts whoever waits; every client
+    /// keeps the token it was greeted with as its link.
+    fn settle(s: &mut Sessions<Token>) -> Vec<Event> {
+        let mut seen = Vec::new();
+        for _ in 0..50 {
+            if s.wait(Duration::from_millis(100)).expect("wait") == 0 {
+                break;
+            }
+            while let Some(ev) = s.next_event() {
+                if ev == Event::Listener {
+                    s.accept(|l, t| greeted(l.accept(&[]), |sock| Session { sock, link: t }));
+                }
+                seen.push(ev);
+            }
+            if !seen.is_empty() {
+                break;
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn a_hang_up_is_reported_by_token_and_a_stale_token_reaches_nothing() {
+        let (l, path, dir) = listener("hang");
+        let mut s: Sessions<Token> = Sessions::new(l, Duration::from_millis(10)).expect("set");
+        let a = client(&path);
+        let b = client(&path);
+        while s.len() < 2 {
+            assert!(settle(&mut s).contains(&Event::Listener), "nobody joined");
+        }
+        let tokens: Vec<Token> = s.iter().map(|x| x.link).collect();
+        let (ta, tb) = (tokens[0], tokens[1]);
+        assert_ne!(ta, tb);
+        // Nothing happens while both live.
+        assert_eq!(s.wait(Duration::ZERO).expect("wait"), 0);
+        drop(a);
+        assert_eq!(settle(&mut s), [Event::HungUp(ta)]);
+        assert_eq!(s.remove(ta).map(|x| x.link), Some(ta));
+        assert_eq!(s.wait(Duration::ZERO).expect("wait"), 0, "still watched");
+        // A newcomer takes the place of the one gone, under a new token.
+        let c = client(&path);
+        assert_eq!(settle(&mut s), [Event::Listener]);
+        let tc = s.iter().map(|x| x.link).find(|&t| t != tb).expect("c");
+        assert_ne!(tc, ta);
+        assert!(s.get(ta).is_none() && s.get_mut(ta).is_none());
+        assert!(s.remove(ta).is_none(), "a stale token removed a newcomer");
+        assert_eq!(s.get(tc).map(|x| x.link), Some(tc));
+        assert_eq!(s.len(), 2);
+        drop((b, c));
+        let mut gone = Vec::new();
+        for _ in 0..10 {
+            if s.len() == 0 {
+                break;
+            }
+            for ev in settle(&mut s) {
+                let Event::HungUp(t) = ev else {
+                    panic!("{ev:?}")
+                };
+                assert!(s.remove(t).is_some(), "{t:?} reported twice");
+                gone.push(t);
+            }
+        }
+        gone.sort_by_key(|t| t.with_mark(false));
+        let mut want = vec![tb, tc];
+        want.sort_by_key(|t| t.with_mark(false));
+        assert_eq!(gone, want);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_starved_accept_rests_the_listener_and_own_descriptors_are_reported() {
+        let (l, path, dir) = listener("rest");
+        let mut s: Sessions<()> = Sessions::new(l, Duration::from_millis(300)).expect("set");
+        let ev = oslayer::eventfd::new().expect("eventfd");
+        s.watch(ev.as_fd(), 7).expect("watch");
+        oslayer::eventfd::write(ev.as_fd(), 1).expect("write");
+        assert_eq!(s.wait(Duration::ZERO).expect("wait"), 1);
+        assert_eq!(s.next_event(), Some(Event::Own(7)));
+        assert_eq!(s.next_event(), None);
+        let _ = oslayer::eventfd::read(ev.as_fd());
+        let _a = client(&path);
+        let mut tries = 0;
+        let joined = s.accept(|_, _| {
+            tries += 1;
+            Err(Error::io(
+                "accept",
+                std::io::Error::from_raw_os_error(libc::EMFILE),
+            ))
+        });
+        assert_eq!((joined, tries), (0, 1), "a starved accept goes on");
+        // At rest: the waiting client does not wake the set.
+        assert_eq!(s.wait(Duration::ZERO).expect("wait"), 0);
+        assert_eq!(s.accept(|_, _| unreachable!("accepted at rest")), 0);
+        // After the rest, it is watched again and taken.
+        let mut joined = 0;
+        for _ in 0..100 {
+            s.wait(Duration::from_millis(20)).expect("wait");
+            while let Some(ev) = s.next_event() {
+                assert_eq!(ev, Event::Listener);
+                joined +=
+                    s.accept(|l, _| greeted(l.accept(&[]), |sock| Session { sock, link: () }));
+            }
+            if joined > 0 {
+                break;
+            }
+        }
+        assert_eq!((joined, s.len()), (1, 1));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -26,12 +26,14 @@
 //! strays. No other signal is touched. An application must not unblock these
 //! two signals in such threads, nor use them for itself.
 //!
-//! **Receiving.** Each side waits with `poll` on a `signalfd` (which reports
-//! the signals pending for the *calling* thread) plus sockets: the server
-//! polls [signalfd, listener, every session]; a client polls [signalfd, its
-//! session], so a dead server is noticed at once (session hang-up), and a
-//! signal to a dead process fails with `ESRCH`: both are
-//! [`Error::Disconnected`].
+//! **Receiving.** Each side waits on a `signalfd` (which reports the
+//! signals pending for the *calling* thread) plus sockets: the server on
+//! one epoll set holding its signalfd, the listener and every session,
+//! each registered once (`server::Sessions`: a wait costs the same with
+//! ten thousand idle clients as with one, and a hang-up names its
+//! connection); a client polls [signalfd, its session], so a dead server
+//! is noticed at once (session hang-up), and a signal to a dead process
+//! fails with `ESRCH`: both are [`Error::Disconnected`].
 //!
 //! **Addressing.** The server learns the client's pid from `SO_PEERCRED` on
 //! the session socket (so it can only ever signal its own clients'
@@ -44,9 +46,11 @@
 //! served on another).
 //!
 //! **Routing and wake-ups.** The signal value (8 bytes) carries the
-//! connection's number; the server routes by it and checks `si_pid` against
-//! the connection's peer. It does not carry payload bytes: a 8-byte header
-//! leaves no room beside the routing number, and copying a few bytes from
+//! connection's token in the server's table (`slab.rs`: a token of a
+//! connection dropped since reaches nothing, not even the connection that
+//! took its place); the server reaches the connection by it, with no scan,
+//! and checks `si_pid` against the connection's peer. It does not carry
+//! payload bytes: a 8-byte header leaves no room beside the token, and copying a few bytes from
 //! shared memory costs nothing next to a signal's delivery (a few us). RT
 //! signals queue (up to `RLIMIT_SIGPENDING`; at most one per connection and
 //! direction is ever pending here), so no wake-up is lost; signals are only
@@ -61,6 +65,23 @@
 //! `EAGAIN` (the signal queue limit) is retried every millisecond while the
 //! peer lives.
 //!
+//! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). Clients
+//! signal one thread, so the pool is a relay (`core::relay_pool`): a
+//! dispatcher thread serves the channel as above (it is the thread the
+//! clients signal), copies each request out of its connection's area and
+//! hands it, with the connection's memory, the client's pid and the
+//! request's number, to a bounded queue from which any free pool thread
+//! takes it. That thread answers as the serving thread does: the reply in
+//! the server-to-client area, `rep_seq`, then the reply signal to the
+//! client's thread (read from the control page when the reply goes). A
+//! client sends its next request only once answered, so nothing else
+//! writes the area meanwhile. A reply to a connection dropped meanwhile
+//! goes nowhere; one whose signal cannot be queued marks the connection
+//! over, and the dispatcher drops it at its next request (a dead client's
+//! session hangs up besides). Pool replies are copied: the area is lent
+//! in place ([`ServerChannel::reply_buffer`]) only while no request of the
+//! connection is held apart.
+//!
 //! Memory of a connection: a control page (server tid, client tid,
 //! `req_seq`, `rep_seq`), then the client-to-server area, then the
 //! server-to-client area, each the 8-byte wire header plus `max_msg` bytes,
@@ -72,20 +93,26 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
+use crate::transport::core::{relay_pool, Answer, Copied, Detach};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
-    in_place_parts, refuse, reply_parts, starved, Guard, Session, Sessions,
+    in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
 };
+use crate::transport::slab::Token;
 use crate::transport::wire::head;
-use crate::transport::{ClientConnection, Incoming, Options, ServerChannel, Status, Transport};
+use crate::transport::{
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+};
+use oslayer::poll::PollFd;
 use oslayer::signal::{self, SigInfo, SigSet};
 use oslayer::thread::gettid;
 
@@ -193,13 +220,13 @@ impl Transport for Signal {
         ignore_when_unblocked();
         let listener = Listener::bind(path, Family::Signal, opts.max_msg)?;
         let sfd = signalfd(req_signal()).map_err(|e| Error::io("signalfd", e))?;
+        let conns = Sessions::new(listener, opts.tick)?;
+        conns.watch(sfd.as_fd(), SIGNALS)?;
         Ok(Box::new(SignalServer {
             sfd,
-            conns: Sessions::new(listener),
+            conns,
             pending: VecDeque::new(),
-            pollfds: Vec::new(),
             tid: 0,
-            next_id: 0,
             len: 0,
             guard: Guard::default(),
             opts: opts.clone(),
@@ -248,51 +275,62 @@ impl Transport for Signal {
 
 // ------------------------------------------------------------ server
 
-/// What the server keeps of a client besides its session.
-struct Link {
-    /// Number unique among this server's connections (the signal value).
-    id: u64,
+/// A connection as its requests see it: shared by the server's link and
+/// the requests detached for a pool, which answer from any thread.
+struct Conn {
+    /// The connection's memory.
     shared: Shared,
     /// The client's process, from `SO_PEERCRED`.
     pid: i32,
+    /// The signal value both ways: the connection's token.
+    id: u64,
+    /// The server dropped the connection, or a reply could not be
+    /// announced: replies go nowhere, and the server drops the connection
+    /// at its next request.
+    over: AtomicBool,
+}
+
+/// What the server keeps of a client besides its session.
+struct Link {
+    conn: Arc<Conn>,
+    token: Token,
     /// The `req_seq` of the last request taken.
     served: u64,
 }
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.conn.over.store(true, Ordering::Release);
+    }
+}
+
+/// The server's own descriptor in its session set: the signalfd.
+const SIGNALS: u32 = 0;
 
 /// The server side of a signal channel.
 struct SignalServer {
     /// Request signals pending for the thread that reads it.
     sfd: OwnedFd,
+    /// The clients, and the kernel's ready list over the listener, every
+    /// session and the signalfd.
     conns: Sessions<Link>,
     /// Connections whose signal was read and not yet handled, with the
     /// sender's pid (`None`: found by a re-scan, no signal to check).
-    pending: VecDeque<(u64, Option<i32>)>,
-    /// `[signalfd, listener, each session]`, emptied when stale.
-    pollfds: Vec<oslayer::poll::PollFd>,
+    pending: VecDeque<(Token, Option<i32>)>,
     /// The tid published in every connection (0: none yet).
     tid: i32,
-    next_id: u64,
     /// Length of the request being served, read once and bounded: its
     /// payload is read where it lies.
     len: usize,
-    guard: Guard,
+    guard: Guard<Token>,
     opts: Options,
 }
 
-fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
-    oslayer::poll::PollFd::readable(fd)
-}
-
-/// Makes a connection's memory, then greets the client with it; hangs up
-/// on the client when the memory cannot be made.
-fn greet(
-    listener: &Listener,
-    next_id: &mut u64,
-    tid: i32,
-    max: usize,
-) -> Result<Option<Session<Link>>> {
-    *next_id += 1;
-    let id = *next_id;
+/// Makes a connection's memory, then greets the client, who will have
+/// token `token`, with it; hangs up on the client when the memory cannot
+/// be made.
+fn greet(listener: &Listener, token: Token, tid: i32, max: usize) -> Result<Option<Session<Link>>> {
+    let id = token.with_mark(false);
     let (mem, areas) = match Areas::create("msgpass-signal", PAGE, max) {
         Ok(made) => made,
         Err(e) => return refuse(listener, Error::io("make the shared memory", e)),
@@ -311,51 +349,60 @@ fn greet(
     let Ok(cred) = oslayer::socket::peer_cred(sock.as_fd()) else {
         return Ok(None);
     };
-    let link = Link {
-        id,
+    let conn = Arc::new(Conn {
         shared,
         pid: cred.pid,
+        id,
+        over: AtomicBool::new(false),
+    });
+    let link = Link {
+        conn,
+        token,
         served: 0,
     };
     Ok(Some(Session { sock, link }))
 }
 
+/// The connection a signal value names, if it can name one.
+fn token_of(value: u64) -> Option<Token> {
+    match Token::from_raw(value) {
+        (t, false) if Token::is_table(value) => Some(t),
+        _ => None,
+    }
+}
+
 impl SignalServer {
-    fn drop_conn(&mut self, i: usize) {
-        self.conns.remove(i);
-        self.pollfds.clear();
-        self.guard.clear();
+    fn drop_conn(&mut self, t: Token) {
+        self.conns.remove(t);
     }
 
     /// Publishes the calling thread as the one to signal, and takes back
-    /// any request whose signal went to the previous thread.
+    /// any request whose signal went to the previous thread (the one scan
+    /// of every connection, done only when the serving thread changes).
     fn adopt_thread(&mut self) {
         let tid = gettid();
         if tid == self.tid {
             return;
         }
         self.tid = tid;
-        for c in self.conns.list.iter().map(|c| &c.link) {
-            c.shared
+        for c in self.conns.iter().map(|c| &c.link) {
+            c.conn
+                .shared
                 .ctl()
                 .server_tid
                 .store(tid as u32, Ordering::SeqCst);
         }
-        for c in self.conns.list.iter().map(|c| &c.link) {
-            if c.shared.ctl().req_seq.load(Ordering::SeqCst) != c.served {
-                self.pending.push_back((c.id, None));
+        for c in self.conns.iter().map(|c| &c.link) {
+            if c.conn.shared.ctl().req_seq.load(Ordering::SeqCst) != c.served {
+                self.pending.push_back((c.token, None));
             }
         }
     }
 
     /// Accepts the clients waiting.
     fn accept(&mut self) {
-        let (next_id, tid, max) = (&mut self.next_id, self.tid, self.opts.max_msg);
-        self.conns
-            .accept_waiting(Duration::ZERO, self.opts.tick, |l, _| {
-                greet(l, next_id, tid, max)
-            });
-        self.pollfds.clear();
+        let (tid, max) = (self.tid, self.opts.max_msg);
+        self.conns.accept(|l, t| greet(l, t, tid, max));
     }
 
     /// Reads every request signal pending for this thread into `pending`.
@@ -366,9 +413,10 @@ impl SignalServer {
             let n = signal::read_siginfo(self.sfd.as_fd(), &mut infos)
                 .map_err(|e| Error::io("read signalfd", e))?;
             for si in &infos[..n] {
-                if si.is_queued() {
-                    // The value names the connection; `take` checks si_pid.
-                    self.pending.push_back((si.value(), Some(si.pid())));
+                // The value names the connection; `take` checks si_pid. A
+                // value that can name none is dropped here.
+                if let Some(t) = token_of(si.value()).filter(|_| si.is_queued()) {
+                    self.pending.push_back((t, Some(si.pid())));
                 }
             }
             total += n;
@@ -378,26 +426,30 @@ impl SignalServer {
         }
     }
 
-    /// Takes the request of connection `id` sent by process `pid`, if there
+    /// Takes the request of connection `t` sent by process `pid`, if there
     /// is a new one.
-    fn take(&mut self, id: u64, pid: Option<i32>) -> Option<Incoming> {
-        let i = self.conns.list.iter().position(|c| c.link.id == id)?;
-        let c = &mut self.conns.list[i].link;
+    fn take(&mut self, t: Token, pid: Option<i32>) -> Option<Incoming> {
+        let c = &mut self.conns.get_mut(t)?.link;
         // A signal from another process than the client's is ignored.
-        if pid.is_some_and(|p| p != c.pid) {
+        if pid.is_some_and(|p| p != c.conn.pid) {
             return None;
         }
-        let seq = c.shared.ctl().req_seq.load(Ordering::SeqCst);
+        if c.conn.over.load(Ordering::Acquire) {
+            // A detached request's reply could not be announced.
+            self.drop_conn(t);
+            return None;
+        }
+        let seq = c.conn.shared.ctl().req_seq.load(Ordering::SeqCst);
         if seq == c.served {
             return None;
         }
-        let Ok((cmd, len)) = c.shared.areas.head() else {
-            self.drop_conn(i);
+        let Ok((cmd, len)) = c.conn.shared.areas.head() else {
+            self.drop_conn(t);
             return None;
         };
         c.served = seq;
         self.len = len;
-        self.guard.set(i);
+        self.guard.set(t);
         Some(Incoming {
             cmd,
             len,
@@ -405,15 +457,20 @@ impl SignalServer {
         })
     }
 
-    fn rebuild_pollfds(&mut self) {
-        if !self.pollfds.is_empty() {
-            return;
+    /// Waits up to a tick on the session set and handles what it reports:
+    /// newcomers, hang-ups (signals are read next time round).
+    fn wait(&mut self) -> Result<()> {
+        self.conns.wait(self.opts.tick)?;
+        while let Some(ev) = self.conns.next_event() {
+            match ev {
+                Event::Own(_) => {}
+                Event::Listener => self.accept(),
+                // A client never writes on its session: any event is a
+                // hang-up. Requests it sent before dying were drained.
+                Event::HungUp(t) => self.drop_conn(t),
+            }
         }
-        self.pollfds.push(pollfd(self.sfd.as_fd()));
-        self.pollfds.push(pollfd(self.conns.listener().as_fd()));
-        for c in &self.conns.list {
-            self.pollfds.push(pollfd(c.sock.as_fd()));
-        }
+        Ok(())
     }
 }
 
@@ -427,115 +484,148 @@ impl ServerChannel for SignalServer {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            while let Some((id, pid)) = self.pending.pop_front() {
-                if let Some(inc) = self.take(id, pid) {
+            while let Some((t, pid)) = self.pending.pop_front() {
+                if let Some(inc) = self.take(t, pid) {
                     return Ok(Some(inc));
                 }
             }
             if self.drain()? > 0 {
                 continue;
             }
-            self.rebuild_pollfds();
-            for p in &mut self.pollfds {
-                p.revents = 0;
-            }
-            if oslayer::poll::poll(&mut self.pollfds, Some(self.opts.tick))
-                .map_err(|e| Error::io("poll", e))?
-                == 0
-            {
-                continue;
-            }
-            if self.pollfds[0].revents != 0 {
-                continue;
-            }
-            if self.pollfds[1].revents != 0 {
-                self.accept();
-                continue;
-            }
-            // A client never writes on its session: any event is a hang-up.
-            // Requests it sent before dying were drained above.
-            if let Some(k) = self.pollfds[2..].iter().position(|p| p.revents != 0) {
-                self.drop_conn(k);
-            }
+            self.wait()?;
         }
     }
 
     fn data(&self) -> &[u8] {
-        match self.guard.get() {
-            Some(&i) => self.conns.list[i].link.shared.areas.received(self.len),
+        match self.guard.get().and_then(|&t| self.conns.get(t)) {
+            Some(c) => c.link.conn.shared.areas.received(self.len),
             None => &[],
         }
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let i = self.guard.take()?;
+        let t = self.guard.take()?;
         let (code, data, verdict) = reply_parts(status, data, self.opts.max_msg);
-        let put = self.conns.list[i]
-            .link
-            .shared
-            .areas
-            .put(&head(code, data.len()), data);
-        self.publish(i, put, verdict)
+        let Some(c) = self.conns.get(t) else {
+            return verdict;
+        };
+        let put = c.link.conn.shared.areas.put(&head(code, data.len()), data);
+        self.publish(t, put, verdict)
     }
 
     /// The server-to-client area of the connection whose request is being
-    /// served, starting with the request.
+    /// served, starting with the request (none once a request of it was
+    /// detached for a pool, which may still answer in that area).
     fn reply_buffer(&mut self) -> Option<&mut [u8]> {
-        let i = *self.guard.get()?;
-        let max = self.opts.max_msg;
-        let areas = &mut self.conns.list[i].link.shared.areas;
-        areas.lend(self.len).get_mut(..max)
+        let t = *self.guard.get()?;
+        let (max, len) = (self.opts.max_msg, self.len);
+        let conn = Arc::get_mut(&mut self.conns.get_mut(t)?.link.conn)?;
+        conn.shared.areas.lend(len).get_mut(..max)
     }
 
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        let i = self.guard.take()?;
+        let t = self.guard.take()?;
         let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
-        let put = self.conns.list[i]
-            .link
-            .shared
-            .areas
-            .put_head(&head(code, len));
-        self.publish(i, put, verdict)
+        let Some(c) = self.conns.get(t) else {
+            return verdict;
+        };
+        let put = c.link.conn.shared.areas.put_head(&head(code, len));
+        self.publish(t, put, verdict)
     }
 
     fn connections(&self) -> usize {
-        self.conns.list.len()
+        self.conns.len()
+    }
+
+    fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
+        let tick = self.opts.tick;
+        relay_pool(*self, threads, tick)
     }
 }
 
 impl SignalServer {
-    /// Announces the reply to connection `i`'s request, once `put` in its
-    /// area (a failed put drops the connection), and returns `verdict`.
-    fn publish(&mut self, i: usize, put: io::Result<()>, verdict: Result<()>) -> Result<()> {
-        if put.is_err() {
-            self.drop_conn(i);
+    /// Announces the reply to connection `t`'s request, once `put` in its
+    /// area (a failed put, or an announcement that fails, drops the
+    /// connection), and returns `verdict`.
+    fn publish(&mut self, t: Token, put: io::Result<()>, verdict: Result<()>) -> Result<()> {
+        let Some(c) = self.conns.get(t) else {
             return verdict;
+        };
+        let tick = self.opts.tick;
+        let sent = put.is_ok()
+            && announce(&c.link.conn, c.link.served, tick, || {
+                oslayer::socket::peer_gone(c.sock.as_fd())
+            });
+        if !sent {
+            self.drop_conn(t);
         }
-        let (sock, c) = (&self.conns.list[i].sock, &self.conns.list[i].link);
-        let ctl = c.shared.ctl();
-        ctl.rep_seq.store(c.served, Ordering::SeqCst);
-        let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
-        // A full signal queue is waited out while the client lives, for
-        // ten ticks at most: a client that lets its signals pile up must
-        // not hold the server.
-        let mut waited = Duration::ZERO;
-        loop {
-            match signal::queue_to_thread(c.pid, tid, rep_signal(), c.id) {
-                Ok(()) => return verdict,
-                Err(e)
-                    if e.raw_os_error() == Some(libc::EAGAIN)
-                        && waited < self.opts.tick * 10
-                        && !oslayer::socket::peer_gone(sock.as_fd()) =>
-                {
-                    std::thread::sleep(QUEUE_FULL_RETRY);
-                    waited += QUEUE_FULL_RETRY;
-                }
-                // ESRCH (the client died) or anything else: drop it.
-                Err(_) => {
-                    self.drop_conn(i);
-                    return verdict;
-                }
+        verdict
+    }
+}
+
+/// Announces the reply to request `seq` of `conn` (already in its area):
+/// true once the client's thread has its signal. A full signal queue is
+/// waited out while the client lives (`gone` says when it does not), for
+/// ten ticks at most: a client that lets its signals pile up must not
+/// hold its server. ESRCH (the client died) or anything else: false.
+fn announce(conn: &Conn, seq: u64, tick: Duration, gone: impl Fn() -> bool) -> bool {
+    let ctl = conn.shared.ctl();
+    ctl.rep_seq.store(seq, Ordering::SeqCst);
+    let tid = ctl.client_tid.load(Ordering::SeqCst) as i32;
+    let mut waited = Duration::ZERO;
+    loop {
+        match signal::queue_to_thread(conn.pid, tid, rep_signal(), conn.id) {
+            Ok(()) => return true,
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && waited < tick * 10 && !gone() => {
+                std::thread::sleep(QUEUE_FULL_RETRY);
+                waited += QUEUE_FULL_RETRY;
             }
+            Err(_) => return false,
+        }
+    }
+}
+
+impl Detach for SignalServer {
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let t = self.guard.take().ok()?;
+        let link = &self.conns.get(t)?.link;
+        let data = link.conn.shared.areas.received(self.len).to_vec();
+        let to = Announce {
+            conn: Arc::clone(&link.conn),
+            seq: link.served,
+            tick: self.opts.tick,
+        };
+        Some(Copied::boxed(data, to, self.opts.max_msg))
+    }
+
+    fn census(&self) -> Arc<AtomicUsize> {
+        self.conns.census()
+    }
+}
+
+/// Where a detached request's answer goes: the connection's memory and
+/// the client's thread (read when the reply goes), for request `seq`.
+struct Announce {
+    conn: Arc<Conn>,
+    seq: u64,
+    tick: Duration,
+}
+
+impl Answer for Announce {
+    /// A reply that cannot be announced marks the connection over, for
+    /// the server to drop at its next request (a dead client's session
+    /// hangs up besides).
+    fn send(&mut self, code: u32, data: &[u8]) {
+        let conn = &self.conn;
+        if conn.over.load(Ordering::Acquire) {
+            return;
+        }
+        let sent = conn.shared.areas.put(&head(code, data.len()), data).is_ok()
+            && announce(conn, self.seq, self.tick, || {
+                conn.over.load(Ordering::Acquire)
+            });
+        if !sent {
+            conn.over.store(true, Ordering::Release);
         }
     }
 }
@@ -606,7 +696,10 @@ impl SignalClient {
     /// Waits for this request's reply signal, or the server's death.
     fn wait(&self) -> Result<()> {
         let ctl = self.shared.ctl();
-        let mut p = [pollfd(self.sfd.as_fd()), pollfd(self.sock.as_fd())];
+        let mut p = [
+            PollFd::readable(self.sfd.as_fd()),
+            PollFd::readable(self.sock.as_fd()),
+        ];
         let mut signalled = false;
         loop {
             signalled |= self.drain()?;

@@ -109,6 +109,15 @@ impl<T> Slab<T> {
             .flatten()
     }
 
+    /// The entry of `token`, if it is still there, to change.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, token: Token) -> Option<&mut T> {
+        let e = self.entries.get_mut(token.index())?;
+        (e.generation == token.generation())
+            .then_some(e.value.as_mut())
+            .flatten()
+    }
+
     /// Removes the entry of `token`; its place gets a new generation.
     pub(crate) fn remove(&mut self, token: Token) -> Option<T> {
         let i = token.index();
@@ -132,6 +141,11 @@ impl<T> Slab<T> {
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
         self.entries.iter().filter_map(|e| e.value.as_ref())
     }
+
+    /// Every entry, to change.
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.entries.iter_mut().filter_map(|e| e.value.as_mut())
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +166,10 @@ mod tests {
         assert_ne!(c, a, "same place, new generation");
         assert_eq!(s.get(a), None);
         assert_eq!(s.get(c), Some(&"c"));
+        assert_eq!(s.get_mut(a), None);
+        *s.get_mut(c).unwrap() = "C";
+        assert_eq!(s.values_mut().count(), 2);
+        assert_eq!(s.get(c), Some(&"C"));
         assert_eq!(s.values().count(), 2);
         assert_eq!(s.get(b), Some(&"b"));
     }

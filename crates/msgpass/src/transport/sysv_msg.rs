@@ -20,7 +20,9 @@
 //! neighbour's next call reads it as its own. Each connection's type is now
 //! 62 random bits (`getrandom`, never 1, unique among the live
 //! connections), told only to that client over its private session socket;
-//! a request whose type is no live connection's is discarded. Rejected
+//! the server finds a request's connection by its type in a hash map (in
+//! time independent of the number of connections), and a request whose
+//! type is no live connection's is discarded. Rejected
 //! alternatives: the sender's pid cannot be checked (`msgrcv` does not
 //! report it, and `IPC_STAT`'s `msg_lspid` is only the *last* sender, and
 //! one more system call per message); one request queue per connection
@@ -43,18 +45,35 @@
 //!
 //! **No descriptor to poll.** A queue cannot be polled, so each side has a
 //! helper thread:
-//! - the server's *ticker* polls the listening socket (new clients) with a
-//!   timeout of one [`Options::tick`], and wakes the server blocked in
-//!   `msgrcv` with an empty message of type 1 in the request queue; the
-//!   server then accepts, checks its clients' session sockets (a hang-up
-//!   drops the connection and removes its queue) and its stop flag. Cost:
-//!   one thread per channel, woken at most once per tick while idle, plus
-//!   one wake-up per burst of new connections; nothing per request.
+//! - the server's *ticker* polls the server's session set (an epoll
+//!   descriptor over the listener and every client's session, which polls
+//!   readable while a client waits or a session hung up, see
+//!   `server::Sessions`) with a timeout of one [`Options::tick`], and wakes
+//!   the server blocked in `msgrcv` with an empty message of type 1 in the
+//!   request queue; the server then takes what the set reports (accepts
+//!   the newcomers, drops the connections whose session hung up, removing
+//!   their queues) and checks its stop flag. Nothing looks at every
+//!   client. Cost: one thread per channel, woken at most once per tick
+//!   while idle, plus one wake-up per burst of new connections or
+//!   hang-ups; nothing per request.
 //! - each client's *watchdog* blocks in poll on the rendezvous session
 //!   socket; on hang-up (the server died or dropped the connection) it
 //!   marks the connection dead and removes its reply queue, which makes a
 //!   `msgrcv` blocked on it return `EIDRM` at once. Cost: one mostly
 //!   sleeping thread per connection, nothing per call.
+//!
+//! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). Every
+//! request arrives in the one request queue, which one blocking `msgrcv`
+//! drains, so the pool is a relay (`core::relay_pool`): a dispatcher
+//! thread serves the channel as above, copies each request out with its
+//! connection's reply queue id, and hands it to a bounded queue from which
+//! any free pool thread takes it; the reply goes from that thread straight
+//! to the client's reply queue (a `msgsnd`, which any thread may make).
+//! While every pool thread is busy the dispatcher stops receiving, and the
+//! requests wait in the request queue (bounded by `msgmnb`: clients then
+//! retry their sends, see Sizes). A reply to a connection dropped
+//! meanwhile goes nowhere (its queue is gone); one its queue refuses marks
+//! the connection over, and the dispatcher drops it at its next request.
 //!
 //! **No leaks.** The server removes a connection's queue when it drops the
 //! connection, and its request queue when the channel is dropped; a client
@@ -76,22 +95,26 @@
 //! time, then the record. Only a crash between `msgget` and the record's
 //! update (microseconds) could leak a queue.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::core::{relay_pool, Answer, Copied, Detach};
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::{reply_parts, Guard, Session, Sessions};
+use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
+use crate::transport::slab::Token;
 use crate::transport::wire::{head, parse_head, HEAD};
 use crate::transport::{
-    ClientConnection, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+    ONEWAY,
 };
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 
@@ -147,8 +170,10 @@ impl Transport for SysvMsg {
                 return Err(Error::io("sysv-msg: write the queue record", e));
             }
         };
-        let listener = match Listener::bind(path, Family::SysvMsg, max_msg) {
-            Ok(l) => l,
+        let conns = match Listener::bind(path, Family::SysvMsg, max_msg)
+            .and_then(|l| Sessions::new(l, opts.tick))
+        {
+            Ok(c) => c,
             Err(e) => {
                 let _ = oslayer::sysv_msg::remove(req_q);
                 return Err(e);
@@ -158,7 +183,9 @@ impl Transport for SysvMsg {
             req_q,
             req_stamp,
             record,
-            conns: Sessions::new(listener),
+            conns,
+            by_type: HashMap::new(),
+            dirty: false,
             buf: MsgBuf::new(HEAD + max_msg),
             len: 0,
             guard: Guard::default(),
@@ -171,14 +198,13 @@ impl Transport for SysvMsg {
         // From here on, dropping `server` removes the queues.
         let kick =
             Arc::new(oslayer::eventfd::new().map_err(|e| Error::io("sysv-msg: eventfd", e))?);
-        let listen = server
+        let sessions = server
             .conns
-            .listener()
-            .as_fd()
+            .poll_fd()
             .try_clone_to_owned()
-            .map_err(|e| Error::io("sysv-msg: dup the listener", e))?;
+            .map_err(|e| Error::io("sysv-msg: dup the session set", e))?;
         let ticker = Ticker {
-            listener: listen,
+            sessions,
             kick: Arc::clone(&kick),
             shared: Arc::clone(&server.shared),
             req_q,
@@ -285,14 +311,30 @@ impl Record {
     /// Replaces the record's content with `queues`.
     fn write(&self, queues: &[(MsgQueueId, MsgQueueStamp)]) -> io::Result<()> {
         let mut s = format!("{RECORD_HEADER}\n");
-        for (id, st) in queues {
-            s.push_str(&format!("{} {}\n", id.0, st.ctime));
+        for &q in queues {
+            s.push_str(&record_line(q));
         }
         // Overwrite, then cut: a crash in between leaves old lines after
         // the new ones, which the cleanup validates like any other.
         self.file.write_all_at(s.as_bytes(), 0)?;
         self.file.set_len(s.len() as u64)
     }
+}
+
+impl Record {
+    /// Adds `queue` at the end of the record: a new connection's queue is
+    /// recorded before anything else can fail, in time independent of the
+    /// connections there are (the record is rewritten whole, dropping the
+    /// lines of queues removed meanwhile, once per round of housekeeping).
+    fn append(&self, queue: (MsgQueueId, MsgQueueStamp)) -> io::Result<()> {
+        let end = self.file.metadata()?.len();
+        self.file.write_all_at(record_line(queue).as_bytes(), end)
+    }
+}
+
+/// One queue's line in a record.
+fn record_line((id, st): (MsgQueueId, MsgQueueStamp)) -> String {
+    format!("{} {}\n", id.0, st.ctime)
 }
 
 impl Drop for Record {
@@ -355,8 +397,10 @@ fn pollfd(fd: BorrowedFd<'_>) -> oslayer::poll::PollFd {
 
 /// The server's helper thread (see the module documentation).
 struct Ticker {
-    /// A duplicate of the listening socket.
-    listener: OwnedFd,
+    /// A duplicate of the server's session set (an epoll descriptor, which
+    /// polls readable while a client waits on the listener or a session
+    /// hung up).
+    sessions: OwnedFd,
     /// Written by the server after it handled a wake-up, and on drop.
     kick: Arc<OwnedFd>,
     shared: Arc<Shared>,
@@ -369,11 +413,11 @@ impl Ticker {
         let mut wake = MsgBuf::new(0);
         wake.set_mtype(MTYPE_WAKE);
         loop {
-            // While a request for attention is pending, the listener stays
-            // readable: watch only for the server's answer, or a tick.
-            let watch_listener = !self.shared.attention.load(Ordering::Acquire);
-            let mut p = [pollfd(self.kick.as_fd()), pollfd(self.listener.as_fd())];
-            let n = if watch_listener { 2 } else { 1 };
+            // While a request for attention is pending, the session set
+            // stays readable: watch only for the server's answer, or a tick.
+            let watch_sessions = !self.shared.attention.load(Ordering::Acquire);
+            let mut p = [pollfd(self.kick.as_fd()), pollfd(self.sessions.as_fd())];
+            let n = if watch_sessions { 2 } else { 1 };
             let ready = match oslayer::poll::poll(&mut p[..n], Some(self.tick)) {
                 Ok(r) => r,
                 Err(_) => {
@@ -387,8 +431,8 @@ impl Ticker {
             if self.shared.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            let newcomer = watch_listener && p[1].revents != 0;
-            if newcomer || ready == 0 {
+            let news = watch_sessions && p[1].revents != 0;
+            if news || ready == 0 {
                 self.shared.attention.store(true, Ordering::Release);
                 if !self.shared.wake_sent.swap(true, Ordering::AcqRel)
                     && oslayer::sysv_msg::send(self.req_q, &wake, 0, MsgFlags::NOWAIT).is_err()
@@ -402,12 +446,42 @@ impl Ticker {
     }
 }
 
-/// What the server keeps of a client besides its session.
+/// What the server keeps of a client besides its session. Dropping it
+/// removes the client's reply queue, unless kept.
 struct Link {
     /// The message type of this connection's requests.
     mtype: MsgType,
     reply_q: MsgQueueId,
     stamp: MsgQueueStamp,
+    /// Set once the connection is over (dropped by the server, or its
+    /// queue found broken by a held request's reply): a held request's
+    /// reply then goes nowhere, and the server drops the connection at
+    /// its next request.
+    over: Arc<AtomicBool>,
+    /// Leave the queue when dropped (the channel is being dropped, see
+    /// `Drop for SysvServer`).
+    keep: bool,
+}
+
+impl Link {
+    fn new(mtype: MsgType, (reply_q, stamp): (MsgQueueId, MsgQueueStamp)) -> Link {
+        Link {
+            mtype,
+            reply_q,
+            stamp,
+            over: Arc::default(),
+            keep: false,
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.over.store(true, Ordering::Release);
+        if !self.keep {
+            let _ = oslayer::sysv_msg::remove(self.reply_q);
+        }
+    }
 }
 
 struct SysvServer {
@@ -415,110 +489,134 @@ struct SysvServer {
     req_stamp: MsgQueueStamp,
     record: Record,
     conns: Sessions<Link>,
+    /// Each live connection's message type, and its token.
+    by_type: HashMap<MsgType, Token>,
+    /// Connections were dropped since the record was last written.
+    dirty: bool,
     /// The request last received (and the reply being sent).
     buf: MsgBuf,
     len: usize,
-    guard: Guard,
+    guard: Guard<Token>,
     max_msg: usize,
     shared: Arc<Shared>,
     kick: Option<Arc<OwnedFd>>,
     ticker: Option<JoinHandle<()>>,
     /// How long a reply queued when the channel is dropped may wait for
-    /// its client before it is left to the record.
+    /// its client before it is left to the record; how long the listener
+    /// rests when accepting starves; how soon a pool's dispatcher stops.
     tick: Duration,
 }
 
 impl SysvServer {
     /// Rewrites the queue record; a failure only weakens crash cleanup.
     fn save_record(&self) {
-        let _ = self
-            .record
-            .write(&queues(self.req_q, self.req_stamp, &self.conns.list, None));
+        let mut q = vec![(self.req_q, self.req_stamp)];
+        q.extend(self.conns.iter().map(|c| (c.link.reply_q, c.link.stamp)));
+        let _ = self.record.write(&q);
     }
 
-    fn drop_conn(&mut self, i: usize) {
-        let c = self.conns.remove(i);
-        let _ = oslayer::sysv_msg::remove(c.link.reply_q);
-        self.guard.clear();
-        self.save_record();
-    }
-
-    /// Accepts every waiting client and drops those whose session hung up.
-    fn housekeeping(&mut self) {
-        let (req_q, req_stamp, record) = (self.req_q, self.req_stamp, &self.record);
-        // At most a backlog's worth a tick (the ticker's pace): a client
-        // whose queue or session cannot be made is hung up on.
-        self.conns
-            .accept_waiting(Duration::ZERO, Duration::ZERO, |l, list| {
-                Ok(greet(l, list, (req_q, req_stamp), record))
-            });
-        for i in self.conns.hung_up() {
-            self.drop_conn(i);
+    /// Drops connection `t` (its queue goes with it; the record follows
+    /// at the next housekeeping).
+    fn drop_conn(&mut self, t: Token) {
+        if let Some(c) = self.conns.remove(t) {
+            self.by_type.remove(&c.link.mtype);
+            self.dirty = true;
         }
     }
-}
 
-/// Every queue of the channel: the request queue, each client's reply
-/// queue, and `new` (one being made).
-fn queues(
-    req_q: MsgQueueId,
-    req_stamp: MsgQueueStamp,
-    list: &[Session<Link>],
-    new: Option<(MsgQueueId, MsgQueueStamp)>,
-) -> Vec<(MsgQueueId, MsgQueueStamp)> {
-    let mut q = vec![(req_q, req_stamp)];
-    q.extend(list.iter().map(|c| (c.link.reply_q, c.link.stamp)));
-    q.extend(new);
-    q
+    /// The live connection whose requests come under message type `t`; a
+    /// type no live connection has is forgotten, one whose connection is
+    /// over drops it.
+    fn route(&mut self, t: MsgType) -> Option<Token> {
+        let tok = *self.by_type.get(&t)?;
+        match self.conns.get(tok) {
+            Some(c) if !c.link.over.load(Ordering::Acquire) => Some(tok),
+            Some(_) => {
+                self.drop_conn(tok);
+                None
+            }
+            None => {
+                self.by_type.remove(&t);
+                None
+            }
+        }
+    }
+
+    /// Accepts the waiting clients and drops those whose session hung up,
+    /// as the session set reports them (nothing looks at the others).
+    fn housekeeping(&mut self) {
+        if self.conns.wait(Duration::ZERO).is_ok() {
+            while let Some(ev) = self.conns.next_event() {
+                match ev {
+                    Event::Listener => self.accept(),
+                    Event::HungUp(t) => self.drop_conn(t),
+                    Event::Own(_) => {}
+                }
+            }
+        }
+        if std::mem::take(&mut self.dirty) {
+            self.save_record();
+        }
+    }
+
+    /// Accepts the clients waiting (a backlog's worth at most): a client
+    /// whose queue or session cannot be made is hung up on.
+    fn accept(&mut self) {
+        let (by_type, record, req_q) = (&mut self.by_type, &self.record, self.req_q);
+        self.conns
+            .accept(|l, t| greet(l, t, req_q, by_type, record));
+    }
 }
 
 /// A fresh secret message type for a connection: 62 random bits, never
 /// the ticker's, none of a live connection's (see the module
 /// documentation).
-fn new_mtype(list: &[Session<Link>]) -> io::Result<MsgType> {
+fn new_mtype(by_type: &HashMap<MsgType, Token>) -> io::Result<MsgType> {
     loop {
         let mut r = [0u8; 8];
         oslayer::random::fill(&mut r)?;
         let t = (u64::from_ne_bytes(r) >> 2) as MsgType;
-        if t > MTYPE_WAKE && list.iter().all(|c| c.link.mtype != t) {
+        if t > MTYPE_WAKE && !by_type.contains_key(&t) {
             return Ok(t);
         }
     }
 }
 
-/// Greets one client: makes its reply queue (recorded before anything
-/// else can fail) and passes the queues and its secret message type along.
+/// Greets one client, who will have token `token`: makes its reply queue
+/// (recorded before anything else can fail) and passes the queues and its
+/// secret message type along. Out of descriptors, the client stays queued
+/// and the error goes up ([`refuse`], [`greeted`]).
 fn greet(
     listener: &Listener,
-    list: &[Session<Link>],
-    (req_q, req_stamp): (MsgQueueId, MsgQueueStamp),
+    token: Token,
+    req_q: MsgQueueId,
+    by_type: &mut HashMap<MsgType, Token>,
     record: &Record,
-) -> Option<Session<Link>> {
-    let Ok((mtype, (reply_q, stamp))) = new_mtype(list).and_then(|t| Ok((t, new_queue()?))) else {
-        // Take the client and hang up: it hears at once.
-        drop(listener.accept(&[]));
-        return None;
+) -> Result<Option<Session<Link>>> {
+    let (mtype, queue) = match new_mtype(by_type).and_then(|t| Ok((t, new_queue()?))) {
+        Ok(made) => made,
+        Err(e) => {
+            return refuse(
+                listener,
+                Error::io("sysv-msg: make a connection's queue", e),
+            )
+        }
     };
-    let _ = record.write(&queues(req_q, req_stamp, list, Some((reply_q, stamp))));
+    // From here on, dropping the link removes the queue.
+    let link = Link::new(mtype, queue);
+    let _ = record.append(queue);
     let mut extra = [0u8; EXTRA_LEN];
     extra[0..4].copy_from_slice(&req_q.0.to_le_bytes());
-    extra[4..8].copy_from_slice(&reply_q.0.to_le_bytes());
+    extra[4..8].copy_from_slice(&link.reply_q.0.to_le_bytes());
     extra[8..16].copy_from_slice(&mtype.to_le_bytes());
-    match listener.accept_with(&[], &extra) {
-        Ok(sock) => Some(Session {
-            sock,
-            link: Link {
-                mtype,
-                reply_q,
-                stamp,
-            },
-        }),
-        Err(_) => {
-            let _ = oslayer::sysv_msg::remove(reply_q);
-            let _ = record.write(&queues(req_q, req_stamp, list, None));
-            None
-        }
+    let made = greeted(listener.accept_with(&[], &extra), |sock| Session {
+        sock,
+        link,
+    })?;
+    if made.is_some() {
+        by_type.insert(mtype, token);
     }
+    Ok(made)
 }
 
 impl ServerChannel for SysvServer {
@@ -547,7 +645,7 @@ impl ServerChannel for SysvServer {
             }
             // A request under no live connection's type (from a connection
             // already dropped, or a guess) is discarded.
-            let Some(i) = self.conns.list.iter().position(|c| c.link.mtype == t) else {
+            let Some(i) = self.route(t) else {
                 continue;
             };
             if n < HEAD {
@@ -574,27 +672,71 @@ impl ServerChannel for SysvServer {
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         let i = self.guard.take()?;
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        self.buf.set_mtype(MTYPE_REPLY);
-        let text = self.buf.text_mut();
-        text[..HEAD].copy_from_slice(&head(code, data.len()));
-        text[HEAD..HEAD + data.len()].copy_from_slice(data);
-        // The reply queue is empty (the client sent its request after
-        // taking its last reply): a failure means the client is gone.
-        if oslayer::sysv_msg::send(
-            self.conns.list[i].link.reply_q,
-            &self.buf,
-            HEAD + data.len(),
-            MsgFlags::NOWAIT,
-        )
-        .is_err()
-        {
+        let Some(reply_q) = self.conns.get(i).map(|c| c.link.reply_q) else {
+            return verdict;
+        };
+        if send_reply(&mut self.buf, reply_q, code, data).is_err() {
             self.drop_conn(i);
         }
         verdict
     }
 
     fn connections(&self) -> usize {
-        self.conns.list.len()
+        self.conns.len()
+    }
+
+    fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
+        let tick = self.tick;
+        relay_pool(*self, threads, tick)
+    }
+}
+
+/// Sends a reply (`code`, then `data`) through `buf` on `reply_q`, without
+/// waiting. The queue is empty (the client sent its request after taking
+/// its last reply): a failure means the client is gone, or breaks the
+/// protocol.
+fn send_reply(buf: &mut MsgBuf, reply_q: MsgQueueId, code: u32, data: &[u8]) -> io::Result<()> {
+    buf.set_mtype(MTYPE_REPLY);
+    let text = buf.text_mut();
+    text[..HEAD].copy_from_slice(&head(code, data.len()));
+    text[HEAD..HEAD + data.len()].copy_from_slice(data);
+    oslayer::sysv_msg::send(reply_q, buf, HEAD + data.len(), MsgFlags::NOWAIT)
+}
+
+impl Detach for SysvServer {
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let i = self.guard.take().ok()?;
+        let link = &self.conns.get(i)?.link;
+        let to = ReplyQueue {
+            reply_q: link.reply_q,
+            over: Arc::clone(&link.over),
+        };
+        Some(Copied::boxed(self.data().to_vec(), to, self.max_msg))
+    }
+
+    fn census(&self) -> Arc<AtomicUsize> {
+        self.conns.census()
+    }
+}
+
+/// Where a detached request's answer goes: its connection's reply queue.
+struct ReplyQueue {
+    reply_q: MsgQueueId,
+    /// The connection is over: the reply goes nowhere.
+    over: Arc<AtomicBool>,
+}
+
+impl Answer for ReplyQueue {
+    /// A reply its queue refuses marks the connection over, for the server
+    /// to drop at its next request.
+    fn send(&mut self, code: u32, data: &[u8]) {
+        if self.over.load(Ordering::Acquire) {
+            return;
+        }
+        let mut buf = MsgBuf::new(HEAD + data.len());
+        if send_reply(&mut buf, self.reply_q, code, data).is_err() {
+            self.over.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -617,7 +759,6 @@ impl Drop for SysvServer {
         // the replies still queued a tick before calling them abandoned.
         let mut left: Vec<_> = self
             .conns
-            .list
             .iter()
             .map(|c| (c.link.reply_q, c.link.stamp))
             .collect();
@@ -635,6 +776,11 @@ impl Drop for SysvServer {
                 break;
             }
             std::thread::sleep(Duration::from_micros(200));
+        }
+        // Every queue is removed now or left to its client: none goes with
+        // its link.
+        for c in self.conns.iter_mut() {
+            c.link.keep = true;
         }
         // What is left stays in the record, for the next server of the
         // endpoint to remove should its client die before reading it.

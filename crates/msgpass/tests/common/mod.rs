@@ -933,6 +933,21 @@ macro_rules! every_transport {
     };
 }
 
+/// True when `transport` cannot run here (fuse without /dev/fuse or root):
+/// says why and skips the test when run by hand, fails it under `CI`.
+pub fn unavailable_here(transport: &str) -> bool {
+    let info = msgpass::transport::info(transport).expect("known transport");
+    let Some(why) = info.unavailable() else {
+        return false;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{transport}: CI is set: {why}"
+    );
+    println!("{transport}: skipped: {why}");
+    true
+}
+
 /// Default options with a short `tick`, so that deadlines pass quickly.
 pub fn tick_options(tick: Duration) -> Options {
     Options {
