@@ -48,6 +48,10 @@ impl Channel {
     /// Creates endpoint `name` in `ns`, served over `transport`. Replaces a
     /// stale endpoint left by a dead server; refuses a live one with
     /// [`Error::AlreadyServed`].
+    ///
+    /// The first channel a process creates raises the process's soft
+    /// RLIMIT_NOFILE to its hard limit, as servers do: a server with
+    /// thousands of clients needs thousands of descriptors.
     pub fn create(
         ns: &Namespace,
         name: &str,
@@ -100,8 +104,22 @@ impl Channel {
     }
 }
 
+/// Raises this process's soft RLIMIT_NOFILE to its hard limit, once, as
+/// servers do at start: each client costs a server one to three
+/// descriptors (see `TransportInfo::server_fds`), and the usual soft limit
+/// (1024) would cap a server at a few hundred clients. A limit that cannot
+/// be raised is left as it is: running out of descriptors is handled
+/// (the listener rests, the clients wait).
+fn raise_descriptor_limit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = oslayer::rlimit::raise_soft_to_hard(oslayer::rlimit::Resource::Nofile);
+    });
+}
+
 impl<S: ServerChannel + ?Sized> Channel<S> {
     fn new(inner: Box<S>, place: Place, max_msg: usize) -> Channel<S> {
+        raise_descriptor_limit();
         Channel {
             inner,
             place: Arc::new(place),

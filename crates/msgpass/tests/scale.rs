@@ -339,6 +339,33 @@ fn served_so_far(c: &mut Connection) -> u64 {
     connections(c)
 }
 
+/// A server raises its soft descriptor limit to the hard one when it
+/// creates its first channel (in a child, whose limit starts low).
+#[test]
+fn a_server_raises_its_descriptor_limit() {
+    let tns = TestNs::new();
+    let c = ChildProc::spawn(
+        CHILD_ENTRY,
+        "raise",
+        &[
+            (CHILD_NS, tns.dir()),
+            (CHILD_TRANSPORT, "uds".as_ref()),
+            (CHILD_NAME, "raise/0".as_ref()),
+            (COUNT_ENV, "0".as_ref()),
+        ],
+    );
+    let got = c.expect_line("MSGPASS_LIMITS");
+    let [before, after, hard]: [&str; 3] = got
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .try_into()
+        .expect("three limits");
+    assert_eq!(before, "256", "the child's soft limit before");
+    assert_eq!(after, hard, "the soft limit after creating a channel");
+    drop(c);
+    tns.finish();
+}
+
 /// Entry point of child processes; does nothing in a normal test run.
 #[test]
 fn child_entry() {
@@ -351,6 +378,9 @@ fn child_entry() {
     let name = var(CHILD_NAME);
     let t = msgpass::transport::by_name(&var(CHILD_TRANSPORT)).expect("child: transport");
     let count: usize = var(COUNT_ENV).parse().expect("child: count");
+    if role == "raise" {
+        return report_raised_limit(&ns, &name, &*t);
+    }
     let _ = oslayer::rlimit::raise_soft_to_hard(oslayer::rlimit::Resource::Nofile);
     match role.as_str() {
         "idle" => hold_idle(&ns, &name, &*t, count),
@@ -387,6 +417,26 @@ fn child_entry() {
         }
         other => panic!("unknown child role {other}"),
     }
+}
+
+/// Lowers this process's soft descriptor limit to 256, creates a channel,
+/// and prints the soft limit before and after and the hard limit.
+fn report_raised_limit(ns: &Namespace, name: &str, t: &dyn Transport) {
+    use oslayer::rlimit::{hard, soft, Resource::Nofile};
+    let lim = libc::rlimit {
+        rlim_cur: 256,
+        rlim_max: hard(Nofile).unwrap_or(libc::RLIM_INFINITY),
+    };
+    // SAFETY: `lim` is a valid rlimit for the duration of the call.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    let before = soft(Nofile).expect("a soft limit");
+    drop(Channel::create(ns, name, t, &Options::default()).expect("create"));
+    let show = |v: Option<u64>| v.map_or("unlimited".to_string(), |v| v.to_string());
+    println!(
+        "MSGPASS_LIMITS {before} {} {}",
+        show(soft(Nofile)),
+        show(hard(Nofile))
+    );
 }
 
 /// Opens a connection, waiting a little for the endpoint.
