@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD};
+use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT};
 use crate::transport::{ClientConnection, ONEWAY};
 
 /// What a [`WireClient`] knows of its mechanism.
@@ -31,6 +31,8 @@ pub(crate) struct WireClient<W: Wire> {
     /// How long a wait for the reply goes between looks at the session.
     tick: Duration,
     traits: Traits,
+    /// Our CPU + 1 as last told to the server (0: not yet).
+    cpu: u32,
 }
 
 /// Errors that mean the server (or the path to it) is gone.
@@ -83,12 +85,31 @@ impl<W: Wire> WireClient<W> {
             max_msg,
             tick,
             traits,
+            cpu: 0,
         }
+    }
+
+    /// Tells the server the CPU we run on when it changed (a [`HINT`]
+    /// message before the request), on wires that queue messages: a pool
+    /// gives the connection to the thread on that CPU. One load of the
+    /// CPU number a call (no system call); a message only when we move.
+    #[inline]
+    fn hint_cpu(&mut self) -> Result<()> {
+        if !self.traits.oneway {
+            return Ok(());
+        }
+        let cpu = oslayer::cpu::current_cpu();
+        if cpu == self.cpu || cpu == 0 {
+            return Ok(());
+        }
+        self.cpu = cpu;
+        sent(self.wire.send(&head(HINT, 4), &cpu.to_le_bytes()))
     }
 
     /// Sends one request with wire code `code`, checking its size first.
     fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
         fits(req.len(), self.max_msg)?;
+        self.hint_cpu()?;
         sent(self.wire.send(&head(code, req.len()), req))
     }
 
@@ -150,6 +171,7 @@ impl<W: Wire> ClientConnection for WireClient<W> {
 
     fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
         fits(len, self.max_msg)?;
+        self.hint_cpu()?;
         sent(self.wire.send_in_place(&head(cmd, len)))?;
         let len = self.recv_reply()?;
         check_reply_head(&self.buf, len, self.max_msg)?;

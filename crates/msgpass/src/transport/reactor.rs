@@ -49,7 +49,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -57,12 +57,13 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 
 use crate::error::{Error, Result};
+use crate::pool::MAX_THREADS;
 use crate::transport::core::{Core, Single};
 use crate::transport::rendezvous::Listener;
 use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
-use crate::transport::wire::{frame_head, head, Wire, HEAD};
+use crate::transport::wire::{frame_head, head, Wire, HEAD, HINT};
 use crate::transport::{HeldRequest, Incoming, Status};
 
 /// One client of a server, as an acceptor makes it.
@@ -184,7 +185,10 @@ pub(crate) struct ConnIo<W> {
     serving: bool,
     /// Unregistered until the reply (it sent while serving).
     muted: bool,
+    /// The worker the kernel tells first (a pool).
     home: usize,
+    /// When its home last moved.
+    moved: Option<Instant>,
 }
 
 type ConnRef<W> = Arc<Mutex<ConnIo<W>>>;
@@ -210,6 +214,9 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     /// Connections that began a message (or a handshake) and have not
     /// finished it: looked at once a tick, to drop those overdue.
     partial: Mutex<HashSet<Token>>,
+    /// Worker `w`'s CPU + 1 when it is pinned to one CPU (0: not), for
+    /// the homes of connections (a pool).
+    pinned: [AtomicU32; MAX_THREADS],
     max_msg: usize,
     tick: Duration,
     /// Ourselves, for the handles of detached requests.
@@ -227,6 +234,9 @@ enum Current<W> {
 
 /// One thread's share of a server.
 pub(crate) struct Worker<W> {
+    index: usize,
+    /// This worker's CPU is registered in `pinned` (or it is not pinned).
+    placed: bool,
     set: Arc<Epoll>,
     events: Vec<Ready>,
     /// Events harvested and not yet handled, in order: this round.
@@ -267,6 +277,7 @@ pub(crate) fn serve<A: Acceptor>(
         setting_up: AtomicBool::new(false),
         next_home: AtomicUsize::new(0),
         partial: Mutex::new(HashSet::new()),
+        pinned: std::array::from_fn(|_| AtomicU32::new(0)),
         max_msg,
         tick,
         me: me.clone(),
@@ -371,6 +382,7 @@ impl<A: Acceptor> ReactorCore<A> {
                     serving: false,
                     muted: false,
                     home,
+                    moved: None,
                 };
                 if self.watch(&io).is_ok() {
                     if io.wire.as_ref().is_some_and(Wire::unfinished) {
@@ -556,6 +568,10 @@ impl<A: Acceptor> ReactorCore<A> {
                     // Next round, without waiting for the kernel.
                     w.later.push(io.token);
                 }
+                if cmd == HINT {
+                    self.hinted(io, &w.buf[HEAD..HEAD + len]);
+                    return Ok(None);
+                }
                 Ok(Some(Incoming::from_wire(cmd, len)))
             }
             // A handshake step of the mechanism, or part of a message.
@@ -570,6 +586,36 @@ impl<A: Acceptor> ReactorCore<A> {
                 self.close(io);
                 Ok(None)
             }
+        }
+    }
+
+    /// Connection `io` says its client runs on CPU `payload` - 1 (a
+    /// [`HINT`]): a pool moves its home to the thread pinned on that CPU,
+    /// at most once a tick (a client must not make us re-register it each
+    /// call). A single thread has nothing to move.
+    fn hinted(&self, io: &mut ConnIo<A::W>, payload: &[u8]) {
+        let Ok(cpu) = <[u8; 4]>::try_from(payload).map(u32::from_le_bytes) else {
+            return;
+        };
+        if !self.sets.pool() || cpu == 0 || io.muted {
+            return;
+        }
+        let Some(to) = self
+            .pinned
+            .iter()
+            .position(|p| p.load(Ordering::Relaxed) == cpu)
+        else {
+            return;
+        };
+        let now = Instant::now();
+        if to == io.home || io.moved.is_some_and(|t| now.duration_since(t) < self.tick) {
+            return;
+        }
+        io.moved = Some(now);
+        self.unwatch(io);
+        io.home = to;
+        if self.watch(io).is_err() {
+            self.close(io);
         }
     }
 
@@ -707,8 +753,15 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         let (set, index) = self.sets.push().map_err(|e| Error::io("epoll_create", e))?;
         self.register_all(&set)
             .map_err(|e| Error::io("epoll_ctl", e))?;
-        let _ = index;
+        if index >= MAX_THREADS {
+            return Err(Error::BadPool {
+                threads: index + 1,
+                max: MAX_THREADS,
+            });
+        }
         Ok(Worker {
+            index,
+            placed: false,
             set,
             events: Vec::with_capacity(64),
             queue: VecDeque::new(),
@@ -751,6 +804,12 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         // The last request is answered (a one-way message needs nothing):
         // its connection is free.
         w.cur = None;
+        if !w.placed && self.sets.pool() {
+            w.placed = true;
+            if let Some(cpu) = oslayer::cpu::pinned_cpu() {
+                self.pinned[w.index].store(cpu + 1, Ordering::Relaxed);
+            }
+        }
         w.calls = w.calls.wrapping_add(1);
         if w.calls % ACCEPT_EVERY == 0 && w.last_look.elapsed() >= self.tick {
             self.harvest(w, Duration::ZERO)?;

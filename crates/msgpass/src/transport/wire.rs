@@ -17,6 +17,13 @@ use crate::transport::Status;
 /// Header length of every wire message.
 pub(crate) const HEAD: usize = 8;
 
+/// The wire code of a client's CPU hint: its CPU + 1 as a little-endian
+/// `u32`, sent before a request when the client moved (see
+/// `WireClient::hint_cpu`); the server keeps it and answers nothing. A
+/// one-way code no application can send (`call` and `send_oneway` refuse
+/// the one-way bit).
+pub(crate) const HINT: u32 = crate::transport::ONEWAY | 0x7fff_ffff;
+
 /// Builds a header.
 pub(crate) fn head(code: u32, len: usize) -> [u8; HEAD] {
     let mut h = [0u8; HEAD];
