@@ -54,6 +54,7 @@ impl ShmServer {
             table: RwLock::new(Slab::default()),
             sets: Sets::default(),
             pinned: std::array::from_fn(|_| AtomicU32::new(0)),
+            handed: std::array::from_fn(|_| AtomicU32::new(0)),
             wait,
             opts: opts.clone(),
             next_home: AtomicUsize::new(0),
@@ -108,6 +109,10 @@ pub(crate) struct ShmCore {
     /// Thread `w`'s CPU + 1 when it is pinned to one CPU (0: not), for
     /// the homes of connections.
     pinned: [AtomicU32; MAX_THREADS],
+    /// How many requests thread `w` has handed to the application (a
+    /// pool): a held request answered on its thread frees the thread only
+    /// if it is still the last one handed out.
+    handed: [AtomicU32; MAX_THREADS],
     wait: Wait,
     opts: Options,
     /// The home of the next connection, until its client's CPU is known.
@@ -588,6 +593,8 @@ impl ShmCore {
     /// posted before it could see that is handed to another thread (its
     /// bell rung for it).
     fn going_busy(&self, w: &ShmWorker) {
+        let handed = &self.handed[w.index];
+        handed.store(handed.load(Relaxed).wrapping_add(1), Relaxed);
         self.state_of(w.index).store(BUSY, SeqCst);
         for e in &w.watched {
             let c = &e.conn;
@@ -829,7 +836,12 @@ impl Core for ShmCore {
             conn: Some(conn),
             len: w.len,
             max_msg: self.opts.max_msg,
-            receiver: (Arc::clone(&w.core), w.index, std::thread::current().id()),
+            receiver: Receiver {
+                core: Arc::clone(&w.core),
+                worker: w.index,
+                thread: std::thread::current().id(),
+                handed: self.handed[w.index].load(Relaxed),
+            },
         })
     }
 
@@ -872,11 +884,21 @@ pub(crate) struct ShmHeld {
     conn: Option<Arc<ShmConn>>,
     len: usize,
     max_msg: usize,
-    /// The pool thread that received it: answered on that thread, the
-    /// thread is free again (it publishes [`LOOKING`] before the reply, so
-    /// that the client's next request, posted at once, does not ring for
-    /// another thread on another CPU while this one is about to look).
-    receiver: (Arc<ShmCore>, usize, ThreadId),
+    /// The pool thread that received it.
+    receiver: Receiver,
+}
+
+/// The pool thread that received a held request: answered on that thread
+/// while it is the last request handed out there, the thread is free
+/// again, and publishes [`LOOKING`] before the reply, so that the
+/// client's next request, posted at once on the same CPU, does not ring
+/// for another thread on another CPU while this one is about to look.
+struct Receiver {
+    core: Arc<ShmCore>,
+    worker: usize,
+    thread: ThreadId,
+    /// The worker's count of requests handed out, with this one.
+    handed: u32,
 }
 
 impl ShmHeld {
@@ -885,9 +907,11 @@ impl ShmHeld {
             .conn
             .take()
             .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
-        let (core, w, thread) = &self.receiver;
-        if std::thread::current().id() == *thread {
-            core.state_of(*w).store(LOOKING, SeqCst);
+        let r = &self.receiver;
+        if std::thread::current().id() == r.thread
+            && r.core.handed[r.worker].load(Relaxed) == r.handed
+        {
+            r.core.state_of(r.worker).store(LOOKING, SeqCst);
         }
         Ok(c)
     }
