@@ -409,12 +409,21 @@ impl StreamWire {
     /// stops short is kept (in `inb`, then in `partial`, where it is
     /// finished as its bytes come, to be copied out once whole).
     fn recv_bounded(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        // The first read may block: the caller saw the descriptor readable
+        // or bounded the wait (a receive timeout, the poker).
+        self.recv_bounded_from(frame, true)
+    }
+
+    /// [`StreamWire::recv_bounded`], its first read blocking or not.
+    fn recv_bounded_from(
+        &mut self,
+        frame: &mut [u8],
+        may_block: bool,
+    ) -> io::Result<Option<usize>> {
         if !self.partial.is_empty() {
             return self.resume(frame);
         }
-        // The first read may block: the caller saw the descriptor readable
-        // or bounded the wait (a receive timeout, the poker).
-        let mut may_block = true;
+        let mut may_block = may_block;
         while self.end - self.start < HEAD {
             let got = match may_block {
                 true => self.fill(),
@@ -711,6 +720,27 @@ impl Wire for StreamWire {
     fn unfinished(&self) -> bool {
         self.since.is_some()
     }
+
+    /// On a socket, one `recv` with `MSG_DONTWAIT`, not a `poll` and a
+    /// read. (A pipe's reads must tell pokes from messages, which `fill`
+    /// does: it keeps the default.)
+    fn recv_lent_now(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        let plain = self.limit.is_some() && self.is_socket() && self.partial.is_empty();
+        if !plain || self.has_buffered() {
+            return crate::transport::wire::poll_then_recv(self, frame, Duration::ZERO);
+        }
+        if self.start == self.end {
+            match self.fill_now() {
+                Ok(0) => return Ok(None),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(io::ErrorKind::TimedOut.into())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.recv_bounded_from(frame, false)
+    }
 }
 
 /// A message-preserving socket (datagram or seqpacket) carrying one
@@ -799,6 +829,22 @@ impl Wire for DatagramWire {
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+
+    /// One `recv` with `MSG_DONTWAIT`, not a `poll` and a `recv`.
+    fn recv_lent_now(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
+        match oslayer::socket::recv_bytes(
+            self.fd.as_fd(),
+            frame,
+            oslayer::socket::RecvFlags::DONTWAIT,
+        ) {
+            Ok(0) => Ok(None),
+            Ok(n) if n < HEAD => Err(io::Error::new(io::ErrorKind::InvalidData, "short message")),
+            Ok(n) if n > frame.len() => Err(too_long()),
+            Ok(n) => Ok(Some(n - HEAD)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::ErrorKind::TimedOut.into()),
+            Err(e) => Err(e),
+        }
     }
 }
 
