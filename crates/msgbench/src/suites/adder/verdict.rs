@@ -25,18 +25,17 @@ struct Judged {
 }
 
 /// The verdict sentence, from the pinned rows with 2 to `cpus` threads
-/// (one client/server pair per CPU at most); `None` when there are none.
+/// (one client/server pair per CPU at most) and a path per server thread
+/// (a pool's threads share one channel by design, so how they scale says
+/// nothing about a lock in the OS); `None` when there are none.
 pub fn verdict(rows: &[Row], cpus: usize) -> Option<String> {
     let judged: Vec<Judged> = rows
         .iter()
-        .filter(|r| r.placement == Placement::Pinned && r.threads >= 2)
-        .filter(|r| r.threads as usize <= cpus)
+        .filter(|r| r.placement == Placement::Pinned && judged_x(r, cpus))
+        .filter(|r| r.mode != Mode::Pool)
         .filter_map(|r| {
             Some(Judged {
-                transport: match r.api {
-                    Api::InPlace => r.transport.clone(),
-                    Api::Copy => format!("{} (copy API)", r.transport),
-                },
+                transport: transport_label(r),
                 mode: r.mode,
                 threads: r.threads,
                 efficiency: r.efficiency()?,
@@ -79,6 +78,20 @@ pub fn verdict(rows: &[Row], cpus: usize) -> Option<String> {
     s.push_str(&busy(rows, cpus));
     s.push('.');
     Some(s)
+}
+
+/// True for a row with 2 to `cpus` threads: one that shows scaling, with
+/// one client/server pair per CPU at most.
+fn judged_x(r: &Row, cpus: usize) -> bool {
+    r.threads >= 2 && r.threads as usize <= cpus
+}
+
+/// The transport, with " (copy API)" for a copying row of `--copy`.
+fn transport_label(r: &Row) -> String {
+    match r.api {
+        Api::InPlace => r.transport.clone(),
+        Api::Copy => format!("{} (copy API)", r.transport),
+    }
 }
 
 /// "uds scaled best (90% at 2 threads)".
@@ -281,5 +294,27 @@ mod tests {
         assert_eq!(verdict(&rows, 2), None);
         let pinned = both_modes("uds", 0.9, 0.9);
         assert_eq!(verdict(&pinned, 1), None, "one CPU: nothing to judge");
+    }
+
+    /// Both seed modes and a pool at X = 1 and 2 on `transport`, pinned.
+    fn three_models(transport: &str, one: f64, multi: f64, pool: f64) -> Vec<Row> {
+        let mut rows = both_modes(transport, one, multi);
+        rows.push(row(transport, Placement::Pinned, Mode::Pool, 1, 1.0));
+        rows.push(row(transport, Placement::Pinned, Mode::Pool, 2, pool));
+        rows
+    }
+
+    #[test]
+    fn a_pool_is_not_read_as_a_global_lock() {
+        // A pool's threads share one channel by design: its scaling says
+        // nothing about a lock in the OS, so the seed's verdict leaves it out.
+        let v = verdict(&three_models("uds", 0.95, 0.93, 0.30), 2).expect("a verdict");
+        assert!(v.contains("so nothing suggests a global lock"), "{v}");
+        assert!(!v.contains("30%"), "{v}");
+        let pool_only: Vec<Row> = three_models("uds", 0.95, 0.93, 0.30)
+            .into_iter()
+            .filter(|r| r.mode == Mode::Pool)
+            .collect();
+        assert_eq!(verdict(&pool_only, 2), None);
     }
 }
