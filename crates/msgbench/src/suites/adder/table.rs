@@ -54,6 +54,7 @@ pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section>
         }
     }
     out.extend(verdict::verdict(&results.rows, cpu_count()).map(Section::Text));
+    out.extend(verdict::models(&results.rows, cpu_count()).map(Section::Text));
     out.push(Section::Text(legend(&plan.modes)));
     out.extend(footnotes(&results.rows).into_iter().map(Section::Text));
     out
