@@ -107,6 +107,28 @@ fn two_runs_overlay_with_both_labels() {
 }
 
 #[test]
+fn the_adder_charts_draw_the_pool_beside_the_two_modes() {
+    let dir = Dir::new("pool");
+    let a = dir.write("adder.json", &envelope_json("adder", 1.0).unwrap());
+    let page = page(&load(&[a]).unwrap()).unwrap();
+    let charts: Vec<&str> = page.split("<figure class=\"chart\">").skip(1).collect();
+    assert_eq!(charts.len(), 2, "per-thread and aggregate charts");
+    for c in charts {
+        for (series, shape) in [
+            ("shm, one process, unpinned", "dot"),
+            ("shm, multi-process, unpinned", "triangle"),
+            ("shm, thread pool (one path), unpinned", "square"),
+        ] {
+            let item = c
+                .split("<li>")
+                .find(|li| li.contains(&format!("</span>{series}</li>")))
+                .unwrap_or_else(|| panic!("no {series:?} in the legend: {c}"));
+            assert!(item.contains(&format!("swatch {shape}")), "{item}");
+        }
+    }
+}
+
+#[test]
 fn the_same_stem_twice_gets_two_labels() {
     let dir = Dir::new("same");
     let a = dir.write("run.json", &envelope_json("floor", 1.0).unwrap());
