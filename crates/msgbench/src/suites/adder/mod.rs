@@ -146,10 +146,8 @@ pub struct AdderArgs {
         allow_negative_numbers = true
     )]
     pub idle_secs: f64,
-    /// Server models to run, comma-separated, each at every X: one (one
-    /// server process, X threads, a path each), multi (X server
-    /// processes), pool (one server process serving the one path adder/0
-    /// from a pool of X threads, every client thread calling it).
+    /// Server models to run at every X, comma-separated, each once: one,
+    /// multi, pool (the tables' Mode column).
     #[arg(
         long = "modes",
         value_name = "LIST",
