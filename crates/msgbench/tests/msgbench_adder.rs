@@ -98,36 +98,45 @@ fn leftovers(dir: &TestDir) -> Vec<(u32, String)> {
     procs_mentioning(&dir.path().display().to_string())
 }
 
+/// Runs `msgbench <args> --json FILE --ns DIR` in `dir` to success and
+/// checks it left no endpoint and no server process; returns its output
+/// and the envelope it wrote.
+fn json_run(dir: &TestDir, args: &[&str]) -> (Output, serde_json::Value) {
+    let json = dir.file("run.json");
+    let json_s = json.display().to_string();
+    let mut a = args.to_vec();
+    a.extend(["--json", &json_s]);
+    let o = run(Bin::Msgbench, with_ns(dir, &a));
+    o.assert_ok();
+    dir.assert_ns_clean();
+    let left = leftovers(dir);
+    assert!(left.is_empty(), "server processes left behind: {left:?}");
+    (o, read_json(&json))
+}
+
+/// `adder -t TRANSPORTS [--modes MODES] --threads THREADS -S 2000
+/// --idle-secs 0`: a short run, every reply checked, no idle baseline
+/// (without `modes`, the default modes).
+fn quick<'a>(transports: &'a str, modes: Option<&'a str>, threads: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["adder", "-t", transports];
+    if let Some(m) = modes {
+        a.extend(["--modes", m]);
+    }
+    a.extend(["--threads", threads, "-S", "2000", "--idle-secs", "0"]);
+    a
+}
+
+/// Each table row's mode label (on the first row of each mode) and X.
+fn shape(rows: &[Row]) -> Vec<(&str, u32)> {
+    rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect()
+}
+
 #[test]
 fn adder_suite_runs_every_mode_and_cleans_up() {
     let dir = TestDir::new("suite");
-    let json = dir.file("adder.json");
-    let json_s = json.display().to_string();
-    let args = with_ns(
-        &dir,
-        &[
-            "adder",
-            "--threads",
-            "1,2",
-            "-S",
-            "2000",
-            "--idle-secs",
-            "0",
-            "-t",
-            "shm,uds",
-            "--json",
-            &json_s,
-        ],
-    );
-    let o = run(Bin::Msgbench, &args);
-    o.assert_ok();
-
+    let (o, v) = json_run(&dir, &quick("shm,uds", None, "1,2"));
     check_tables(&o.stdout);
-    check_suite_json(&read_json(&json));
-
-    dir.assert_ns_clean();
-    let left = leftovers(&dir);
-    assert!(left.is_empty(), "server processes left behind: {left:?}");
+    check_suite_json(&v);
 }
 
 /// The unpinned shm and uds tables of a `--threads 1,2` run (three rows
@@ -136,9 +145,8 @@ fn adder_suite_runs_every_mode_and_cleans_up() {
 fn check_tables(stdout: &str) {
     for t in ["shm", "uds"] {
         let rows = table(stdout, t, "unpinned");
-        let shape: Vec<(&str, u32)> = rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect();
         assert_eq!(
-            shape,
+            shape(&rows),
             [
                 ("One process", 1),
                 ("", 2),
@@ -337,19 +345,7 @@ fn small_run(dir: &TestDir, extra: &[&str]) -> Output {
 
 /// `msgbench adder -t uds --modes MODES --threads 1,2 -S 2000 <extra>` in `dir`.
 fn small_run_modes(dir: &TestDir, modes: &str, extra: &[&str]) -> Output {
-    let mut a = vec![
-        "adder",
-        "-t",
-        "uds",
-        "--modes",
-        modes,
-        "--threads",
-        "1,2",
-        "-S",
-        "2000",
-        "--idle-secs",
-        "0",
-    ];
+    let mut a = quick("uds", Some(modes), "1,2");
     a.extend(extra);
     let o = run(Bin::Msgbench, with_ns(dir, &a));
     o.assert_ok();
@@ -597,36 +593,17 @@ fn adder_suite_usage_errors_exit_2() {
 #[test]
 fn pool_mode_runs_and_checks_every_reply() {
     let dir = TestDir::new("pool");
-    let json = dir.file("pool.json");
-    let json_s = json.display().to_string();
-    let args = with_ns(
-        &dir,
-        &[
-            "adder",
-            "-t",
-            "shm-block",
-            "--modes",
-            "pool",
-            "--threads",
-            "1,2",
-            "-S",
-            "2000",
-            "--idle-secs",
-            "0",
-            "--json",
-            &json_s,
-        ],
-    );
-    let o = run(Bin::Msgbench, &args);
-    o.assert_ok();
+    let (o, v) = json_run(&dir, &quick("shm-block", Some("pool"), "1,2"));
     let rows = table(&o.stdout, "shm-block", "unpinned");
-    let shape: Vec<(&str, u32)> = rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect();
-    assert_eq!(shape, [("Thread pool (one path)", 1), ("", 2)], "{o}");
+    assert_eq!(
+        shape(&rows),
+        [("Thread pool (one path)", 1), ("", 2)],
+        "{o}"
+    );
     assert!(
         !o.stdout.contains("Server models compared"),
         "one model, nothing to compare: {o}"
     );
-    let v = read_json(&json);
     check_envelope(&v);
     assert_eq!(v["settings"]["modes"], serde_json::json!(["pool"]));
     assert_eq!(v["outcome"]["failed"], 0, "{v}");
@@ -645,9 +622,6 @@ fn pool_mode_runs_and_checks_every_reply() {
         check_row_json(r);
     }
     check_figures(&v);
-    dir.assert_ns_clean();
-    let left = leftovers(&dir);
-    assert!(left.is_empty(), "server processes left behind: {left:?}");
 }
 
 /// Pinned, with the pool beside one process: both sentences under the
@@ -658,9 +632,8 @@ fn pinned_models_get_their_verdict() {
     let dir = TestDir::new("models");
     let o = small_run_modes(&dir, "one,pool", &["--placement", "pinned"]);
     let rows = table(&o.stdout, "uds", "pinned");
-    let shape: Vec<(&str, u32)> = rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect();
     assert_eq!(
-        shape,
+        shape(&rows),
         [
             ("One process", 1),
             ("", 2),
@@ -692,32 +665,9 @@ fn pinned_models_get_their_verdict() {
 #[test]
 fn copy_runs_both_apis_side_by_side() {
     let dir = TestDir::new("copy");
-    let json = dir.file("copy.json");
-    let json_s = json.display().to_string();
-    let args = with_ns(
-        &dir,
-        &[
-            "adder",
-            "-t",
-            "shm",
-            "--modes",
-            "one",
-            "--threads",
-            "1",
-            "-S",
-            "2000",
-            "--idle-secs",
-            "0",
-            "--copy",
-            "--json",
-            &json_s,
-        ],
-    );
-    let o = run(Bin::Msgbench, &args);
-    o.assert_ok();
-    dir.assert_ns_clean();
-    let left = leftovers(&dir);
-    assert!(left.is_empty(), "server processes left behind: {left:?}");
+    let mut args = quick("shm", Some("one"), "1");
+    args.push("--copy");
+    let (o, v) = json_run(&dir, &args);
 
     // The table: an API column after Threads, the two rows adjacent.
     let mut lines = o
@@ -749,7 +699,6 @@ fn copy_runs_both_apis_side_by_side() {
 
     // The JSON: an api per row, both APIs in the settings, every reply
     // checked (final values right).
-    let v = read_json(&json);
     check_envelope(&v);
     assert_eq!(
         v["settings"]["apis"],
