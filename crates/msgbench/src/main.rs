@@ -12,7 +12,7 @@ use msgbench::devctl::server::{self, ServerArgs};
 use msgbench::measure::placement::cpu_count;
 use msgbench::report::compare::{self, CompareArgs};
 use msgbench::report::html::{self as report, ReportArgs};
-use msgbench::suites::adder::{Adder, AdderArgs, Placement};
+use msgbench::suites::adder::{Adder, AdderArgs, Mode, Placement};
 use msgbench::suites::broker::{self as broker, Broker, BrokerArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{self as ipc, Ipc, IpcArgs};
@@ -26,7 +26,7 @@ use msgbench::suites::{self, OutputArgs};
     name = "msgbench",
     version,
     about = "Message-passing and IPC benchmarks for Linux",
-    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory, a pipe and Unix sockets, with embedded servers, one client/server pair pinned per CPU and then unpinned for contrast."
+    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory, a pipe and Unix sockets, with embedded servers in three models (one process with a thread and a path per client thread, a process per client thread, a thread pool on one path), one client/server pair pinned per CPU and then unpinned for contrast."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -35,7 +35,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// The QNX devctl adder benchmark: threads vs processes, per transport.
+    /// The QNX devctl adder benchmark: threads vs processes vs a thread pool on one path, per transport.
     Adder(AdderArgs),
     /// Every transport side by side: latency, throughput and CPU per message, by size and placement.
     Ipc(IpcArgs),
@@ -93,10 +93,12 @@ fn main() -> ExitCode {
 /// once rather than spin).
 const TOUR_TRANSPORTS: [&str; 3] = ["shm-block", "pipe", "uds"];
 
-/// The tour: the adder's question (does message passing scale with
-/// threads, and do threads of one process scale like processes?) answered
-/// with one client/server pair pinned per CPU, the unpinned rows as a
-/// contrast, a verdict sentence under the tables, the envelope kept in
+/// The tour: the adder's questions (does message passing scale with
+/// threads, do threads of one process scale like processes, and which
+/// server model scales best: a path per thread in one process, a process
+/// per thread, or a thread pool on one path?) answered with one
+/// client/server pair pinned per CPU, the unpinned rows as a contrast,
+/// the verdict sentences under the tables, the envelope kept in
 /// msgbench-results/ and drawn as an HTML report beside it.
 fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
@@ -104,9 +106,10 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
         .replace(':', "");
     let json = PathBuf::from("msgbench-results").join(format!("tour-{stamp}.json"));
     println!(
-        "msgbench tour: does message passing scale with threads? The QNX devctl adder benchmark,\n\
-         first with one client/server pair pinned per CPU, then unpinned for contrast\n\
-         (msgbench --help for more)\n"
+        "msgbench tour: does message passing scale with threads, and which server model scales\n\
+         best: a path per thread in one process, a process per thread, or a thread pool on one path?\n\
+         The QNX devctl adder benchmark, first with one client/server pair pinned per CPU, then\n\
+         unpinned for contrast (msgbench --help for more)\n"
     );
     let args = tour_args(json.clone());
     suites::execute::<Adder>(&args, &args.output, stop)?;
@@ -125,8 +128,9 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     Ok(())
 }
 
-/// The tour's adder run: 1, 2 and every CPU's worth of threads, pinned
-/// then unpinned, the envelope written to `json`.
+/// The tour's adder run: 1, 2 and every CPU's worth of threads, in the
+/// three server models, pinned then unpinned, the envelope written to
+/// `json`.
 fn tour_args(json: PathBuf) -> AdderArgs {
     let cpus = cpu_count().max(1);
     let mut threads = vec![1, 2.min(cpus), cpus];
@@ -135,6 +139,7 @@ fn tour_args(json: PathBuf) -> AdderArgs {
     AdderArgs {
         threads: Some(threads.join(",")),
         transports: TOUR_TRANSPORTS.map(String::from).to_vec(),
+        modes: vec![Mode::One, Mode::Multi, Mode::Pool],
         placements: vec![Placement::Pinned, Placement::Unpinned],
         idle_secs: 1.0,
         output: OutputArgs {

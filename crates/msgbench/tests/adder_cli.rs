@@ -115,12 +115,13 @@ fn help_and_version() {
         "-I",
         "--json",
         "--copy",
+        "--one-path",
     ] {
         assert!(o.stdout.contains(s), "client-adder --help lacks {s}: {o}");
     }
     let o = run(Bin::DevAdder, ["--help"]);
     o.assert_ok();
-    for s in ["-n", "-i", "--transport", "--ns", "--copy"] {
+    for s in ["-n", "-i", "--transport", "--ns", "--copy", "--pool"] {
         assert!(o.stdout.contains(s), "dev-adder --help lacks {s}: {o}");
     }
     for bin in [Bin::DevAdder, Bin::ClientAdder, Bin::Msgbench] {
@@ -271,8 +272,15 @@ fn check_results(stdout: &str, threads: usize, samples: u64) -> (Option<f64>, Op
     (idle, busy)
 }
 
-/// Checks the client's JSON report.
-fn check_client_json(path: &std::path::Path, transport: &str, threads: u64, samples: u64) {
+/// Checks the client's JSON report: thread j talked to instance j, or
+/// with `one_path` every thread to instance 0.
+fn check_client_json(
+    path: &std::path::Path,
+    transport: &str,
+    threads: u64,
+    samples: u64,
+    one_path: bool,
+) {
     let v = read_json(path);
     let env = &v["environment"];
     for key in ["kernel", "cpu_model", "clocksource", "date"] {
@@ -300,7 +308,8 @@ fn check_client_json(path: &std::path::Path, transport: &str, threads: u64, samp
     assert_eq!(ts.len() as u64, threads);
     for (j, t) in ts.iter().enumerate() {
         assert_eq!(t["thread"].as_u64(), Some(j as u64));
-        assert_eq!(t["instance"].as_u64(), Some(j as u64));
+        let instance = if one_path { 0 } else { j as u64 };
+        assert_eq!(t["instance"].as_u64(), Some(instance), "thread {j}");
         assert_eq!(
             t["final_value"].as_u64(),
             Some(samples),
@@ -336,7 +345,7 @@ fn normal_run(transport: &str) {
     assert!(o.stderr.is_empty(), "no warnings expected: {o}");
     let (idle, _) = check_results(&o.stdout, 2, 20000);
     assert!(idle.is_none(), "no idle test without -I: {o}");
-    check_client_json(&json, transport, 2, 20000);
+    check_client_json(&json, transport, 2, 20000, false);
     assert!(
         o.stdout.contains("\nAPI: in place (zero-copy)\n"),
         "in place by default: {o}"
@@ -378,7 +387,7 @@ fn api_run(transport: &str, server_copy: bool, client_copy: bool) {
     let o = client(&dir, &cargs);
     o.assert_ok();
     check_results(&o.stdout, 1, 5000);
-    check_client_json(&json, transport, 1, 5000);
+    check_client_json(&json, transport, 1, 5000, false);
     let (line, api) = if client_copy {
         ("\nAPI: copy\n", "copy")
     } else {
@@ -388,6 +397,69 @@ fn api_run(transport: &str, server_copy: bool, client_copy: bool) {
     assert_eq!(read_json(&json)["run"]["api"], api);
     srv.stop(libc::SIGINT, Duration::from_secs(5));
     dir.assert_ns_clean();
+}
+
+/// `dev-adder --pool 2` serves the one path adder/0 from two threads;
+/// `client-adder --one-path -n 2` sends both its threads there: every
+/// reply checked (each thread's final value is -S), the banner says the
+/// pool, no second path is made, and SIGINT removes the endpoint.
+fn pool_run(transport: &str, samples: u64) {
+    let dir = TestDir::new(&format!("pool-{transport}"));
+    let json = dir.file("client.json");
+    let srv = Server::start(&dir, &["--pool", "2", "-t", transport]);
+    assert!(
+        srv.banner.contains("serving adder/0 in ")
+            && srv.banner.contains("with a pool of 2 threads"),
+        "{}",
+        srv.banner
+    );
+    assert!(dir.ns().join("adder/0").exists(), "{}", srv.banner);
+    assert!(!dir.ns().join("adder/1").exists(), "one path only");
+    let s = samples.to_string();
+    let o = client(
+        &dir,
+        &[
+            "--one-path",
+            "-n",
+            "2",
+            "-S",
+            &s,
+            "-t",
+            transport,
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ],
+    );
+    o.assert_ok();
+    check_results(&o.stdout, 2, samples);
+    check_client_json(&json, transport, 2, samples, true);
+    srv.stop(libc::SIGINT, Duration::from_secs(5));
+    dir.assert_ns_clean();
+}
+
+#[test]
+fn pool_shm() {
+    pool_run("shm", 20000);
+}
+
+#[test]
+fn pool_uds() {
+    pool_run("uds", 2000);
+}
+
+#[test]
+fn pool_option_errors() {
+    option_error(Bin::DevAdder, &["--pool", "0"], "--pool 0");
+    option_error(Bin::DevAdder, &["--pool", "65"], "--pool 65");
+    option_error(Bin::DevAdder, &["--pool", "2", "-n", "2"], "--pool 2");
+    let dir = TestDir::new("poolmsg");
+    let ns = dir.ns();
+    let ns = ns.to_str().expect("utf-8 path");
+    let line = run(Bin::DevAdder, ["--pool", "65", "--ns", ns]).assert_one_line_error(1);
+    assert!(line.contains("1 to 64 threads"), "names the bound: {line}");
+    let line = run(Bin::DevAdder, ["--pool", "2", "-n", "2", "--ns", ns]).assert_one_line_error(1);
+    assert!(line.contains("-n must be 1"), "says what to change: {line}");
+    assert!(!dir.ns().exists());
 }
 
 #[test]

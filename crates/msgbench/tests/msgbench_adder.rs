@@ -1,7 +1,8 @@
-//! `msgbench adder`: the whole experiment with embedded servers, its table,
-//! its results envelope, its output formats (table, markdown, csv, json),
-//! its option errors, and its cleanup (run directory, server processes) on
-//! success and on SIGINT.
+//! `msgbench adder`: the whole experiment with embedded servers (every
+//! mode: one process, multi-process, thread pool on one path), its table,
+//! its sentences, its results envelope, its output formats (table,
+//! markdown, csv, json), its option errors, and its cleanup (run
+//! directory, server processes) on success and on SIGINT.
 
 mod common;
 
@@ -32,6 +33,9 @@ const HEAD: [&str; 10] = [
     "p99",
 ];
 
+/// The mode labels that lead a table's rows.
+const MODES: [&str; 3] = ["One process", "Multi-process", "Thread pool (one path)"];
+
 /// Parses the table printed under `Transport <t>, <placement>...`.
 fn table(stdout: &str, transport: &str, placement: &str) -> Vec<Row> {
     let title = format!("Transport {transport}, {placement}");
@@ -53,7 +57,7 @@ fn table(stdout: &str, transport: &str, placement: &str) -> Vec<Row> {
     );
     let mut rows = Vec::new();
     for l in lines.take_while(|l| !l.trim().is_empty()) {
-        let (mode, rest) = ["One process", "Multi-process"]
+        let (mode, rest) = MODES
             .iter()
             .find_map(|m| l.strip_prefix(m).map(|r| (m.to_string(), r)))
             .unwrap_or((String::new(), l));
@@ -94,47 +98,63 @@ fn leftovers(dir: &TestDir) -> Vec<(u32, String)> {
     procs_mentioning(&dir.path().display().to_string())
 }
 
-#[test]
-fn adder_suite_runs_both_modes_and_cleans_up() {
-    let dir = TestDir::new("suite");
-    let json = dir.file("adder.json");
+/// Runs `msgbench <args> --json FILE --ns DIR` in `dir` to success and
+/// checks it left no endpoint and no server process; returns its output
+/// and the envelope it wrote.
+fn json_run(dir: &TestDir, args: &[&str]) -> (Output, serde_json::Value) {
+    let json = dir.file("run.json");
     let json_s = json.display().to_string();
-    let args = with_ns(
-        &dir,
-        &[
-            "adder",
-            "--threads",
-            "1,2",
-            "-S",
-            "2000",
-            "--idle-secs",
-            "0",
-            "-t",
-            "shm,uds",
-            "--json",
-            &json_s,
-        ],
-    );
-    let o = run(Bin::Msgbench, &args);
+    let mut a = args.to_vec();
+    a.extend(["--json", &json_s]);
+    let o = run(Bin::Msgbench, with_ns(dir, &a));
     o.assert_ok();
-
-    check_tables(&o.stdout);
-    check_suite_json(&read_json(&json));
-
     dir.assert_ns_clean();
-    let left = leftovers(&dir);
+    let left = leftovers(dir);
     assert!(left.is_empty(), "server processes left behind: {left:?}");
+    (o, read_json(&json))
 }
 
-/// The unpinned shm and uds tables of a `--threads 1,2` run, the legend,
-/// no verdict.
+/// `adder -t TRANSPORTS [--modes MODES] --threads THREADS -S 2000
+/// --idle-secs 0`: a short run, every reply checked, no idle baseline
+/// (without `modes`, the default modes).
+fn quick<'a>(transports: &'a str, modes: Option<&'a str>, threads: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["adder", "-t", transports];
+    if let Some(m) = modes {
+        a.extend(["--modes", m]);
+    }
+    a.extend(["--threads", threads, "-S", "2000", "--idle-secs", "0"]);
+    a
+}
+
+/// Each table row's mode label (on the first row of each mode) and X.
+fn shape(rows: &[Row]) -> Vec<(&str, u32)> {
+    rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect()
+}
+
+#[test]
+fn adder_suite_runs_every_mode_and_cleans_up() {
+    let dir = TestDir::new("suite");
+    let (o, v) = json_run(&dir, &quick("shm,uds", None, "1,2"));
+    check_tables(&o.stdout);
+    check_suite_json(&v);
+}
+
+/// The unpinned shm and uds tables of a `--threads 1,2` run (three rows
+/// per X: every mode), the legend, no verdict on the seed's question, and
+/// the server models compared unpinned.
 fn check_tables(stdout: &str) {
     for t in ["shm", "uds"] {
         let rows = table(stdout, t, "unpinned");
-        let shape: Vec<(&str, u32)> = rows.iter().map(|r| (r.mode.as_str(), r.threads)).collect();
         assert_eq!(
-            shape,
-            [("One process", 1), ("", 2), ("Multi-process", 1), ("", 2)],
+            shape(&rows),
+            [
+                ("One process", 1),
+                ("", 2),
+                ("Multi-process", 1),
+                ("", 2),
+                ("Thread pool (one path)", 1),
+                ("", 2)
+            ],
             "{t}: {}",
             stdout
         );
@@ -152,6 +172,44 @@ fn check_tables(stdout: &str) {
         "no pinned rows, no verdict: {}",
         stdout
     );
+    assert!(
+        stdout.contains("Thread pool (one path): one server process serving the one path adder/0"),
+        "the legend says what the pool mode is: {stdout}"
+    );
+    if cpu_count() >= 2 {
+        check_models_sentence(
+            stdout,
+            "unpinned (every thread left to the scheduler)",
+            &["shm", "uds"],
+        );
+    }
+}
+
+/// The sentence comparing the server models: what it compared, the
+/// placement, a clause per transport (whichever way it came out: this
+/// asserts no speed).
+fn check_models_sentence(stdout: &str, placement: &str, transports: &[&str]) {
+    let lead = format!(
+        "Server models compared by aggregate rate at the most threads measured up to one per \
+         CPU ({} CPUs), {placement}: ",
+        cpu_count()
+    );
+    let sentence = stdout
+        .split("\n\n")
+        .find(|p| p.starts_with(&lead))
+        .unwrap_or_else(|| panic!("no {lead:?}: {stdout}"));
+    for t in transports {
+        let clause = format!("on {t} at 2 threads, ");
+        let at = sentence
+            .find(&clause)
+            .unwrap_or_else(|| panic!("no {clause:?}: {sentence}"));
+        let rest = &sentence[at + clause.len()..];
+        let rest = &rest[..rest.find(';').unwrap_or(rest.len())];
+        assert!(
+            rest.contains(" scaled best (") || rest.contains(" tied "),
+            "a winner or a tie: {rest}"
+        );
+    }
 }
 
 /// The envelope of a `--threads 1,2 -S 2000 -t shm,uds` run.
@@ -163,10 +221,14 @@ fn check_suite_json(v: &serde_json::Value) {
     assert_eq!(settings["threads"], serde_json::json!([1, 2]));
     assert_eq!(settings["placements"], serde_json::json!(["unpinned"]));
     assert_eq!(settings["samples"], 2000);
+    assert_eq!(
+        settings["modes"],
+        serde_json::json!(["one", "multi", "pool"])
+    );
     assert_eq!(v["notes"], serde_json::json!([]), "no idle baseline: {v}");
     assert_eq!(
         v["outcome"],
-        serde_json::json!({"rows": 8, "failed": 0, "skipped": 0, "interrupted": false})
+        serde_json::json!({"rows": 12, "failed": 0, "skipped": 0, "interrupted": false})
     );
     let rows = v["rows"].as_array().expect("rows");
     let shape: Vec<(&str, &str, u64)> = rows
@@ -181,7 +243,7 @@ fn check_suite_json(v: &serde_json::Value) {
         .collect();
     let mut want = Vec::new();
     for t in ["shm", "uds"] {
-        for m in ["one", "multi"] {
+        for m in ["one", "multi", "pool"] {
             want.extend([(t, m, 1), (t, m, 2)]);
         }
     }
@@ -206,18 +268,27 @@ fn check_envelope(v: &serde_json::Value) {
     assert_eq!(v["suite"], "adder", "{v}");
 }
 
-/// Checks one measured row of a `-S 2000` run.
+/// Checks one measured unpinned row of a `-S 2000` run.
 fn check_row_json(r: &serde_json::Value) {
+    check_measured_row(r);
+    assert_eq!(r["placement"], "unpinned", "{r}");
+}
+
+/// Checks one measured row of a `-S 2000` run: every reply checked (each
+/// thread's final value), thread j on adder/j, or every thread on adder/0
+/// in pool mode.
+fn check_measured_row(r: &serde_json::Value) {
     let x = r["threads"].as_u64().unwrap_or(0);
     assert!(r["error"].is_null(), "{r}");
-    assert_eq!(r["placement"], "unpinned", "{r}");
     assert_eq!(r["samples_per_thread"].as_u64(), Some(2000));
     // -S is honoured exactly: never re-run, nothing discarded.
     assert_eq!(r["discarded_runs"], serde_json::json!([]), "{r}");
     let ts = r["run"]["threads"].as_array().expect("run.threads");
     assert_eq!(ts.len() as u64, x, "{r}");
-    for th in ts {
+    for (j, th) in ts.iter().enumerate() {
         assert_eq!(th["final_value"].as_u64(), Some(2000), "{th}");
+        let path = if r["mode"] == "pool" { 0 } else { j as u64 };
+        assert_eq!(th["instance"].as_u64(), Some(path), "{r}");
         check_latency(&th["latency"], 2000);
     }
     check_latency(&r["latency"], 2000 * x);
@@ -269,19 +340,12 @@ fn check_figures(v: &serde_json::Value) {
 
 /// `msgbench adder -t uds --modes one --threads 1,2 -S 2000 <extra>` in `dir`.
 fn small_run(dir: &TestDir, extra: &[&str]) -> Output {
-    let mut a = vec![
-        "adder",
-        "-t",
-        "uds",
-        "--modes",
-        "one",
-        "--threads",
-        "1,2",
-        "-S",
-        "2000",
-        "--idle-secs",
-        "0",
-    ];
+    small_run_modes(dir, "one", extra)
+}
+
+/// `msgbench adder -t uds --modes MODES --threads 1,2 -S 2000 <extra>` in `dir`.
+fn small_run_modes(dir: &TestDir, modes: &str, extra: &[&str]) -> Output {
+    let mut a = quick("uds", Some(modes), "1,2");
     a.extend(extra);
     let o = run(Bin::Msgbench, with_ns(dir, &a));
     o.assert_ok();
@@ -463,6 +527,18 @@ fn adder_suite_option_errors() {
     option_error(&["adder", "--row-secs", "-1"], "--row-secs -1");
     option_error(&["adder", "--idle-secs", "-1"], "--idle-secs -1");
     option_error(&["adder", "--client-cpus", "x"], "--client-cpus x");
+    option_error(
+        &["adder", "--modes", "one,pool,one"],
+        "--modes: one is given twice",
+    );
+    option_error(
+        &["adder", "--modes", "pool", "--threads", "2,65"],
+        "--threads 65: a pool has 1 to 64 threads",
+    );
+    option_error(
+        &["adder", "--threads", "65"],
+        "--threads 65: a pool has 1 to 64 threads",
+    );
 }
 
 #[test]
@@ -471,11 +547,17 @@ fn adder_suite_usage_errors_exit_2() {
     for args in [
         &["adder", "--no-such-flag"][..],
         &["adder", "--modes", "bogus"][..],
+        &["adder", "--modes", ""][..],
+        &["adder", "--modes", "one,"][..],
         &["adder", "-S", "abc"][..],
     ] {
         let o = run(Bin::Msgbench, with_ns(&dir, args));
         assert_eq!(o.code(), 2, "{args:?}: {o}");
         assert!(o.stderr.contains("error:"), "{o}");
+        if args[1] == "--modes" {
+            let first = o.stderr.lines().next().unwrap_or_default();
+            assert!(first.contains("'--modes <LIST>'"), "names the option: {o}");
+        }
     }
     assert!(!dir.ns().exists());
     let o = run(Bin::Msgbench, ["no-such-command"]);
@@ -493,6 +575,87 @@ fn adder_suite_usage_errors_exit_2() {
     ] {
         assert!(o.stdout.contains(s), "msgbench adder --help lacks {s}: {o}");
     }
+    for s in [
+        "Server models to run",
+        "pool:  One server process serving the one path adder/0 from a pool of X threads",
+    ] {
+        assert!(
+            o.stdout.contains(s),
+            "msgbench adder --help lacks {s:?}: {o}"
+        );
+    }
+}
+
+/// `--modes pool` alone: one server process per row serving adder/0 from
+/// a pool of X threads, every client thread calling it; every reply
+/// checked, the table and the JSON hold pool rows only, and nothing is
+/// left behind.
+#[test]
+fn pool_mode_runs_and_checks_every_reply() {
+    let dir = TestDir::new("pool");
+    let (o, v) = json_run(&dir, &quick("shm-block", Some("pool"), "1,2"));
+    let rows = table(&o.stdout, "shm-block", "unpinned");
+    assert_eq!(
+        shape(&rows),
+        [("Thread pool (one path)", 1), ("", 2)],
+        "{o}"
+    );
+    assert!(
+        !o.stdout.contains("Server models compared"),
+        "one model, nothing to compare: {o}"
+    );
+    check_envelope(&v);
+    assert_eq!(v["settings"]["modes"], serde_json::json!(["pool"]));
+    assert_eq!(v["outcome"]["failed"], 0, "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    let modes: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_str().unwrap_or("?"),
+                r["threads"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(modes, [("pool", 1), ("pool", 2)], "{v}");
+    for r in rows {
+        check_row_json(r);
+    }
+    check_figures(&v);
+}
+
+/// Pinned, with the pool beside one process: both sentences under the
+/// table, the seed's verdict and the server models compared, each naming
+/// the placement (whichever way they came out: no speed is asserted).
+#[test]
+fn pinned_models_get_their_verdict() {
+    let dir = TestDir::new("models");
+    let o = small_run_modes(&dir, "one,pool", &["--placement", "pinned"]);
+    let rows = table(&o.stdout, "uds", "pinned");
+    assert_eq!(
+        shape(&rows),
+        [
+            ("One process", 1),
+            ("", 2),
+            ("Thread pool (one path)", 1),
+            ("", 2)
+        ],
+        "{o}"
+    );
+    if cpu_count() >= 2 {
+        assert!(
+            o.stdout
+                .contains("With each client/server pair pinned, uds "),
+            "{o}"
+        );
+        check_models_sentence(
+            &o.stdout,
+            "with each client/server thread pair pinned",
+            &["uds"],
+        );
+    } else {
+        assert!(!o.stdout.contains("Server models compared"), "one CPU: {o}");
+    }
 }
 
 /// `--copy` with one transport: each row runs in place, then with the
@@ -502,32 +665,9 @@ fn adder_suite_usage_errors_exit_2() {
 #[test]
 fn copy_runs_both_apis_side_by_side() {
     let dir = TestDir::new("copy");
-    let json = dir.file("copy.json");
-    let json_s = json.display().to_string();
-    let args = with_ns(
-        &dir,
-        &[
-            "adder",
-            "-t",
-            "shm",
-            "--modes",
-            "one",
-            "--threads",
-            "1",
-            "-S",
-            "2000",
-            "--idle-secs",
-            "0",
-            "--copy",
-            "--json",
-            &json_s,
-        ],
-    );
-    let o = run(Bin::Msgbench, &args);
-    o.assert_ok();
-    dir.assert_ns_clean();
-    let left = leftovers(&dir);
-    assert!(left.is_empty(), "server processes left behind: {left:?}");
+    let mut args = quick("shm", Some("one"), "1");
+    args.push("--copy");
+    let (o, v) = json_run(&dir, &args);
 
     // The table: an API column after Threads, the two rows adjacent.
     let mut lines = o
@@ -559,7 +699,6 @@ fn copy_runs_both_apis_side_by_side() {
 
     // The JSON: an api per row, both APIs in the settings, every reply
     // checked (final values right).
-    let v = read_json(&json);
     check_envelope(&v);
     assert_eq!(
         v["settings"]["apis"],

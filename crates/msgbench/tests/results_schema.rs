@@ -120,8 +120,9 @@ fn adder_rows_keep_their_raw_histogram() {
     }
 }
 
-/// With `--copy`: both APIs' rows follow the schema, whose adder rows
-/// need an `api` of `in-place` or `copy`.
+/// With `--copy` and the pool beside one process: both APIs' and both
+/// modes' rows follow the schema, whose adder rows need an `api` of
+/// `in-place` or `copy` and a `mode` of `one`, `multi` or `pool`.
 #[test]
 fn adder_envelope_follows_the_schema() {
     let dir = TestDir::new("schema-adder");
@@ -133,7 +134,7 @@ fn adder_envelope_follows_the_schema() {
         "--threads",
         "1",
         "--modes",
-        "one",
+        "one,pool",
         "-S",
         "2000",
         "--idle-secs",
@@ -143,19 +144,34 @@ fn adder_envelope_follows_the_schema() {
         &ns[1],
     ];
     let doc = check("adder", &args);
-    let apis: Vec<&Value> = doc["rows"]
+    let rows: Vec<(&str, &str)> = doc["rows"]
         .as_array()
         .expect("rows")
         .iter()
-        .map(|r| &r["api"])
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("?");
+            (s("mode"), s("api"))
+        })
         .collect();
-    assert_eq!(apis, ["in-place", "copy"], "{doc}");
+    assert_eq!(
+        rows,
+        [
+            ("one", "in-place"),
+            ("one", "copy"),
+            ("pool", "in-place"),
+            ("pool", "copy")
+        ],
+        "{doc}"
+    );
     let v = validator();
-    let broken: [Breakage; 2] = [
+    let broken: [Breakage; 3] = [
         ("a row without an api", |d| {
             d["rows"][0].as_object_mut().unwrap().remove("api");
         }),
         ("an api 'fast'", |d| d["rows"][1]["api"] = "fast".into()),
+        ("a mode 'threads'", |d| {
+            d["rows"][2]["mode"] = "threads".into()
+        }),
     ];
     for (what, breaks) in broken {
         let mut d = doc.clone();

@@ -1,6 +1,7 @@
 //! Adder: rate per thread and aggregate rate against threads, one line
-//! per run, transport, mode and placement, with the seed's published QNX
-//! figures as grey reference marks.
+//! per run, transport, mode (one process: dots, multi-process: triangles,
+//! thread pool on one path: squares) and placement, with the seed's
+//! published QNX figures as grey reference marks.
 
 use std::collections::BTreeMap;
 
@@ -110,9 +111,7 @@ fn data_series(runs: &[&Input], metric: &str) -> Vec<Series> {
                 points,
                 out.len(),
             );
-            if mode == "multi" {
-                s.marker = Marker::Triangle;
-            }
+            s.marker = mode_marker(&mode);
             out.push(s);
         }
     }
@@ -123,7 +122,18 @@ fn mode_name(mode: &str) -> &str {
     match mode {
         "one" => "one process",
         "multi" => "multi-process",
+        "pool" => "thread pool (one path)",
         m => m,
+    }
+}
+
+/// Each mode's marker, so the curves of the three server models tell
+/// apart without colour.
+fn mode_marker(mode: &str) -> Marker {
+    match mode {
+        "multi" => Marker::Triangle,
+        "pool" => Marker::Square,
+        _ => Marker::Circle,
     }
 }
 

@@ -53,6 +53,8 @@ pub enum Marker {
     Triangle,
     /// A cross.
     Cross,
+    /// A filled square.
+    Square,
     /// No marker (a line only).
     None,
 }
@@ -293,6 +295,11 @@ where
             .map(|_| ()),
         Marker::Cross => chart
             .draw_series(pts.map(|q| Cross::new(q, 5, c.stroke_width(2))))
+            .map(|_| ()),
+        Marker::Square => chart
+            .draw_series(
+                pts.map(|q| EmptyElement::at(q) + Rectangle::new([(-4, -4), (4, 4)], c.filled())),
+            )
             .map(|_| ()),
         Marker::None => Ok(()),
     };

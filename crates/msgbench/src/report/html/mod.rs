@@ -187,6 +187,7 @@ pub fn chart_html(c: &Chart) -> String {
             let shape = match marker {
                 Marker::Cross => "cross",
                 Marker::Triangle => "triangle",
+                Marker::Square => "square",
                 Marker::Circle | Marker::None => "dot",
             };
             format!(

@@ -98,7 +98,7 @@ fn fig(key: &[(&str, String)], metric: &str, v: f64, unit: &str, b: Better) -> F
 fn adder(scale: f64) -> Vec<Figure> {
     let mut out = Vec::new();
     for (t, base) in [("shm", 400_000.0), ("uds", 120_000.0)] {
-        for (mode, m) in [("one", 1.0), ("multi", 0.85)] {
+        for (mode, m) in [("one", 1.0), ("multi", 0.85), ("pool", 0.95)] {
             for threads in 1..=4u32 {
                 let per = scale * base * m / f64::from(threads).sqrt();
                 let k = [

@@ -28,6 +28,20 @@ impl Drop for Dir {
     }
 }
 
+/// The page of `suite`'s sample run alone.
+fn sample_page(dir: &Dir, suite: &str) -> String {
+    let p = dir.write(
+        &format!("{suite}.json"),
+        &envelope_json(suite, 1.0).unwrap(),
+    );
+    page(&load(&[p]).unwrap()).unwrap()
+}
+
+/// A page's charts, each from its `<figure>` on.
+fn chart_figures(page: &str) -> Vec<&str> {
+    page.split("<figure class=\"chart\">").skip(1).collect()
+}
+
 fn every_suite(dir: &Dir, prefix: &str, scale: f64) -> Vec<PathBuf> {
     SUITES
         .iter()
@@ -97,12 +111,33 @@ fn two_runs_overlay_with_both_labels() {
     let a = dir.write("before.json", &envelope_json("adder", 1.0).unwrap());
     let b = dir.write("after.json", &envelope_json("adder", 1.3).unwrap());
     let page = page(&load(&[a, b]).unwrap()).unwrap();
-    let charts: Vec<&str> = page.split("<figure class=\"chart\">").skip(1).collect();
+    let charts = chart_figures(&page);
     assert_eq!(charts.len(), 2, "per-thread and aggregate charts");
     for c in charts {
         assert!(c.contains("before: shm, one process"), "no 'before' series");
         assert!(c.contains("after: shm, one process"), "no 'after' series");
         assert!(c.contains("QNX 8.0"), "no QNX reference");
+    }
+}
+
+#[test]
+fn the_adder_charts_draw_the_pool_beside_the_two_modes() {
+    let dir = Dir::new("pool");
+    let page = sample_page(&dir, "adder");
+    let charts = chart_figures(&page);
+    assert_eq!(charts.len(), 2, "per-thread and aggregate charts");
+    for c in charts {
+        for (series, shape) in [
+            ("shm, one process, unpinned", "dot"),
+            ("shm, multi-process, unpinned", "triangle"),
+            ("shm, thread pool (one path), unpinned", "square"),
+        ] {
+            let item = c
+                .split("<li>")
+                .find(|li| li.contains(&format!("</span>{series}</li>")))
+                .unwrap_or_else(|| panic!("no {series:?} in the legend: {c}"));
+            assert!(item.contains(&format!("swatch {shape}")), "{item}");
+        }
     }
 }
 
@@ -131,8 +166,7 @@ fn a_bad_file_is_one_line_naming_it() {
 #[test]
 fn missing_sections_are_left_out() {
     let dir = Dir::new("floor-only");
-    let p = dir.write("f.json", &envelope_json("floor", 1.0).unwrap());
-    let page = page(&load(&[p]).unwrap()).unwrap();
+    let page = sample_page(&dir, "floor");
     assert!(page.contains("<section id=\"floor\">"));
     assert!(!page.contains("<section id=\"adder\">"));
     assert!(!page.contains("<section id=\"ipc\">"));
@@ -150,10 +184,9 @@ fn smp_section(page: &str) -> &str {
 #[test]
 fn the_smp_section_has_a_chart_and_table_per_size_and_the_lessons() {
     let dir = Dir::new("smp");
-    let p = dir.write("smp.json", &envelope_json("smp", 1.0).unwrap());
-    let page = page(&load(&[p]).unwrap()).unwrap();
+    let page = sample_page(&dir, "smp");
     let s = smp_section(&page);
-    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    let charts = chart_figures(s);
     assert_eq!(charts.len(), 2, "one chart per size: {s}");
     assert!(charts[0].contains("memory ports, 64 B"), "sizes in order");
     assert!(charts[1].contains("memory ports, 1518 B"), "sizes in order");
@@ -196,7 +229,7 @@ fn smp_runs_overlay_and_the_kernel_is_a_flat_grey_line() {
     let b = dir.write("after.json", &run.to_string());
     let page = page(&load(&[a, b]).unwrap()).unwrap();
     let s = smp_section(&page);
-    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    let charts = chart_figures(s);
     assert_eq!(charts.len(), 2, "runs share a chart per size");
     for c in &charts {
         assert!(c.contains("before: mutex"), "no 'before' series");
@@ -223,11 +256,10 @@ fn broker_section(page: &str) -> &str {
 #[test]
 fn the_broker_section_has_its_chart_table_and_answer() {
     let dir = Dir::new("broker");
-    let p = dir.write("broker.json", &envelope_json("broker", 1.0).unwrap());
-    let page = page(&load(&[p]).unwrap()).unwrap();
+    let page = sample_page(&dir, "broker");
     assert!(page.contains("<a href=\"#broker\">Broker overhead (D-Bus study)</a>"));
     let s = broker_section(&page);
-    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    let charts = chart_figures(s);
     assert_eq!(charts.len(), 1, "one chart per number of clients: {s}");
     let c = &charts[0][..charts[0].find("</figure>").unwrap()];
     assert!(c.contains("1 client(s): p50 latency"), "chart title");
@@ -275,7 +307,7 @@ fn broker_runs_overlay_with_both_labels() {
     let b = dir.write("after.json", &envelope_json("broker", 0.7).unwrap());
     let page = page(&load(&[a, b]).unwrap()).unwrap();
     let s = broker_section(&page);
-    let charts: Vec<&str> = s.split("<figure class=\"chart\">").skip(1).collect();
+    let charts = chart_figures(s);
     assert_eq!(charts.len(), 1, "runs share the chart");
     for label in [
         "before: broker/uds",
@@ -335,9 +367,8 @@ fn every_sample_is_a_valid_envelope() {
 #[test]
 fn ipc_scale_axes_get_charts_of_their_own() {
     let dir = Dir::new("ipc-scale");
-    let p = dir.write("scale.json", &envelope_json("ipc", 1.0).unwrap());
-    let page = page(&load(&[p]).unwrap()).unwrap();
-    let charts: Vec<&str> = page.split("<figure class=\"chart\">").skip(1).collect();
+    let page = sample_page(&dir, "ipc");
+    let charts = chart_figures(&page);
     let idle = charts
         .iter()
         .find(|c| c.contains("IPC p50 against idle clients beside the measured one, 256 B"))

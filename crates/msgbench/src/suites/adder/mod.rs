@@ -1,10 +1,11 @@
 //! `msgbench adder`: the seed's whole experiment in one command. For each
 //! placement (client and server pinned, or left to the scheduler), each
 //! transport, each mode ("One process": one server process with X
-//! threads; "Multi-process": X server processes) and each X, run X client
-//! threads against embedded servers; the seed's table, plus aggregate rate
-//! and scaling efficiency, is printed at the end by the suite pipeline
-//! ([`crate::suites::execute`]).
+//! threads, a path each; "Multi-process": X server processes; "Thread
+//! pool (one path)": one server process serving one path from a pool of
+//! X threads) and each X, run X client threads against embedded servers;
+//! the seed's table, plus aggregate rate and scaling efficiency, is
+//! printed at the end by the suite pipeline ([`crate::suites::execute`]).
 //!
 //! The idle baseline, measured once before the rows, is kept in each
 //! row (`idle_pct`) and stated once in the results' `notes`.
@@ -33,31 +34,56 @@ use crate::measure::sched::SchedArgs;
 use crate::report::envelope::{Better, Figure};
 use crate::report::table::Section;
 
-/// How the X server instances are laid out.
+/// How the X server threads are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// One dev-adder process with X server threads.
+    /// One server process with X threads, each serving its own path
+    /// (adder/0..adder/X-1), client thread k calling adder/k (the seed's).
     One,
-    /// X dev-adder processes with one instance each.
+    /// X server processes, one path each; client thread k calls adder/k
+    /// (the seed's).
     Multi,
+    /// One server process serving the one path adder/0 from a pool of X
+    /// threads (1 to 64), every client thread calling that path (QNX's
+    /// multithreaded resource manager).
+    Pool,
 }
 
 impl Mode {
-    /// The seed's label.
+    /// The table's label (the seed's for `one` and `multi`).
     pub fn label(self) -> &'static str {
         match self {
             Mode::One => "One process",
             Mode::Multi => "Multi-process",
+            Mode::Pool => "Thread pool (one path)",
         }
     }
 
-    /// The figures' key value: `one` or `multi`.
+    /// The figures' key value: `one`, `multi` or `pool`.
     pub fn key(self) -> &'static str {
         match self {
             Mode::One => "one",
             Mode::Multi => "multi",
+            Mode::Pool => "pool",
         }
+    }
+
+    /// What it means, for the legend under the tables.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::One => "one server process, X threads, each serving its own path",
+            Mode::Multi => "X server processes, one path each",
+            Mode::Pool => {
+                "one server process serving the one path adder/0 from a pool of X threads, \
+                 every client thread calling that path"
+            }
+        }
+    }
+
+    /// True when every client thread calls the one path adder/0.
+    pub fn one_path(self) -> bool {
+        self == Mode::Pool
     }
 }
 
@@ -65,9 +91,10 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
-    /// Client thread k and server instance k pinned: to the k-th CPU of
-    /// --client-cpus / --server-cpus, or both to the k-th online CPU (one
-    /// client/server pair per CPU) when those are not given.
+    /// Client thread k and server instance (or pool thread) k pinned: to
+    /// the k-th CPU of --client-cpus / --server-cpus, or both to the k-th
+    /// online CPU (one client/server pair per CPU) when those are not
+    /// given.
     Pinned,
     /// Every thread left to the scheduler.
     Unpinned,
@@ -86,7 +113,8 @@ impl Placement {
 /// Options of `msgbench adder`.
 #[derive(Debug, Clone, Args)]
 pub struct AdderArgs {
-    /// Thread counts X to run, e.g. 1,2,4 or 1-6 [default: 1 to CPUs+2].
+    /// Thread counts X to run, e.g. 1,2,4 or 1-6 (1 to 128; 1 to 64 with
+    /// pool mode) [default: 1 to CPUs+2, within those bounds].
     #[arg(long = "threads", value_name = "LIST")]
     pub threads: Option<String>,
     /// Transports, comma-separated; one table each.
@@ -118,12 +146,13 @@ pub struct AdderArgs {
         allow_negative_numbers = true
     )]
     pub idle_secs: f64,
-    /// Modes to run.
+    /// Server models to run at every X, comma-separated, each once: one,
+    /// multi, pool (the tables' Mode column).
     #[arg(
         long = "modes",
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "one,multi"
+        default_value = "one,multi,pool"
     )]
     pub modes: Vec<Mode>,
     /// Placements to run, in order: pinned (--client-cpus/--server-cpus,
@@ -134,7 +163,8 @@ pub struct AdderArgs {
     /// Pin client thread k to the k-th CPU of LIST (pinned rows).
     #[arg(long = "client-cpus", value_name = "LIST")]
     pub client_cpus: Option<String>,
-    /// Pin server instance k to the k-th CPU of LIST (pinned rows).
+    /// Pin server instance (or pool thread) k to the k-th CPU of LIST
+    /// (pinned rows).
     #[arg(long = "server-cpus", value_name = "LIST")]
     pub server_cpus: Option<String>,
     /// Namespace under which a private run directory is made.

@@ -40,7 +40,8 @@ pub struct AdderPlan {
     /// CPUs of client thread k in pinned rows (k-th entry, cycling);
     /// empty when no row is pinned.
     pub client_cpus: Vec<usize>,
-    /// CPUs of server instance k in pinned rows (k-th entry, cycling).
+    /// CPUs of server instance (or pool thread) k in pinned rows (k-th
+    /// entry, cycling).
     pub server_cpus: Vec<usize>,
     /// `--ns`, as given.
     pub ns: Option<PathBuf>,
@@ -137,14 +138,12 @@ pub(super) fn plan(args: &AdderArgs) -> Result<AdderPlan> {
     }
     check_secs(args)?;
     crate::cli::check_spin_us(args.spin_us)?;
-    if args.modes.is_empty() {
-        bail!("--modes: give at least one of one, multi");
-    }
+    let modes = modes(&args.modes)?;
     let (placements, client_cpus, server_cpus) = placements(args)?;
     Ok(AdderPlan {
-        threads: threads(args.threads.as_deref())?,
+        threads: threads(args.threads.as_deref(), &modes)?,
         transports: args.transports.clone(),
-        modes: args.modes.clone(),
+        modes,
         placements,
         apis: if args.copy {
             vec![Api::InPlace, Api::Copy]
@@ -162,20 +161,56 @@ pub(super) fn plan(args: &AdderArgs) -> Result<AdderPlan> {
     })
 }
 
-/// `--threads`: a list of counts from 1 to [`MAX_INSTANCES`].
-fn threads(list: Option<&str>) -> Result<Vec<u32>> {
+/// `--modes`: at least one, each once.
+fn modes(given: &[Mode]) -> Result<Vec<Mode>> {
+    if given.is_empty() {
+        bail!("--modes: give at least one of one, multi, pool");
+    }
+    for (i, m) in given.iter().enumerate() {
+        if given[..i].contains(m) {
+            bail!("--modes: {} is given twice; name each mode once", m.key());
+        }
+    }
+    Ok(given.to_vec())
+}
+
+/// The largest pool `dev-adder --pool` serves from.
+const MAX_POOL: u32 = msgpass::pool::MAX_THREADS as u32;
+
+/// `--threads`: a list of counts from 1 to [`MAX_INSTANCES`], and to
+/// [`MAX_POOL`] when `modes` has a pool; by default 1 to CPUs+2 within
+/// those bounds.
+fn threads(list: Option<&str>, modes: &[Mode]) -> Result<Vec<u32>> {
+    let pool = modes.contains(&Mode::Pool);
     let threads: Vec<u32> = match list {
         Some(l) => placement::parse_ranges(l, MAX_INSTANCES as usize)
             .map_err(|e| anyhow!("--threads {l}: {e}"))?
             .into_iter()
             .map(|x| x as u32)
             .collect(),
-        None => (1..=placement::cpu_count() as u32 + 2).collect(),
+        None => {
+            let max = if pool { MAX_POOL } else { MAX_INSTANCES };
+            (1..=(placement::cpu_count() as u32 + 2).min(max)).collect()
+        }
     };
     if let Some(x) = threads.iter().find(|x| !(1..=MAX_INSTANCES).contains(*x)) {
         bail!("--threads {x}: thread counts must be between 1 and {MAX_INSTANCES}");
     }
+    if pool {
+        check_pool_threads(&threads)?;
+    }
     Ok(threads)
+}
+
+/// Pool mode: every X within the largest pool.
+fn check_pool_threads(threads: &[u32]) -> Result<()> {
+    if let Some(x) = threads.iter().find(|x| **x > MAX_POOL) {
+        bail!(
+            "--threads {x}: a pool has 1 to {MAX_POOL} threads; keep X at {MAX_POOL} or below, \
+             or leave pool out of --modes"
+        );
+    }
+    Ok(())
 }
 
 /// `--transport`: known names; none that spins under `--fifo`.
@@ -296,11 +331,15 @@ mod tests {
         .expect("plan");
         let s = p.specs();
         assert_eq!(s.len(), p.row_count());
-        assert_eq!(s.len(), 16);
+        assert_eq!(s.len(), 24, "three modes by default");
         assert_eq!(s[0].label(), "shm, pinned, One process, 1 thread");
         assert_eq!(s[3].label(), "shm, pinned, Multi-process, 2 threads");
-        assert_eq!(s[4].transport, "uds");
-        assert_eq!(s[8].placement, Placement::Unpinned);
+        assert_eq!(
+            s[5].label(),
+            "shm, pinned, Thread pool (one path), 2 threads"
+        );
+        assert_eq!(s[6].transport, "uds");
+        assert_eq!(s[12].placement, Placement::Unpinned);
         assert!(s.iter().all(|s| s.api == Api::InPlace));
     }
 
@@ -310,7 +349,7 @@ mod tests {
         assert_eq!(p.apis, [Api::InPlace, Api::Copy]);
         let s = p.specs();
         assert_eq!(s.len(), p.row_count());
-        assert_eq!(s.len(), 16);
+        assert_eq!(s.len(), 24);
         assert_eq!(s[0].label(), "shm, unpinned, One process, 1 thread");
         assert_eq!(
             s[1].label(),
@@ -323,5 +362,43 @@ mod tests {
                 (pair[1].transport, pair[1].mode, pair[1].threads)
             );
         }
+    }
+
+    #[test]
+    fn modes_are_named_once_each() {
+        let p = plan(&args(&[])).expect("plan");
+        assert_eq!(p.modes, [Mode::One, Mode::Multi, Mode::Pool], "all three");
+        let p = plan(&args(&["--modes", "pool,one"])).expect("plan");
+        assert_eq!(p.modes, [Mode::Pool, Mode::One], "in the order given");
+        let e = plan(&args(&["--modes", "one,pool,one"]))
+            .expect_err("refused")
+            .to_string();
+        assert!(e.starts_with("--modes: one is given twice"), "{e}");
+        let e = plan(&AdderArgs {
+            modes: Vec::new(),
+            ..AdderArgs::default()
+        })
+        .expect_err("refused")
+        .to_string();
+        assert!(e.starts_with("--modes: give at least one"), "{e}");
+    }
+
+    #[test]
+    fn a_pool_has_at_most_64_threads() {
+        let p = plan(&args(&["--modes", "pool", "--threads", "1,64"])).expect("plan");
+        assert_eq!(p.threads, [1, 64]);
+        for modes in ["pool", "one,multi,pool"] {
+            let e = plan(&args(&["--modes", modes, "--threads", "2,65"]))
+                .expect_err("refused")
+                .to_string();
+            assert!(
+                e.starts_with("--threads 65: a pool has 1 to 64 threads"),
+                "{e}"
+            );
+        }
+        let p = plan(&args(&["--modes", "one,multi", "--threads", "65"])).expect("plan");
+        assert_eq!(p.threads, [65], "no pool, no pool bound");
+        let p = plan(&args(&[])).expect("plan");
+        assert!(p.threads.iter().all(|x| *x <= MAX_POOL), "{:?}", p.threads);
     }
 }

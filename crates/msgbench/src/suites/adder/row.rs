@@ -17,7 +17,8 @@ pub struct Row {
     pub placement: Placement,
     /// Server layout.
     pub mode: Mode,
-    /// X: client threads and server instances.
+    /// X: client threads and server threads (instances, or a pool's
+    /// threads).
     pub threads: u32,
     /// The msgpass API client and servers used: `in-place` (the default)
     /// or `copy` (the rows `--copy` adds).

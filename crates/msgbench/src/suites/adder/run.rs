@@ -156,7 +156,7 @@ fn measure_row(
         },
         n: spec.threads,
         first: 0,
-        one_path: false,
+        one_path: spec.mode.one_path(),
         samples,
         cpus: &client_cpus,
         timestamps,
@@ -384,7 +384,7 @@ mod tests {
         assert!(r.outcome.interrupted);
         assert_eq!(
             r.notes,
-            ["Interrupted at shm, unpinned, One process, 2 threads: that row and the 2 after it were not run."]
+            ["Interrupted at shm, unpinned, One process, 2 threads: that row and the 4 after it were not run."]
         );
     }
 

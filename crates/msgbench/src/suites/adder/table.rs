@@ -4,7 +4,7 @@
 
 use super::options::AdderPlan;
 use super::row::{Measured, Row};
-use super::{verdict, Placement};
+use super::{verdict, Mode, Placement};
 use crate::measure::hist::fmt_ns;
 use crate::measure::placement::{cpu_count, format_list};
 use crate::report::table::{Align, Section, Table};
@@ -53,10 +53,9 @@ pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section>
             }
         }
     }
-    if let Some(v) = verdict::verdict(&results.rows, cpu_count()) {
-        out.push(Section::Text(v));
-    }
-    out.push(Section::Text(legend()));
+    out.extend(verdict::verdict(&results.rows, cpu_count()).map(Section::Text));
+    out.extend(verdict::models(&results.rows, cpu_count()).map(Section::Text));
+    out.push(Section::Text(legend(&plan.modes)));
     out.extend(footnotes(&results.rows).into_iter().map(Section::Text));
     out
 }
@@ -180,12 +179,18 @@ const OVER_NOTE: &str =
      microseconds; with more threads the scheduler packs pairs onto one CPU. The pinned rows\n\
      (--placement pinned, or --client-cpus/--server-cpus) hold the placement fixed.";
 
-/// What the columns mean.
-fn legend() -> String {
+/// What the modes that ran and the columns mean.
+fn legend(modes: &[Mode]) -> String {
+    let modes: Vec<String> = modes
+        .iter()
+        .map(|m| format!("{}: {}.", m.label(), m.describe()))
+        .collect();
     format!(
-        "Idle and CPU Busy are summed over CPUs ({}% = all busy). Rate/thread = samples / Ave Duration (msgs/s);\n\
+        "{}\n\
+         Idle and CPU Busy are summed over CPUs ({}% = all busy). Rate/thread = samples / Ave Duration (msgs/s);\n\
          Aggregate = all round trips / wall time of the row; Scaling = Aggregate / (Threads x Rate/thread at 1 thread).\n\
          Latency p50/p99 per round trip from per-request timestamps.",
+        modes.join("\n"),
         cpu_count() * 100,
     )
 }
@@ -210,7 +215,6 @@ fn footnotes(rows: &[Row]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::devctl::client::ClientRun;
-    use crate::suites::adder::Mode;
 
     fn row(error: Option<&str>) -> Row {
         let run = ClientRun {
@@ -283,5 +287,63 @@ mod tests {
         assert!(super::super::figures(&row(None))
             .into_iter()
             .all(|f| serde_json::to_value(f).expect("serialises")["key"]["api"] == "in-place"));
+    }
+
+    /// A measured row of `mode` at 2 threads, aggregate `rate`.
+    fn at_two(mode: Mode, rate: f64) -> Row {
+        let mut r = row(None);
+        r.mode = mode;
+        r.threads = 2;
+        if let Some(m) = r.measured.as_mut() {
+            m.aggregate_rate = rate;
+        }
+        r
+    }
+
+    #[test]
+    fn a_pool_row_is_labelled_and_keyed_as_a_pool() {
+        let r = at_two(Mode::Pool, 2e6);
+        assert_eq!(cells(&r, true, false)[0], "Thread pool (one path)");
+        let json = serde_json::to_value(&r).expect("serialises");
+        assert_eq!(json["mode"], "pool", "{json}");
+        let keys: Vec<_> = super::super::figures(&r)
+            .into_iter()
+            .map(|f| f.key["mode"].clone())
+            .collect();
+        assert!(
+            !keys.is_empty() && keys.iter().all(|k| k == "pool"),
+            "{keys:?}"
+        );
+    }
+
+    #[test]
+    fn compare_pairs_a_pool_row_with_the_same_pool_row() {
+        use crate::report::compare::match_rows;
+        use crate::report::compare::verdict::DEFAULT_THRESHOLD_PCT;
+        let figures =
+            |rows: &[Row]| -> Vec<_> { rows.iter().flat_map(super::super::figures).collect() };
+        let base = figures(&[at_two(Mode::One, 2e6), at_two(Mode::Pool, 1e6)]);
+        let new = figures(&[at_two(Mode::Pool, 3e6), at_two(Mode::One, 2e6)]);
+        let paired = match_rows(&base, &new, DEFAULT_THRESHOLD_PCT);
+        let aggregate: Vec<_> = paired
+            .iter()
+            .filter(|r| r.metric == "aggregate_rate")
+            .map(|r| (r.key["mode"].as_str(), r.base, r.new))
+            .collect();
+        assert_eq!(
+            aggregate,
+            [
+                ("one", Some(2e6), Some(2e6)),
+                ("pool", Some(1e6), Some(3e6))
+            ],
+            "each mode against itself"
+        );
+        // A run without pool rows leaves them unpaired, not matched to another mode.
+        let new = figures(&[at_two(Mode::One, 2e6)]);
+        let paired = match_rows(&base, &new, DEFAULT_THRESHOLD_PCT);
+        assert!(paired
+            .iter()
+            .filter(|r| r.key["mode"] == "pool")
+            .all(|r| r.new.is_none()));
     }
 }
