@@ -235,6 +235,7 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
             stop,
             max_msg,
             threads,
+            spares: Arc::default(),
         });
         Ok(workers
             .into_iter()

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use crate::answer::{Held, Once};
 use crate::channel::Place;
 use crate::error::Result;
@@ -20,6 +22,27 @@ pub(crate) struct PoolShared {
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) max_msg: usize,
     pub(crate) threads: usize,
+    pub(crate) spares: Arc<Spares>,
+}
+
+/// Reply buffers of the copying fallback of [`OwnedRequest::reply_with`],
+/// kept for the next request: a buffer is `max_msg` bytes, and making one
+/// (zeroed) per request cost more than the round trip it served (64 KiB
+/// cleared each time). At most one per request in service is kept.
+#[derive(Default)]
+pub(crate) struct Spares(Mutex<Vec<Vec<u8>>>);
+
+impl Spares {
+    fn take(&self) -> Vec<u8> {
+        self.0.lock().pop().unwrap_or_default()
+    }
+
+    fn give(&self, buf: Vec<u8>, most: usize) {
+        let mut spares = self.0.lock();
+        if buf.capacity() > 0 && spares.len() < most {
+            spares.push(buf);
+        }
+    }
 }
 
 /// One thread's share of a channel served by a pool of threads (made by
@@ -75,7 +98,8 @@ impl Receiver {
             .receive(&self.shared.stop)?
             .map(|(head, held)| OwnedRequest {
                 once: Once::new(Held(held), head, self.shared.max_msg),
-                scratch: Vec::new(),
+                spares: Arc::clone(&self.shared.spares),
+                threads: self.shared.threads,
             }))
     }
 
@@ -120,7 +144,9 @@ impl Receiver {
 /// nowhere. A one-way message needs no reply, and a drop sends none.
 pub struct OwnedRequest {
     once: Once<Held>,
-    scratch: Vec<u8>,
+    /// Where the copying fallback of `reply_with` takes its buffer from.
+    spares: Arc<Spares>,
+    threads: usize,
 }
 
 impl OwnedRequest {
@@ -150,7 +176,10 @@ impl OwnedRequest {
     /// on the shared-memory slot of the shm transports nothing is copied;
     /// elsewhere through a buffer of the request's own.
     pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
-        self.once.reply_with(&mut self.scratch, fill)
+        let mut buf = self.spares.take();
+        let r = self.once.reply_with(&mut buf, fill);
+        self.spares.give(buf, 2 * self.threads);
+        r
     }
 
     /// Replies with an errno-style error code.
