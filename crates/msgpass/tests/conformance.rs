@@ -203,16 +203,7 @@ every_transport!(conformance_tests);
 
 #[test]
 fn every_transport_is_instantiated() {
-    let sorted = |l: &[&'static str]| {
-        let mut v = l.to_vec();
-        v.sort_unstable();
-        v
-    };
-    assert_eq!(
-        sorted(INSTANTIATED),
-        sorted(msgpass::transport::NAMES),
-        "conformance_tests! must list every name in the transport table, and only those"
-    );
+    assert_every_transport(INSTANTIATED, "conformance_tests!");
     for info in msgpass::transport::TRANSPORTS {
         for name in info.names() {
             let t = msgpass::transport::by_name(name).expect("registered transport");
@@ -261,10 +252,7 @@ fn child_entry() {
         return;
     };
     child_self_destruct();
-    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("child needs {k}"));
-    let ns = Namespace::open(var(CHILD_NS)).expect("child: open namespace");
-    let name = var(CHILD_NAME);
-    let t = msgpass::transport::by_name(&var(CHILD_TRANSPORT)).expect("child: transport");
+    let (ns, name, t) = child_context();
     match role.as_str() {
         "server" => {
             let mut chan = Channel::create(&ns, &name, &*t, &Options::default())
@@ -877,35 +865,46 @@ mod suite {
         const CALLS: usize = 500;
         run(t, "many_concurrent_clients", move |cx| {
             let s = cx.server("many/0");
-            let base = cx.rng().next_u64();
-            let max = cx.max;
-            let start = Arc::new(Barrier::new(clients));
-            let handles: Vec<_> = (0..clients)
-                .map(|k| {
-                    let mut c = cx.open("many/0");
-                    let start = Arc::clone(&start);
-                    thread::spawn(move || {
-                        let mut rng = Rng::new(base ^ (k as u64 + 1).wrapping_mul(0x9e37_79b9));
-                        let mut buf = vec![0u8; MAX];
-                        start.wait();
-                        for i in 0..CALLS {
-                            let len = if i % 50 == 49 {
-                                rng.upto(max)
-                            } else {
-                                rng.upto(300)
-                            };
-                            let req = rng.bytes(len);
-                            let cmd = (k * 7 + i) as u32 % (ECHO_LAST + 1);
-                            echo(&mut c, cmd, &req, &mut buf);
-                        }
-                    })
-                })
-                .collect();
-            for h in handles {
-                h.join().expect("client thread");
-            }
+            concurrent_clients(cx, "many/0", clients, CALLS);
             assert_eq!(s.stop(), (clients * CALLS) as u64);
         });
+    }
+
+    /// `clients` threads, each with its own connection to `name`, started
+    /// together, each making `calls` echo calls of random sizes (now and
+    /// then up to the maximum) in every API mix, with payloads of their
+    /// own led by the client's number and the call's: every reply is
+    /// checked, so one meant for another client would show.
+    fn concurrent_clients(cx: &Cx, name: &str, clients: usize, calls: usize) {
+        let base = cx.rng().next_u64();
+        let max = cx.max;
+        let start = Arc::new(Barrier::new(clients));
+        let handles: Vec<_> = (0..clients)
+            .map(|k| {
+                let mut c = cx.open(name);
+                let start = Arc::clone(&start);
+                thread::spawn(move || {
+                    let mut rng = Rng::new(base ^ (k as u64 + 1).wrapping_mul(0x9e37_79b9));
+                    let mut buf = vec![0u8; MAX];
+                    start.wait();
+                    for i in 0..calls {
+                        let len = if i % 40 == 39 {
+                            rng.upto(max)
+                        } else {
+                            rng.upto(300)
+                        };
+                        let mut req = rng.bytes(len.max(8));
+                        req[..4].copy_from_slice(&(k as u32).to_le_bytes());
+                        req[4..8].copy_from_slice(&(i as u32).to_le_bytes());
+                        let cmd = (k * 7 + i) as u32 % (ECHO_LAST + 1);
+                        echo_mode(&mut c, i % 4, cmd, &req, &mut buf);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("client thread");
+        }
     }
 
     /// Clients of a pool, each a thread with its own connection, calling
@@ -922,37 +921,7 @@ mod suite {
             "pool_answers_every_request_once_to_its_client",
             move |cx| {
                 let pool = PoolServer::start(&cx.ns, "pool/0", cx.t, threads);
-                let base = cx.rng().next_u64();
-                let max = cx.max;
-                let start = Arc::new(Barrier::new(clients));
-                let handles: Vec<_> = (0..clients)
-                    .map(|k| {
-                        let mut c = cx.open("pool/0");
-                        let start = Arc::clone(&start);
-                        thread::spawn(move || {
-                            let mut rng = Rng::new(base ^ (k as u64 + 1).wrapping_mul(0x9e37_79b9));
-                            let mut buf = vec![0u8; MAX];
-                            start.wait();
-                            for i in 0..CALLS {
-                                let len = if i % 40 == 39 {
-                                    rng.upto(max)
-                                } else {
-                                    rng.upto(300)
-                                };
-                                // The client's number and the call's lead each
-                                // request: a reply meant for another would show.
-                                let mut req = rng.bytes(len.max(8));
-                                req[..4].copy_from_slice(&(k as u32).to_le_bytes());
-                                req[4..8].copy_from_slice(&(i as u32).to_le_bytes());
-                                let cmd = (k + i) as u32 % (ECHO_LAST + 1);
-                                echo_mode(&mut c, i % 4, cmd, &req, &mut buf);
-                            }
-                        })
-                    })
-                    .collect();
-                for h in handles {
-                    h.join().expect("client thread");
-                }
+                concurrent_clients(cx, "pool/0", clients, CALLS);
                 let served = pool.stop();
                 assert_eq!(
                     served.iter().sum::<u64>(),

@@ -96,11 +96,7 @@ every_transport!(scale_tests);
 
 #[test]
 fn every_transport_is_scaled() {
-    let mut got = INSTANTIATED.to_vec();
-    got.sort_unstable();
-    let mut want = msgpass::transport::NAMES.to_vec();
-    want.sort_unstable();
-    assert_eq!(got, want, "scale_tests! must list every transport name");
+    assert_every_transport(INSTANTIATED, "scale_tests!");
 }
 
 /// How many idle clients transport `t` can have beside the honest one in
@@ -373,11 +369,11 @@ fn child_entry() {
         return;
     };
     child_self_destruct();
-    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("child needs {k}"));
-    let ns = Namespace::open(var(CHILD_NS)).expect("child: open namespace");
-    let name = var(CHILD_NAME);
-    let t = msgpass::transport::by_name(&var(CHILD_TRANSPORT)).expect("child: transport");
-    let count: usize = var(COUNT_ENV).parse().expect("child: count");
+    let (ns, name, t) = child_context();
+    let count: usize = std::env::var(COUNT_ENV)
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .expect("child: count");
     if role == "raise" {
         return report_raised_limit(&ns, &name, &*t);
     }
@@ -395,7 +391,7 @@ fn child_entry() {
         }
         "flood" => {
             pin(1);
-            let shared_queue = var(CHILD_TRANSPORT) == "sysv-msg";
+            let shared_queue = t.name() == "sysv-msg";
             let conns: Vec<Connection> = (0..count).map(|_| open(&ns, &name, &*t)).collect();
             println!("MSGPASS_FLOODING");
             for (k, mut c) in conns.into_iter().enumerate() {

@@ -188,21 +188,31 @@ fn serve_pool(
     let receivers = ch
         .into_pool(threads)
         .with_context(|| format!("cannot serve {name} with a pool of {threads} threads"))?;
+    on_threads(receivers, &stop, "a pool thread", |mut rx| {
+        placement::maybe_pin(cpus.for_thread(rx.index()))?;
+        while let Some(req) = rx.receive().with_context(|| format!("receive on {name}"))? {
+            answer(req, delay, api)?;
+        }
+        Ok(())
+    })
+}
+
+/// Runs `work` on each of `items`, each on a thread of its own; the first
+/// to fail sets `stop` (so the others end within a tick), and its error is
+/// returned once every thread is done.
+fn on_threads<T: Send>(
+    items: Vec<T>,
+    stop: &AtomicBool,
+    what: &str,
+    work: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
     let results = std::thread::scope(|s| {
-        let handles: Vec<_> = receivers
+        let handles: Vec<_> = items
             .into_iter()
-            .map(|mut rx| {
-                let (cpu, name, stop) = (cpus.for_thread(rx.index()), &name, &stop);
+            .map(|item| {
+                let work = &work;
                 s.spawn(move || {
-                    let r = (|| -> Result<()> {
-                        placement::maybe_pin(cpu)?;
-                        while let Some(req) =
-                            rx.receive().with_context(|| format!("receive on {name}"))?
-                        {
-                            answer(req, delay, api)?;
-                        }
-                        Ok(())
-                    })();
+                    let r = work(item);
                     if r.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -212,10 +222,7 @@ fn serve_pool(
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a pool thread panicked")))
-            })
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("{what} panicked"))))
             .collect::<Vec<_>>()
     });
     results.into_iter().collect::<Result<Vec<()>>>()?;
@@ -277,37 +284,14 @@ fn serve_all<S: ServerChannel + ?Sized>(
     api: Api,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
-    let failed = AtomicBool::new(false);
-    let result = std::thread::scope(|s| {
-        let handles: Vec<_> = channels
-            .into_iter()
-            .enumerate()
-            .map(|(j, ch)| {
-                let cpu = cpus.for_thread(j);
-                let failed = &failed;
-                s.spawn(move || {
-                    let r = match api {
-                        Api::InPlace => serve::<S, false>(ch, cpu, delay),
-                        Api::Copy => serve::<S, true>(ch, cpu, delay),
-                    };
-                    if r.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a server thread panicked")))
-            })
-            .collect::<Vec<_>>()
-    });
-    result.into_iter().collect::<Result<Vec<()>>>()?;
-    Ok(())
+    let placed = channels.into_iter().enumerate().collect();
+    on_threads(placed, stop, "a server thread", |(j, ch)| {
+        let cpu = cpus.for_thread(j);
+        match api {
+            Api::InPlace => serve::<S, false>(ch, cpu, delay),
+            Api::Copy => serve::<S, true>(ch, cpu, delay),
+        }
+    })
 }
 
 /// Serves one channel until stopped, sleeping `delay` before each reply

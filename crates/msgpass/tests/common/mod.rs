@@ -557,13 +557,67 @@ pub fn answer<R: Received>(
     }
 }
 
+/// What a test drives its server threads with: their stop flag, the
+/// release of a `CMD_HOLD`, and the events they report.
+pub struct Controls {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    release: Option<Sender<()>>,
+    events: Receiver<Event>,
+}
+
+impl Controls {
+    /// Controls over `stop`, with a fresh release channel and event
+    /// channel; returns them with the hooks the server threads take.
+    fn new(
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> (Controls, Sender<Event>, Arc<Mutex<Receiver<()>>>) {
+        let (ev_tx, events) = mpsc::channel();
+        let (release, rel_rx) = mpsc::channel();
+        let c = Controls {
+            stop,
+            release: Some(release),
+            events,
+        };
+        (c, ev_tx, Arc::new(Mutex::new(rel_rx)))
+    }
+
+    /// Lets one `CMD_HOLD` in progress reply.
+    pub fn release(&self) {
+        if let Some(r) = &self.release {
+            let _ = r.send(());
+        }
+    }
+
+    /// The next event, failing the test if none comes within the watchdog.
+    pub fn event(&self) -> Event {
+        self.events
+            .recv_timeout(WATCHDOG)
+            .expect("server event (did a server thread die?)")
+    }
+
+    /// Releases every hold for good and sets the stop flag.
+    fn halt(&mut self) {
+        self.release.take();
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The hooks of a server thread reporting on `events`, held until a
+/// release comes on `release`.
+fn hooks(events: Sender<Event>, release: Arc<Mutex<Receiver<()>>>) -> Hooks {
+    Hooks {
+        events: Box::new(move |e| {
+            let _ = events.send(e);
+        }),
+        release: Some(release),
+    }
+}
+
 /// A test server served by a pool of threads in this process
 /// ([`Channel::into_pool`]), answering the same protocol as [`Server`].
 pub struct PoolServer {
-    stop: Arc<std::sync::atomic::AtomicBool>,
     handles: Vec<JoinHandle<u64>>,
-    release: Option<Sender<()>>,
-    pub events: Receiver<Event>,
+    controls: Controls,
 }
 
 impl PoolServer {
@@ -578,10 +632,7 @@ impl PoolServer {
             .into_pool(threads)
             .unwrap_or_else(|e| panic!("{transport}: a pool of {threads}: {e}"));
         assert_eq!(receivers.len(), threads);
-        let stop = receivers[0].stop_flag();
-        let (ev_tx, events) = mpsc::channel();
-        let (release, rel_rx) = mpsc::channel();
-        let rel_rx = Arc::new(Mutex::new(rel_rx));
+        let (controls, ev_tx, rel_rx) = Controls::new(receivers[0].stop_flag());
         let handles = receivers
             .into_iter()
             .map(|mut rx| {
@@ -590,12 +641,7 @@ impl PoolServer {
                 thread::Builder::new()
                     .name(format!("test-pool-{}", rx.index()))
                     .spawn(move || {
-                        let mut hooks = Hooks {
-                            events: Box::new(move |e| {
-                                let _ = ev_tx.send(e);
-                            }),
-                            release: Some(rel_rx),
-                        };
+                        let mut hooks = hooks(ev_tx, rel_rx);
                         let mut handled = 0u64;
                         let mut oneways = (0, 0);
                         loop {
@@ -613,32 +659,22 @@ impl PoolServer {
                     .expect("spawn pool thread")
             })
             .collect();
-        PoolServer {
-            stop,
-            handles,
-            release: Some(release),
-            events,
-        }
+        PoolServer { handles, controls }
     }
 
     /// Lets one `CMD_HOLD` in progress reply.
     pub fn release(&self) {
-        if let Some(r) = &self.release {
-            let _ = r.send(());
-        }
+        self.controls.release()
     }
 
     /// The next event, failing the test if none comes within the watchdog.
     pub fn event(&self) -> Event {
-        self.events
-            .recv_timeout(WATCHDOG)
-            .expect("pool event (did a pool thread die?)")
+        self.controls.event()
     }
 
     /// Stops every thread of the pool and returns the requests each served.
     pub fn stop(mut self) -> Vec<u64> {
-        self.release.take();
-        self.stop.store(true, Ordering::Relaxed);
+        self.controls.halt();
         std::mem::take(&mut self.handles)
             .into_iter()
             .map(|h| h.join().expect("pool thread panicked"))
@@ -648,8 +684,7 @@ impl PoolServer {
 
 impl Drop for PoolServer {
     fn drop(&mut self) {
-        self.release.take();
-        self.stop.store(true, Ordering::Relaxed);
+        self.controls.halt();
         for h in std::mem::take(&mut self.handles) {
             let _ = h.join();
         }
@@ -658,10 +693,8 @@ impl Drop for PoolServer {
 
 /// A test server on its own thread in this process.
 pub struct Server {
-    stop: Arc<std::sync::atomic::AtomicBool>,
     handle: Option<JoinHandle<u64>>,
-    release: Option<Sender<()>>,
-    pub events: Receiver<Event>,
+    controls: Controls,
     pub path: PathBuf,
 }
 
@@ -676,44 +709,31 @@ impl Server {
     }
 
     pub fn serve_channel<S: ServerChannel + ?Sized + 'static>(mut chan: Channel<S>) -> Server {
-        let stop = chan.stop_flag();
         let path = chan.path().to_path_buf();
-        let (ev_tx, events) = mpsc::channel();
-        let (release, rel_rx) = mpsc::channel();
+        let (controls, ev_tx, rel_rx) = Controls::new(chan.stop_flag());
         let handle = thread::Builder::new()
             .name("test-server".into())
             .spawn(move || {
-                let mut hooks = Hooks {
-                    events: Box::new(move |e| {
-                        let _ = ev_tx.send(e);
-                    }),
-                    release: Some(Arc::new(Mutex::new(rel_rx))),
-                };
+                let mut hooks = hooks(ev_tx, rel_rx);
                 let max = chan.max_msg();
                 serve(&mut chan, max, &mut hooks)
             })
             .expect("spawn server thread");
         Server {
-            stop,
             handle: Some(handle),
-            release: Some(release),
-            events,
+            controls,
             path,
         }
     }
 
     /// Lets a `CMD_HOLD` in progress reply.
     pub fn release(&self) {
-        if let Some(r) = &self.release {
-            let _ = r.send(());
-        }
+        self.controls.release()
     }
 
     /// The next event, failing the test if none comes within the watchdog.
     pub fn event(&self) -> Event {
-        self.events
-            .recv_timeout(WATCHDOG)
-            .expect("server event (did the server thread die?)")
+        self.controls.event()
     }
 
     /// Stops the server, drops its channel, and returns the requests served.
@@ -722,8 +742,7 @@ impl Server {
     }
 
     fn shutdown(&mut self) -> thread::Result<u64> {
-        self.release.take();
-        self.stop.store(true, Ordering::Relaxed);
+        self.controls.halt();
         match self.handle.take() {
             Some(h) => h.join(),
             None => Ok(0),
@@ -844,6 +863,28 @@ impl Drop for ChildProc {
     fn drop(&mut self) {
         self.kill_and_reap();
     }
+}
+
+/// Checks that a test macro instantiated (`instantiated`) exactly the
+/// transport table's names: `what` names the macro in the failure.
+pub fn assert_every_transport(instantiated: &[&str], what: &str) {
+    let mut got = instantiated.to_vec();
+    got.sort_unstable();
+    let mut want = msgpass::transport::NAMES.to_vec();
+    want.sort_unstable();
+    assert_eq!(
+        got, want,
+        "{what} must list every name in the transport table, and only those"
+    );
+}
+
+/// In a child: the namespace, endpoint name and transport its parent gave
+/// it ([`CHILD_NS`], [`CHILD_NAME`], [`CHILD_TRANSPORT`]).
+pub fn child_context() -> (Namespace, String, Box<dyn msgpass::Transport>) {
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("child needs {k}"));
+    let ns = Namespace::open(var(CHILD_NS)).expect("child: open namespace");
+    let t = msgpass::transport::by_name(&var(CHILD_TRANSPORT)).expect("child: transport");
+    (ns, var(CHILD_NAME), t)
 }
 
 /// In a child: exits the process after [`CHILD_LIFETIME`] whatever happens.

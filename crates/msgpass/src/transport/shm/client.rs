@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     bell_cpu, bell_state, slot_size, worth_spinning, Slot, Wait, BELL_FLAGS, BELL_LEN, CLOSED,
-    FLAG_POOL, FLAG_SPINS, LOOKING, MASK, REPLY, REQUEST, SPINS, WAITER,
+    FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SPINS, WAITER,
 };
 use crate::error::{Error, Result};
 use crate::pool::MAX_THREADS as MAX_WORKERS;
@@ -135,13 +135,20 @@ impl ShmClient {
         if st.compare_exchange(cur, post, SeqCst, Acquire).is_err() {
             return Err(Error::Disconnected);
         }
-        let looked_at = self
+        match self
             .watcher()
-            .is_some_and(|w| self.bell.load_u32(bell_state(w), SeqCst) == LOOKING);
-        if !looked_at {
+            .map(|w| self.bell.load_u32(bell_state(w), SeqCst))
+        {
+            Some(LOOKING) => {}
+            // Our watcher naps on our own word.
+            Some(NAPPING) => {
+                oslayer::futex::wake(st, 1, true);
+            }
             // The kernel tells the server which connection rang. A full
             // counter (2^64 rings) would mean one is pending already.
-            let _ = oslayer::eventfd::write(self.ring.as_fd(), 1);
+            _ => {
+                let _ = oslayer::eventfd::write(self.ring.as_fd(), 1);
+            }
         }
         Ok(me)
     }

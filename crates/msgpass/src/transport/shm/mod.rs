@@ -30,7 +30,7 @@
 //! once the server has mapped it): `flags` (u32 at 0: [`FLAG_SPINS`] when
 //! the server never sleeps, [`FLAG_POOL`] when several threads serve the
 //! channel), then a cache line per server thread `w` at `64 (w + 1)`: its
-//! state ([`LOOKING`], [`SLEEPING`], [`BUSY`]) and its CPU + 1.
+//! state ([`LOOKING`], [`SLEEPING`], [`BUSY`], [`NAPPING`]) and its CPU + 1.
 //!
 //! **Finding the next request in O(1).** A server thread never looks at
 //! every slot. It *watches* a bounded set of slots (at most [`WATCH_MAX`],
@@ -57,6 +57,14 @@
 //! pair: either the thread's load sees the request, or the client sees
 //! that nobody looks and rings; no wake-up is lost. Unwatching a slot is
 //! the same pair (store `watch` = 0, then load the state).
+//!
+//! **One client.** A thread whose channel has one client, which it
+//! watches, naps on that client's state word instead of its epoll set
+//! ([`NAPPING`]): the client wakes its own word after posting, as before
+//! the bells, and the epoll set's work per message (a callback as the
+//! bell rings, the lookup of the connection it names) is not done. The
+//! thread looks at its set once a tick, so a newcomer is accepted within
+//! a tick.
 //!
 //! **Single thread.** A channel served by one thread keeps no descriptor
 //! of a client's bell: it registers the bell in its epoll set and closes
@@ -185,6 +193,9 @@ pub const SLEEPING: u32 = 1;
 /// A server thread's state: the application holds its request (a pool):
 /// ring, so that another thread takes yours.
 pub const BUSY: u32 = 2;
+/// A server thread's state: asleep on the state word of the one slot it
+/// watches, its channel's only client: wake your word (`futex_wake`).
+pub const NAPPING: u32 = 3;
 
 const BELL_FLAGS: usize = 0;
 /// Size of the doorbell: the flags' line, then a line per thread, in

@@ -18,8 +18,8 @@ use parking_lot::{Mutex, RwLock};
 
 use super::{
     bell_cpu, bell_state, slot_size, worth_spinning, Slot, Wait, BELL_FLAGS, BELL_LEN, BUSY,
-    CLOSED, EMPTY, FLAG_POOL, FLAG_SPINS, LOOKING, MASK, REPLY, REQUEST, SLEEPING, SPINS, WAITER,
-    WATCH_MAX,
+    CLOSED, EMPTY, FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SLEEPING, SPINS,
+    WAITER, WATCH_MAX,
 };
 use crate::error::{Error, Result};
 use crate::pool::MAX_THREADS;
@@ -579,6 +579,10 @@ impl ShmCore {
     /// looks at the watched slots once more: either that look sees a
     /// request, or its client saw us asleep and rang.
     fn sleep(&self, w: &mut ShmWorker, stop: &AtomicBool, timeout: Duration) -> Result<()> {
+        if self.alone(w) {
+            self.nap(w, stop, timeout);
+            return Ok(());
+        }
         let state = self.state_of(w.index);
         state.store(SLEEPING, SeqCst);
         if !self.posted(w) && !stop.load(Relaxed) {
@@ -586,6 +590,33 @@ impl ShmCore {
         }
         state.store(LOOKING, SeqCst);
         Ok(())
+    }
+
+    /// True when `w` is the only thread and its one watched slot is the
+    /// channel's only client: it can nap on that slot's word.
+    fn alone(&self, w: &ShmWorker) -> bool {
+        !self.sets.pool()
+            && w.watched.len() == 1
+            && w.told.is_empty()
+            && self.table.read().len() == 1
+    }
+
+    /// The one-client sleep: a futex wait on the client's state word, which
+    /// the client wakes after posting when it sees [`NAPPING`] (the
+    /// futex_wake of the protocol before the bells, without the epoll set's
+    /// work per message). Newcomers and hang-ups wait for the tick, when
+    /// the thread looks at its set. The same Dekker pair: the word loaded
+    /// after the state is published is the one the kernel must find
+    /// unchanged.
+    fn nap(&self, w: &mut ShmWorker, stop: &AtomicBool, timeout: Duration) {
+        let state = self.state_of(w.index);
+        state.store(NAPPING, SeqCst);
+        let word = w.watched[0].conn.slot.state();
+        let seen = word.load(SeqCst);
+        if !self.posted(w) && !stop.load(Relaxed) {
+            oslayer::futex::wait(word, seen, Some(timeout), true);
+        }
+        state.store(LOOKING, SeqCst);
     }
 
     /// A pool's thread is about to hand its request to the application:
