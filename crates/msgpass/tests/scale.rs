@@ -274,6 +274,7 @@ fn counting_server(ns: &Namespace, t: &str, stop: Arc<AtomicBool>) -> thread::Jo
 
 fn a_flooding_client_starves_nobody(t: &'static str) {
     run(t, "a_flooding_client_starves_nobody", move |ns| {
+        let cpus = cpu_count();
         let stop = Arc::new(AtomicBool::new(false));
         let server = counting_server(ns, t, Arc::clone(&stop));
         pin(0);
@@ -303,11 +304,24 @@ fn a_flooding_client_starves_nobody(t: &'static str) {
         drop(honest);
         stop.store(true, Ordering::Relaxed);
         server.join().expect("server thread");
-        assert!(
-            worst <= 2 * flood as u64,
+        let verdict = format!(
             "{t}: {worst} requests of a {flood}-connection flood served between two of an honest client's"
         );
+        if spins(t) && cpus < 3 {
+            // A spinning server, a spinning flooder and the honest client
+            // each need a CPU of their own: with fewer, a count of
+            // requests measures who the scheduler ran. Here the honest
+            // client's 200 calls being answered is the check.
+            println!("{verdict} (not judged: fewer than 3 CPUs for spinning peers)");
+            return;
+        }
+        assert!(worst <= 2 * flood as u64, "{verdict}");
     });
+}
+
+/// How many CPUs this process may run on.
+fn cpu_count() -> usize {
+    oslayer::sched::affinity().map_or(1, |cpus| cpus.len())
 }
 
 /// Pins the calling thread (and the threads it starts) to CPU `cpu`, when
