@@ -97,6 +97,10 @@ macro_rules! conformance_tests {
                 super::suite::client_death(T)
             }
             #[test]
+            fn next_client_while_the_only_one_dies() {
+                super::suite::next_client_while_the_only_one_dies(T)
+            }
+            #[test]
             fn many_concurrent_clients() {
                 super::suite::many_concurrent_clients(T)
             }
@@ -849,6 +853,35 @@ mod suite {
                 thread::sleep(Duration::from_millis(20));
             }
             drop(c);
+            s.stop();
+        });
+    }
+
+    /// The server's only client dies while the next one is connecting:
+    /// the next is greeted and served. (A server serving its only client
+    /// on the single-client path once kept serving the dead one's closed
+    /// connection in a loop, and the next never heard its hello.)
+    pub fn next_client_while_the_only_one_dies(t: &'static str) {
+        run(t, "next_client_while_the_only_one_dies", |cx| {
+            let s = cx.server("next/0");
+            let mut rng = cx.rng();
+            let mut buf = vec![0u8; MAX];
+            for round in 0..3 {
+                let mut only = cx.child("client-idle", "next/0");
+                only.expect_line("MSGPASS_CONNECTED");
+                thread::scope(|scope| {
+                    let next = scope.spawn(|| cx.open("next/0"));
+                    // The next client is connecting (in the listener's
+                    // backlog, or just taken) as the only one dies.
+                    thread::sleep(Duration::from_millis(20 * round));
+                    only.kill_and_reap();
+                    let mut c = next.join().expect("the connecting thread");
+                    for _ in 0..10 {
+                        let len = rng.upto(2048);
+                        echo(&mut c, 6, &rng.bytes(len), &mut buf);
+                    }
+                });
+            }
             s.stop();
         });
     }

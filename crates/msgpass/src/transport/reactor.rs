@@ -664,8 +664,10 @@ impl<A: Acceptor> ReactorCore<A> {
         None
     }
 
-    /// True when the single-client path applies: one worker, one client,
-    /// nothing being set up or finished.
+    /// True when the single-client path applies: one worker, one client
+    /// (the one it last served: a client that left may have been replaced
+    /// by a new one the path knows nothing of), nothing being set up or
+    /// finished.
     fn single(&self, w: &Worker<A::W>) -> Option<Token> {
         let t = w.sole?;
         let alone = !self.sets.pool()
@@ -673,8 +675,14 @@ impl<A: Acceptor> ReactorCore<A> {
             && w.later.is_empty()
             && !self.setting_up.load(Ordering::Relaxed)
             && self.partial.lock().is_empty()
-            && self.table.read().len() == 1;
+            && self.is_sole(t);
         alone.then_some(t)
+    }
+
+    /// True when `t` is the only connection in the table.
+    fn is_sole(&self, t: Token) -> bool {
+        let table = self.table.read();
+        table.len() == 1 && table.get(t).is_some()
     }
 
     /// With a single client: waits for its next request in the wire's own
@@ -694,8 +702,17 @@ impl<A: Acceptor> ReactorCore<A> {
                 w.cur = Some(Current::Locked(io));
                 Ok(Some(inc))
             }
-            Ok(None) => Ok(None),
-            Err(()) => {
+            // The client left (its wire closed): the path ends here.
+            Ok(None) if io.wire.is_none() => {
+                drop(io);
+                self.set_alone(w, None);
+                w.sole = None;
+                Ok(None)
+            }
+            // A handshake step or part of a message: look around once a
+            // tick, as while waiting.
+            Ok(None) if w.last_look.elapsed() < self.tick => Ok(None),
+            Ok(None) | Err(()) => {
                 drop(io);
                 self.harvest(w, Duration::ZERO)?;
                 self.look_around(w);
