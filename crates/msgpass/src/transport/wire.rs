@@ -69,6 +69,16 @@ pub(crate) trait Wire: Send {
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         poll_then_recv(self, frame, timeout)
     }
+    /// True when [`Wire::recv_timeout`] is one system call that returns
+    /// within about its timeout, however short (a socket's `SO_RCVTIMEO`,
+    /// `mq_timedreceive`): a server may then wait on this wire alone for a
+    /// few milliseconds while other clients are connected (see
+    /// `reactor.rs`, one active client among idle ones). False (the
+    /// default) where a wait takes two calls (`poll`, then a read) or ends
+    /// only on the poker's tick (pipes, eventfd).
+    fn quick_timeout(&self) -> bool {
+        false
+    }
     /// A descriptor that polls readable when a message is waiting.
     fn poll_fd(&self) -> BorrowedFd<'_>;
     /// Server side: the peer is not trusted to keep its pace. A message it
@@ -691,6 +701,10 @@ impl Wire for StreamWire {
         self.recv(frame)
     }
 
+    fn quick_timeout(&self) -> bool {
+        self.is_socket()
+    }
+
     fn poll_fd(&self) -> BorrowedFd<'_> {
         self.rx.as_fd()
     }
@@ -825,6 +839,10 @@ impl Wire for DatagramWire {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::ErrorKind::TimedOut.into()),
             got => got,
         }
+    }
+
+    fn quick_timeout(&self) -> bool {
+        true
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {
