@@ -191,6 +191,14 @@ const HOUSEKEEP_EVERY: u32 = ACCEPT_EVERY;
 const IDLE_RECEIVES: u32 = 256;
 /// Spins between two looks at the epoll set while spinning.
 const HARVEST_EVERY: u32 = 1024;
+/// Receives between two looks at the epoll set while the watched slots
+/// keep the thread busy and the channel has clients it does not watch:
+/// a client whose slot is not watched is found only through its bell,
+/// and a busy watched client must not keep it waiting (before this, a
+/// newcomer beside one busy client waited for a housekeeping tick, about
+/// 11,000 of the busy one's requests here). One `epoll_wait` that finds
+/// nothing per 64 requests; nothing at all with one client.
+const TELL_EVERY: u32 = 64;
 /// Attempts the closing server makes to mark a slot CLOSED while its
 /// client keeps changing the state word.
 const CLOSE_ATTEMPTS: u32 = 16;
@@ -477,6 +485,12 @@ impl ShmCore {
             Cur::Watched(i) => Some(&w.watched[*i].conn),
             Cur::Other(c) => Some(c),
         }
+    }
+
+    /// True when the channel has clients that `w` does not watch (found
+    /// only through their bells).
+    fn unwatched(&self, w: &ShmWorker) -> bool {
+        self.table.read().len() > w.watched.len()
     }
 
     /// Waits up to `timeout` on `w`'s epoll set and handles what it
@@ -766,6 +780,9 @@ impl Core for ShmCore {
         if w.calls % HOUSEKEEP_EVERY == 0 && w.last_look.elapsed() >= self.opts.tick {
             self.harvest(w, Duration::ZERO)?;
             self.look_around(w);
+        }
+        if w.calls % TELL_EVERY == 0 && self.unwatched(w) {
+            self.harvest(w, Duration::ZERO)?;
         }
         self.sweep(w);
         let mut spins: u32 = 0;
