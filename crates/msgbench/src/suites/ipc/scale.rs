@@ -215,12 +215,6 @@ fn ephemeral_ports() -> Option<u64> {
     Some(hi.checked_sub(lo)? + 1)
 }
 
-/// What the kernel charges a one-message POSIX queue beyond its message
-/// (a pointer and a priority-tree node), with room.
-const MQ_QUEUE_OVERHEAD: u64 = 64;
-/// The wire header before every payload.
-const MQ_HEAD: u64 = 8;
-
 /// The ceilings of transport `name` here (none for most).
 fn ceilings(name: &str) -> Vec<Ceiling> {
     let ports = "widen it with sysctl net.ipv4.ip_local_port_range (needs root)";
@@ -241,8 +235,8 @@ fn ceilings(name: &str) -> Vec<Ceiling> {
                 rlimit::soft(Resource::Msgqueue),
                 msgpass::transport::by_name(name),
             ) {
-                let payload = t.max_msg(msgpass::Options::default().max_msg) as u64;
-                let per_conn = 2 * (MQ_HEAD + payload + MQ_QUEUE_OVERHEAD);
+                let payload = t.max_msg(msgpass::Options::default().max_msg);
+                let per_conn = msgpass::transport::posix_mq::queue_bytes_per_connection(payload);
                 out.push(Ceiling {
                     connections: bytes / per_conn,
                     what: format!(
