@@ -136,6 +136,11 @@ impl<C: Core> ServerChannel for Single<C> {
         self.core.connections()
     }
 
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let held = self.core.detach(&mut self.w)?;
+        Some(Box::new(held))
+    }
+
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         let Single { core, w } = *self;
         core.pool(threads)?;
@@ -179,14 +184,9 @@ impl<C: Core> PoolWorker for PoolHand<C> {
 // ------------------------------------------------------------ relay pool
 
 /// A server that one thread drives and whose request can be taken out of
-/// it, to be answered from another thread: what a [`relay_pool`] needs.
+/// it ([`ServerChannel::detach`], its payload copied), to be answered from
+/// another thread: what a [`relay_pool`] needs.
 pub(crate) trait Detach: ServerChannel {
-    /// Takes the request last received out of the server as an owned
-    /// handle, which keeps what it needs to answer from any thread (its
-    /// payload copied); `None` when the server holds none. The server's
-    /// next receive does not wait for its answer.
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>>;
-
     /// The number of connected clients, kept up to date by the server as
     /// clients come and go (read by the pool's workers).
     fn census(&self) -> Arc<AtomicUsize>;
@@ -236,6 +236,13 @@ impl<A: Answer> HeldRequest for Copied<A> {
         self.to.send(code, data);
         verdict
     }
+}
+
+/// Where the answer to a one-way message goes: nowhere (nobody waits).
+pub(crate) struct Unanswered;
+
+impl Answer for Unanswered {
+    fn send(&mut self, _code: u32, _data: &[u8]) {}
 }
 
 /// Requests the queue of a relay pool holds per thread.
@@ -482,6 +489,10 @@ mod tests {
         fn connections(&self) -> usize {
             0
         }
+        fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+            let n = self.1.take()?;
+            Some(Box::new(FakeHeld(Arc::clone(&self.0), n, false)))
+        }
     }
 
     impl Fake {
@@ -511,10 +522,6 @@ mod tests {
     }
 
     impl Detach for Fake {
-        fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
-            let n = self.1.take()?;
-            Some(Box::new(FakeHeld(Arc::clone(&self.0), n, false)))
-        }
         fn census(&self) -> Arc<AtomicUsize> {
             Arc::new(AtomicUsize::new(3))
         }

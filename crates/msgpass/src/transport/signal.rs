@@ -447,6 +447,8 @@ impl SignalServer {
             self.drop_conn(t);
             return None;
         };
+        // The client waits for our reply before it writes again.
+        c.conn.shared.areas.mark_taken();
         c.served = seq;
         self.len = len;
         self.guard.set(t);
@@ -537,6 +539,18 @@ impl ServerChannel for SignalServer {
         self.conns.len()
     }
 
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let t = self.guard.take().ok()?;
+        let link = &self.conns.get(t)?.link;
+        let data = link.conn.shared.areas.received(self.len).to_vec();
+        let to = Announce {
+            conn: Arc::clone(&link.conn),
+            seq: link.served,
+            tick: self.opts.tick,
+        };
+        Some(Copied::boxed(data, to, self.opts.max_msg))
+    }
+
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         let tick = self.opts.tick;
         relay_pool(*self, threads, tick)
@@ -586,18 +600,6 @@ fn announce(conn: &Conn, seq: u64, tick: Duration, gone: impl Fn() -> bool) -> b
 }
 
 impl Detach for SignalServer {
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
-        let t = self.guard.take().ok()?;
-        let link = &self.conns.get(t)?.link;
-        let data = link.conn.shared.areas.received(self.len).to_vec();
-        let to = Announce {
-            conn: Arc::clone(&link.conn),
-            seq: link.served,
-            tick: self.opts.tick,
-        };
-        Some(Copied::boxed(data, to, self.opts.max_msg))
-    }
-
     fn census(&self) -> Arc<AtomicUsize> {
         self.conns.census()
     }
@@ -721,19 +723,33 @@ impl SignalClient {
         }
     }
 
+    /// Writes the request (`put`) once the area is ours again: a pulse the
+    /// server has not taken yet holds it meanwhile, a server gone never
+    /// takes it (`Disconnected`).
+    fn put_request(&self, put: impl Fn(&Areas) -> io::Result<()>) -> Result<()> {
+        for attempt in 0u32.. {
+            match put(&self.shared.areas) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if oslayer::socket::peer_gone(self.sock.as_fd()) {
+                        return Err(Error::Disconnected);
+                    }
+                    std::thread::sleep(Duration::from_micros(20 << attempt.min(13)));
+                }
+                r => return r.map_err(|e| Error::io("write request", e)),
+            }
+        }
+        unreachable!("the attempts never run out")
+    }
+
     /// One round trip: `put` writes the request into the area (all of it,
     /// or its header over a payload built in place), then the request is
     /// announced and its reply awaited. Returns the reply's length, read
     /// once and bounded, after its status is checked against a caller's
     /// room of `cap` bytes.
-    fn round_trip(
-        &mut self,
-        put: impl FnOnce(&Areas) -> io::Result<()>,
-        cap: usize,
-    ) -> Result<usize> {
+    fn round_trip(&mut self, put: impl Fn(&Areas) -> io::Result<()>, cap: usize) -> Result<usize> {
         block_in_this_thread(rep_signal(), 2)
             .map_err(|e| Error::io("block the reply signal", e))?;
-        put(&self.shared.areas).map_err(|e| Error::io("write request", e))?;
+        self.put_request(put)?;
         let ctl = self.shared.ctl();
         ctl.client_tid.store(gettid() as u32, Ordering::SeqCst);
         self.seq += 1;

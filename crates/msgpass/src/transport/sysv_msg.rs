@@ -685,6 +685,16 @@ impl ServerChannel for SysvServer {
         self.conns.len()
     }
 
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let i = self.guard.take().ok()?;
+        let link = &self.conns.get(i)?.link;
+        let to = ReplyQueue {
+            reply_q: link.reply_q,
+            over: Arc::clone(&link.over),
+        };
+        Some(Copied::boxed(self.data().to_vec(), to, self.max_msg))
+    }
+
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         let tick = self.tick;
         relay_pool(*self, threads, tick)
@@ -704,16 +714,6 @@ fn send_reply(buf: &mut MsgBuf, reply_q: MsgQueueId, code: u32, data: &[u8]) -> 
 }
 
 impl Detach for SysvServer {
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
-        let i = self.guard.take().ok()?;
-        let link = &self.conns.get(i)?.link;
-        let to = ReplyQueue {
-            reply_q: link.reply_q,
-            over: Arc::clone(&link.over),
-        };
-        Some(Copied::boxed(self.data().to_vec(), to, self.max_msg))
-    }
-
     fn census(&self) -> Arc<AtomicUsize> {
         self.conns.census()
     }

@@ -87,6 +87,9 @@ impl ServerChannel for ShmServer {
     fn connections(&self) -> usize {
         self.0.connections()
     }
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        self.0.detach()
+    }
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         Box::new(self.0).into_pool(threads)
     }
