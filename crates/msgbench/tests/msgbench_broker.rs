@@ -214,7 +214,8 @@ fn a_hung_service_times_its_callers_out_while_the_others_are_served() {
             .collect();
         let mut b = via_broker(&ns, transport, 1, 1);
         for _ in 0..200 {
-            b.get_integer(256).expect("the other service is served meanwhile");
+            b.get_integer(256)
+                .expect("the other service is served meanwhile");
         }
         for c in callers {
             let (r, took) = c.join().expect("caller");
@@ -274,7 +275,10 @@ fn the_command_shows_a_hung_service_beside_its_twin_run() {
     out.assert_ok();
     assert!(out.stdout.contains("broker/uds + hang-service"), "{out}");
     assert!(out.stdout.contains("Beside a hung service"), "{out}");
-    assert!(out.stdout.contains("The other 2 client(s) carried on"), "{out}");
+    assert!(
+        out.stdout.contains("The other 2 client(s) carried on"),
+        "{out}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
     let rows = v["rows"].as_array().expect("rows");

@@ -81,7 +81,9 @@ pub fn beside_a_hung_service(rows: &[BrokerRow], r: &BrokerRow) -> Option<String
             && t.measured()
     })?;
     let (hung, calm) = (r.others_latency.as_ref()?, twin.others_latency.as_ref()?);
-    let timeout = r.call_timeout_ms.map_or("-".into(), |ms| format!("{ms} ms"));
+    let timeout = r
+        .call_timeout_ms
+        .map_or("-".into(), |ms| format!("{ms} ms"));
     let mut s = format!(
         "{} GetInteger({}): service 0 stopped answering; its client's calls were answered ETIMEDOUT by the broker {} time(s), each after the call timeout ({timeout})",
         r.label(),

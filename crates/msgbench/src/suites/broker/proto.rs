@@ -130,7 +130,10 @@ mod tests {
         let mut w = vec![0u8; WORK_HEADER + 3];
         write_work_header(&mut w, 0x1_0000_0002, GET_INTEGER);
         w[WORK_HEADER..].copy_from_slice(b"abc");
-        assert_eq!(read_work(&w), Some((0x1_0000_0002, GET_INTEGER, &b"abc"[..])));
+        assert_eq!(
+            read_work(&w),
+            Some((0x1_0000_0002, GET_INTEGER, &b"abc"[..]))
+        );
         assert!(read_work(&w[..11]).is_none());
         let mut r = Vec::new();
         write_result_header(&mut r, 7, 22);

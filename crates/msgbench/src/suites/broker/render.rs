@@ -213,7 +213,8 @@ pub fn faults(rows: &[BrokerRow]) -> Option<Table> {
         t.row(vec![
             r.ints.to_string(),
             r.label(),
-            r.call_timeout_ms.map_or("-".into(), |ms| format!("{ms} ms")),
+            r.call_timeout_ms
+                .map_or("-".into(), |ms| format!("{ms} ms")),
             r.timeouts.to_string(),
             fmt_ns(o.p50_ns),
             fmt_ns(o.p99_ns),
@@ -237,12 +238,15 @@ Routing: the msgbench broker's own time per call, timestamped inside it (the sen
 (De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone. \
 Daemon's share: the row's p50 minus peer-to-peer D-Bus's. \
 Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
-QNX column: the D-Bus study's figures (QNX 6.4 on a BeagleBoard), per call or round trip. \
-Beside a hung service: with --inject-fault hang-service each broker cell runs twice, and in the second service 0 stops answering after a few timed calls; \
-Timed out: its client's calls the broker answered ETIMEDOUT; p50/p99: the other clients' calls; p99 without: theirs in the run without the fault.",
+QNX column: the D-Bus study's figures (QNX 6.4 on a BeagleBoard), per call or round trip.{}",
         plan.clients,
         crate::measure::placement::format_list(&plan.cpus),
-        plan.repeats
+        plan.repeats,
+        match plan.fault {
+            Some(_) => " Beside a hung service: with --inject-fault hang-service each broker cell runs twice, and in the second service 0 stops answering after a few timed calls; \
+Timed out: its client's calls the broker answered ETIMEDOUT; p50/p99: the other clients' calls (one caller fewer competes for the CPUs than in the run without the fault); p99 without: theirs in the run without the fault.",
+            None => "",
+        }
     )
 }
 

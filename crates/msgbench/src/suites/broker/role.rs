@@ -174,9 +174,7 @@ fn serve(a: &ServiceArgs, stop: Arc<AtomicBool>) -> Result<()> {
         Meet::Msgpass { .. } if a.hang_after.is_some() => {
             bail!("--hang-after: only a service attached to the broker (--via-broker) hangs")
         }
-        Meet::Msgpass { ns, transport } => {
-            service::serve(&ns, &transport, a.index, &opts(), stop)
-        }
+        Meet::Msgpass { ns, transport } => service::serve(&ns, &transport, a.index, &opts(), stop),
         Meet::Dbus(target) => dbus::serve(&target, a.index, &stop),
     }
 }

@@ -308,7 +308,8 @@ impl Router {
                 let mut status = status;
                 if self.validate && status == 0 {
                     let v0 = self.clock.now();
-                    let ok = read_reply(reply).is_some_and(|(_, b)| dbus::validate_reply_body(b).is_ok());
+                    let ok = read_reply(reply)
+                        .is_some_and(|(_, b)| dbus::validate_reply_body(b).is_ok());
                     checked = self.clock.now() - v0;
                     if !ok {
                         status = libc::EBADMSG as u32;
@@ -353,7 +354,10 @@ impl Router {
         }
         for index in 0..self.services.len() as u32 {
             let s = &self.services[index as usize];
-            let dead = s.pidfd.as_ref().is_some_and(|p| oslayer::pidfd::exited(p.as_fd()));
+            let dead = s
+                .pidfd
+                .as_ref()
+                .is_some_and(|p| oslayer::pidfd::exited(p.as_fd()));
             if dead && !s.gone {
                 self.lose(index);
             }
