@@ -459,3 +459,48 @@ fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
     let left = processes_mentioning(&dir.path().display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+#[test]
+fn a_connection_cannot_answer_calls_it_was_not_handed() {
+    use msgbench::suites::broker::proto::{write_result_header, RESULT};
+    let _serial = serial();
+    let dir = TestDir::new("broker-forged-result");
+    let ns_path = dir.ns();
+    std::fs::create_dir(&ns_path).expect("ns");
+    let ns = Namespace::open(&ns_path).expect("ns");
+    let transport = "uds";
+    let route = ["route", "--services", "2"];
+    // Service 0 holds its first call, so the token stays in flight while
+    // the forger guesses.
+    let (broker, mut hung, mut good) = broker_with_a_hung_service(transport, &ns_path, "0", &route);
+    let caller = {
+        let ns = ns.clone();
+        std::thread::spawn(move || via_broker(&ns, transport, 0, 0).get_integer(1))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let t = msgpass::transport::by_name(transport).expect("uds");
+    let mut forger =
+        msgpass::Connection::open(&ns, ENDPOINT, &*t, &opts()).expect("reach the broker");
+    let mut msg = Vec::new();
+    let mut reply = vec![0u8; forger.max_msg()];
+    for guess in (0..2000u64).chain([u64::MAX, 1 << 32]) {
+        write_result_header(&mut msg, guess, 0);
+        msg.extend_from_slice(&[0; 16]);
+        match forger.call(RESULT, &msg, &mut reply) {
+            Err(msgpass::Error::Remote { code }) => assert_eq!(code, libc::EPROTO),
+            other => panic!("a forged result for token {guess} was taken: {other:?}"),
+        }
+    }
+    let _ = hung.stop(Duration::from_secs(1));
+    let err = caller
+        .join()
+        .expect("caller")
+        .expect_err("its service died");
+    assert!(!format!("{err:#}").contains("wrong reply"), "{err:#}");
+    let mut b = via_broker(&ns, transport, 1, 1);
+    b.get_integer(16).expect("the broker still routes");
+    drop((b, forger));
+    let stats = stats_of(broker);
+    assert_eq!(stats.routed, 1, "{stats:?}");
+    good.stop(Duration::from_secs(3)).expect("service 1 stops");
+}

@@ -25,6 +25,11 @@
 //! `EHOSTUNREACH`; one whose held call fails when work is handed to it
 //! likewise.
 //!
+//! Tokens are unguessable (a keyed hash of a count), so a connection that
+//! sends a result for work it was not handed is refused. Attaching is not
+//! checked: any connection may attach as a service index nobody holds, as
+//! a name on a D-Bus bus without a policy goes to whoever asks first.
+//!
 //! It reads only the fixed header ([`RequestHeader`]): the destination, to
 //! pick the service. With `validate` it also decodes every request and
 //! reply body in the D-Bus wire format with the D-Bus library, as a daemon
@@ -114,7 +119,13 @@ pub struct Router {
     /// Which service has which token's work (kept after its call timed
     /// out, until its result comes).
     at: HashMap<u64, u32>,
-    next_token: u64,
+    /// Calls taken so far: a token is this count hashed with `key`.
+    taken: u64,
+    /// The secret that makes tokens unguessable: a service learns only
+    /// the tokens of the work it was handed, and any other connection
+    /// that sends a `RESULT` with a token it guessed is refused (`EPROTO`)
+    /// instead of answering another client's call.
+    key: std::collections::hash_map::RandomState,
     validate: bool,
     call_timeout: Option<Duration>,
     clock: Clock,
@@ -142,7 +153,8 @@ impl Router {
             services: (0..services).map(|_| Service::default()).collect(),
             calls: HashMap::new(),
             at: HashMap::new(),
-            next_token: 1,
+            taken: 0,
+            key: std::collections::hash_map::RandomState::new(),
             validate,
             call_timeout,
             clock: Clock::best(),
@@ -233,8 +245,7 @@ impl Router {
             self.stats.refused += 1;
             return;
         };
-        let token = self.next_token;
-        self.next_token += 1;
+        let token = self.token();
         let deadline = self.call_timeout.map(|t| Instant::now() + t);
         self.calls.insert(
             token,
@@ -390,6 +401,20 @@ impl Router {
         for s in &mut self.services {
             if let Some(r) = s.ready.take() {
                 let _ = r.reply_error(libc::ESHUTDOWN);
+            }
+        }
+    }
+
+    /// A fresh token: the count of calls taken, hashed with the secret key
+    /// (SipHash), so that knowing one's own tokens says nothing of the
+    /// others'; one already in flight (a 2^-64 chance) is skipped.
+    fn token(&mut self) -> u64 {
+        use std::hash::BuildHasher;
+        loop {
+            self.taken += 1;
+            let t = self.key.hash_one(self.taken);
+            if !self.calls.contains_key(&t) && !self.at.contains_key(&t) {
+                return t;
             }
         }
     }
