@@ -107,7 +107,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::transport::core::{relay_pool, Answer, Copied, Detach};
+use crate::pulse::{is_pulse, Pulse};
+use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
 use crate::transport::slab::Token;
@@ -188,6 +189,8 @@ impl Transport for SysvMsg {
             dirty: false,
             buf: MsgBuf::new(HEAD + max_msg),
             len: 0,
+            oneway: false,
+            small: MsgBuf::new(HEAD),
             guard: Guard::default(),
             max_msg,
             shared: Arc::new(Shared::default()),
@@ -446,6 +449,19 @@ impl Ticker {
     }
 }
 
+/// What a connection's held request shares with the server.
+#[derive(Default)]
+struct Flags {
+    /// Set once the connection is over (dropped by the server, or its
+    /// queue found broken by a held request's reply): a held request's
+    /// reply then goes nowhere, and the server drops the connection at
+    /// its next request.
+    over: AtomicBool,
+    /// A request of the connection is held (deferred, or in a pool): the
+    /// server answers its next call `EAGAIN` at once until it is answered.
+    held: AtomicBool,
+}
+
 /// What the server keeps of a client besides its session. Dropping it
 /// removes the client's reply queue, unless kept.
 struct Link {
@@ -453,11 +469,7 @@ struct Link {
     mtype: MsgType,
     reply_q: MsgQueueId,
     stamp: MsgQueueStamp,
-    /// Set once the connection is over (dropped by the server, or its
-    /// queue found broken by a held request's reply): a held request's
-    /// reply then goes nowhere, and the server drops the connection at
-    /// its next request.
-    over: Arc<AtomicBool>,
+    flags: Arc<Flags>,
     /// Leave the queue when dropped (the channel is being dropped, see
     /// `Drop for SysvServer`).
     keep: bool,
@@ -469,7 +481,7 @@ impl Link {
             mtype,
             reply_q,
             stamp,
-            over: Arc::default(),
+            flags: Arc::default(),
             keep: false,
         }
     }
@@ -477,7 +489,7 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        self.over.store(true, Ordering::Release);
+        self.flags.over.store(true, Ordering::Release);
         if !self.keep {
             let _ = oslayer::sysv_msg::remove(self.reply_q);
         }
@@ -496,6 +508,10 @@ struct SysvServer {
     /// The request last received (and the reply being sent).
     buf: MsgBuf,
     len: usize,
+    /// The request last received is a one-way message (a pulse).
+    oneway: bool,
+    /// Room for a reply without payload (an `EAGAIN`).
+    small: MsgBuf,
     guard: Guard<Token>,
     max_msg: usize,
     shared: Arc<Shared>,
@@ -530,7 +546,7 @@ impl SysvServer {
     fn route(&mut self, t: MsgType) -> Option<Token> {
         let tok = *self.by_type.get(&t)?;
         match self.conns.get(tok) {
-            Some(c) if !c.link.over.load(Ordering::Acquire) => Some(tok),
+            Some(c) if !c.link.flags.over.load(Ordering::Acquire) => Some(tok),
             Some(_) => {
                 self.drop_conn(tok);
                 None
@@ -539,6 +555,52 @@ impl SysvServer {
                 self.by_type.remove(&t);
                 None
             }
+        }
+    }
+
+    /// Checks the message just received (`n` bytes of text in our buffer)
+    /// from connection `i`, and returns its header when it is to be
+    /// served. A malformed one (a header that disagrees with the size, a
+    /// message cut by `MSG_NOERROR` for being over the maximum, a pulse
+    /// whose payload is not one) drops the connection. A call from a
+    /// connection whose request is held is answered `EAGAIN` at once (its
+    /// client breaks the protocol: a client waits for its answer before it
+    /// calls again, and a reply owed to a call that timed out first), so
+    /// nothing of it is kept; one-way messages and pulses hold nothing and
+    /// are served in their order.
+    fn admit(&mut self, i: Token, n: usize) -> Option<Incoming> {
+        if n < HEAD {
+            self.drop_conn(i);
+            return None;
+        }
+        let h: [u8; HEAD] = self.buf.text()[..HEAD].try_into().expect("header");
+        let (cmd, len) = parse_head(&h);
+        if len != n - HEAD || (is_pulse(cmd) && Pulse::decode(&self.buf.text()[HEAD..n]).is_none())
+        {
+            self.drop_conn(i);
+            return None;
+        }
+        let head = Incoming::from_wire(cmd, len);
+        let held = self
+            .conns
+            .get(i)
+            .is_some_and(|c| c.link.flags.held.load(Ordering::Acquire));
+        if held && !head.oneway {
+            self.refuse_call(i);
+            return None;
+        }
+        Some(head)
+    }
+
+    /// Answers `EAGAIN` to a call of connection `i` that is not taken; a
+    /// reply queue that takes no more (its client does not read its
+    /// replies) drops the connection.
+    fn refuse_call(&mut self, i: Token) {
+        let Some(reply_q) = self.conns.get(i).map(|c| c.link.reply_q) else {
+            return;
+        };
+        if send_reply(&mut self.small, reply_q, libc::EAGAIN as u32, &[]).is_err() {
+            self.drop_conn(i);
         }
     }
 
@@ -648,20 +710,12 @@ impl ServerChannel for SysvServer {
             let Some(i) = self.route(t) else {
                 continue;
             };
-            if n < HEAD {
-                self.drop_conn(i);
-                continue;
+            if let Some(head) = self.admit(i, n) {
+                self.guard.set(i);
+                self.len = head.len;
+                self.oneway = head.oneway;
+                return Ok(Some(head));
             }
-            let h: [u8; HEAD] = self.buf.text()[..HEAD].try_into().expect("header");
-            let (cmd, len) = parse_head(&h);
-            if len != n - HEAD {
-                // Malformed, or truncated by MSG_NOERROR: over the maximum.
-                self.drop_conn(i);
-                continue;
-            }
-            self.guard.set(i);
-            self.len = len;
-            return Ok(Some(Incoming::from_wire(cmd, len)));
         }
     }
 
@@ -685,14 +739,24 @@ impl ServerChannel for SysvServer {
         self.conns.len()
     }
 
+    /// A call is held by its handle, whose reply goes straight to the
+    /// connection's reply queue; the connection's next call is answered
+    /// `EAGAIN` until then (see [`SysvServer::admit`]). A one-way message
+    /// (a pulse) holds nothing: nobody waits for its answer.
     fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
         let i = self.guard.take().ok()?;
+        let data = self.data().to_vec();
+        if self.oneway {
+            return Some(Copied::boxed(data, Unanswered, self.max_msg));
+        }
         let link = &self.conns.get(i)?.link;
+        link.flags.held.store(true, Ordering::Release);
         let to = ReplyQueue {
             reply_q: link.reply_q,
-            over: Arc::clone(&link.over),
+            flags: Arc::clone(&link.flags),
+            sent: false,
         };
-        Some(Copied::boxed(self.data().to_vec(), to, self.max_msg))
+        Some(Copied::boxed(data, to, self.max_msg))
     }
 
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
@@ -722,20 +786,40 @@ impl Detach for SysvServer {
 /// Where a detached request's answer goes: its connection's reply queue.
 struct ReplyQueue {
     reply_q: MsgQueueId,
-    /// The connection is over: the reply goes nowhere.
-    over: Arc<AtomicBool>,
+    /// The connection's flags: over (the reply goes nowhere), and held
+    /// (this request), cleared once answered.
+    flags: Arc<Flags>,
+    /// The answer went (or was found to have nowhere to go).
+    sent: bool,
 }
 
 impl Answer for ReplyQueue {
     /// A reply its queue refuses marks the connection over, for the server
-    /// to drop at its next request.
-    fn send(&mut self, code: u32, data: &[u8]) {
-        if self.over.load(Ordering::Acquire) {
-            return;
+    /// to drop at its next request. The connection is no longer held from
+    /// just before the reply goes: its client sends its next call once it
+    /// has read it, and that call must find the connection free.
+    fn send(&mut self, code: u32, data: &[u8]) -> bool {
+        self.sent = true;
+        self.flags.held.store(false, Ordering::Release);
+        if self.flags.over.load(Ordering::Acquire) {
+            return false;
         }
         let mut buf = MsgBuf::new(HEAD + data.len());
-        if send_reply(&mut buf, self.reply_q, code, data).is_err() {
-            self.over.store(true, Ordering::Release);
+        let sent = send_reply(&mut buf, self.reply_q, code, data).is_ok();
+        if !sent {
+            self.flags.over.store(true, Ordering::Release);
+        }
+        sent
+    }
+}
+
+impl Drop for ReplyQueue {
+    /// Never answered (its handle answers on drop, so only if that failed
+    /// to run): the connection is not held any more. After an answer the
+    /// flag may be the connection's next request's already.
+    fn drop(&mut self) {
+        if !self.sent {
+            self.flags.held.store(false, Ordering::Release);
         }
     }
 }
