@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod alarm;
 mod areas;
 mod client;
 pub(crate) mod core;

@@ -107,7 +107,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::pulse::{is_pulse, Pulse};
+use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
+use crate::transport::alarm::Alarm;
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
@@ -124,6 +125,9 @@ use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 const MTYPE_WAKE: MsgType = 1;
 /// Type of replies in a reply queue.
 const MTYPE_REPLY: MsgType = 1;
+/// Type of the wake-up message the alarm thread puts in a reply queue
+/// when a call's deadline passes (see the module documentation).
+const MTYPE_DEADLINE: MsgType = 2;
 /// Length of the hello's extra bytes: request queue id (i32), reply queue
 /// id (i32), the connection's message type (a `long`), little-endian.
 const EXTRA_LEN: usize = 16;
@@ -224,47 +228,56 @@ impl Transport for SysvMsg {
     }
 
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
-        let (sock, hello, _fds) = rendezvous::connect(path, Family::SysvMsg, opts)?;
-        let extra: [u8; EXTRA_LEN] = hello.extra.as_slice().try_into().map_err(|_| {
-            Error::Protocol(format!(
-                "{}: the server could not create this connection's queue",
-                path.display()
-            ))
-        })?;
-        let i32_at =
-            |i: usize| i32::from_le_bytes([extra[i], extra[i + 1], extra[i + 2], extra[i + 3]]);
-        let req_q = MsgQueueId(i32_at(0));
-        let reply_q = MsgQueueId(i32_at(4));
-        let mtype = MsgType::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
-        let dead = Arc::new(AtomicBool::new(false));
-        let (stop_r, stop_w) = oslayer::pipe::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
-        let watchdog = Watchdog {
-            sock,
-            stop: stop_r,
-            dead: Arc::clone(&dead),
-            reply_q,
-        };
-        let handle = match std::thread::Builder::new()
-            .name("msgpass-sysv-watch".into())
-            .spawn(move || watchdog.run())
-        {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = oslayer::sysv_msg::remove(reply_q);
-                return Err(Error::io("sysv-msg: start the watchdog thread", e));
-            }
-        };
-        Ok(Box::new(SysvClient {
-            req_q,
-            reply_q,
-            mtype,
-            buf: MsgBuf::new(HEAD + hello.max_msg),
-            max_msg: hello.max_msg,
-            dead,
-            stop: Some(stop_w),
-            watchdog: Some(handle),
-        }))
+        Ok(Box::new(connect(path, opts)?))
     }
+}
+
+/// Connects to the endpoint at `path`.
+fn connect(path: &Path, opts: &Options) -> Result<SysvClient> {
+    let (sock, hello, _fds) = rendezvous::connect(path, Family::SysvMsg, opts)?;
+    let extra: [u8; EXTRA_LEN] = hello.extra.as_slice().try_into().map_err(|_| {
+        Error::Protocol(format!(
+            "{}: the server could not create this connection's queue",
+            path.display()
+        ))
+    })?;
+    let i32_at =
+        |i: usize| i32::from_le_bytes([extra[i], extra[i + 1], extra[i + 2], extra[i + 3]]);
+    let req_q = MsgQueueId(i32_at(0));
+    let reply_q = MsgQueueId(i32_at(4));
+    let mtype = MsgType::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
+    let dead = Arc::new(AtomicBool::new(false));
+    let (stop_r, stop_w) = oslayer::pipe::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
+    let watchdog = Watchdog {
+        sock,
+        stop: stop_r,
+        dead: Arc::clone(&dead),
+        reply_q,
+    };
+    let handle = match std::thread::Builder::new()
+        .name("msgpass-sysv-watch".into())
+        .spawn(move || watchdog.run())
+    {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = oslayer::sysv_msg::remove(reply_q);
+            return Err(Error::io("sysv-msg: start the watchdog thread", e));
+        }
+    };
+    Ok(SysvClient {
+        req_q,
+        reply_q,
+        mtype,
+        buf: MsgBuf::new(HEAD + hello.max_msg),
+        max_msg: hello.max_msg,
+        dead,
+        stop: Some(stop_w),
+        watchdog: Some(handle),
+        timeout: None,
+        alarm: None,
+        woken: false,
+        owed: false,
+    })
 }
 
 /// Creates a private queue and reads its stamp.
@@ -922,6 +935,15 @@ struct SysvClient {
     /// Dropping it stops the watchdog.
     stop: Option<OwnedFd>,
     watchdog: Option<JoinHandle<()>>,
+    /// Every call's deadline, from its start.
+    timeout: Option<Duration>,
+    /// Puts an [`MTYPE_DEADLINE`] message in our reply queue when a call's
+    /// deadline passes (made with the first timeout).
+    alarm: Option<Alarm>,
+    /// The call under way took the alarm's message.
+    woken: bool,
+    /// A call timed out: the next reply to arrive is its, to discard.
+    owed: bool,
 }
 
 /// True for the errors a removed queue gives.
@@ -932,8 +954,9 @@ fn queue_gone(e: &io::Error) -> bool {
 impl SysvClient {
     /// Sends one request with wire code `code`, checking its size first. A
     /// full request queue is retried (with a growing pause) until there is
-    /// room or the server is known to be gone.
-    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
+    /// room, the server is known to be gone, or `deadline` passes (the
+    /// call's [`Error::TimedOut`]: nothing was sent).
+    fn send_request(&mut self, code: u32, req: &[u8], deadline: Option<Instant>) -> Result<()> {
         if self.dead.load(Ordering::Acquire) {
             return Err(Error::Disconnected);
         }
@@ -956,7 +979,11 @@ impl SysvClient {
                     if self.dead.load(Ordering::Acquire) {
                         return Err(Error::Disconnected);
                     }
-                    std::thread::sleep(backoff);
+                    let nap = match deadline {
+                        None => backoff,
+                        Some(d) => left(d).ok_or_else(|| self.timed_out())?.min(backoff),
+                    };
+                    std::thread::sleep(nap);
                     backoff = (backoff * 2).min(Duration::from_millis(1));
                 }
                 Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
@@ -966,12 +993,27 @@ impl SysvClient {
     }
 }
 
-impl ClientConnection for SysvClient {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
-        self.send_request(cmd, req)?;
-        let n = loop {
+impl SysvClient {
+    /// The error of a call past its deadline.
+    fn timed_out(&self) -> Error {
+        Error::TimedOut {
+            timeout: self.timeout.unwrap_or_default(),
+        }
+    }
+
+    /// Receives the next message of our reply queue: a reply (its text
+    /// length), or the alarm's message once `deadline` has passed (the
+    /// call's [`Error::TimedOut`]).
+    fn receive_reply(&mut self, deadline: Option<Instant>) -> Result<usize> {
+        loop {
             match oslayer::sysv_msg::receive(self.reply_q, &mut self.buf, 0, MsgFlags::NOERROR) {
-                Ok(n) => break n,
+                Ok(_) if self.buf.mtype() == MTYPE_DEADLINE => {
+                    self.woken = true;
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(self.timed_out());
+                    }
+                }
+                Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if self.dead.load(Ordering::Acquire) {
                         return Err(Error::Disconnected);
@@ -980,7 +1022,66 @@ impl ClientConnection for SysvClient {
                 Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
                 Err(e) => return Err(Error::io("sysv-msg: receive reply", e)),
             }
-        };
+        }
+    }
+
+    /// One call, with its deadline (if any) armed: first the reply owed to
+    /// a call that timed out, waited for and discarded; then the request,
+    /// and its reply (past the deadline, owed from then on).
+    fn round_trip(
+        &mut self,
+        cmd: u32,
+        req: &[u8],
+        reply: &mut [u8],
+        deadline: Option<Instant>,
+    ) -> Result<usize> {
+        if self.owed {
+            self.receive_reply(deadline)?;
+            self.owed = false;
+        }
+        self.send_request(cmd, req, deadline)?;
+        let n = self.receive_reply(deadline).inspect_err(|e| {
+            if matches!(e, Error::TimedOut { .. }) {
+                self.owed = true;
+            }
+        })?;
+        self.unpack(n, reply)
+    }
+
+    /// Arms the alarm for a call with `deadline`.
+    fn arm(&mut self, deadline: Instant) -> Result<()> {
+        let reply_q = self.reply_q;
+        let alarm = self.alarm.get_or_insert_with(|| {
+            Alarm::new(move || {
+                let mut wake = MsgBuf::new(0);
+                wake.set_mtype(MTYPE_DEADLINE);
+                // A queue gone or full: the call ends by itself then.
+                let _ = oslayer::sysv_msg::send(reply_q, &wake, 0, MsgFlags::NOWAIT);
+            })
+        });
+        self.woken = false;
+        alarm
+            .arm(deadline)
+            .map_err(|e| Error::io("sysv-msg: start the alarm thread", e))
+    }
+
+    /// Disarms the alarm after a call; its message, if it went and the
+    /// call did not take it, is taken now, so that none is left behind.
+    fn disarm(&mut self) {
+        let fired = self.alarm.as_ref().is_some_and(Alarm::disarm);
+        if fired && !self.woken {
+            let _ = oslayer::sysv_msg::receive(
+                self.reply_q,
+                &mut self.buf,
+                MTYPE_DEADLINE,
+                MsgFlags::NOWAIT | MsgFlags::NOERROR,
+            );
+        }
+    }
+
+    /// Copies the reply of `n` bytes of text in our buffer to `reply`,
+    /// checked.
+    fn unpack(&self, n: usize, reply: &mut [u8]) -> Result<usize> {
         if n < HEAD {
             return Err(Error::Protocol(format!("reply of {n} bytes, no header")));
         }
@@ -996,6 +1097,26 @@ impl ClientConnection for SysvClient {
         reply[..len].copy_from_slice(&self.buf.text()[HEAD..n]);
         Ok(len)
     }
+}
+
+/// The time left before `deadline`, `None` once it has passed.
+fn left(deadline: Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+impl ClientConnection for SysvClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        let Some(timeout) = self.timeout else {
+            return self.round_trip(cmd, req, reply, None);
+        };
+        let deadline = Instant::now() + timeout;
+        self.arm(deadline)?;
+        let got = self.round_trip(cmd, req, reply, Some(deadline));
+        self.disarm();
+        got
+    }
 
     fn max_msg(&self) -> usize {
         self.max_msg
@@ -1004,11 +1125,34 @@ impl ClientConnection for SysvClient {
     /// A full request queue is retried until there is room (never
     /// dropped); a dead server is noticed by the watchdog.
     fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
-        self.send_request(cmd | ONEWAY, req)
+        self.send_request(cmd | ONEWAY, req, None)
     }
 
     fn oneway(&self) -> bool {
         true
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// Into the request queue if it has room now (`IPC_NOWAIT`): the
+    /// queue's `msgmnb` bytes, shared by every client, bound what waits.
+    fn send_pulse(&mut self, payload: &[u8; PULSE_LEN]) -> Result<()> {
+        if self.dead.load(Ordering::Acquire) {
+            return Err(Error::Disconnected);
+        }
+        let mut msg = MsgBuf::new(HEAD + PULSE_LEN);
+        msg.set_mtype(self.mtype);
+        msg.text_mut()[..HEAD].copy_from_slice(&head(PULSE | ONEWAY, PULSE_LEN));
+        msg.text_mut()[HEAD..].copy_from_slice(payload);
+        match oslayer::sysv_msg::send(self.req_q, &msg, HEAD + PULSE_LEN, MsgFlags::NOWAIT) {
+            Ok(()) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Err(Error::PulseQueueFull),
+            Err(e) if queue_gone(&e) => Err(Error::Disconnected),
+            Err(e) => Err(Error::io("sysv-msg: send pulse", e)),
+        }
     }
 }
 
@@ -1146,5 +1290,66 @@ mod tests {
         );
         assert!(!after, "the next server's clean-up left the queue");
         assert!(!record_after, "the next server's clean-up left the record");
+    }
+
+    /// A call's deadline ends its wait at about its time, not at a tick
+    /// (ten seconds here): the alarm thread wakes the `msgrcv`. The late
+    /// reply is discarded by the next call, which gets its own; and no
+    /// alarm message is left in the reply queue (the server, dropped,
+    /// would keep a record of a queue still holding one).
+    #[test]
+    fn a_deadline_ends_the_wait_before_any_tick() {
+        let dir = std::env::temp_dir().join(format!("msgpass-sysv-d-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ep");
+        let opts = Options {
+            tick: Duration::from_secs(10),
+            ..Options::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (late_tx, late) = std::sync::mpsc::channel::<()>();
+        let server = {
+            let (path, opts, stop) = (path.clone(), opts.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut s = SysvMsg.serve(&path, &opts).expect("serve");
+                ready_tx.send(()).expect("ready");
+                s.receive(&stop).expect("receive").expect("the slow call");
+                let mut held = s.detach().expect("held");
+                late.recv().expect("told to answer");
+                held.reply(Status::Ok, b"late").expect("late reply");
+                // An echo server.
+                while let Ok(Some(_)) = s.receive(&stop) {
+                    let data = s.data().to_vec();
+                    let _ = s.reply(Status::Ok, &data);
+                }
+            })
+        };
+        ready.recv().expect("server up");
+        let mut c = SysvMsg.connect(&path, &opts).expect("connect");
+        let timeout = Duration::from_millis(50);
+        c.set_timeout(Some(timeout)).expect("timeout");
+        let mut reply = [0u8; 64];
+        let start = Instant::now();
+        let slow = c.call(1, b"slow", &mut reply);
+        let took = start.elapsed();
+        late_tx.send(()).expect("answer late");
+        let next = c.call(1, b"next", &mut reply).map(|n| reply[..n].to_vec());
+        let on_time = (0..100).all(|_| c.call(1, b"x", &mut reply).is_ok());
+        stop.store(true, Ordering::Relaxed);
+        drop(c);
+        server.join().expect("server thread");
+        let record_left = record_path(&path).exists();
+        let _ = fs::remove_dir_all(&dir);
+        assert!(
+            matches!(slow, Err(Error::TimedOut { timeout: t }) if t == timeout),
+            "{slow:?}"
+        );
+        assert!(took >= timeout, "ended early: {took:?}");
+        assert!(took < Duration::from_secs(5), "ended at a tick: {took:?}");
+        assert_eq!(next.expect("the next call"), b"next", "got the late reply");
+        assert!(on_time, "calls answered in time failed");
+        assert!(!record_left, "a message was left in a reply queue");
     }
 }
