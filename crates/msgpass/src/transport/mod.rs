@@ -32,6 +32,7 @@ pub(crate) mod core;
 pub mod eventfd;
 pub mod fifo;
 pub mod fuse;
+mod fuse_queue;
 pub mod io_uring;
 mod mechanism;
 mod pace;
