@@ -35,6 +35,11 @@ use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgType};
 const HOSTILE: &[u8; 4] = b"EVIL";
 /// How long a test may run.
 const LIMIT: Duration = Duration::from_secs(60);
+/// How long one step may take: well within [`LIMIT`], so that a failing
+/// fuse test panics and unwinds (dropping its server, which ends the raw
+/// calls still blocked) before the watchdog ends the process with them
+/// stuck on a server of its own.
+const STEP: Duration = Duration::from_secs(20);
 /// The wire code of a pulse.
 const PULSE_WIRE: u32 = msgpass::PULSE | msgpass::ONEWAY;
 
@@ -98,7 +103,7 @@ impl Holder {
 
     /// Waits until `n` hostile requests were taken (within the limit).
     fn wait_taken(&self, n: usize) {
-        let deadline = Instant::now() + LIMIT;
+        let deadline = Instant::now() + STEP;
         while self.taken() < n {
             assert!(Instant::now() < deadline, "{n} never taken");
             thread::sleep(Duration::from_millis(2));
@@ -266,17 +271,17 @@ fn fuse_a_hundred_calls_on_one_file_while_one_is_held() {
         // One held, one waiting behind it; every other refused at once.
         server.wait_taken(1);
         for k in 0..THREADS - 2 {
-            let status = answers.recv_timeout(LIMIT).expect("a refusal");
+            let status = answers.recv_timeout(STEP).expect("a refusal");
             assert_eq!(status, libc::EAGAIN as u32, "answer {k}");
         }
-        honest_calls_at(t.dir(), "fuse", 50, Duration::from_millis(20), LIMIT);
+        honest_calls_at(t.dir(), "fuse", 50, Duration::from_millis(20), STEP);
         assert_eq!(server.taken(), 1, "a second call of a held connection");
         // The answer (EIO) lets the waiting one in, and it only.
         server.release();
-        assert_eq!(answers.recv_timeout(LIMIT), Ok(libc::EIO as u32));
+        assert_eq!(answers.recv_timeout(STEP), Ok(libc::EIO as u32));
         server.wait_taken(2);
         server.release();
-        assert_eq!(answers.recv_timeout(LIMIT), Ok(libc::EIO as u32));
+        assert_eq!(answers.recv_timeout(STEP), Ok(libc::EIO as u32));
         for c in callers {
             c.join().expect("caller");
         }
