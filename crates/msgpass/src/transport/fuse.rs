@@ -852,9 +852,11 @@ impl Core for FuseCore {
 
     fn reply(&self, w: &mut FuseWorker, status: Status, data: &[u8]) -> Result<()> {
         let p = w.cur.take()?;
-        match &self.dev {
-            Some(dev) => answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg),
-            None => Ok(()),
+        let Some(dev) = &self.dev else { return Ok(()) };
+        // A client gone is no error here (only a held request says so).
+        match answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg) {
+            Err(Error::Disconnected) => Ok(()),
+            got => got,
         }
     }
 
