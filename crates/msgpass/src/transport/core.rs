@@ -196,9 +196,10 @@ pub(crate) trait Detach: ServerChannel {
 /// answer goes.
 pub(crate) trait Answer: Send + 'static {
     /// Sends a reply (wire `code`, then `data`, already within the size
-    /// rule). A client gone meanwhile is not an error: the reply goes
-    /// nowhere (and the server learns, to drop the connection).
-    fn send(&mut self, code: u32, data: &[u8]);
+    /// rule). False when the client is known to be gone (before, or the
+    /// send found it so): the reply went nowhere, and the server learns,
+    /// to drop the connection.
+    fn send(&mut self, code: u32, data: &[u8]) -> bool;
 }
 
 /// A detached request holding a copy of its payload (what a [`Detach`]
@@ -233,8 +234,10 @@ impl<A: Answer> HeldRequest for Copied<A> {
             return Err(Error::Protocol("reply without a request".into()));
         }
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        self.to.send(code, data);
-        verdict
+        match self.to.send(code, data) {
+            true => verdict,
+            false => Err(Error::Disconnected),
+        }
     }
 }
 
@@ -242,7 +245,9 @@ impl<A: Answer> HeldRequest for Copied<A> {
 pub(crate) struct Unanswered;
 
 impl Answer for Unanswered {
-    fn send(&mut self, _code: u32, _data: &[u8]) {}
+    fn send(&mut self, _code: u32, _data: &[u8]) -> bool {
+        true
+    }
 }
 
 /// Requests the queue of a relay pool holds per thread.

@@ -25,12 +25,14 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod alarm;
 mod areas;
 mod client;
 pub(crate) mod core;
 pub mod eventfd;
 pub mod fifo;
 pub mod fuse;
+mod fuse_queue;
 pub mod io_uring;
 mod mechanism;
 mod pace;
