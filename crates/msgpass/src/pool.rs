@@ -177,8 +177,10 @@ impl Receiver {
 /// [`reply_with`](OwnedRequest::reply_with) or
 /// [`reply_error`](OwnedRequest::reply_error); dropped unanswered, it
 /// replies `EIO` at once, so no client waits for an answer that will not
-/// come. A client that died meanwhile is not an error: the reply goes
-/// nowhere. A one-way message needs no reply, and a drop sends none.
+/// come. A reply to a client that died meanwhile goes nowhere; where the
+/// transport knows the client is gone it says [`Error::Disconnected`]
+/// (always for a deferred request), which a server may ignore. A one-way
+/// message needs no reply, and a drop sends none.
 pub struct OwnedRequest {
     once: Once<Held>,
     keep: Keep,
