@@ -96,5 +96,5 @@ pub use connection::Connection;
 pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
 pub use pool::{OwnedRequest, Receiver};
-pub use pulse::{Pulse, PULSE};
+pub use pulse::{Pulse, PULSE, RESERVED};
 pub use transport::{Options, Status, Transport, Typed, ONEWAY};
