@@ -20,6 +20,7 @@ pub fn catalogue() -> &'static [TestDef] {
         v.extend(super::mutex::tests());
         v.extend(super::irq::tests());
         v.extend(super::mem::tests());
+        v.extend(super::msg::tests());
         v
     })
 }
