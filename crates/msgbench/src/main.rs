@@ -16,7 +16,7 @@ use msgbench::suites::adder::{Adder, AdderArgs, Mode, Placement};
 use msgbench::suites::broker::{self as broker, Broker, BrokerArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
 use msgbench::suites::ipc::{self as ipc, Ipc, IpcArgs};
-use msgbench::suites::rtos::{Rtos, RtosArgs};
+use msgbench::suites::rtos::{self as rtos, Rtos, RtosArgs};
 use msgbench::suites::smp::{Smp, SmpArgs};
 use msgbench::suites::validate::{Validate, ValidateArgs};
 use msgbench::suites::{self, OutputArgs};
@@ -43,7 +43,7 @@ enum Cmd {
     Floor(FloorArgs),
     /// The reference tools (perf, rt-tests) next to msgbench's equivalent measurements.
     Validate(ValidateArgs),
-    /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM tests) with the QNX 6.5 figures.
+    /// The RTOS evaluation catalogue (THR, SEM, MUT, CLK, IRQ, MEM, MSG tests) with the QNX figures.
     Rtos(RtosArgs),
     /// SMP packet forwarding: RFC 2544 zero-loss throughput per table variant (mutex, rwlock, rcu, per-cpu) and worker count, in memory or over veth.
     Smp(SmpArgs),
@@ -63,6 +63,9 @@ enum Cmd {
     /// One process of a `msgbench ipc` row's clients (--idle-clients, --clients).
     #[command(hide = true)]
     IpcPeer(ipc::PeerArgs),
+    /// The server process of the `msgbench rtos` MSG tests.
+    #[command(hide = true)]
+    RtosPeer(rtos::msgpeer::PeerArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Some(Cmd::Broker(a)) => suites::execute::<Broker>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::BrokerPeer(a)) => broker::role::run(&a, stop),
         Some(Cmd::IpcPeer(a)) => ipc::peer::run(&a, stop),
+        Some(Cmd::RtosPeer(a)) => rtos::msgpeer::run(&a, stop),
         Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status

@@ -332,8 +332,12 @@ fn rtos_selection_runs_only_what_is_named() {
 
 #[test]
 fn rtos_option_errors_are_one_line() {
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
         (&["rtos", "NOPE"], "NOPE"),
+        (
+            &["rtos", "MSG-B-PRI", "--msg-inherit", "maybe"],
+            "--msg-inherit maybe",
+        ),
         (&["rtos", "--sem", "foo"], "--sem foo"),
         (&["rtos", "--duration", "0"], "--duration 0"),
     ];

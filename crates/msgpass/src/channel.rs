@@ -71,6 +71,7 @@ impl Channel {
         transport: &dyn Transport,
         opts: &Options,
     ) -> Result<Channel> {
+        transport::priority::check(transport.name(), opts)?;
         let claim = EndpointClaim::new(ns, name)?;
         let inner = transport.serve(claim.path(), opts)?;
         Ok(Channel::new(
@@ -91,6 +92,7 @@ impl Channel {
         transport: &T,
         opts: &Options,
     ) -> Result<Channel<T::Server>> {
+        transport::priority::check(transport.name(), opts)?;
         let claim = EndpointClaim::new(ns, name)?;
         let inner = Box::new(transport.serve_typed(claim.path(), opts)?);
         Ok(Channel::new(
@@ -113,6 +115,7 @@ impl Channel {
     /// (its kernel closes the connection); a peer host that vanishes is
     /// noticed by TCP keep-alive within about 5 s.
     pub fn listen_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Channel> {
+        transport::priority::check("tcp", opts)?;
         let (inner, addr) = transport::tcp::listen(addr, opts)?;
         let name = transport::tcp::remote_name(&addr);
         Ok(Channel::new(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::names::Namespace;
-use crate::pulse::{Pulse, PULSE};
+use crate::pulse::{Pulse, RESERVED};
 use crate::transport::{self, ClientConnection, Options, Transport, Typed};
 
 /// The client side: a connection to a named endpoint.
@@ -181,7 +181,7 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// [`Error::ReservedCommand`].
     #[inline]
     pub fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
-        if cmd >= PULSE {
+        if cmd >= RESERVED {
             return Err(Error::ReservedCommand { cmd });
         }
         self.inner.call(cmd, req, reply)
@@ -214,7 +214,7 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// while you read it: copy out what you check before relying on it.
     #[inline]
     pub fn call_with(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
-        if cmd >= PULSE {
+        if cmd >= RESERVED {
             return Err(Error::ReservedCommand { cmd });
         }
         let max = self.inner.max_msg();
@@ -273,7 +273,7 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
                 transport: self.transport,
             });
         }
-        if cmd >= PULSE {
+        if cmd >= RESERVED {
             return Err(Error::ReservedCommand { cmd });
         }
         if req.len() > self.inner.max_msg() {

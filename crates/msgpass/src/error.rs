@@ -99,12 +99,23 @@ pub enum Error {
     },
 
     /// A reserved command code: the top bit marks one-way messages on the
-    /// wire, 0x7fff_fffe ([`PULSE`](crate::PULSE)) pulses and 0x7fff_ffff
-    /// the wire's own hints, so `call` and `send_oneway` refuse them.
-    #[error("command {cmd:#x} is reserved (the top bit marks one-way messages, 0x7fff_fffe and up are the library's): use a code below 0x7fff_fffe")]
+    /// wire, 0x7fff_fffe ([`PULSE`](crate::PULSE)) pulses, 0x7fff_fffd and
+    /// 0x7fff_ffff the wire's own control messages (from
+    /// [`RESERVED`](crate::RESERVED) up), so `call` and `send_oneway`
+    /// refuse them.
+    #[error("command {cmd:#x} is reserved (the top bit marks one-way messages, 0x7fff_fffd and up are the library's): use a code below 0x7fff_fffd")]
     ReservedCommand {
         /// The command code as given.
         cmd: u32,
+    },
+
+    /// [`Options::inherit_priority`](crate::Options::inherit_priority) was
+    /// asked for where it cannot be given (the transport cannot name its
+    /// callers, or this process may not use SCHED_FIFO).
+    #[error("inherit_priority: {reason}")]
+    NoInheritance {
+        /// Why, and where it works.
+        reason: String,
     },
 
     /// A pool of threads of a size it cannot have.

@@ -79,6 +79,15 @@
 //! # Ok(()) }
 //! ```
 
+//! ## Priority inheritance
+//!
+//! With [`Options::inherit_priority`] a server thread serves each request
+//! at its calling thread's scheduling policy and priority until it
+//! replies, as on QNX, and a busy single-threaded server is raised as soon
+//! as a higher-priority caller sends. The caller is named by the kernel,
+//! never taken on its word; see [`transport::priority`] for how, and on
+//! which transports (uds, uds-stream, uds-dgram; refused elsewhere).
+
 #![warn(missing_docs)]
 
 mod answer;
@@ -96,5 +105,5 @@ pub use connection::Connection;
 pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
 pub use pool::{OwnedRequest, Receiver};
-pub use pulse::{Pulse, PULSE};
+pub use pulse::{Pulse, PULSE, RESERVED};
 pub use transport::{Options, Status, Transport, Typed, ONEWAY};

@@ -18,10 +18,20 @@
 use crate::transport::ONEWAY;
 
 /// The command code of a pulse on the wire (with [`ONEWAY`]): reserved,
-/// like every code from it up (0x7fff_ffff is the wire's CPU hint), so
+/// like every code from [`RESERVED`] up (0x7fff_ffff is the wire's CPU
+/// hint, 0x7fff_fffd a client's calling thread), so
 /// [`Connection::call`](crate::Connection::call) and
 /// [`Connection::send_oneway`](crate::Connection::send_oneway) refuse them.
 pub const PULSE: u32 = 0x7fff_fffe;
+
+/// The command code (with [`ONEWAY`]) by which the client library names
+/// its calling thread to a server with priority inheritance.
+pub(crate) const CALLER: u32 = 0x7fff_fffd;
+
+/// The first command code reserved to the library: codes from it up are
+/// refused by [`Connection::call`](crate::Connection::call) and
+/// [`Connection::send_oneway`](crate::Connection::send_oneway).
+pub const RESERVED: u32 = CALLER;
 
 /// Bytes of a pulse's payload on the wire.
 pub(crate) const PULSE_LEN: usize = 8;

@@ -33,6 +33,7 @@ pub mod pidfd;
 pub mod pipe;
 pub mod pmutex;
 pub mod poll;
+pub mod prio;
 pub mod process;
 pub mod pthread;
 pub mod random;

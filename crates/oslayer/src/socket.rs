@@ -152,6 +152,14 @@ pub fn send_all_within(fd: BorrowedFd<'_>, parts: &[&[u8]], limit: Duration) -> 
     })
 }
 
+/// The first bytes waiting on a socket, left there (`MSG_PEEK |
+/// MSG_DONTWAIT`): how many were copied, `WouldBlock` when none wait.
+pub fn peek_now(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    retry_rustix(|| {
+        rustix::net::recv(fd, &mut *buf, RecvFlags::PEEK | RecvFlags::DONTWAIT).map(|(n, _)| n)
+    })
+}
+
 /// One `recv` of what is there now (`MSG_DONTWAIT`): `WouldBlock` when
 /// nothing is. Returns the bytes received; 0 is the peer's end of stream.
 #[inline]

@@ -45,6 +45,12 @@ pub struct ServerArgs {
     /// the k-th CPU of the list.
     #[arg(long = "pool", value_name = "N")]
     pub pool: Option<usize>,
+    /// Priority inheritance: each request is served at its calling
+    /// thread's scheduling policy and priority until the reply, as on QNX
+    /// (uds, uds-stream, uds-dgram; needs CAP_SYS_NICE or an
+    /// RLIMIT_RTPRIO above 0; refused elsewhere, saying why).
+    #[arg(long = "inherit-priority")]
+    pub inherit_priority: bool,
 }
 
 /// Where the instances are served.
@@ -104,10 +110,13 @@ pub fn run(args: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let api = args.common.api();
     let announce = |place: &Place| -> Result<()> {
         if !args.quiet {
-            let threads = match args.pool {
+            let mut threads = match args.pool {
                 Some(n) => format!(" with a pool of {n} threads"),
                 None => String::new(),
             };
+            if args.inherit_priority {
+                threads.push_str(", inheriting its callers' priority");
+            }
             println!(
                 "dev-adder: serving {}{threads} over {}, API {} (pid {})",
                 describe(args, place)?,
@@ -237,7 +246,10 @@ fn create_all<S: ServerChannel + ?Sized>(
     stop: &Arc<AtomicBool>,
     make: impl Fn(u32, &msgpass::Options) -> Result<Channel<S>>,
 ) -> Result<Vec<Channel<S>>> {
-    let opts = args.common.msgpass_options();
+    let opts = msgpass::Options {
+        inherit_priority: args.inherit_priority,
+        ..args.common.msgpass_options()
+    };
     let (first, n) = (args.common.i, args.common.n);
     let mut channels = Vec::with_capacity(n as usize);
     for k in first..=first + (n - 1) {

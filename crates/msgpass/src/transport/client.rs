@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::pulse::{PULSE, PULSE_LEN};
-use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT};
+use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID};
 use crate::transport::{ClientConnection, ONEWAY};
 
 /// What a [`WireClient`] knows of its mechanism.
@@ -51,6 +51,8 @@ pub(crate) struct WireClient<W: Wire> {
     traits: Traits,
     /// Our CPU + 1 as last told to the server (0: not yet).
     cpu: u32,
+    /// The calling thread last named to the server (0: none yet).
+    tid: i32,
     /// Every call's deadline, from its start.
     timeout: Option<Duration>,
     /// A call timed out: the next reply to arrive is its, to discard.
@@ -117,6 +119,7 @@ impl<W: Wire> WireClient<W> {
             tick,
             traits,
             cpu: 0,
+            tid: 0,
             timeout: None,
             owed: false,
             pulses: 0,
@@ -138,6 +141,25 @@ impl<W: Wire> WireClient<W> {
         }
         self.cpu = cpu;
         sent(self.wire.send(&head(HINT, 4), &cpu.to_le_bytes()))
+    }
+
+    /// Names the calling thread to the server when it is not the one
+    /// last named on this connection (a [`TID`] message before the
+    /// request), on wires that queue messages, so that a server with
+    /// priority inheritance can ask the kernel how it is scheduled. The
+    /// thread id is cached per thread (no system call a call); a message
+    /// only when another thread calls.
+    #[inline]
+    fn name_thread(&mut self) -> Result<()> {
+        if !self.traits.oneway {
+            return Ok(());
+        }
+        let tid = oslayer::thread::gettid();
+        if tid == self.tid {
+            return Ok(());
+        }
+        self.tid = tid;
+        sent(self.wire.send(&head(TID, 4), &tid.to_le_bytes()))
     }
 
     /// The deadline of a call starting now.
@@ -175,6 +197,9 @@ impl<W: Wire> WireClient<W> {
     /// Sends one request with wire code `code`, checking its size first.
     fn send_request(&mut self, code: u32, req: &[u8], deadline: Option<Instant>) -> Result<()> {
         fits(req.len(), self.max_msg)?;
+        // The thread first: a server's watcher looks only at the first
+        // message waiting (see `priority.rs`).
+        self.name_thread()?;
         self.hint_cpu()?;
         for attempt in 0u32.. {
             match self.wire.send(&head(code, req.len()), req) {

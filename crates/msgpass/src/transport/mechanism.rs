@@ -85,7 +85,7 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         let mut opts = opts.clone();
         opts.max_msg = self.mech.max_msg(opts.max_msg);
         let listener = Listener::bind(path, M::FAMILY, opts.max_msg)?;
-        let (max_msg, tick) = (opts.max_msg, opts.tick);
+        let serving = opts.clone();
         let acceptor = MechAcceptor {
             mech: self.mech.clone(),
             endpoint: path.to_path_buf(),
@@ -95,8 +95,7 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         Ok(Box::new(reactor::serve(
             acceptor,
             Some(listener),
-            max_msg,
-            tick,
+            &serving,
         )?))
     }
 
@@ -145,6 +144,7 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
         };
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
         greeted(listener.accept_with(&borrowed, &extra), |session| Conn {
+            peer: reactor::peer_of(&session),
             wire,
             session: M::KEEP_SESSION.then_some(session),
         })

@@ -39,6 +39,7 @@ mod pace;
 pub mod pipe;
 mod poker;
 pub mod posix_mq;
+pub mod priority;
 #[cfg(test)]
 mod proptests;
 mod reactor;
@@ -88,6 +89,17 @@ pub struct Options {
     /// options, from the call's start (`None`, the default: wait for
     /// ever); see [`Connection::set_timeout`](crate::Connection::set_timeout).
     pub call_timeout: Option<Duration>,
+    /// Priority inheritance through messages, for a server (default
+    /// false): the thread serving a request runs at the calling thread's
+    /// policy and priority until it replies, then at its own again, and a
+    /// server busy with a low caller's request is raised as soon as a
+    /// higher caller sends (see [`priority`](self::priority) for how the
+    /// caller is named by the kernel and never taken on its word). Only
+    /// on `uds`, `uds-stream` and `uds-dgram`, in a process that may use
+    /// SCHED_FIFO (CAP_SYS_NICE or an RLIMIT_RTPRIO above 0):
+    /// [`Channel::create`](crate::Channel::create) refuses it elsewhere
+    /// with [`Error::NoInheritance`], saying why.
+    pub inherit_priority: bool,
 }
 
 impl Default for Options {
@@ -100,6 +112,7 @@ impl Default for Options {
             pace: true,
             max_held: 1024,
             call_timeout: None,
+            inherit_priority: false,
         }
     }
 }

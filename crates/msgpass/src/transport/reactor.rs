@@ -79,12 +79,13 @@ use crate::error::{Error, Result};
 use crate::pool::MAX_THREADS;
 use crate::pulse::{is_pulse, Pulse};
 use crate::transport::core::{Core, Single};
+use crate::transport::priority::{Boost, Boosts, Peer, Watched};
 use crate::transport::rendezvous::Listener;
 use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
-use crate::transport::wire::{frame_head, head, Wire, HEAD, HINT};
-use crate::transport::{HeldRequest, Incoming, Status};
+use crate::transport::wire::{frame_head, head, Wire, HEAD, HINT, TID};
+use crate::transport::{HeldRequest, Incoming, Options, Status};
 
 /// One client of a server, as an acceptor makes it.
 pub(crate) struct Conn<W> {
@@ -94,6 +95,18 @@ pub(crate) struct Conn<W> {
     /// where the wire is the session (uds, remote tcp) or reports a dead
     /// peer itself.
     pub(crate) session: Option<OwnedFd>,
+    /// The client's process as the kernel named it (`SO_PEERCRED` of its
+    /// rendezvous session), where there is one: whom priority
+    /// inheritance asks about its threads.
+    pub(crate) peer: Option<i32>,
+}
+
+/// The process at the other end of a rendezvous session, as the kernel
+/// named it when it connected.
+pub(crate) fn peer_of(session: &OwnedFd) -> Option<i32> {
+    oslayer::socket::peer_cred(session.as_fd())
+        .ok()
+        .map(|c| c.pid)
 }
 
 /// Where an acceptor registers the descriptors of connections it is still
@@ -219,6 +232,8 @@ pub(crate) struct ConnIo<W> {
     home: usize,
     /// When its home last moved.
     moved: Option<Instant>,
+    /// Its caller, with priority inheritance.
+    peer: Option<Arc<Peer>>,
 }
 
 type ConnRef<W> = Arc<Mutex<ConnIo<W>>>;
@@ -251,6 +266,8 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     tick: Duration,
     /// Ourselves, for the handles of detached requests.
     me: Weak<ReactorCore<A>>,
+    /// Priority inheritance and its watcher, when asked for.
+    inherit: Option<Watched>,
 }
 
 /// Why the single-client path serves a connection.
@@ -299,18 +316,27 @@ pub(crate) struct Worker<W> {
     calls: u32,
     /// When everything was last looked at.
     last_look: Instant,
+    /// This thread's boosts (priority inheritance).
+    boosts: Option<Arc<Boosts>>,
+    /// The boost of the request it holds.
+    boost: Option<Boost>,
 }
 
 /// A new server taking clients from `listener` (if any) through
-/// `acceptor`, for messages up to `max_msg` bytes, looking around every
-/// `tick`: the [`ServerChannel`](crate::transport::ServerChannel) of a
+/// `acceptor`, for messages up to `opts.max_msg` bytes, looking around
+/// every `opts.tick`, with priority inheritance if `opts` asks for it: the
+/// [`ServerChannel`](crate::transport::ServerChannel) of a
 /// descriptor-driven transport.
 pub(crate) fn serve<A: Acceptor>(
     acceptor: A,
     listener: Option<Listener>,
-    max_msg: usize,
-    tick: Duration,
+    opts: &Options,
 ) -> Result<Single<ReactorCore<A>>> {
+    let (max_msg, tick) = (opts.max_msg, opts.tick);
+    let inherit = match opts.inherit_priority {
+        true => Some(Watched::start()?),
+        false => None,
+    };
     let core = Arc::new_cyclic(|me| ReactorCore {
         table: RwLock::new(Slab::default()),
         accepting: Mutex::new(Accepting {
@@ -326,6 +352,7 @@ pub(crate) fn serve<A: Acceptor>(
         max_msg,
         tick,
         me: me.clone(),
+        inherit,
     });
     Single::new(core)
 }
@@ -417,14 +444,20 @@ impl<A: Acceptor> ReactorCore<A> {
                     false => 0,
                 };
                 let mut table = self.table.write();
+                let token = table.next_token();
+                let peer = self.inherit.as_ref().and_then(|i| {
+                    i.inherit
+                        .join(token.with_mark(false), c.peer, &c.wire.poll_fd())
+                });
                 let io = ConnIo {
-                    token: table.next_token(),
+                    token,
                     wire: Some(c.wire),
                     session: c.session,
                     serving: false,
                     muted: false,
                     home,
                     moved: None,
+                    peer,
                 };
                 if self.watch(&io).is_ok() {
                     if io.wire.as_ref().is_some_and(Wire::unfinished) {
@@ -541,6 +574,9 @@ impl<A: Acceptor> ReactorCore<A> {
         self.table.write().remove(io.token);
         io.wire = None;
         io.session = None;
+        if let (Some(i), Some(_)) = (&self.inherit, io.peer.take()) {
+            i.inherit.leave(io.token.with_mark(false));
+        }
     }
 
     /// Stops reading a connection that sent while its request is held,
@@ -632,6 +668,13 @@ impl<A: Acceptor> ReactorCore<A> {
                     self.hinted(io, &w.buf[HEAD..HEAD + len]);
                     return Ok(None);
                 }
+                if cmd == TID {
+                    let payload = wire.received(len).unwrap_or(&w.buf[HEAD..HEAD + len]);
+                    if let Some(p) = &io.peer {
+                        p.claimed(payload);
+                    }
+                    return Ok(None);
+                }
                 if is_pulse(cmd) {
                     let payload = wire.received(len).unwrap_or(&w.buf[HEAD..HEAD + len]);
                     if Pulse::decode(payload).is_none() {
@@ -640,7 +683,9 @@ impl<A: Acceptor> ReactorCore<A> {
                         return Ok(None);
                     }
                 }
-                Ok(Some(Incoming::from_wire(cmd, len)))
+                let inc = Incoming::from_wire(cmd, len);
+                self.boost(w, io, inc);
+                Ok(Some(inc))
             }
             // A handshake step of the mechanism, or part of a message.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -654,6 +699,25 @@ impl<A: Acceptor> ReactorCore<A> {
                 self.close(io);
                 Ok(None)
             }
+        }
+    }
+
+    /// With priority inheritance, a message of connection `io` was taken:
+    /// a request runs the worker at its caller's scheduling until the
+    /// reply (see `priority.rs`); any message ends a boost on arrival the
+    /// watcher gave for it.
+    fn boost(&self, w: &mut Worker<A::W>, io: &ConnIo<A::W>, inc: Incoming) {
+        let (Some(_), Some(b)) = (&self.inherit, &w.boosts) else {
+            return;
+        };
+        let key = io.token.with_mark(false);
+        let caller = match inc.oneway {
+            true => None,
+            false => io.peer.as_ref().and_then(|p| p.caller()),
+        };
+        match caller {
+            Some(a) => w.boost = Some(b.begin(key, a)),
+            None => b.taken(key),
         }
     }
 
@@ -964,6 +1028,8 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             streak: 0,
             calls: 0,
             last_look: Instant::now(),
+            boosts: None,
+            boost: None,
         })
     }
 
@@ -996,6 +1062,10 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         // The last request is answered (a one-way message needs nothing):
         // its connection is free.
         w.cur = None;
+        w.boost = None;
+        if let Some(i) = &self.inherit {
+            i.inherit.boosts_here(&mut w.boosts, self.sets.pool());
+        }
         if !w.placed && self.sets.pool() {
             w.placed = true;
             if let Some(cpu) = oslayer::cpu::pinned_cpu() {
@@ -1050,6 +1120,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         let io = self.current(w)?;
         self.send(io, code, data);
         w.cur = None;
+        w.boost = None;
         verdict
     }
 
@@ -1068,6 +1139,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             }
         }
         w.cur = None;
+        w.boost = None;
         verdict
     }
 
@@ -1091,6 +1163,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             }
         };
         Some(Detached {
+            boost: w.boost.take(),
             conn: Some(conn),
             core: self.me.clone(),
             data,
@@ -1111,6 +1184,9 @@ pub(crate) struct Detached<A: Acceptor> {
     core: Weak<ReactorCore<A>>,
     data: Vec<u8>,
     max_msg: usize,
+    /// Its caller's boost of the thread that received it (until the
+    /// reply is out).
+    boost: Option<Boost>,
 }
 
 impl<A: Acceptor> HeldRequest for Detached<A> {
@@ -1134,6 +1210,7 @@ impl<A: Acceptor> HeldRequest for Detached<A> {
             None => io.wire = None,
             Some(_) => {}
         }
+        self.boost = None;
         match io.wire {
             // The client is gone (before, or the send found it so).
             None => Err(Error::Disconnected),

@@ -282,12 +282,7 @@ fn server(
         next_id: TCP_LISTENER,
         max_msg: opts.max_msg,
     };
-    Ok(Box::new(reactor::serve(
-        acceptor,
-        rendezvous,
-        opts.max_msg,
-        opts.tick,
-    )?))
+    Ok(Box::new(reactor::serve(acceptor, rendezvous, opts)?))
 }
 
 impl TcpAcceptor {
@@ -323,6 +318,7 @@ impl TcpAcceptor {
             return Ok(Some(Conn {
                 wire: StreamWire::socket(OwnedFd::from(stream)),
                 session: None,
+                peer: None,
             }));
         }
         if stream.set_nodelay(true).is_ok() && stream.set_nonblocking(true).is_ok() {
@@ -376,6 +372,7 @@ impl TcpAcceptor {
         Some(Conn {
             wire: StreamWire::socket(OwnedFd::from(u.stream)),
             session: None,
+            peer: None,
         })
     }
 }

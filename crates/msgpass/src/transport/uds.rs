@@ -39,8 +39,7 @@ impl Transport for Uds {
         Ok(Box::new(reactor::serve(
             SessionAcceptor,
             Some(listener),
-            opts.max_msg,
-            opts.tick,
+            opts,
         )?))
     }
 
@@ -69,6 +68,7 @@ impl Acceptor for SessionAcceptor {
         _setup: &Setup<'_>,
     ) -> Result<Option<Conn<DatagramWire>>> {
         greeted(listener.accept(&[]), |session| Conn {
+            peer: reactor::peer_of(&session),
             wire: DatagramWire::new(session),
             session: None,
         })

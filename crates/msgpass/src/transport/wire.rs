@@ -24,6 +24,14 @@ pub(crate) const HEAD: usize = 8;
 /// the one-way bit).
 pub(crate) const HINT: u32 = crate::transport::ONEWAY | 0x7fff_ffff;
 
+/// The wire code of a client's calling thread: its thread id as a
+/// little-endian `i32`, sent before a request when the calling thread is
+/// not the one last named on the connection (see `WireClient::name_thread`);
+/// a server with priority inheritance believes it only if the kernel lists
+/// that thread in the peer's process (see `priority.rs`), and answers
+/// nothing. Reserved like [`HINT`]: no application can send it.
+pub(crate) const TID: u32 = crate::transport::ONEWAY | crate::pulse::CALLER;
+
 /// Builds a header.
 pub(crate) fn head(code: u32, len: usize) -> [u8; HEAD] {
     let mut h = [0u8; HEAD];

@@ -20,18 +20,21 @@ pub fn catalogue() -> &'static [TestDef] {
         v.extend(super::mutex::tests());
         v.extend(super::irq::tests());
         v.extend(super::mem::tests());
+        v.extend(super::msg::tests());
         v
     })
 }
 
 /// About how long the longer tests take, seconds: (ID, with `--quick`,
 /// without); MEM-B-LEK takes `--duration` more.
-const LONG: [(&str, f64, f64); 5] = [
+const LONG: [(&str, f64, f64); 7] = [
     ("CAL-P-CPU", 3.0, 10.0),
     ("THR-B-RR", 0.4, 0.9),
     ("IRQ-P-TLT", 1.0, 5.0),
     ("IRQ-S-SUS", 1.7, 10.5),
     ("MEM-B-LEK", 0.5, 1.0),
+    ("MSG-P-SRR", 0.3, 1.5),
+    ("MSG-P-PRI", 0.4, 2.5),
 ];
 
 /// About how long any other test takes, seconds: (with `--quick`,

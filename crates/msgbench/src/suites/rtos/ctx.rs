@@ -48,6 +48,9 @@ pub struct Ctx {
     pub cpus: Vec<usize>,
     /// Set by SIGINT/SIGTERM: a long test should stop early.
     pub stop: Arc<AtomicBool>,
+    /// `--msg-inherit`: MSG-B-PRI's server inherits its callers'
+    /// priority (true unless set off).
+    pub msg_inherit: bool,
 }
 
 impl Ctx {
@@ -69,6 +72,7 @@ impl Ctx {
             fifo_allowed: super::rt::fifo_allowed(),
             cpus: placement::online_cpus(),
             stop,
+            msg_inherit: true,
         }
     }
 

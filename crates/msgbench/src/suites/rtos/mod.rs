@@ -6,7 +6,9 @@
 //! Layout: `def.rs` says what a test is ([`TestDef`], [`Variant`]);
 //! `catalogue.rs` lists every test and runs one; each group lives
 //! in its own file (`cal.rs`, `clk.rs`, `thr.rs`, `sem.rs`, `mutex.rs`,
-//! `irq.rs`, `mem.rs`) and returns its definitions; `outcome.rs` holds what
+//! `irq.rs`, `mem.rs`, `msg.rs` with `msginv.rs`) and returns its
+//! definitions; `msgpeer.rs` is the MSG tests' server process (the hidden
+//! `msgbench rtos-peer`); `outcome.rs` holds what
 //! a test produces; `ctx.rs` what a test is given; `rt.rs` the real-time
 //! helpers (SCHED_FIFO threads, pinning); `report.rs` draws the tables
 //! and the generic figures; [`Rtos`] runs it all through the suite
@@ -24,6 +26,9 @@ mod cal;
 mod clk;
 mod irq;
 mod mem;
+mod msg; // MSG: round trips between processes (MSG-P-SRR, MSG-P-PRI)
+mod msginv; // MSG-B-PRI
+pub mod msgpeer; // the MSG tests' server process (`msgbench rtos-peer`)
 mod mutex;
 pub mod prims; // SEM and MUT primitives (prims/)
 mod rtthread;
@@ -91,13 +96,14 @@ impl Suite for Rtos {
     }
 
     fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
-        let ctx = Ctx::new(
+        let mut ctx = Ctx::new(
             plan.quick,
             plan.sem,
             plan.duration,
             cx.clock,
             Arc::clone(&cx.stop),
         );
+        ctx.msg_inherit = plan.msg_inherit;
         let mut rows = Vec::new();
         for def in &plan.tests {
             if cx.stopped() {

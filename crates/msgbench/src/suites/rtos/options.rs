@@ -17,7 +17,8 @@ use crate::suites::OutputArgs;
 /// Options of `msgbench rtos`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RtosArgs {
-    /// Test IDs (THR-P-SLS) or groups (CAL, CLK, THR, SEM, MUT, IRQ, MEM),
+    /// Test IDs (THR-P-SLS) or groups (CAL, CLK, THR, SEM, MUT, IRQ, MEM,
+    /// MSG),
     /// any case [default: the whole catalogue].
     #[arg(value_name = "TEST")]
     pub select: Vec<String>,
@@ -32,7 +33,13 @@ pub struct RtosArgs {
     /// when asked: up to 86400, a day) [default: 10, 2 with --quick].
     #[arg(long = "duration", value_name = "SECS", allow_hyphen_values = true)]
     pub duration: Option<String>,
-    /// Hide the QNX 6.5 reference figures.
+    /// Priority inheritance through messages in MSG-B-PRI: on (the
+    /// server runs at its callers' priority, QNX's behaviour: PASS
+    /// expected) or off (the same scenario without it: the inversion,
+    /// FAIL expected).
+    #[arg(long = "msg-inherit", value_name = "on|off", default_value = "on")]
+    pub msg_inherit: String,
+    /// Hide the QNX reference figures.
     #[arg(long = "no-reference")]
     pub no_reference: bool,
     /// Scheduling controls: --fifo, --mlock, --dma-latency.
@@ -66,6 +73,8 @@ pub struct Plan {
     pub duration: Duration,
     /// Print the reference column (not `--no-reference`).
     pub reference: bool,
+    /// `--msg-inherit` (stored as true for on).
+    pub msg_inherit: bool,
 }
 
 /// The tests as their IDs.
@@ -102,7 +111,13 @@ pub fn plan(args: &RtosArgs) -> Result<Plan> {
             ),
         },
     };
+    let msg_inherit = match args.msg_inherit.as_str() {
+        "on" => true,
+        "off" => false,
+        other => bail!("--msg-inherit {other}: expected on or off"),
+    };
     Ok(Plan {
+        msg_inherit,
         tests: select(&args.select)?,
         quick: args.quick,
         sem,
@@ -151,6 +166,7 @@ mod tests {
     fn duration_defaults_to_10_s_or_2_s_quick_unless_given() {
         let mut a = RtosArgs {
             sem: "posix".into(),
+            msg_inherit: "on".into(),
             ..RtosArgs::default()
         };
         assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(10));

@@ -268,6 +268,7 @@ mod tests {
             sem: super::super::ctx::SemKind::Posix,
             duration: std::time::Duration::from_secs(1),
             reference,
+            msg_inherit: true,
         }
     }
 

@@ -1,0 +1,170 @@
+//! `msgbench rtos MSG`: message passing between real processes (the
+//! suite's client threads and its `rtos-peer` server process). MSG-B-PRI
+//! PASSes with priority inheritance through messages and the same
+//! scenario FAILs with `--msg-inherit off`, both through the command, each
+//! with the order of events that decides it; `msgbench rtos MSG` runs the
+//! three tests with their timing rows and the QNX 8.0 reference; nothing
+//! is left in the namespace. Behaviour only: nothing here asserts a speed.
+//!
+//! Needs root (SCHED_FIFO): skipped with the reason by hand without it, a
+//! failure under `CI`.
+
+mod common;
+
+use serde_json::Value;
+
+use common::*;
+
+/// Runs `msgbench rtos ARGS --quick --json F` with the test's namespace;
+/// the output and the envelope.
+fn rtos(dir: &TestDir, args: &[&str]) -> (Output, Value) {
+    let json = dir.file("out.json");
+    let mut all = vec!["rtos"];
+    all.extend_from_slice(args);
+    let json_arg = json.display().to_string();
+    all.extend_from_slice(&["--quick", "--json", &json_arg]);
+    let mut cmd = Bin::Msgbench.cmd(all);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let o = run_cmd("msgbench rtos", cmd);
+    let doc = read_json(&json);
+    dir.assert_ns_clean();
+    (o, doc)
+}
+
+/// The rows of an envelope.
+fn rows(doc: &Value) -> &Vec<Value> {
+    assert_eq!(doc["suite"], "rtos", "{doc}");
+    doc["rows"].as_array().expect("rows")
+}
+
+/// MSG-B-PRI's one row: its verdict and the events observed.
+fn b_pri(doc: &Value) -> (bool, Vec<String>) {
+    let r: Vec<&Value> = rows(doc)
+        .iter()
+        .filter(|r| r["id"] == "MSG-B-PRI")
+        .collect();
+    assert_eq!(r.len(), 1, "{doc}");
+    let o = &r[0]["outcome"];
+    assert_eq!(o["kind"], "behaviour", "no verdict: {o}");
+    let observed = o["observed"]
+        .as_array()
+        .expect("observed")
+        .iter()
+        .map(|e| e.as_str().expect("an event").to_string())
+        .collect();
+    (o["pass"].as_bool().expect("pass"), observed)
+}
+
+/// Where the event starting with `what` is in `seen`.
+fn at(seen: &[String], what: &str) -> usize {
+    seen.iter()
+        .position(|e| e.starts_with(what))
+        .unwrap_or_else(|| panic!("no {what:?} in {seen:?}"))
+}
+
+fn root_or_skip() -> bool {
+    if is_root() {
+        return true;
+    }
+    skip("not root: the MSG tests need SCHED_FIFO (CAP_SYS_NICE)");
+    false
+}
+
+#[test]
+fn msg_b_pri_passes_with_inheritance_and_fails_without() {
+    if !root_or_skip() {
+        return;
+    }
+    let _one = serial();
+    let dir = TestDir::new("rtos-msg-pri");
+
+    let (o, doc) = rtos(&dir, &["MSG-B-PRI"]);
+    o.assert_ok();
+    let (pass, seen) = b_pri(&doc);
+    assert!(pass, "inheritance on must PASS: {seen:?}\n{o}");
+    assert!(
+        at(&seen, "H replied") < at(&seen, "M completes"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|e| e == "H replied (server at FIFO 30)"),
+        "{seen:?}"
+    );
+    assert_eq!(doc["settings"]["msg_inherit"], true, "{doc}");
+    assert!(o.stdout.contains("MSG-B-PRI   inheritance on"), "{o}");
+
+    let (o, doc) = rtos(&dir, &["MSG-B-PRI", "--msg-inherit", "off"]);
+    assert_eq!(o.code(), 1, "a FAIL exits 1: {o}");
+    let (pass, seen) = b_pri(&doc);
+    assert!(!pass, "inheritance off must FAIL: {seen:?}\n{o}");
+    assert!(
+        at(&seen, "M completes") < at(&seen, "H replied"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| e == "L replied (server worked at FIFO 5, up to 5)"),
+        "{seen:?}"
+    );
+    assert_eq!(doc["settings"]["msg_inherit"], false, "{doc}");
+    assert!(o.stdout.contains("observed: L calls, H calls"), "{o}");
+}
+
+#[test]
+fn msg_group_runs_the_three_tests() {
+    if !root_or_skip() {
+        return;
+    }
+    let _one = serial();
+    let dir = TestDir::new("rtos-msg");
+    let (o, doc) = rtos(&dir, &["msg"]);
+    o.assert_ok();
+    let got: Vec<(String, String, String)> = rows(&doc)
+        .iter()
+        .map(|r| {
+            let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+            (s(&r["id"]), s(&r["variant"]), s(&r["outcome"]["kind"]))
+        })
+        .collect();
+    let want = |id: &str, v: &str, k: &str| (id.to_string(), v.to_string(), k.to_string());
+    let mut expected = Vec::new();
+    for id in ["MSG-P-SRR", "MSG-P-PRI"] {
+        expected.push(want(id, "one CPU", "timing"));
+        expected.push(if cpu_count() >= 2 {
+            want(id, "two CPUs", "timing")
+        } else {
+            want(id, "two CPUs", "skipped")
+        });
+    }
+    expected.push(want("MSG-B-PRI", "inheritance on", "behaviour"));
+    assert_eq!(got, expected, "{o}");
+    for r in rows(&doc)
+        .iter()
+        .filter(|r| r["outcome"]["kind"] == "timing")
+    {
+        let t = &r["outcome"];
+        assert_eq!(t["unit"], "us", "{r}");
+        assert_eq!(t["count"], 2000, "--quick: a tenth of 20000: {r}");
+        assert_eq!(t["samples"].as_array().map(Vec::len), Some(2000), "{r}");
+        assert!(num(t, "min") > 0.0 && num(t, "min") <= num(t, "p50"), "{r}");
+        assert!(num(t, "p50") <= num(t, "max"), "{r}");
+        assert_eq!(r["reference"]["avg"], 6.05, "{r}");
+        assert!(
+            r["reference"]["text"]
+                .as_str()
+                .is_some_and(|s| s.contains("QNX 8.0")),
+            "{r}"
+        );
+    }
+    let pri_note = rows(&doc)
+        .iter()
+        .find(|r| r["id"] == "MSG-P-PRI")
+        .and_then(|r| r["note"].as_str())
+        .unwrap_or("");
+    assert!(
+        pri_note.contains("raises the server to FIFO 50"),
+        "{pri_note}"
+    );
+    assert!(o.stdout.contains("Message passing"), "{o}");
+    assert!(o.stdout.contains("165,300 msgs/s"), "{o}");
+}

@@ -1,0 +1,354 @@
+//! Priority inheritance through messages (`Options::inherit_priority`),
+//! with real client processes on every transport that carries it: the
+//! serving thread runs at a SCHED_FIFO caller's priority during the
+//! request and at its own after the reply (both read back from the
+//! kernel), a busy server is raised when a higher caller sends (boost on
+//! arrival), a client lying about its thread gets nothing, a client killed
+//! mid-request leaves the server at its own priority once the request
+//! ends, a channel without the option never changes priority, and the
+//! option is refused with one line where it cannot be given.
+//!
+//! Needs CAP_SYS_NICE (root): skipped with the reason by hand without it,
+//! a failure under `CI`.
+
+mod common;
+
+use std::os::fd::AsFd;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use msgpass::{Channel, Connection, Error, Namespace, Options};
+use oslayer::prio::{self, SchedAttr};
+
+/// The transports that carry the option.
+const CARRIERS: &[&str] = &["uds", "uds-stream", "uds-dgram"];
+/// The callers' priority.
+const HIGH: u32 = 30;
+/// Reply with the serving thread's scheduling.
+const WHO: u32 = 1;
+/// Work ~300 ms, then reply with the highest scheduling seen meanwhile.
+const SLOW: u32 = 2;
+
+/// Why these tests cannot run here (`None`: they can); a failure under CI.
+fn unavailable() -> bool {
+    if prio::has_cap_sys_nice() {
+        return false;
+    }
+    let why = "needs CAP_SYS_NICE (run as root) to set SCHED_FIFO";
+    assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+    println!("skipped: {why}");
+    true
+}
+
+fn opts(inherit: bool) -> Options {
+    Options {
+        tick: Duration::from_millis(20),
+        inherit_priority: inherit,
+        ..Options::default()
+    }
+}
+
+/// A scheduling as 8 bytes: policy, priority.
+fn encode(a: SchedAttr) -> Vec<u8> {
+    let mut v = (a.policy as u32).to_le_bytes().to_vec();
+    v.extend_from_slice(&a.priority.to_le_bytes());
+    v
+}
+
+fn decode(b: &[u8]) -> (i32, u32) {
+    let u = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    (u(0) as i32, u(4))
+}
+
+/// A server thread of this process on `transport`, at its own scheduling
+/// (this test's, SCHED_OTHER): its thread id, a receiver told when a
+/// SLOW request starts, and the stop.
+struct Srv {
+    tid: i32,
+    started: mpsc::Receiver<()>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl Srv {
+    fn start(ns: &Namespace, transport: &str, inherit: bool) -> Srv {
+        let tr = msgpass::transport::by_name(transport).expect("transport");
+        let mut chan = Channel::create(ns, "prio/0", &*tr, &opts(inherit)).expect("create");
+        let stop = chan.stop_flag();
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (go, started) = mpsc::channel();
+        let handle = thread::spawn(move || {
+            tid_tx.send(oslayer::thread::gettid()).expect("tid");
+            while let Ok(Some(req)) = chan.receive() {
+                let mut seen = prio::attr(0).expect("attr");
+                if req.cmd() == SLOW {
+                    let _ = go.send(());
+                    let end = Instant::now() + Duration::from_millis(300);
+                    while Instant::now() < end {
+                        let now = prio::attr(0).expect("attr");
+                        if now.rank() > seen.rank() {
+                            seen = now;
+                        }
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                let _ = req.reply(&encode(seen));
+            }
+        });
+        Srv {
+            tid: tid_rx.recv().expect("server tid"),
+            started,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// The server thread's scheduling once it settles back to SCHED_OTHER
+    /// (within a generous 2 s), or what it is then.
+    fn settled(&self) -> SchedAttr {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let a = prio::attr(self.tid).expect("server attr");
+            if a.policy == libc::SCHED_OTHER || Instant::now() > deadline {
+                return a;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The child roles: `caller` (SCHED_FIFO HIGH, calls the command in
+/// MSGPASS_PRIO_CMD once and prints the reply), `fifo-thread` (a
+/// SCHED_FIFO HIGH thread that prints its id and sleeps), `liar`
+/// (SCHED_OTHER, speaks the uds wire by hand: names the thread in
+/// MSGPASS_PRIO_TID as its caller, then calls WHO).
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    child_self_destruct();
+    let (ns, name, t) = child_context();
+    match role.as_str() {
+        "caller" => {
+            prio::set_attr(0, SchedAttr::fifo(HIGH)).expect("child: SCHED_FIFO");
+            let cmd: u32 = std::env::var("MSGPASS_PRIO_CMD")
+                .expect("cmd")
+                .parse()
+                .expect("cmd");
+            let mut conn = Connection::open(&ns, &name, &*t, &opts(false)).expect("open");
+            // Connected first, then told to call (a file appearing).
+            if let Ok(go) = std::env::var("MSGPASS_PRIO_GO") {
+                println!("PRIO_OPEN");
+                while !std::path::Path::new(&go).exists() {
+                    thread::sleep(Duration::from_millis(1));
+                }
+            }
+            let mut reply = [0u8; 8];
+            let n = conn.call(cmd, b"", &mut reply).expect("call");
+            let (p, q) = decode(&reply[..n]);
+            println!("PRIO_REPLY {p} {q}");
+        }
+        "fifo-thread" => {
+            prio::set_attr(0, SchedAttr::fifo(HIGH)).expect("child: SCHED_FIFO");
+            println!("PRIO_TID {}", oslayer::thread::gettid());
+            thread::sleep(CHILD_LIFETIME);
+        }
+        "liar" => liar(&ns, &name),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// A raw uds client that claims another process's thread as its caller.
+fn liar(ns: &Namespace, name: &str) {
+    let forged: i32 = std::env::var("MSGPASS_PRIO_TID")
+        .expect("tid")
+        .parse()
+        .expect("tid");
+    let raw = raw_client(&ns.path_of(name).expect("path"));
+    let frame = |code: u32, payload: &[u8]| {
+        let mut f = code.to_le_bytes().to_vec();
+        f.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    let fd = raw.session.as_fd();
+    let tid_msg = frame(0xffff_fffd, &forged.to_le_bytes());
+    oslayer::socket::send_bytes(fd, &tid_msg).expect("send tid");
+    oslayer::socket::send_bytes(fd, &frame(WHO, b"")).expect("send call");
+    let mut reply = [0u8; 64];
+    let n = oslayer::socket::recv_bytes(fd, &mut reply, oslayer::socket::RecvFlags::empty())
+        .expect("reply");
+    assert_eq!(n, 16, "a reply of 8 bytes");
+    let (p, q) = decode(&reply[8..16]);
+    println!("PRIO_REPLY {p} {q}");
+}
+
+fn child(ns: &TestNs, transport: &str, role: &str, extra: &[(&str, &str)]) -> ChildProc {
+    let mut env: Vec<(&str, &std::path::Path)> = vec![
+        (CHILD_NS, ns.dir()),
+        (CHILD_TRANSPORT, transport.as_ref()),
+        (CHILD_NAME, "prio/0".as_ref()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (*k, v.as_ref())));
+    ChildProc::spawn("child_entry", role, &env)
+}
+
+/// The reply's (policy, priority) a child printed.
+fn reply_of(c: &ChildProc) -> (i32, u32) {
+    let line = c.expect_line("PRIO_REPLY");
+    let mut it = line
+        .split_whitespace()
+        .map(|s| s.parse::<i64>().expect("number"));
+    (
+        it.next().expect("policy") as i32,
+        it.next().expect("priority") as u32,
+    )
+}
+
+fn run(test: &'static str, body: impl FnOnce(&TestNs) + Send + 'static) {
+    if unavailable() {
+        return;
+    }
+    watchdog(test, Duration::from_secs(60), move || {
+        let t = TestNs::new();
+        body(&t);
+        t.finish();
+    });
+}
+
+#[test]
+fn a_fifo_caller_boosts_the_request_and_the_reply_restores() {
+    run("boost", |t| {
+        for tr in CARRIERS {
+            let srv = Srv::start(&t.ns, tr, true);
+            let own = prio::attr(srv.tid).expect("attr");
+            assert_eq!(own.policy, libc::SCHED_OTHER, "{tr}: server starts OTHER");
+            let c = child(t, tr, "caller", &[("MSGPASS_PRIO_CMD", "1")]);
+            assert_eq!(
+                reply_of(&c),
+                (libc::SCHED_FIFO, HIGH),
+                "{tr}: the handler runs at its caller's"
+            );
+            assert_eq!(srv.settled(), own, "{tr}: back to its own after the reply");
+        }
+    });
+}
+
+#[test]
+fn a_busy_server_is_raised_when_a_higher_caller_sends() {
+    run("arrival", |t| {
+        for tr in CARRIERS {
+            let srv = Srv::start(&t.ns, tr, true);
+            // The high caller connects first (a client not yet accepted
+            // cannot be known: the serving thread accepts), then calls
+            // while the server is busy.
+            let go = t.dir().join(format!("go-{tr}"));
+            let c = child(
+                t,
+                tr,
+                "caller",
+                &[
+                    ("MSGPASS_PRIO_CMD", "1"),
+                    ("MSGPASS_PRIO_GO", go.to_str().expect("utf-8")),
+                ],
+            );
+            c.expect_line("PRIO_OPEN");
+            // A SCHED_OTHER caller (this process) keeps the server busy.
+            let ns = t.ns.clone();
+            let trn = tr.to_string();
+            let low = thread::spawn(move || {
+                let tr = msgpass::transport::by_name(&trn).expect("transport");
+                let mut conn = Connection::open(&ns, "prio/0", &*tr, &opts(false)).expect("open");
+                let mut reply = [0u8; 8];
+                let n = conn.call(SLOW, b"", &mut reply).expect("slow call");
+                decode(&reply[..n])
+            });
+            srv.started.recv().expect("slow request started");
+            std::fs::write(&go, b"").expect("go");
+            let seen = low.join().expect("low caller");
+            std::fs::remove_file(&go).expect("remove go");
+            assert_eq!(
+                seen,
+                (libc::SCHED_FIFO, HIGH),
+                "{tr}: raised during the low request when a FIFO {HIGH} caller sent"
+            );
+            assert_eq!(reply_of(&c), (libc::SCHED_FIFO, HIGH), "{tr}");
+            assert_eq!(srv.settled().policy, libc::SCHED_OTHER, "{tr}: restored");
+        }
+    });
+}
+
+#[test]
+fn a_peer_naming_another_process_thread_gets_no_boost() {
+    run("liar", |t| {
+        let srv = Srv::start(&t.ns, "uds", true);
+        let fifo = child(t, "uds", "fifo-thread", &[]);
+        let tid = fifo.expect_line("PRIO_TID");
+        let liar = child(t, "uds", "liar", &[("MSGPASS_PRIO_TID", &tid)]);
+        assert_eq!(
+            reply_of(&liar).0,
+            libc::SCHED_OTHER,
+            "a forged caller thread must not boost"
+        );
+        assert_eq!(srv.settled().policy, libc::SCHED_OTHER);
+    });
+}
+
+#[test]
+fn a_caller_killed_mid_request_leaves_the_server_at_its_own() {
+    run("killed", |t| {
+        for tr in CARRIERS {
+            let srv = Srv::start(&t.ns, tr, true);
+            let own = prio::attr(srv.tid).expect("attr");
+            let mut c = child(t, tr, "caller", &[("MSGPASS_PRIO_CMD", "2")]);
+            srv.started.recv().expect("slow request started");
+            let during = prio::attr(srv.tid).expect("attr");
+            assert_eq!(during, SchedAttr::fifo(HIGH), "{tr}: boosted meanwhile");
+            c.kill_and_reap();
+            assert_eq!(srv.settled(), own, "{tr}: its own once the request ends");
+        }
+    });
+}
+
+#[test]
+fn without_the_option_nothing_changes() {
+    run("off", |t| {
+        for tr in CARRIERS {
+            let _srv = Srv::start(&t.ns, tr, false);
+            let c = child(t, tr, "caller", &[("MSGPASS_PRIO_CMD", "1")]);
+            assert_eq!(reply_of(&c).0, libc::SCHED_OTHER, "{tr}: no boost");
+        }
+    });
+}
+
+#[test]
+fn the_option_is_refused_where_callers_cannot_be_named() {
+    match Channel::listen_tcp("127.0.0.1:0", &opts(true)) {
+        Err(e @ Error::NoInheritance { .. }) => {
+            let line = e.to_string();
+            assert!(line.contains("tcp") && !line.contains('\n'), "{line}");
+        }
+        other => panic!("tcp: expected NoInheritance, got {:?}", other.map(|_| ())),
+    }
+    let t = TestNs::new();
+    for tr in ["pipe", "udp", "shm", "sysv-msg"] {
+        let transport = msgpass::transport::by_name(tr).expect("transport");
+        match Channel::create(&t.ns, "prio/0", &*transport, &opts(true)) {
+            Err(Error::NoInheritance { reason }) => assert!(reason.contains(tr), "{reason}"),
+            other => panic!("{tr}: expected NoInheritance, got {:?}", other.map(|_| ())),
+        }
+    }
+    t.finish();
+}
