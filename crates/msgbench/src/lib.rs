@@ -8,4 +8,5 @@ pub mod devctl;
 pub mod measure;
 pub mod pingpong;
 pub mod report;
+pub mod store;
 pub mod suites;
