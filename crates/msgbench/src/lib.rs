@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod devctl;
+pub mod history;
 pub mod measure;
 pub mod pingpong;
 pub mod report;

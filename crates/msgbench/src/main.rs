@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::history::{self, HistoryArgs};
 use msgbench::measure::placement::cpu_count;
 use msgbench::report::compare::{self, CompareArgs};
 use msgbench::report::html::{self as report, ReportArgs};
@@ -49,11 +50,14 @@ enum Cmd {
     Smp(SmpArgs),
     /// What a message broker costs: GetInteger direct, through a header-routing broker, and over real D-Bus (peer to peer, dbus-daemon, dbus-broker), with the split of each call's time.
     Broker(BrokerArgs),
-    /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
+    /// Two runs of one suite side by side (files, or @last, @prev, @ID from the store): each figure's change and whether it is beyond the noise.
     #[command(long_about = compare::LONG_ABOUT)]
     Compare(CompareArgs),
-    /// One self-contained HTML page (inline SVG charts) from results files; several are overlaid.
+    /// One self-contained HTML page (inline SVG charts) from runs (files, or @last, @prev, @ID from the store; --host: the latest of each machine; --trend: a figure over time); several are overlaid.
     Report(ReportArgs),
+    /// The runs kept in the results store: list, show, export, import, and a figure's trend.
+    #[command(long_about = history::LONG_ABOUT)]
+    History(HistoryArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
         Some(Cmd::BrokerPeer(a)) => broker::role::run(&a, stop),
         Some(Cmd::IpcPeer(a)) => ipc::peer::run(&a, stop),
         Some(Cmd::Report(a)) => report::run(&a),
+        Some(Cmd::History(a)) => history::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });
@@ -119,14 +124,23 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     );
     let html = json.with_extension("html");
     report::run(&ReportArgs {
-        files: vec![json],
+        files: vec![json.display().to_string()],
         output: html,
+        ..ReportArgs::default()
     })?;
     println!(
         "Next: msgbench adder --help, or dev-adder / client-adder for the seed's two programs."
     );
+    println!("{}", TOUR_HISTORY);
     Ok(())
 }
+
+/// The tour's last lines: every run is kept, and how to see them.
+const TOUR_HISTORY: &str = "\
+Every run is kept in the results store (--store, MSGBENCH_STORE; --no-store keeps nothing):
+  msgbench history                   lists the runs: id, date, suite, host, kernel, headline figure
+  msgbench history show @last        prints this run again
+  msgbench compare @prev @last       after the next tour: that run against this one, figure by figure";
 
 /// The tour's adder run: 1, 2 and every CPU's worth of threads, in the
 /// three server models, pinned then unpinned, the envelope written to

@@ -65,8 +65,9 @@ fn where_(f: &Figure) -> String {
     parts.join(" ")
 }
 
-/// Thousands separated from 1000, three significant digits below.
-fn number(v: f64) -> String {
+/// A figure as shown: thousands separated from 1000, three significant
+/// digits below.
+pub fn number(v: f64) -> String {
     match v.abs() {
         a if a >= 1000.0 => thousands(v),
         a if a >= 100.0 => format!("{v:.0}"),

@@ -72,7 +72,7 @@ pub enum StoreError {
     #[error("{0}")]
     NotEnvelope(String),
     /// No such run.
-    #[error("no run @{0} in the store")]
+    #[error("no run @{0}")]
     NotFound(i64),
     /// What the database said.
     #[error("{0}")]
