@@ -86,7 +86,8 @@ fn write_new(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Loads each file: imported, or refused with one line (the others are
-/// still imported); exit status 1 if any was refused.
+/// still imported); exit status 1 if any was refused. One file refused
+/// is the one error line; of several, a line each and the count.
 pub fn import(store: &StoreArgs, args: &ImportArgs) -> Result<()> {
     let location = store.location()?;
     let shown = location.to_string();
@@ -95,9 +96,10 @@ pub fn import(store: &StoreArgs, args: &ImportArgs) -> Result<()> {
     for p in &args.files {
         match import_one(&mut s, p) {
             Ok(id) => println!("{}: imported as @{id}", p.display()),
+            Err(e) if args.files.len() == 1 => bail!("{}: refused: {e}", p.display()),
             Err(e) => {
                 refused += 1;
-                eprintln!("msgbench: {}: refused: {e:#}", p.display());
+                eprintln!("msgbench: {}: refused: {e}", p.display());
             }
         }
     }

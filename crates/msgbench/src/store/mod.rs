@@ -296,6 +296,24 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
     }
 }
 
+/// For tests only: hold every write transaction open this many
+/// milliseconds (at most 5,000) before it commits, so that processes
+/// recording at once really wait for each other's lock. Unset, empty or
+/// not a number: no wait.
+pub const TEST_HOLD_ENV: &str = "MSGBENCH_TEST_STORE_HOLD_MS";
+
+/// Waits as [`TEST_HOLD_ENV`] asks (inside a write transaction).
+pub(crate) fn test_hold() {
+    let ms = std::env::var(TEST_HOLD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        .min(5_000);
+    if ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -190,6 +190,7 @@ impl Backend for Postgres {
         let units: Vec<&str> = f.iter().map(|x| x.unit.as_str()).collect();
         tx.execute(INSERT_FIGURES, &[&id, &metrics, &keys, &vals, &units])
             .map_err(db)?;
+        super::test_hold();
         tx.commit().map_err(db)?;
         Ok(id)
     }

@@ -247,6 +247,7 @@ impl Backend for Sqlite {
                     .map_err(db)?;
             }
         }
+        super::test_hold();
         tx.commit().map_err(db)?;
         Ok(id)
     }
