@@ -45,8 +45,8 @@ pub enum StoreError {
     /// No default place for the store.
     #[error("no place for the results store: neither $XDG_DATA_HOME nor $HOME is set (give --store FILE, or --no-store)")]
     NoHome,
-    /// Read access to a SQLite store that does not exist yet.
-    #[error("no runs recorded yet (the file does not exist)")]
+    /// Read access to a store not made yet (no file, no tables).
+    #[error("no runs recorded yet (the store does not exist)")]
     Missing,
     /// The file cannot be read as SQLite.
     #[error("cannot read it: {0} (a corrupted store, or not a SQLite file); nothing was changed")]
@@ -215,7 +215,8 @@ pub trait Backend {
 pub enum Access {
     /// Created on first use.
     Write,
-    /// A missing SQLite file is [`StoreError::Missing`], not created.
+    /// A store not made yet (no SQLite file, no tables) is
+    /// [`StoreError::Missing`], not made.
     Read,
 }
 
@@ -232,7 +233,7 @@ impl Store {
     pub fn open(location: Location, access: Access) -> Result<Store, StoreError> {
         let backend: Box<dyn Backend> = match &location {
             Location::Sqlite(p) => Box::new(sqlite::Sqlite::open(p, access)?),
-            Location::Postgres(url) => Box::new(pg::Postgres::open(url)?),
+            Location::Postgres(url) => Box::new(pg::Postgres::open(url, access)?),
         };
         Ok(Store { location, backend })
     }
@@ -284,6 +285,7 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
         Some(Err(e)) => return Recorded::Failed(format!("the run was not recorded: {e}")),
     };
     let shown = location.to_string();
+    test_start();
     let stored = serde_json::to_string(rendering)
         .map_err(|e| StoreError::Db(e.to_string()))
         .and_then(|r| NewRun::from_text(text.to_string(), Origin::Run, Some(r)))
@@ -301,6 +303,26 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
 /// recording at once really wait for each other's lock. Unset, empty or
 /// not a number: no wait.
 pub const TEST_HOLD_ENV: &str = "MSGBENCH_TEST_STORE_HOLD_MS";
+
+/// For tests only: a suite run opens the store no sooner than this time
+/// (milliseconds since the epoch; at most 10 s ahead), so that processes
+/// started together reach a new store at the same moment.
+pub const TEST_START_ENV: &str = "MSGBENCH_TEST_STORE_START_AT_MS";
+
+/// Waits as [`TEST_START_ENV`] asks (before the store is opened).
+fn test_start() {
+    let Some(at) = std::env::var(TEST_START_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let wait = at.saturating_sub(now).min(10_000);
+    std::thread::sleep(std::time::Duration::from_millis(wait));
+}
 
 /// Waits as [`TEST_HOLD_ENV`] asks (inside a write transaction).
 pub(crate) fn test_hold() {

@@ -18,7 +18,7 @@ use postgres::{Client, Config, GenericClient, NoTls};
 
 use super::schema::{self, Migration, MIGRATIONS, PG_LOCK_KEY, SCHEMA_TABLE};
 use super::sql::{self, Cells, Param};
-use super::{Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
+use super::{Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
 use crate::report::envelope;
 
 /// Longest wait for the server to answer a connection.
@@ -33,12 +33,14 @@ pub struct Postgres {
 }
 
 impl Postgres {
-    /// Connects to `url` and brings the schema up to date.
-    pub fn open(url: &str) -> Result<Postgres, StoreError> {
-        Postgres::open_with(url, MIGRATIONS)
+    /// Connects to `url` and brings the schema up to date; for reading, a
+    /// database without the store's tables is [`StoreError::Missing`]
+    /// (they are made by the first write).
+    pub fn open(url: &str, access: Access) -> Result<Postgres, StoreError> {
+        Postgres::open_with(url, access, MIGRATIONS)
     }
 
-    fn open_with(url: &str, steps: &[Migration]) -> Result<Postgres, StoreError> {
+    fn open_with(url: &str, access: Access, steps: &[Migration]) -> Result<Postgres, StoreError> {
         let mut config = Config::from_str(url).map_err(|e| StoreError::Connect(text(&e)))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
@@ -50,6 +52,9 @@ impl Postgres {
         client
             .batch_execute(&format!("SET statement_timeout = '{STATEMENT_TIMEOUT}'"))
             .map_err(db)?;
+        if access == Access::Read && version(&mut client)? == 0 {
+            return Err(StoreError::Missing);
+        }
         migrate(&mut client, steps)?;
         Ok(Postgres { client })
     }
@@ -73,6 +78,7 @@ fn migrate(client: &mut Client, steps: &[Migration]) -> Result<(), StoreError> {
         )
         .map_err(db)?;
     }
+    super::test_hold();
     tx.commit().map_err(db)
 }
 

@@ -98,6 +98,7 @@ impl Sqlite {
             )
             .map_err(db)?;
         }
+        super::test_hold();
         tx.commit().map_err(db)
     }
 }

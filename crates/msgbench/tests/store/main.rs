@@ -65,19 +65,29 @@ pub fn stored(store: &str, run: &str) -> String {
     out.stdout
 }
 
-/// Eight real runs recording into `store` at once, each transaction held
-/// open 100 ms so they queue on the store's lock: every run is there
-/// exactly once and byte-identical to the envelope its `--json` wrote.
+/// Eight real runs recording into `store` at once (they open it at one
+/// moment, each write transaction held open 100 ms, so they queue on the
+/// store's lock, and on a new store all migrate it together): every run
+/// is there exactly once and byte-identical to the envelope its `--json`
+/// wrote.
 pub fn eight_at_once(dir: &TestDir, store: &str) {
     let before = ids(store).len();
     let files: Vec<PathBuf> = (0..8).map(|i| dir.file(&format!("run{i}.json"))).collect();
+    // All eight open the store at one moment, well after their runs end
+    // (a floor --quick --cpus 0 takes a fraction of a second).
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 2_500;
     let procs: Vec<Proc> = files
         .iter()
         .map(|f| {
             let mut a: Vec<&str> = FLOOR.to_vec();
             a.extend(["--json", f.to_str().unwrap()]);
             let mut c = with_store(&a, store);
-            c.env("MSGBENCH_TEST_STORE_HOLD_MS", "100");
+            c.env("MSGBENCH_TEST_STORE_HOLD_MS", "100")
+                .env("MSGBENCH_TEST_STORE_START_AT_MS", at.to_string());
             Proc::spawn("msgbench floor", c)
         })
         .collect();
