@@ -1,7 +1,8 @@
 //! Trend (`msgbench report --trend METRIC`): a figure over time from the
 //! results store, one chart per row of the suite (its full key) with a
-//! line per host, x in days since the first run shown; the points in a
-//! table under the charts, each with its run (`msgbench history show @ID`).
+//! line per host, x in time since the first run shown (seconds, minutes,
+//! hours or days, whichever suits the span); the points in a table under
+//! the charts, each with its run (`msgbench history show @ID`).
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -36,6 +37,12 @@ pub fn section(key: &Key, all: &[Series]) -> Result<Option<Section>> {
     let Some((t0, first)) = t0 else {
         return Ok(None);
     };
+    let t1 = all
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter_map(|p| seconds(&p.started))
+        .fold(t0, f64::max);
+    let (unit_name, per) = time_unit(t1 - t0);
     // One chart per suite, key and unit; a line per host.
     let mut charts: BTreeMap<(String, String, String), Vec<&Series>> = BTreeMap::new();
     for s in all {
@@ -46,7 +53,7 @@ pub fn section(key: &Key, all: &[Series]) -> Result<Option<Section>> {
             .push(s);
     }
     let mut html = para(&format!(
-        "{} over time ({} run(s) on {} host(s)): each point is a run, x in days since the first ({first}).",
+        "{} over time ({} run(s) on {} host(s)): each point is a run, x in {unit_name} since the first ({first}).",
         key.text(),
         runs(all),
         hosts(all)
@@ -59,14 +66,14 @@ pub fn section(key: &Key, all: &[Series]) -> Result<Option<Section>> {
                 let pts = s
                     .points
                     .iter()
-                    .filter_map(|p| Some(((seconds(&p.started)? - t0) / 86_400.0, p.value)))
+                    .filter_map(|p| Some(((seconds(&p.started)? - t0) / per, p.value)))
                     .collect();
                 Line::data(s.host.clone(), pts, i)
             })
             .collect();
         let plot = XyPlot {
             title: format!("{suite}: {} {fields}", key.metric),
-            x_desc: format!("days since {first}"),
+            x_desc: format!("{unit_name} since {first}"),
             y_desc: unit.clone(),
             x_log: false,
             y_log: false,
@@ -88,6 +95,16 @@ pub fn section(key: &Key, all: &[Series]) -> Result<Option<Section>> {
         title: "Trend",
         html,
     }))
+}
+
+/// The x axis' unit for a span of `secs`: its name and length in seconds.
+fn time_unit(secs: f64) -> (&'static str, f64) {
+    match secs {
+        s if s < 120.0 => ("seconds", 1.0),
+        s if s < 7_200.0 => ("minutes", 60.0),
+        s if s < 259_200.0 => ("hours", 3_600.0),
+        _ => ("days", 86_400.0),
+    }
 }
 
 fn runs(all: &[Series]) -> usize {
@@ -170,7 +187,9 @@ mod tests {
         assert_eq!(s.html.matches("<svg").count(), 2, "{}", s.html);
         assert!(s.html.contains("class=\"data-series\""));
         assert!(s.html.contains("a&lt;b&gt;") && !s.html.contains("a<b>"));
-        assert!(s.html.contains("days since 2026-05-01T00:00:00Z"));
+        assert!(s.html.contains("hours since 2026-05-01T00:00:00Z"));
+        assert_eq!(time_unit(5.0).0, "seconds");
+        assert_eq!(time_unit(86_400.0 * 30.0).0, "days");
         assert!(s.html.contains("3 run(s) on 2 host(s)"), "{}", s.html);
         assert!(section(&key, &[]).unwrap().is_none());
     }
