@@ -66,9 +66,15 @@ fn last_and_prev_resolve_as_documented() {
     );
     out.assert_ok();
 
-    // A run of another machine started later becomes @last; it has no
-    // earlier run of its own, so @prev says so.
-    let later = edited(&read(&b), "boardB", "2099-01-01T00:00:00Z");
+    another_machine(&dir, store, &read(&a), &read(&b));
+    latest_per_host(&dir, store, second);
+}
+
+/// A run of another machine started later becomes @last; it has no
+/// earlier run of its own, so @prev says so; an earlier one imported
+/// after it is @prev (by start, not by id).
+fn another_machine(dir: &TestDir, store: &str, a: &str, b: &str) {
+    let later = edited(b, "boardB", "2099-01-01T00:00:00Z");
     let f = dir.file("boardB-late.json");
     std::fs::write(&f, &later).unwrap();
     run_store(&["history", "import", s(&f)], store).assert_ok();
@@ -79,14 +85,17 @@ fn last_and_prev_resolve_as_documented() {
         "{e}"
     );
     // An earlier one of boardB, imported after it: @prev goes by start.
-    let earlier = edited(&read(&a), "boardB", "2098-01-01T00:00:00Z");
+    let earlier = edited(a, "boardB", "2098-01-01T00:00:00Z");
     let f = dir.file("boardB-early.json");
     std::fs::write(&f, &earlier).unwrap();
     run_store(&["history", "import", s(&f)], store).assert_ok();
     assert_eq!(stored(store, "@prev"), earlier);
     assert_eq!(stored(store, "@last"), later);
+}
 
-    // The latest run of each machine, side by side.
+/// The latest run of each machine, side by side (`second`: this
+/// machine's latest).
+fn latest_per_host(dir: &TestDir, store: &str, second: i64) {
     let page = dir.file("hosts.html");
     let host = hostname();
     let out = run_store(
@@ -160,16 +169,26 @@ fn history_lists_shows_exports_imports_and_trends() {
     assert_eq!(e.code(), 2, "{e}");
     assert!(e.stderr.contains("--since"), "{e}");
 
-    // show: as the suite printed it.
+    show(store, &printed);
+    let other = export_import(&dir, store, &a, &b);
+    imported_show(&other);
+    trend(store);
+}
+
+/// `history show`: as the suite printed it.
+fn show(store: &str, printed: &str) {
     let out = run_store(&["history", "show", "@prev"], store);
     out.assert_ok();
     assert_eq!(
         out.stdout, printed,
         "show differs from the run's own output"
     );
+}
 
-    // export writes the envelopes byte for byte; another store imports
-    // them, and refuses them the second time, and a foreign format.
+/// `history export` writes the envelopes byte for byte; another store
+/// imports them, and refuses them the second time, and a foreign format.
+/// Returns that store.
+fn export_import(dir: &TestDir, store: &str, a: &Path, b: &Path) -> std::path::PathBuf {
     let exp = dir.file("exp");
     let out = run_store(
         &["history", "export", "@prev", "@last", "-o", s(&exp)],
@@ -187,8 +206,8 @@ fn history_lists_shows_exports_imports_and_trends() {
         .map(|f| std::fs::read_to_string(f).unwrap())
         .collect();
     let written = [
-        std::fs::read_to_string(&a).unwrap(),
-        std::fs::read_to_string(&b).unwrap(),
+        std::fs::read_to_string(a).unwrap(),
+        std::fs::read_to_string(b).unwrap(),
     ];
     assert!(
         exported.iter().all(|e| written.contains(e)),
@@ -224,15 +243,21 @@ fn history_lists_shows_exports_imports_and_trends() {
         "not only the good file was imported"
     );
     assert_eq!(ids(s(&other)).len(), 2, "a refused file was stored");
-    // An imported run shows as its figures.
-    let out = run_store(&["history", "show", "1"], s(&other));
+    other
+}
+
+/// An imported run shows as its figures.
+fn imported_show(other: &Path) {
+    let out = run_store(&["history", "show", "1"], s(other));
     out.assert_ok();
     assert!(
         out.stdout.contains("imported") && out.stdout.contains("ns_per_call"),
         "{out}"
     );
+}
 
-    // trend: the rdtsc cost over both runs, one series.
+/// `history trend`: the rdtsc cost over both runs, one series.
+fn trend(store: &str) {
     let out = run_store(
         &[
             "history",
@@ -305,27 +330,7 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
         std::fs::read(&foreign).unwrap(),
     ];
     for (i, (store, why)) in cases.iter().enumerate() {
-        let json = dir.file(&format!("kept{i}.json"));
-        let mut a: Vec<&str> = FLOOR.to_vec();
-        a.extend(["--json", s(&json)]);
-        let out = super::common::run_cmd("msgbench", with_store(&a, store));
-        // The run succeeds, prints and writes; one line says why it was not recorded.
-        let line = out.assert_one_line_error(0);
-        assert!(
-            line.starts_with("msgbench: warning: the run was not recorded"),
-            "{out}"
-        );
-        assert!(line.contains(why), "{store}: {line}");
-        assert!(!line.contains("s3cret"), "{line}");
-        assert!(
-            out.stdout.contains("rdtsc"),
-            "the run was not printed: {out}"
-        );
-        let text = std::fs::read_to_string(&json).expect("--json was written");
-        assert!(text.contains("\"suite\": \"floor\""));
-        // Reading such a store is one line too.
-        let e = run_store(&["history"], store).assert_one_line_error(1);
-        assert!(e.contains(why), "history on {store}: {e}");
+        refused_but_run_kept(&dir, i, store, why);
     }
     // --store names itself.
     let mut a: Vec<&str> = FLOOR.to_vec();
@@ -353,6 +358,32 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
         ["foreign.db", "junk.db", "newer.db"],
         "files beside the stores"
     );
+}
+
+/// A run into `store` succeeds, prints and writes its envelope; one line
+/// says why it was not recorded (`why`); reading the store is one line.
+fn refused_but_run_kept(dir: &TestDir, i: usize, store: &str, why: &str) {
+    let json = dir.file(&format!("kept{i}.json"));
+    let mut a: Vec<&str> = FLOOR.to_vec();
+    a.extend(["--json", s(&json)]);
+    let out = super::common::run_cmd("msgbench", with_store(&a, store));
+    // The run succeeds, prints and writes; one line says why it was not recorded.
+    let line = out.assert_one_line_error(0);
+    assert!(
+        line.starts_with("msgbench: warning: the run was not recorded"),
+        "{out}"
+    );
+    assert!(line.contains(why), "{store}: {line}");
+    assert!(!line.contains("s3cret"), "{line}");
+    assert!(
+        out.stdout.contains("rdtsc"),
+        "the run was not printed: {out}"
+    );
+    let text = std::fs::read_to_string(&json).expect("--json was written");
+    assert!(text.contains("\"suite\": \"floor\""));
+    // Reading such a store is one line too.
+    let e = run_store(&["history"], store).assert_one_line_error(1);
+    assert!(e.contains(why), "history on {store}: {e}");
 }
 
 /// Every row of a store's runs and schema tables, as text.
