@@ -29,7 +29,6 @@ The store: --store FILE (SQLite) or --store postgres://USER[:PASSWORD]@HOST[:POR
 
 /// Options of `msgbench history`.
 #[derive(Debug, Clone, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct HistoryArgs {
     /// What to do (without one: list the runs).
     #[command(subcommand)]
@@ -114,6 +113,9 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
     let store = StoreArgs {
         store: args.store.clone(),
     };
+    if args.cmd.is_some() {
+        refuse_list_options(args);
+    }
     match &args.cmd {
         None => {
             let mut f = args.filter.filter();
@@ -124,6 +126,27 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
         Some(HistoryCmd::Export(a)) => transfer::export(&store, a),
         Some(HistoryCmd::Import(a)) => transfer::import(&store, a),
         Some(HistoryCmd::Trend(a)) => trend::run(&store, a),
+    }
+}
+
+/// The listing's options given with a subcommand: a usage error (exit 2,
+/// as clap's), since the subcommand would not use them. (clap's
+/// `args_conflicts_with_subcommands` would also refuse `--store` before
+/// the subcommand.)
+fn refuse_list_options(args: &HistoryArgs) {
+    let f = &args.filter;
+    let given = [
+        ("--suite", f.suite.is_some()),
+        ("--host", !f.hosts.is_empty()),
+        ("--since", f.since.is_some()),
+        ("--last", args.last.is_some()),
+    ];
+    if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
+        clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!("{name} lists runs: give it after the subcommand that takes it (history trend), or without one\n"),
+        )
+        .exit();
     }
 }
 

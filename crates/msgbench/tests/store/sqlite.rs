@@ -175,8 +175,17 @@ fn history_lists_shows_exports_imports_and_trends() {
     trend(store);
 }
 
-/// `history show`: as the suite printed it.
+/// `history show`: as the suite printed it, `--store` before or after
+/// the subcommand.
 fn show(store: &str, printed: &str) {
+    let before = run(
+        Bin::Msgbench,
+        ["history", "--store", store, "show", "@prev"],
+    );
+    assert_eq!(before.stdout, *printed, "{before}");
+    let e = run(Bin::Msgbench, ["history", "--last", "1", "show", "@prev"]);
+    assert_eq!(e.code(), 2, "{e}");
+    assert!(e.stderr.contains("--last lists runs"), "{e}");
     let out = run_store(&["history", "show", "@prev"], store);
     out.assert_ok();
     assert_eq!(
