@@ -13,6 +13,7 @@ use msgbench::history::{self, HistoryArgs};
 use msgbench::measure::placement::cpu_count;
 use msgbench::report::compare::{self, CompareArgs};
 use msgbench::report::html::{self as report, ReportArgs};
+use msgbench::store::RecordArgs;
 use msgbench::suites::adder::{Adder, AdderArgs, Mode, Placement};
 use msgbench::suites::broker::{self as broker, Broker, BrokerArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
@@ -131,16 +132,26 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     println!(
         "Next: msgbench adder --help, or dev-adder / client-adder for the seed's two programs."
     );
-    println!("{}", TOUR_HISTORY);
+    println!("{}", tour_history());
     Ok(())
 }
 
-/// The tour's last lines: every run is kept, and how to see them.
-const TOUR_HISTORY: &str = "\
-Every run is kept in the results store (--store, MSGBENCH_STORE; --no-store keeps nothing):
+/// The tour's last lines: where its run is kept, and how to see the runs.
+fn tour_history() -> String {
+    let how = "\
   msgbench history                   lists the runs: id, date, suite, host, kernel, headline figure
   msgbench history show @last        prints this run again
   msgbench compare @prev @last       after the next tour: that run against this one, figure by figure";
+    match RecordArgs::default().choice() {
+        None => format!(
+            "This run was not recorded (MSGBENCH_NO_STORE is set); without it every run is kept:\n{how}"
+        ),
+        Some(Err(_)) => format!("Every run is kept in the results store when it can be written:\n{how}"),
+        Some(Ok(at)) => {
+            format!("Every run is kept in the results store {at} (MSGBENCH_STORE picks another):\n{how}")
+        }
+    }
+}
 
 /// The tour's adder run: 1, 2 and every CPU's worth of threads, in the
 /// three server models, pinned then unpinned, the envelope written to
