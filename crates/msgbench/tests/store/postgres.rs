@@ -12,13 +12,13 @@ use super::{eight_at_once, floor_into, ids, run_store, stored, FLOOR};
 #[test]
 fn a_postgres_store_on_a_server_of_its_own() {
     let Some(bin) = cluster::binaries() else {
-        skip(&format!("no initdb/pg_ctl found: {}", cluster::INSTALL));
+        skip(&format!("no initdb/postgres found: {}", cluster::INSTALL));
         return;
     };
     let dir = TestDir::new("store-pg");
     let leftover;
     {
-        let pg = Cluster::start(bin);
+        let pg = Cluster::start(&bin);
         leftover = pg.dir().to_path_buf();
         let url = pg.url();
         eight_at_once(&dir, &url);
