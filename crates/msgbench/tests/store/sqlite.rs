@@ -311,8 +311,13 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
         .unwrap();
     }
     let rows_before = dump(&newer);
-    let cases: [(&str, &str); 6] = [
+    let damaged = damaged_store(&dir);
+    let cases: [(&str, &str); 7] = [
         (s(&junk), "cannot read it: file is not a database"),
+        (
+            s(&damaged),
+            "cannot read it: database disk image is malformed",
+        ),
         (
             s(&foreign),
             "not a msgbench results store (a SQLite database holding table(s) invoices)",
@@ -337,6 +342,7 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
     let files_before = [
         std::fs::read(&junk).unwrap(),
         std::fs::read(&foreign).unwrap(),
+        std::fs::read(&damaged).unwrap(),
     ];
     for (i, (store, why)) in cases.iter().enumerate() {
         refused_but_run_kept(&dir, i, store, why);
@@ -353,6 +359,7 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
     let files_after = [
         std::fs::read(&junk).unwrap(),
         std::fs::read(&foreign).unwrap(),
+        std::fs::read(&damaged).unwrap(),
     ];
     assert!(files_before == files_after, "a refused file was changed");
     assert_eq!(dump(&newer), rows_before, "the newer store was changed");
@@ -364,9 +371,28 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
     names.sort();
     assert_eq!(
         names,
-        ["foreign.db", "junk.db", "newer.db"],
+        ["damaged.db", "foreign.db", "junk.db", "newer.db"],
         "files beside the stores"
     );
+}
+
+/// A real store, its first two pages (header, schema and version table)
+/// intact and every page after them overwritten: SQLite opens it and
+/// finds the damage when it reads the runs.
+fn damaged_store(dir: &TestDir) -> std::path::PathBuf {
+    let db = dir.file("damaged.db");
+    floor_into(s(&db), &dir.file("damaged.json"));
+    assert!(
+        !dir.file("damaged.db-wal").exists(),
+        "the store's log was not folded in on close"
+    );
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 2 * 4096, "a store of {} bytes", bytes.len());
+    for (i, b) in bytes.iter_mut().enumerate().skip(2 * 4096) {
+        *b = (i * 7919 % 253) as u8;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    db
 }
 
 /// A run into `store` succeeds, prints and writes its envelope; one line
