@@ -66,8 +66,22 @@ fn last_and_prev_resolve_as_documented() {
     );
     out.assert_ok();
 
+    report_by_reference(&dir, store, first, second);
     another_machine(&dir, store, &read(&a), &read(&b));
     latest_per_host(&dir, store, second);
+}
+
+/// `report @last @prev` lays the two stored runs side by side, each
+/// named by its id; a run not in the store is one line.
+fn report_by_reference(dir: &TestDir, store: &str, first: i64, second: i64) {
+    let page = dir.file("refs.html");
+    run_store(&["report", "@last", "@prev", "-o", s(&page)], store).assert_ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    for id in [first, second] {
+        assert!(html.contains(&format!("@{id} (")), "no @{id} in the page");
+    }
+    let e = run_store(&["report", "@99", "-o", s(&page)], store).assert_one_line_error(1);
+    assert!(e.contains("no run @99"), "{e}");
 }
 
 /// A run of another machine started later becomes @last; it has no
