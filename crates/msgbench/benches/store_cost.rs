@@ -1,15 +1,16 @@
 //! What recording a run in the results store costs (not a test: figures
 //! only, nothing fails on them).
 //!
-//! Takes the latest run of the store FROM (a real run: its envelope and
-//! the tables its suite printed) and records it N times into the store TO
+//! Takes run RUN (default `@last`) of the store FROM (a real run: its
+//! envelope and the tables its suite printed) and records it N times
+//! (default 50) into the store TO
 //! exactly as a suite does at its end (`store::record_run`: open the
 //! store, check its schema, one transaction, close), each copy with its
 //! own start time so that none is a duplicate. Printed: the first
 //! recording (which makes a new store) and the milliseconds per run of
 //! the others (median, 90th percentile, largest).
 //!
-//! `cargo bench -p msgbench --bench store_cost -- FROM TO [N]`
+//! `cargo bench -p msgbench --bench store_cost -- FROM TO [N [RUN]]`
 //! (FROM and TO: a SQLite file or a postgres:// URL; TO best new).
 
 use std::time::{Duration, Instant, SystemTime};
@@ -29,12 +30,19 @@ fn main() -> Result<()> {
         .skip(1)
         .filter(|a| !a.starts_with("--"))
         .collect();
-    let (from, to, n) = match &args[..] {
-        [f, t] => (f, t, DEFAULT_N),
-        [f, t, n] => (f, t, n.parse().context("N: not a number")?),
-        _ => bail!("usage: store_cost FROM TO [N]"),
+    let (from, to) = match &args[..] {
+        [f, t, ..] if args.len() <= 4 => (f, t),
+        _ => bail!("usage: store_cost FROM TO [N [RUN]]"),
     };
-    let (text, rendering) = latest(from)?;
+    let n = match args.get(2) {
+        Some(n) => n.parse().context("N: not a number")?,
+        None => DEFAULT_N,
+    };
+    let run = match args.get(3) {
+        Some(r) => RunRef::parse(r, true).context("RUN: @last, @prev or @ID")??,
+        None => RunRef::Last,
+    };
+    let (text, rendering) = stored(from, run)?;
     let record = RecordArgs {
         store: StoreArgs {
             store: Some(to.clone()),
@@ -55,13 +63,13 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The envelope and rendering of the latest run in `store`.
-fn latest(store: &str) -> Result<(String, Rendering)> {
+/// The envelope and rendering of `run` in `store`.
+fn stored(store: &str, run: RunRef) -> Result<(String, Rendering)> {
     let args = StoreArgs {
         store: Some(store.to_string()),
     };
     let mut s = refs::open(&args)?;
-    let id = refs::resolve(&mut s, RunRef::Last)?.id;
+    let id = refs::resolve(&mut s, run)?.id;
     let run = s.get(id)?;
     let Some(r) = run.rendering else {
         bail!("@{id} in {store} was imported: it has no tables (record a suite run there first)");
