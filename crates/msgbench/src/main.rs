@@ -138,10 +138,12 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
 
 /// The tour's last lines: where its run is kept, and how to see the runs.
 fn tour_history() -> String {
-    let how = "\
-  msgbench history                   lists the runs: id, date, suite, host, kernel, headline figure
-  msgbench history show @last        prints this run again
-  msgbench compare @prev @last       after the next tour: that run against this one, figure by figure";
+    let how = [
+        "  msgbench history                   lists the runs: id, date, suite, host, kernel, headline figure",
+        "  msgbench history show @last        prints this run again",
+        "  msgbench compare @prev @last       after the next tour: that run against this one, figure by figure",
+    ]
+    .join("\n");
     match RecordArgs::default().choice() {
         None => format!(
             "This run was not recorded (MSGBENCH_NO_STORE is set); without it every run is kept:\n{how}"
@@ -172,5 +174,19 @@ fn tour_args(json: PathBuf) -> AdderArgs {
             ..OutputArgs::default()
         },
         ..AdderArgs::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tours_last_lines_name_the_store_and_the_commands_indented() {
+        let text = super::tour_history();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].contains("recorded") || lines[0].contains("results store"));
+        for l in &lines[1..] {
+            assert!(l.starts_with("  msgbench "), "not indented: {l:?}");
+        }
     }
 }
