@@ -102,7 +102,16 @@ impl ShmClient {
         if cur & MASK == CLOSED {
             return Err(Error::Disconnected);
         }
-        let me = oslayer::cpu::current_cpu();
+        // Our CPU matters to a hybrid waiter (spin only when the peer is
+        // elsewhere) and to a pool (a connection's home is the thread on
+        // its client's CPU); reading it costs a `sched_getcpu` per call,
+        // about 10% of a spinning round trip here, so nobody else pays.
+        let me = match self.wait == Wait::Hybrid
+            || self.bell.load_u32(BELL_FLAGS, Relaxed) & FLAG_POOL != 0
+        {
+            true => oslayer::cpu::current_cpu(),
+            false => 0,
+        };
         if me != self.cpu {
             // Written only when we move: a store to the line the server
             // spins on is a transfer.

@@ -559,7 +559,8 @@ impl ShmCore {
         if n == 0 {
             return;
         }
-        w.sweep = (w.sweep + 1) % n;
+        // No division on this path: it runs on every receive.
+        w.sweep = if w.sweep + 1 >= n { 0 } else { w.sweep + 1 };
         if w.calls.wrapping_sub(w.watched[w.sweep].last) > IDLE_RECEIVES {
             self.unwatch(w, w.sweep);
         }
