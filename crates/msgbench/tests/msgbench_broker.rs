@@ -93,6 +93,44 @@ fn several_clients_each_get_their_own_replies_through_the_broker() {
     assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
 }
 
+/// A broker over `transport` in `ns` with service 0 hanging after
+/// `hang_after` calls and service 1 answering, both attached to it.
+fn broker_with_a_hung_service(
+    transport: &str,
+    ns: &Path,
+    hang_after: &str,
+    route: &[&str],
+) -> (Peer, Peer, Peer) {
+    let broker = peer("broker", route, transport, ns);
+    let hung = peer(
+        "hung service",
+        &[
+            "service",
+            "--index",
+            "0",
+            "--via-broker",
+            "--hang-after",
+            hang_after,
+        ],
+        transport,
+        ns,
+    );
+    let good = peer(
+        "service 1",
+        &["service", "--index", "1", "--via-broker"],
+        transport,
+        ns,
+    );
+    (broker, hung, good)
+}
+
+fn stats_of(mut broker: Peer) -> RouterStats {
+    broker
+        .stop(Duration::from_secs(3))
+        .expect("the broker stops cleanly");
+    serde_json::from_str(&broker.line(Duration::from_secs(3)).expect("stats")).expect("json")
+}
+
 #[test]
 fn a_service_killed_mid_call_fails_its_client_within_a_second_and_the_broker_goes_on() {
     let _serial = serial();
@@ -101,19 +139,9 @@ fn a_service_killed_mid_call_fails_its_client_within_a_second_and_the_broker_goe
         let ns_path = dir.ns();
         std::fs::create_dir(&ns_path).expect("ns");
         let ns = Namespace::open(&ns_path).expect("ns");
-        let mut hung = peer(
-            "hung service",
-            &["service", "--index", "0", "--test-hang"],
-            transport,
-            &ns_path,
-        );
-        let _good = peer(
-            "service 1",
-            &["service", "--index", "1"],
-            transport,
-            &ns_path,
-        );
-        let mut broker = peer("broker", &["route", "--services", "2"], transport, &ns_path);
+        let route = ["route", "--services", "2"];
+        let (broker, mut hung, mut good) =
+            broker_with_a_hung_service(transport, &ns_path, "0", &route);
         let mut a = via_broker(&ns, transport, 0, 0);
         let mut b = via_broker(&ns, transport, 1, 1);
         b.get_integer(256).expect("service 1 answers");
@@ -143,18 +171,131 @@ fn a_service_killed_mid_call_fails_its_client_within_a_second_and_the_broker_goe
         }
         drop(b);
         let _ = hung.stop(Duration::from_secs(1));
-        broker
-            .stop(Duration::from_secs(3))
-            .expect("the broker stops cleanly");
-        let stats: RouterStats =
-            serde_json::from_str(&broker.line(Duration::from_secs(3)).expect("stats"))
-                .expect("json");
+        let stats = stats_of(broker);
         assert_eq!(
             (stats.routed, stats.refused),
             (101, 1),
             "{transport}: {stats:?}"
         );
+        good.stop(Duration::from_secs(3)).expect("service 1 stops");
+        dir.assert_ns_clean();
     }
+}
+
+#[test]
+fn a_hung_service_times_its_callers_out_while_the_others_are_served() {
+    let _serial = serial();
+    for transport in ["uds", "shm"] {
+        let dir = TestDir::new("broker-hung-service");
+        let ns_path = dir.ns();
+        std::fs::create_dir(&ns_path).expect("ns");
+        let ns = Namespace::open(&ns_path).expect("ns");
+        let route = ["route", "--services", "2", "--call-timeout-ms", "200"];
+        let (broker, mut hung, mut good) =
+            broker_with_a_hung_service(transport, &ns_path, "3", &route);
+        let mut a = via_broker(&ns, transport, 0, 0);
+        for _ in 0..3 {
+            a.get_integer(1).expect("service 0 answers before it hangs");
+        }
+        // Three calls to the hung service at once from three connections:
+        // each is answered ETIMEDOUT near its deadline, none waits for the
+        // others.
+        let callers: Vec<_> = (0..3)
+            .map(|i| {
+                let ns = ns.clone();
+                let transport = transport.to_string();
+                std::thread::spawn(move || {
+                    let mut c = via_broker(&ns, &transport, 10 + i, 0);
+                    let t0 = Instant::now();
+                    let r = c.get_integer(1);
+                    (r, t0.elapsed())
+                })
+            })
+            .collect();
+        let mut b = via_broker(&ns, transport, 1, 1);
+        for _ in 0..200 {
+            b.get_integer(256)
+                .expect("the other service is served meanwhile");
+        }
+        for c in callers {
+            let (r, took) = c.join().expect("caller");
+            let e = r.expect_err("a call to the hung service times out");
+            assert!(
+                msgbench::suites::broker::client::timed_out(&e),
+                "{transport}: {e:#}"
+            );
+            assert!(
+                took >= Duration::from_millis(190) && took < Duration::from_secs(3),
+                "{transport}: timed out after {took:?}"
+            );
+        }
+        // The same connection calls again: its service still hangs, so
+        // ETIMEDOUT again, never another call's reply.
+        let e = a.get_integer(1).expect_err("still hung");
+        assert!(msgbench::suites::broker::client::timed_out(&e), "{e:#}");
+        drop((a, b));
+        let _ = hung.stop(Duration::from_secs(1));
+        let stats = stats_of(broker);
+        assert_eq!(
+            (stats.routed, stats.timed_out),
+            (203, 4),
+            "{transport}: {stats:?}"
+        );
+        assert!(stats.most_in_flight >= 4, "{transport}: {stats:?}");
+        good.stop(Duration::from_secs(3)).expect("service 1 stops");
+        dir.assert_ns_clean();
+    }
+}
+
+#[test]
+fn the_command_shows_a_hung_service_beside_its_twin_run() {
+    let dir = TestDir::new("broker-fault");
+    let mut cmd = Bin::Msgbench.cmd([
+        "broker",
+        "--via",
+        "direct,broker",
+        "-t",
+        "uds",
+        "--inject-fault",
+        "hang-service",
+        "--call-timeout",
+        "100ms",
+        "--ints",
+        "1",
+        "-r",
+        "1",
+        "--seconds",
+        "0.5",
+        "--json",
+    ]);
+    let json = dir.path().join("out.json");
+    cmd.arg(&json);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let out = run_cmd("msgbench broker --inject-fault", cmd);
+    out.assert_ok();
+    assert!(out.stdout.contains("broker/uds + hang-service"), "{out}");
+    assert!(out.stdout.contains("Beside a hung service"), "{out}");
+    assert!(
+        out.stdout.contains("The other 2 client(s) carried on"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let rows = v["rows"].as_array().expect("rows");
+    let hung = rows
+        .iter()
+        .find(|r| r["fault"] == "hang-service")
+        .expect("a fault row");
+    let calm = rows
+        .iter()
+        .find(|r| r["via"] == "broker" && r["fault"].is_null())
+        .expect("its twin");
+    assert!(hung["timeouts"].as_u64().unwrap() >= 2, "{hung}");
+    assert_eq!(calm["timeouts"], 0, "{calm}");
+    assert_eq!(hung["call_timeout_ms"], 100);
+    assert!(hung["others_latency"]["p99_ns"].as_f64().unwrap() > 0.0);
+    dir.assert_ns_clean();
+    assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
 }
 
 #[test]
@@ -165,8 +306,13 @@ fn a_client_killed_mid_call_stops_neither_the_broker_nor_the_service() {
     std::fs::create_dir(&ns_path).expect("ns");
     let ns = Namespace::open(&ns_path).expect("ns");
     for transport in ["uds", "shm"] {
-        let mut service = peer("service", &["service", "--index", "0"], transport, &ns_path);
         let mut broker = peer("broker", &["route", "--services", "1"], transport, &ns_path);
+        let mut service = peer(
+            "service",
+            &["service", "--index", "0", "--via-broker"],
+            transport,
+            &ns_path,
+        );
         let mut victim = peer(
             "client",
             &[
@@ -312,4 +458,49 @@ fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
     dir.assert_ns_clean();
     let left = processes_mentioning(&dir.path().display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn a_connection_cannot_answer_calls_it_was_not_handed() {
+    use msgbench::suites::broker::proto::{write_result_header, RESULT};
+    let _serial = serial();
+    let dir = TestDir::new("broker-forged-result");
+    let ns_path = dir.ns();
+    std::fs::create_dir(&ns_path).expect("ns");
+    let ns = Namespace::open(&ns_path).expect("ns");
+    let transport = "uds";
+    let route = ["route", "--services", "2"];
+    // Service 0 holds its first call, so the token stays in flight while
+    // the forger guesses.
+    let (broker, mut hung, mut good) = broker_with_a_hung_service(transport, &ns_path, "0", &route);
+    let caller = {
+        let ns = ns.clone();
+        std::thread::spawn(move || via_broker(&ns, transport, 0, 0).get_integer(1))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let t = msgpass::transport::by_name(transport).expect("uds");
+    let mut forger =
+        msgpass::Connection::open(&ns, ENDPOINT, &*t, &opts()).expect("reach the broker");
+    let mut msg = Vec::new();
+    let mut reply = vec![0u8; forger.max_msg()];
+    for guess in (0..2000u64).chain([u64::MAX, 1 << 32]) {
+        write_result_header(&mut msg, guess, 0);
+        msg.extend_from_slice(&[0; 16]);
+        match forger.call(RESULT, &msg, &mut reply) {
+            Err(msgpass::Error::Remote { code }) => assert_eq!(code, libc::EPROTO),
+            other => panic!("a forged result for token {guess} was taken: {other:?}"),
+        }
+    }
+    let _ = hung.stop(Duration::from_secs(1));
+    let err = caller
+        .join()
+        .expect("caller")
+        .expect_err("its service died");
+    assert!(!format!("{err:#}").contains("wrong reply"), "{err:#}");
+    let mut b = via_broker(&ns, transport, 1, 1);
+    b.get_integer(16).expect("the broker still routes");
+    drop((b, forger));
+    let stats = stats_of(broker);
+    assert_eq!(stats.routed, 1, "{stats:?}");
+    good.stop(Duration::from_secs(3)).expect("service 1 stops");
 }

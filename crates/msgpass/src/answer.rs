@@ -81,6 +81,12 @@ impl<A: Answer> Once<A> {
         }
     }
 
+    /// Marks the request answered without answering it: its answer goes
+    /// another way now (a deferred request's handle).
+    pub(crate) fn disarm(&mut self) {
+        self.answered = true;
+    }
+
     /// Replies with `data` (see [`Request::reply`](crate::Request::reply)).
     #[inline]
     pub(crate) fn reply(&mut self, data: &[u8]) -> Result<()> {

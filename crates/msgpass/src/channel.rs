@@ -8,8 +8,10 @@ use std::sync::Arc;
 use crate::answer::{Chan, Once};
 use crate::error::{Error, Result};
 use crate::names::{EndpointClaim, Namespace};
-use crate::pool::{PoolShared, Receiver, MAX_THREADS};
-use crate::transport::{self, Options, ServerChannel, Transport, Typed};
+use crate::pool::{HeldCount, Keep, OwnedRequest, PoolShared, Receiver, Spares, MAX_THREADS};
+use crate::pulse::{pulse_of, Pulse};
+use crate::transport::core::{Copied, Unanswered};
+use crate::transport::{self, HeldRequest, Options, ServerChannel, Transport, Typed};
 
 /// The server side of a named endpoint. One thread receives on it; several
 /// channels can live in one process, one per thread; or one channel can be
@@ -26,9 +28,20 @@ pub struct Channel<S: ServerChannel + ?Sized = dyn ServerChannel> {
     place: Arc<Place>,
     stop: Arc<AtomicBool>,
     max_msg: usize,
+    max_held: usize,
     /// The copying fallback of [`Request::reply_with`], for transports
     /// without a reply buffer of their own (empty until first used).
     scratch: Vec<u8>,
+    /// What deferred requests share with the channel: their count, and
+    /// the spare buffers of their copying fallback.
+    deferred: Deferred,
+}
+
+/// What a channel's deferred requests share with it.
+#[derive(Default)]
+struct Deferred {
+    count: Arc<HeldCount>,
+    spares: Arc<Spares>,
 }
 
 /// Where a channel is served.
@@ -64,6 +77,7 @@ impl Channel {
             inner,
             Place::Endpoint(claim),
             transport.max_msg(opts.max_msg),
+            opts.max_held,
         ))
     }
 
@@ -83,6 +97,7 @@ impl Channel {
             inner,
             Place::Endpoint(claim),
             transport.max_msg(opts.max_msg),
+            opts.max_held,
         ))
     }
 
@@ -100,7 +115,12 @@ impl Channel {
     pub fn listen_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Channel> {
         let (inner, addr) = transport::tcp::listen(addr, opts)?;
         let name = transport::tcp::remote_name(&addr);
-        Ok(Channel::new(inner, Place::Tcp { name, addr }, opts.max_msg))
+        Ok(Channel::new(
+            inner,
+            Place::Tcp { name, addr },
+            opts.max_msg,
+            opts.max_held,
+        ))
     }
 }
 
@@ -118,14 +138,16 @@ fn raise_descriptor_limit() {
 }
 
 impl<S: ServerChannel + ?Sized> Channel<S> {
-    fn new(inner: Box<S>, place: Place, max_msg: usize) -> Channel<S> {
+    fn new(inner: Box<S>, place: Place, max_msg: usize, max_held: usize) -> Channel<S> {
         raise_descriptor_limit();
         Channel {
             inner,
             place: Arc::new(place),
             stop: Arc::new(AtomicBool::new(false)),
             max_msg,
+            max_held,
             scratch: Vec::new(),
+            deferred: Deferred::default(),
         }
     }
 
@@ -186,6 +208,8 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
             Some(head) => Ok(Some(Request {
                 once: Once::new(Chan(&mut *self.inner), head, self.max_msg),
                 scratch: &mut self.scratch,
+                deferred: &self.deferred,
+                max_held: self.max_held,
             })),
             None => Ok(None),
         }
@@ -227,13 +251,16 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
             place,
             stop,
             max_msg,
+            max_held,
             scratch: _,
+            deferred: _,
         } = self;
         let workers = inner.into_pool(threads)?;
         let shared = Arc::new(PoolShared {
             place,
             stop,
             max_msg,
+            max_held,
             threads,
             spares: Arc::default(),
         });
@@ -266,6 +293,8 @@ impl Place {
 pub struct Request<'a, S: ServerChannel + ?Sized = dyn ServerChannel> {
     once: Once<Chan<'a, S>>,
     scratch: &'a mut Vec<u8>,
+    deferred: &'a Deferred,
+    max_held: usize,
 }
 
 impl<S: ServerChannel + ?Sized> Request<'_, S> {
@@ -289,6 +318,13 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     #[inline]
     pub fn is_oneway(&self) -> bool {
         self.once.head.oneway
+    }
+
+    /// The pulse this is ([`Connection::send_pulse`](crate::Connection::send_pulse));
+    /// `None` for a call or a one-way message. A pulse needs no reply.
+    #[inline]
+    pub fn pulse(&self) -> Option<Pulse> {
+        pulse_of(self.once.head, self.data())
     }
 
     /// Replies with `data` (copied into the transport). A reply larger than
@@ -326,6 +362,51 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     #[inline]
     pub fn reply_error(mut self, code: i32) -> Result<()> {
         self.once.reply_error(code)
+    }
+
+    /// Defers the answer (QNX: keep the receive id, `MsgReply` later):
+    /// takes the request out of the channel as an [`OwnedRequest`], which
+    /// can be kept, sent to another thread and answered there, in any
+    /// order with others, while the channel goes on receiving. Its client
+    /// waits for it (or for its own timeout: a reply after that is
+    /// discarded by the client).
+    ///
+    /// Dropped unanswered, it replies `EIO` at once; answered after its
+    /// client died, the reply is [`Error::Disconnected`] and goes nowhere.
+    /// How many a channel may hold is bounded: at most one per connection
+    /// (the transport takes no other request of that connection
+    /// meanwhile), and at most [`Options::max_held`] in all; past that the
+    /// request is answered `EAGAIN` and this is [`Error::HeldLimit`].
+    ///
+    /// On the shared-memory transports the request stays in the client's
+    /// slot, read in place until answered (the client cannot reuse the slot
+    /// meanwhile); elsewhere its payload is copied out.
+    pub fn defer(mut self) -> Result<OwnedRequest> {
+        let head = self.once.head;
+        let held: Box<dyn HeldRequest> = if head.oneway {
+            // Nobody waits for an answer: keep a copy of the payload.
+            Copied::boxed(self.data().to_vec(), Unanswered, self.once.max_msg)
+        } else {
+            match self.once.to.0.detach() {
+                Some(held) => held,
+                // Dropped here: the channel answers EIO.
+                None => {
+                    return Err(Error::Unsupported {
+                        what: "deferred replies",
+                        transport: "this transport",
+                    })
+                }
+            }
+        };
+        // The channel no longer holds it: its answer goes through `held`.
+        self.once.disarm();
+        let keep = Keep {
+            spares: Arc::clone(&self.deferred.spares),
+            most: 2,
+            count: Arc::clone(&self.deferred.count),
+            counted: false,
+        };
+        OwnedRequest::admit(held, head, self.once.max_msg, self.max_held, keep)
     }
 }
 

@@ -2,10 +2,12 @@
 
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::names::Namespace;
-use crate::transport::{self, ClientConnection, Options, Transport, Typed, ONEWAY};
+use crate::pulse::{Pulse, PULSE};
+use crate::transport::{self, ClientConnection, Options, Transport, Typed};
 
 /// The client side: a connection to a named endpoint.
 ///
@@ -22,6 +24,8 @@ pub struct Connection<C: ClientConnection + ?Sized = dyn ClientConnection> {
     /// `request`, the reply lands in `reply` (both empty until first used).
     request: Vec<u8>,
     reply: Vec<u8>,
+    /// The deadline every call gets ([`set_timeout`](Connection::set_timeout)).
+    timeout: Option<Duration>,
 }
 
 /// The endpoint `name` in `ns`, checked against a live endpoint of another
@@ -51,10 +55,7 @@ impl Connection {
         opts: &Options,
     ) -> Result<Connection> {
         let path = endpoint(ns, name, transport.name())?;
-        Ok(Connection::new(
-            transport.connect(&path, opts)?,
-            transport.name(),
-        ))
+        Connection::new(transport.connect(&path, opts)?, transport.name(), opts)
     }
 
     /// Like [`open`](Connection::open), with the transport named at compile
@@ -67,10 +68,11 @@ impl Connection {
         opts: &Options,
     ) -> Result<Connection<T::Client>> {
         let path = endpoint(ns, name, transport.name())?;
-        Ok(Connection::new(
+        Connection::new(
             Box::new(transport.connect_typed(&path, opts)?),
             transport.name(),
-        ))
+            opts,
+        )
     }
 
     /// Connects over TCP to a channel served by
@@ -80,27 +82,106 @@ impl Connection {
     /// [`Error::NotFound`] (its path is `tcp://ADDR:PORT`); something
     /// other than a msgpass server is [`Error::Protocol`].
     pub fn connect_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Connection> {
-        Ok(Connection::new(transport::tcp::connect(addr, opts)?, "tcp"))
+        Connection::new(transport::tcp::connect(addr, opts)?, "tcp", opts)
     }
 }
 
 impl<C: ClientConnection + ?Sized> Connection<C> {
-    fn new(inner: Box<C>, transport: &'static str) -> Connection<C> {
-        Connection {
+    fn new(inner: Box<C>, transport: &'static str, opts: &Options) -> Result<Connection<C>> {
+        let mut c = Connection {
             inner,
             transport,
             request: Vec::new(),
             reply: Vec::new(),
+            timeout: None,
+        };
+        c.set_timeout(opts.call_timeout)?;
+        Ok(c)
+    }
+
+    /// Gives every later call on this connection a deadline, `timeout`
+    /// after the call starts (`None`: wait for ever, the default unless
+    /// [`Options::call_timeout`] says otherwise). QNX: `TimerTimeout` on
+    /// `MsgSend`.
+    ///
+    /// A call past its deadline returns [`Error::TimedOut`]. The server
+    /// may still take the request and answer it: that late reply is never
+    /// taken as the answer to a later call. A connection has one call at
+    /// the server at a time, so the next call first waits (within its own
+    /// deadline) for the late reply and discards it, then sends; if the
+    /// late reply does not come in time either, that call times out too,
+    /// without sending. (fuse: the timed-out request is withdrawn instead,
+    /// and its server's reply discarded by the server.)
+    ///
+    /// A zero timeout is [`Error::BadTimeout`]; a transport without
+    /// timeouts is [`Error::Unsupported`].
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        if timeout == Some(Duration::ZERO) {
+            return Err(Error::BadTimeout);
         }
+        self.inner.set_timeout(timeout).map_err(|e| match e {
+            Error::Unsupported { what, .. } => Error::Unsupported {
+                what,
+                transport: self.transport,
+            },
+            e => e,
+        })?;
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// The deadline every call gets (see [`set_timeout`](Connection::set_timeout)).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// [`call`](Connection::call) with a deadline of its own, `timeout`
+    /// after it starts, whatever [`set_timeout`](Connection::set_timeout)
+    /// says for the others.
+    pub fn call_timeout(
+        &mut self,
+        cmd: u32,
+        req: &[u8],
+        reply: &mut [u8],
+        timeout: Duration,
+    ) -> Result<usize> {
+        let keep = self.timeout;
+        self.set_timeout(Some(timeout))?;
+        let got = self.call(cmd, req, reply);
+        self.set_timeout(keep)?;
+        got
+    }
+
+    /// Sends a pulse (QNX `MsgSendPulse`): a code and a value, delivered to
+    /// the server in order with this connection's calls, as a
+    /// [`Request`](crate::Request) whose [`pulse`](crate::Request::pulse)
+    /// is `Some` (a one-way message: nothing is answered). Never waits
+    /// for the server: if the path to it has no room now, nothing is sent
+    /// and this is [`Error::PulseQueueFull`]. The room per transport: the
+    /// kernel's buffer (sockets, pipes, FIFOs), the System V queue
+    /// (sysv-msg, shared by the channel's clients), one pulse not yet
+    /// taken by the server (the shm family, eventfd, io-uring, signal,
+    /// posix-mq: their path holds one message), 16 pulses since the last
+    /// reply (udp, whose kernel would drop a datagram silently instead), a
+    /// bounded queue at the server (fuse, whose sender waits for the
+    /// server's reader thread, never for a handler).
+    pub fn send_pulse(&mut self, pulse: Pulse) -> Result<()> {
+        self.inner.send_pulse(&pulse.encode()).map_err(|e| match e {
+            Error::Unsupported { what, .. } => Error::Unsupported {
+                what,
+                transport: self.transport,
+            },
+            e => e,
+        })
     }
 
     /// Sends command `cmd` with payload `req`, blocks until the reply, copies
     /// it into `reply` and returns its length. An error reply is
-    /// [`Error::Remote`]. A command with the [`ONEWAY`] bit set is
+    /// [`Error::Remote`]. A command with the [`ONEWAY`](crate::ONEWAY) bit set is
     /// [`Error::ReservedCommand`].
     #[inline]
     pub fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
-        if cmd & ONEWAY != 0 {
+        if cmd >= PULSE {
             return Err(Error::ReservedCommand { cmd });
         }
         self.inner.call(cmd, req, reply)
@@ -133,7 +214,7 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// while you read it: copy out what you check before relying on it.
     #[inline]
     pub fn call_with(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
-        if cmd & ONEWAY != 0 {
+        if cmd >= PULSE {
             return Err(Error::ReservedCommand { cmd });
         }
         let max = self.inner.max_msg();
@@ -181,7 +262,7 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// Errors: [`Error::Unsupported`] on a transport without one-way
     /// messages (see [`supports_oneway`](Connection::supports_oneway));
     /// [`Error::TooLarge`] for a payload over [`max_msg`](Connection::max_msg);
-    /// [`Error::ReservedCommand`] for a command with the [`ONEWAY`] bit
+    /// [`Error::ReservedCommand`] for a command with the [`ONEWAY`](crate::ONEWAY) bit
     /// set; [`Error::Disconnected`] when the server is known to be gone (a
     /// server that dies with messages queued may only be noticed by a later
     /// send or call).
@@ -192,7 +273,7 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
                 transport: self.transport,
             });
         }
-        if cmd & ONEWAY != 0 {
+        if cmd >= PULSE {
             return Err(Error::ReservedCommand { cmd });
         }
         if req.len() > self.inner.max_msg() {

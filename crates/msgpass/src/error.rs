@@ -98,9 +98,10 @@ pub enum Error {
         transport: &'static str,
     },
 
-    /// A command code with the top bit set: that bit marks one-way
-    /// messages on the wire, so `call` and `send_oneway` refuse it.
-    #[error("command {cmd:#x} has the top bit set, which is reserved for one-way messages: use a code below 0x8000_0000")]
+    /// A reserved command code: the top bit marks one-way messages on the
+    /// wire, 0x7fff_fffe ([`PULSE`](crate::PULSE)) pulses and 0x7fff_ffff
+    /// the wire's own hints, so `call` and `send_oneway` refuse them.
+    #[error("command {cmd:#x} is reserved (the top bit marks one-way messages, 0x7fff_fffe and up are the library's): use a code below 0x7fff_fffe")]
     ReservedCommand {
         /// The command code as given.
         cmd: u32,
@@ -118,6 +119,35 @@ pub enum Error {
     /// The peer went away (server died or closed the channel; client died).
     #[error("the peer closed the connection")]
     Disconnected,
+
+    /// A call was not answered within its deadline
+    /// ([`Connection::set_timeout`](crate::Connection::set_timeout),
+    /// [`Connection::call_timeout`](crate::Connection::call_timeout)). The
+    /// server may still carry the request out: its late reply is
+    /// discarded, never taken as the answer to a later call.
+    #[error("no reply within {timeout:?}")]
+    TimedOut {
+        /// The time the call was given.
+        timeout: std::time::Duration,
+    },
+
+    /// A call timeout of zero: a call needs some time.
+    #[error("a call timeout must be more than zero")]
+    BadTimeout,
+
+    /// A server already holds as many deferred requests as it may
+    /// ([`Options::max_held`](crate::Options::max_held)): the request was
+    /// answered `EAGAIN` instead.
+    #[error("{max} requests are held already (Options::max_held): answered EAGAIN")]
+    HeldLimit {
+        /// The limit.
+        max: usize,
+    },
+
+    /// A pulse found the connection's queue full (the server is not
+    /// taking messages as fast as they come): it was not sent.
+    #[error("the server's queue is full: pulse not sent")]
+    PulseQueueFull,
 
     /// The peer broke the wire protocol.
     #[error("protocol error: {0}")]

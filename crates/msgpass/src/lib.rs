@@ -87,6 +87,7 @@ mod connection;
 mod error;
 mod names;
 pub mod pool;
+mod pulse;
 pub mod transport;
 
 pub use answer::Received;
@@ -95,4 +96,5 @@ pub use connection::Connection;
 pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
 pub use pool::{OwnedRequest, Receiver};
+pub use pulse::{Pulse, PULSE};
 pub use transport::{Options, Status, Transport, Typed, ONEWAY};

@@ -2,15 +2,16 @@
 //! and the [`OwnedRequest`] it yields. See [`Channel::into_pool`](crate::Channel::into_pool).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::answer::{Held, Once};
 use crate::channel::Place;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::PoolWorker;
+use crate::transport::{HeldRequest, Incoming};
 
 /// Most threads a pool may have.
 pub const MAX_THREADS: usize = 64;
@@ -21,8 +22,32 @@ pub(crate) struct PoolShared {
     pub(crate) place: Arc<Place>,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) max_msg: usize,
+    pub(crate) max_held: usize,
     pub(crate) threads: usize,
     pub(crate) spares: Arc<Spares>,
+}
+
+/// How many requests one receiving thread (a channel's, or a pool
+/// receiver's) has handed out unanswered, against
+/// [`Options::max_held`](crate::Options::max_held). Counted on the thread
+/// that received them and, mostly, answered them: no line shared between
+/// the threads of a pool.
+#[derive(Default)]
+pub(crate) struct HeldCount(AtomicUsize);
+
+impl HeldCount {
+    /// One more handed out; false (and not counted) when `max` are out.
+    fn admit(&self, max: usize) -> bool {
+        if self.0.load(Ordering::Relaxed) >= max {
+            return false;
+        }
+        self.0.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn release(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Reply buffers of the copying fallback of [`OwnedRequest::reply_with`],
@@ -75,6 +100,7 @@ pub struct Receiver {
     // transport) goes before the endpoint is removed.
     worker: Box<dyn PoolWorker>,
     shared: Arc<PoolShared>,
+    held: Arc<HeldCount>,
     index: usize,
 }
 
@@ -83,24 +109,35 @@ impl Receiver {
         Receiver {
             worker,
             shared,
+            held: Arc::default(),
             index,
         }
     }
 
     /// Waits for the next request of any client; `Ok(None)` once the
     /// pool's stop flag is set (within one [`Options::tick`](crate::Options::tick)).
+    /// A request that would make this thread hold more than
+    /// [`Options::max_held`](crate::Options::max_held) unanswered is
+    /// answered `EAGAIN` at once and not handed out.
     pub fn receive(&mut self) -> Result<Option<OwnedRequest>> {
-        if self.shared.stop.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        Ok(self
-            .worker
-            .receive(&self.shared.stop)?
-            .map(|(head, held)| OwnedRequest {
-                once: Once::new(Held(held), head, self.shared.max_msg),
+        loop {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let Some((head, held)) = self.worker.receive(&self.shared.stop)? else {
+                return Ok(None);
+            };
+            let keep = Keep {
                 spares: Arc::clone(&self.shared.spares),
-                threads: self.shared.threads,
-            }))
+                most: 2 * self.shared.threads,
+                count: Arc::clone(&self.held),
+                counted: false,
+            };
+            match OwnedRequest::admit(held, head, self.shared.max_msg, self.shared.max_held, keep) {
+                Ok(req) => return Ok(Some(req)),
+                Err(_) => continue,
+            }
+        }
     }
 
     /// This receiver's number in its pool, 0 to [`threads`](Receiver::threads) - 1.
@@ -140,16 +177,56 @@ impl Receiver {
 /// [`reply_with`](OwnedRequest::reply_with) or
 /// [`reply_error`](OwnedRequest::reply_error); dropped unanswered, it
 /// replies `EIO` at once, so no client waits for an answer that will not
-/// come. A client that died meanwhile is not an error: the reply goes
-/// nowhere. A one-way message needs no reply, and a drop sends none.
+/// come. A reply to a client that died meanwhile goes nowhere; where the
+/// transport knows the client is gone it says [`Error::Disconnected`]
+/// (always for a deferred request), which a server may ignore. A one-way
+/// message needs no reply, and a drop sends none.
 pub struct OwnedRequest {
     once: Once<Held>,
+    keep: Keep,
+}
+
+/// What an [`OwnedRequest`] keeps of the thread that handed it out.
+pub(crate) struct Keep {
     /// Where the copying fallback of `reply_with` takes its buffer from.
-    spares: Arc<Spares>,
-    threads: usize,
+    pub(crate) spares: Arc<Spares>,
+    /// How many spare buffers are kept at most.
+    pub(crate) most: usize,
+    /// The count of that thread's requests held.
+    pub(crate) count: Arc<HeldCount>,
+    /// This request is in that count.
+    pub(crate) counted: bool,
+}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        if self.counted {
+            self.count.release();
+        }
+    }
 }
 
 impl OwnedRequest {
+    /// The request `held` (header `head`) handed out by a thread that
+    /// keeps `keep`, unless that thread holds `max_held` already: then it
+    /// is answered `EAGAIN` at once and the error says so.
+    pub(crate) fn admit(
+        held: Box<dyn HeldRequest>,
+        head: Incoming,
+        max_msg: usize,
+        max_held: usize,
+        keep: Keep,
+    ) -> Result<OwnedRequest> {
+        let mut once = Once::new(Held(held), head, max_msg);
+        let mut keep = keep;
+        keep.counted = keep.count.admit(max_held);
+        if !keep.counted {
+            let _ = once.reply_error(libc::EAGAIN);
+            return Err(Error::HeldLimit { max: max_held });
+        }
+        Ok(OwnedRequest { once, keep })
+    }
+
     /// The command code.
     pub fn cmd(&self) -> u32 {
         self.once.head.cmd
@@ -167,6 +244,11 @@ impl OwnedRequest {
         self.once.head.oneway
     }
 
+    /// The pulse this is (see [`Request::pulse`](crate::Request::pulse)).
+    pub fn pulse(&self) -> Option<crate::Pulse> {
+        crate::pulse::pulse_of(self.once.head, self.data())
+    }
+
     /// Replies with `data`, as [`Request::reply`](crate::Request::reply).
     pub fn reply(mut self, data: &[u8]) -> Result<()> {
         self.once.reply(data)
@@ -176,9 +258,9 @@ impl OwnedRequest {
     /// on the shared-memory slot of the shm transports nothing is copied;
     /// elsewhere through a buffer of the request's own.
     pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
-        let mut buf = self.spares.take();
+        let mut buf = self.keep.spares.take();
         let r = self.once.reply_with(&mut buf, fill);
-        self.spares.give(buf, 2 * self.threads);
+        self.keep.spares.give(buf, self.keep.most);
         r
     }
 

@@ -31,6 +31,11 @@ impl Interest {
     /// every wait while it lasts. A hang-up or an error is always reported.
     pub const READABLE: Interest = Interest(EventFlags::IN);
 
+    /// Only the peer's hang-up (or an error): data waiting is not
+    /// reported. For a connection not to be read for now, whose death must
+    /// still be heard of.
+    pub const HANGUP: Interest = Interest(EventFlags::RDHUP);
+
     /// Edge-triggered: reported once per change (each write to an eventfd,
     /// each packet arriving), not while it lasts.
     pub fn edge(self) -> Interest {

@@ -183,6 +183,22 @@ pub fn write_vectored(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<usize> 
     retry_rustix(|| rustix::io::writev(fd, &iov[..parts.len()]))
 }
 
+/// One write of `buf` that does not wait (`pwritev2` with `RWF_NOWAIT`,
+/// at the current position): `Ok(None)` when the file has no room now (a
+/// full pipe), else the bytes written. A pipe takes a write of at most
+/// `PIPE_BUF` bytes whole or not at all. Retried on `EINTR`.
+#[inline]
+pub fn write_now(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<Option<usize>> {
+    let iov = [IoSlice::new(buf)];
+    match retry_rustix(|| {
+        rustix::io::pwritev2(fd, &iov, u64::MAX, rustix::io::ReadWriteFlags::NOWAIT)
+    }) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Sets or clears `O_NONBLOCK` on `fd` (no second call when it is already
 /// as asked).
 pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {

@@ -52,6 +52,12 @@ impl PollFd {
         PollFd::new(fd, IN)
     }
 
+    /// An entry asking whether `fd` is writable ([`OUT`]).
+    #[inline]
+    pub fn writable(fd: BorrowedFd<'_>) -> PollFd {
+        PollFd::new(fd, OUT)
+    }
+
     /// A placeholder entry that `poll` skips (descriptor -1): keeps an
     /// array's positions when a slot has no descriptor.
     #[inline]

@@ -166,6 +166,19 @@ pub fn send_bytes(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     retry_rustix(|| rustix::net::send(fd, buf, SendFlags::NOSIGNAL))
 }
 
+/// Sends one message from a contiguous buffer without waiting
+/// (`MSG_DONTWAIT`), never raising `SIGPIPE`: `Ok(None)` when the socket
+/// has no room now, else the bytes sent (a stream socket may take part of
+/// it). Retried on `EINTR`.
+#[inline]
+pub fn send_now(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<Option<usize>> {
+    match retry_rustix(|| rustix::net::send(fd, buf, SendFlags::NOSIGNAL | SendFlags::DONTWAIT)) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Receives one message into a contiguous buffer (with `flags`, plus
 /// `MSG_TRUNC`; retried on `EINTR`). Returns the message's full length,
 /// which exceeds `buf.len()` when it was truncated.

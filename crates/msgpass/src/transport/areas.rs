@@ -47,6 +47,12 @@ fn mem_len(control: usize, max: usize) -> usize {
     control + 2 * area_len(max)
 }
 
+/// The code word of the client-to-server area's header once the server
+/// has taken the message there (and in a new connection's memory): the
+/// client may write the next one. No message has this code (0xffff_ffff
+/// is the wire's one-way CPU hint, which these transports never send).
+const TAKEN: u32 = u32::MAX;
+
 /// One side's view of a connection's memory.
 pub(crate) struct Areas {
     map: Mapping,
@@ -56,6 +62,11 @@ pub(crate) struct Areas {
     tx: usize,
     /// Largest payload an area holds.
     max: usize,
+    /// The server's view (we receive in the client-to-server area).
+    server: bool,
+    /// The message last taken was a pulse, copied out (the client may
+    /// write the next one at once): not to be read in place.
+    copied: bool,
 }
 
 impl Areas {
@@ -67,6 +78,10 @@ impl Areas {
         let mem = mman::memfd(name, len)?;
         let map = Mapping::new(mem.as_fd(), len)?;
         let areas = Areas::new(map, control, max, true);
+        areas
+            .map
+            .atomic_u32(areas.rx)
+            .store(TAKEN, Ordering::Release);
         Ok((mem, areas))
     }
 
@@ -93,7 +108,35 @@ impl Areas {
     fn new(map: Mapping, control: usize, max: usize, c2s_is_rx: bool) -> Areas {
         let (c2s, s2c) = (control, control + area_len(max));
         let (rx, tx) = if c2s_is_rx { (c2s, s2c) } else { (s2c, c2s) };
-        Areas { map, rx, tx, max }
+        Areas {
+            map,
+            rx,
+            tx,
+            max,
+            server: c2s_is_rx,
+            copied: false,
+        }
+    }
+
+    /// Client side: true when the server has taken the last message we
+    /// sent, so that the area is ours to write again. After a request it
+    /// always has (it answered); after a pulse, once it took it.
+    pub(crate) fn room(&self) -> bool {
+        self.server || self.map.atomic_u32(self.tx).load(Ordering::Acquire) == TAKEN
+    }
+
+    /// Server side: the message in our area is taken (its payload read, or
+    /// the client waiting for our reply): the client may write the next.
+    pub(crate) fn mark_taken(&self) {
+        if self.server {
+            self.map.atomic_u32(self.rx).store(TAKEN, Ordering::Release);
+        }
+    }
+
+    /// True when the message last taken was copied out (a pulse): read it
+    /// from the frame, not in place.
+    pub(crate) fn copied(&self) -> bool {
+        self.copied
     }
 
     /// The mapping, whose first `control` bytes (given when the memory was
@@ -108,6 +151,9 @@ impl Areas {
         if data.len() > self.max {
             return Err(over_max());
         }
+        if !self.room() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         // The peer reads the area only after our announcement; if it
         // misbehaves it only corrupts the message it receives.
         self.map.write_at(self.tx + HEAD, data);
@@ -121,6 +167,9 @@ impl Areas {
     pub(crate) fn put_head(&self, head: &[u8; HEAD]) -> io::Result<()> {
         if parse_head(head).1 > self.max {
             return Err(over_max());
+        }
+        if !self.room() {
+            return Err(io::ErrorKind::WouldBlock.into());
         }
         self.publish(head);
         Ok(())
@@ -196,22 +245,34 @@ impl Areas {
 
     /// Copies the message announced in our area, header and payload, to
     /// `frame`, as a wire receives it; returns the payload length.
-    pub(crate) fn take(&self, frame: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn take(&mut self, frame: &mut [u8]) -> io::Result<usize> {
         let len = self.take_head(frame)?;
         if HEAD + len > frame.len() {
             return Err(too_long());
         }
-        self.take_payload(&mut frame[HEAD..HEAD + len]);
+        if !self.copied {
+            self.take_payload(&mut frame[HEAD..HEAD + len]);
+        }
         Ok(len)
     }
 
     /// Copies the header of the message announced in our area, as checked
     /// by [`Areas::head`], to `frame[..HEAD]`, leaving its payload where it
     /// lies ([`Areas::received`]); returns the payload length.
-    pub(crate) fn take_head(&self, frame: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn take_head(&mut self, frame: &mut [u8]) -> io::Result<usize> {
         let (code, len) = self.head()?;
         // The header as checked, not as the peer may have rewritten it since.
         frame[..HEAD].copy_from_slice(&crate::transport::wire::head(code, len));
+        self.copied = false;
+        if self.server {
+            if crate::pulse::is_pulse(code) {
+                // Copied out before the client may write the next one.
+                let n = len.min(frame.len() - HEAD);
+                self.take_payload(&mut frame[HEAD..HEAD + n]);
+                self.copied = true;
+            }
+            self.mark_taken();
+        }
         Ok(len)
     }
 }
@@ -230,7 +291,7 @@ mod tests {
 
     #[test]
     fn a_message_crosses_from_one_side_to_the_other() {
-        let (mem, server) = Areas::create("areas-test", PAGE, 100).expect("create");
+        let (mem, mut server) = Areas::create("areas-test", PAGE, 100).expect("create");
         let client = Areas::adopt(mem.as_fd(), "areas-test", PAGE, 100).expect("adopt");
         client
             .put(&crate::transport::wire::head(7, 5), b"hello")

@@ -1,12 +1,27 @@
 //! The one client of the descriptor-driven transports: sends a framed
 //! request on a [`Wire`] and waits for the framed reply, watching the
 //! server's liveness where the wire does not report it by itself.
+//!
+//! **Deadlines.** A call with a timeout waits in `poll` on the wire (one
+//! call more than a call without, which waits in the wire's own blocking
+//! receive) and gives up at its deadline with [`Error::TimedOut`]. The
+//! reply it did not wait for is then *owed*: the server answers every
+//! request once, in order on a connection, so the next reply to arrive is
+//! that one, and the next call waits for it (within its own deadline) and
+//! discards it before it sends. A connection thus never has more than one
+//! request at the server, and a late reply is never taken for another's.
+//!
+//! **Pulses** go on the wire as one-way messages, sent only if the path
+//! has room now ([`Wire::send_now`]); where a full path would drop a
+//! message silently (udp), at most [`Traits::pulse_credit`] between two
+//! replies.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::pulse::{PULSE, PULSE_LEN};
 use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT};
 use crate::transport::{ClientConnection, ONEWAY};
 
@@ -17,6 +32,9 @@ pub(crate) struct Traits {
     pub(crate) eof_on_death: bool,
     /// The wire carries one-way messages (see [`ClientConnection::oneway`]).
     pub(crate) oneway: bool,
+    /// Pulses allowed between two replies where a full path drops
+    /// messages silently (see `Mechanism::PULSE_CREDIT`).
+    pub(crate) pulse_credit: Option<u32>,
 }
 
 /// A connection's client side.
@@ -33,6 +51,12 @@ pub(crate) struct WireClient<W: Wire> {
     traits: Traits,
     /// Our CPU + 1 as last told to the server (0: not yet).
     cpu: u32,
+    /// Every call's deadline, from its start.
+    timeout: Option<Duration>,
+    /// A call timed out: the next reply to arrive is its, to discard.
+    owed: bool,
+    /// Pulses sent since the last reply (counted where the credit applies).
+    pulses: u32,
 }
 
 /// Errors that mean the server (or the path to it) is gone.
@@ -69,6 +93,13 @@ fn sent(r: io::Result<()>) -> Result<()> {
     })
 }
 
+/// The time left before `deadline`, `None` once it has passed.
+fn left(deadline: Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
 impl<W: Wire> WireClient<W> {
     /// A client sending on `wire` messages up to `max_msg` bytes.
     pub(crate) fn new(
@@ -86,6 +117,9 @@ impl<W: Wire> WireClient<W> {
             tick,
             traits,
             cpu: 0,
+            timeout: None,
+            owed: false,
+            pulses: 0,
         }
     }
 
@@ -106,11 +140,94 @@ impl<W: Wire> WireClient<W> {
         sent(self.wire.send(&head(HINT, 4), &cpu.to_le_bytes()))
     }
 
+    /// The deadline of a call starting now.
+    #[inline]
+    fn deadline(&self) -> Option<Instant> {
+        self.timeout.map(|t| Instant::now() + t)
+    }
+
+    /// The error of a call past its deadline.
+    fn timed_out(&self) -> Error {
+        Error::TimedOut {
+            timeout: self.timeout.unwrap_or_default(),
+        }
+    }
+
+    /// Before a call: the reply owed to a call that timed out, waited for
+    /// (until `deadline`) and discarded.
+    #[inline]
+    fn settle(&mut self, deadline: Option<Instant>) -> Result<()> {
+        if self.owed {
+            self.receive_one(deadline).map_err(|e| self.timing_out(e))?;
+            self.owed = false;
+        }
+        Ok(())
+    }
+
+    /// A wait that timed out is the call's [`Error::TimedOut`].
+    fn timing_out(&self, e: Error) -> Error {
+        match e {
+            Error::TimedOut { .. } => self.timed_out(),
+            e => e,
+        }
+    }
+
     /// Sends one request with wire code `code`, checking its size first.
-    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
+    fn send_request(&mut self, code: u32, req: &[u8], deadline: Option<Instant>) -> Result<()> {
         fits(req.len(), self.max_msg)?;
         self.hint_cpu()?;
-        sent(self.wire.send(&head(code, req.len()), req))
+        for attempt in 0u32.. {
+            match self.wire.send(&head(code, req.len()), req) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.await_room(deadline, attempt)?
+                }
+                r => return sent(r),
+            }
+        }
+        unreachable!("the attempts never run out")
+    }
+
+    /// The path to the server holds pulses it has not taken yet: waits
+    /// for room (until `deadline`, watching the server's liveness), in
+    /// `poll` where the wire has a descriptor for it, else a nap that
+    /// doubles with each `attempt` (20 us, up to a tick).
+    fn await_room(&mut self, deadline: Option<Instant>, attempt: u32) -> Result<()> {
+        let nap = Duration::from_micros(20 << attempt.min(13));
+        loop {
+            if self.server_gone() {
+                return Err(Error::Disconnected);
+            }
+            let wait = match deadline {
+                Some(d) => left(d).ok_or_else(|| self.timed_out())?.min(self.tick),
+                None => self.tick,
+            };
+            match self.wire.room_fd() {
+                Some(fd) => {
+                    let mut p = [oslayer::poll::PollFd::writable(fd)];
+                    let n = oslayer::poll::poll(&mut p, Some(wait))
+                        .map_err(|e| Error::io("poll for room", e))?;
+                    if n > 0 {
+                        return Ok(());
+                    }
+                }
+                // Nothing to wait on: look again after a short while.
+                None => {
+                    std::thread::sleep(nap.min(wait));
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// True when the session says the server is gone (where the wire
+    /// does not say so itself: elsewhere the server may close the session
+    /// once the wire is made, and its end of file on the wire tells).
+    fn server_gone(&self) -> bool {
+        !self.traits.eof_on_death
+            && self
+                .session
+                .as_ref()
+                .is_some_and(|s| oslayer::socket::peer_gone(s.as_fd()))
     }
 
     /// The payload of the reply last received (`len` bytes): where it lies
@@ -120,6 +237,28 @@ impl<W: Wire> WireClient<W> {
             Some(lent) => lent,
             None => &self.buf[HEAD..HEAD + len],
         }
+    }
+
+    /// Waits for the reply to the call under way: its payload length.
+    /// Past `deadline` the reply is owed (the next call discards it) and
+    /// this is [`Error::TimedOut`].
+    fn await_reply(&mut self, deadline: Option<Instant>) -> Result<usize> {
+        self.receive_one(deadline).map_err(|e| {
+            if matches!(e, Error::TimedOut { .. }) {
+                self.owed = true;
+            }
+            self.timing_out(e)
+        })
+    }
+
+    /// Receives one reply (until `deadline`, if any).
+    fn receive_one(&mut self, deadline: Option<Instant>) -> Result<usize> {
+        let len = match deadline {
+            None => self.recv_reply(),
+            Some(d) => self.recv_reply_until(d),
+        }?;
+        self.pulses = 0;
+        Ok(len)
     }
 
     /// Receives the reply. A wire that reports a dead server by itself
@@ -142,19 +281,54 @@ impl<W: Wire> WireClient<W> {
             },
             _ => self.wire.recv_lent(&mut self.buf, None),
         };
-        match got {
-            Ok(Some(len)) => Ok(len),
-            Ok(None) => Err(Error::Disconnected),
-            Err(e) if is_gone(&e) => Err(Error::Disconnected),
-            Err(e) => Err(Error::io("receive reply", e)),
+        received(got)
+    }
+
+    /// [`WireClient::recv_reply`] that gives up at `deadline` (a
+    /// [`Error::TimedOut`] carrying no timeout: the caller's to fill): it
+    /// waits in `poll` on the wire, a tick at a time, watching the session.
+    fn recv_reply_until(&mut self, deadline: Instant) -> Result<usize> {
+        loop {
+            if !self.wire.has_buffered() {
+                let wait = left(deadline).ok_or(Error::TimedOut {
+                    timeout: Duration::ZERO,
+                })?;
+                let mut p = [oslayer::poll::PollFd::readable(self.wire.poll_fd())];
+                let n = oslayer::poll::poll(&mut p, Some(wait.min(self.tick)))
+                    .map_err(|e| Error::io("poll for the reply", e))?;
+                if n == 0 {
+                    if self.server_gone() {
+                        return Err(Error::Disconnected);
+                    }
+                    continue;
+                }
+            }
+            match self.wire.recv_lent(&mut self.buf, None) {
+                // What woke the poll was no message after all (a pipe
+                // poke, an eventfd's pokes alone): wait on.
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => continue,
+                got => return received(got),
+            }
         }
+    }
+}
+
+/// What a receive of a reply came to.
+fn received(got: io::Result<Option<usize>>) -> Result<usize> {
+    match got {
+        Ok(Some(len)) => Ok(len),
+        Ok(None) => Err(Error::Disconnected),
+        Err(e) if is_gone(&e) => Err(Error::Disconnected),
+        Err(e) => Err(Error::io("receive reply", e)),
     }
 }
 
 impl<W: Wire> ClientConnection for WireClient<W> {
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
-        self.send_request(cmd, req)?;
-        let len = self.recv_reply()?;
+        let deadline = self.deadline();
+        self.settle(deadline)?;
+        self.send_request(cmd, req, deadline)?;
+        let len = self.await_reply(deadline)?;
         unpack_reply(&self.buf, self.reply_payload(len), reply)
     }
 
@@ -163,17 +337,23 @@ impl<W: Wire> ClientConnection for WireClient<W> {
     }
 
     /// The wire's own memory, where it lends it: shorter than the
-    /// maximum the server announced (a lying server), it is not lent.
+    /// maximum the server announced (a lying server), it is not lent; nor
+    /// while a reply is owed or the memory still holds a pulse the server
+    /// has not taken (the copying `call` waits for those first).
     fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        if self.owed {
+            return None;
+        }
         let max = self.max_msg;
         self.wire.send_buffer(0)?.get_mut(..max)
     }
 
     fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
         fits(len, self.max_msg)?;
+        let deadline = self.deadline();
         self.hint_cpu()?;
         sent(self.wire.send_in_place(&head(cmd, len)))?;
-        let len = self.recv_reply()?;
+        let len = self.await_reply(deadline)?;
         check_reply_head(&self.buf, len, self.max_msg)?;
         Ok(self.reply_payload(len))
     }
@@ -188,10 +368,39 @@ impl<W: Wire> ClientConnection for WireClient<W> {
         // A dead server's end is closed: a pipe or stream write fails with
         // EPIPE, a datagram pair refuses the send (ECONNREFUSED), also one
         // blocked on a full queue.
-        self.send_request(cmd | ONEWAY, req)
+        self.send_request(cmd | ONEWAY, req, None)
     }
 
     fn oneway(&self) -> bool {
         self.traits.oneway
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    fn send_pulse(&mut self, payload: &[u8; PULSE_LEN]) -> Result<()> {
+        if self.traits.pulse_credit.is_some_and(|c| self.pulses >= c) {
+            return Err(Error::PulseQueueFull);
+        }
+        match self
+            .wire
+            .send_now(&head(PULSE | ONEWAY, PULSE_LEN), payload)
+        {
+            Ok(true) => {
+                self.pulses += 1;
+                Ok(())
+            }
+            Ok(false) => Err(Error::PulseQueueFull),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => Err(Error::Unsupported {
+                what: "pulses",
+                transport: "this transport",
+            }),
+            Err(e) => Err(match is_gone(&e) {
+                true => Error::Disconnected,
+                false => Error::io("send pulse", e),
+            }),
+        }
     }
 }

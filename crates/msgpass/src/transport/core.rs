@@ -136,6 +136,11 @@ impl<C: Core> ServerChannel for Single<C> {
         self.core.connections()
     }
 
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let held = self.core.detach(&mut self.w)?;
+        Some(Box::new(held))
+    }
+
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         let Single { core, w } = *self;
         core.pool(threads)?;
@@ -179,14 +184,9 @@ impl<C: Core> PoolWorker for PoolHand<C> {
 // ------------------------------------------------------------ relay pool
 
 /// A server that one thread drives and whose request can be taken out of
-/// it, to be answered from another thread: what a [`relay_pool`] needs.
+/// it ([`ServerChannel::detach`], its payload copied), to be answered from
+/// another thread: what a [`relay_pool`] needs.
 pub(crate) trait Detach: ServerChannel {
-    /// Takes the request last received out of the server as an owned
-    /// handle, which keeps what it needs to answer from any thread (its
-    /// payload copied); `None` when the server holds none. The server's
-    /// next receive does not wait for its answer.
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>>;
-
     /// The number of connected clients, kept up to date by the server as
     /// clients come and go (read by the pool's workers).
     fn census(&self) -> Arc<AtomicUsize>;
@@ -196,9 +196,10 @@ pub(crate) trait Detach: ServerChannel {
 /// answer goes.
 pub(crate) trait Answer: Send + 'static {
     /// Sends a reply (wire `code`, then `data`, already within the size
-    /// rule). A client gone meanwhile is not an error: the reply goes
-    /// nowhere (and the server learns, to drop the connection).
-    fn send(&mut self, code: u32, data: &[u8]);
+    /// rule). False when the client is known to be gone (before, or the
+    /// send found it so): the reply went nowhere, and the server learns,
+    /// to drop the connection.
+    fn send(&mut self, code: u32, data: &[u8]) -> bool;
 }
 
 /// A detached request holding a copy of its payload (what a [`Detach`]
@@ -233,8 +234,19 @@ impl<A: Answer> HeldRequest for Copied<A> {
             return Err(Error::Protocol("reply without a request".into()));
         }
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        self.to.send(code, data);
-        verdict
+        match self.to.send(code, data) {
+            true => verdict,
+            false => Err(Error::Disconnected),
+        }
+    }
+}
+
+/// Where the answer to a one-way message goes: nowhere (nobody waits).
+pub(crate) struct Unanswered;
+
+impl Answer for Unanswered {
+    fn send(&mut self, _code: u32, _data: &[u8]) -> bool {
+        true
     }
 }
 
@@ -482,6 +494,10 @@ mod tests {
         fn connections(&self) -> usize {
             0
         }
+        fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+            let n = self.1.take()?;
+            Some(Box::new(FakeHeld(Arc::clone(&self.0), n, false)))
+        }
     }
 
     impl Fake {
@@ -511,10 +527,6 @@ mod tests {
     }
 
     impl Detach for Fake {
-        fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
-            let n = self.1.take()?;
-            Some(Box::new(FakeHeld(Arc::clone(&self.0), n, false)))
-        }
         fn census(&self) -> Arc<AtomicUsize> {
             Arc::new(AtomicUsize::new(3))
         }

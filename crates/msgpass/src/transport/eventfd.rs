@@ -161,12 +161,25 @@ impl Wire for EventWire {
         self.areas.take_head(frame).map(Some)
     }
 
+    /// In place, unless the message was a pulse, copied out at once.
     fn received(&self, len: usize) -> Option<&[u8]> {
-        Some(self.areas.received(len))
+        (!self.areas.copied()).then(|| self.areas.received(len))
     }
 
+    /// Not lent while the area holds a pulse the server has not taken.
     fn send_buffer(&mut self, keep: usize) -> Option<&mut [u8]> {
+        if !self.areas.room() {
+            return None;
+        }
         Some(self.areas.lend(keep))
+    }
+
+    /// A pulse goes into the area once the server took the last message.
+    fn send_now(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<bool> {
+        if !self.areas.room() {
+            return Ok(false);
+        }
+        self.send(head, data).map(|()| true)
     }
 
     fn send_in_place(&mut self, head: &[u8; HEAD]) -> io::Result<()> {

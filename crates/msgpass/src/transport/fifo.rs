@@ -217,6 +217,10 @@ impl Wire for FifoWire {
         self.stream.send(head, data)
     }
 
+    fn send_now(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<bool> {
+        self.stream.send_now(head, data)
+    }
+
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
         if self.pending.is_some() {
             return self.finish_handshake(frame);

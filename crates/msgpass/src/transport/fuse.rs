@@ -38,6 +38,43 @@
 //! - a request being handled for a caller that lives is left alone: the
 //!   application's reply completes the call.
 //!
+//! **Deferred replies.** A request held by the application
+//! (`Request::defer`, or in a pool) is answered from any thread by a write
+//! to `/dev/fuse`. At most one call per connection is in service: the
+//! reader keeps a queue per connection (`fuse_queue`), and hands out
+//! nothing more of a connection until its call is answered; one more call
+//! waits there, and a further one (only a client with several threads on
+//! one file can send it) is answered `EAGAIN` at once. A call let go by
+//! the `INTERRUPT` rules above (its caller was dying) makes the held
+//! handle's reply [`Error::Disconnected`]; a write the kernel refuses
+//! (`ENOENT`: the request is gone) is `Disconnected` too.
+//!
+//! **Call timeouts.** The client's ioctl has no timeout of its own. At a
+//! call's deadline the process's alarm thread (`alarm`) sends a second
+//! ioctl on the same file, the *withdrawal*, naming the calling thread; the
+//! reader answers that thread's call `ETIMEDOUT` at once (the client's
+//! [`Error::TimedOut`]): a call not taken yet is withdrawn (never handed
+//! out), one in service is *let go*: the application's answer, when it
+//! comes, is discarded (its reply returns `Ok`, as on the transports whose
+//! client discards a late reply), and the connection's next call waits in
+//! its queue until then (one in service per connection). Each step is
+//! decided under the reader's lock, so a call is answered once: by the
+//! application or by the withdrawal, never both. The client disarms the
+//! alarm before its call returns, waiting for a withdrawal under way, so
+//! a withdrawal never reaches the next call; one that finds nothing (the
+//! answer came first) does nothing. The alarm thread waits for the
+//! server's reader thread (never for a handler); a frozen server holds it,
+//! and every other connection's deadline in the process behind it.
+//!
+//! **Pulses.** A pulse has its own ioctl (`_IOWR('Q', 8, 16)`: header and
+//! pulse), which the reader answers at once: queued at the end of its
+//! connection's queue (so in order with its calls), or refused `EAGAIN`
+//! ([`Error::PulseQueueFull`]) when the connection has
+//! `fuse_queue::PULSE_DEPTH` (32) pulses not yet taken. A malformed pulse
+//! (or a call with the one-way bit) drops the connection: that ioctl and
+//! every later one of the file are answered `ENOTCONN` (`Disconnected`),
+//! and it no longer counts among the connections.
+//!
 //! **A pool** ([`Channel::into_pool`](crate::Channel::into_pool)). The
 //! threads of a pool take requests from the reader thread's one queue:
 //! any free thread takes the next. Every request in service is known by
@@ -60,24 +97,26 @@
 //! ([`clear_dead_mount`]) before replacing the file: a live mount is never
 //! touched, since its owner holds the lock.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::pulse::{Pulse, PULSE, PULSE_LEN};
+use crate::transport::alarm::Alarm;
 use crate::transport::core::{Core, Single};
+use crate::transport::fuse_queue::{Kind, LetGo, Pending, Refused, State};
 use crate::transport::rendezvous::{self, Family};
 use crate::transport::server::{reply_parts, Guard};
 use crate::transport::{
-    ClientConnection, HeldRequest, Incoming, Options, ServerChannel, Status, Transport,
+    ClientConnection, HeldRequest, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
 };
 
 /// Header at the start of every ioctl buffer: command (request) or status
@@ -112,6 +151,14 @@ const fn iowr(nr: u32, size: usize) -> u32 {
 
 /// The hello ioctl: `_IOR(IOC_TYPE, 0, HELLO_LEN)`.
 const HELLO_CMD: u32 = (2 << 30) | ((HELLO_LEN as u32) << 16) | (IOC_TYPE << 8);
+/// Bytes of the pulse and withdrawal ioctls' argument: a header, 8 bytes.
+const SMALL: usize = HDR + PULSE_LEN;
+/// The pulse ioctl, `_IOWR(IOC_TYPE, 8, SMALL)`: header (`PULSE | ONEWAY`,
+/// 8) and the pulse; answered at once with a header (`EAGAIN`: full).
+const PULSE_CMD: u32 = iowr(8, SMALL);
+/// The withdrawal ioctl, `_IOWR(IOC_TYPE, 9, SMALL)`: the id of a thread
+/// whose call on this connection is past its deadline.
+const WITHDRAW_CMD: u32 = iowr(9, SMALL);
 
 // FUSE opcodes and structure sizes (linux/fuse.h).
 const FUSE_LOOKUP: u32 = 1;
@@ -296,61 +343,6 @@ fn reply_ok(dev: BorrowedFd<'_>, unique: u64, body: &[u8]) {
 }
 
 // ------------------------------------------------------------ server
-
-/// A request ioctl waiting for (or held by) the application.
-struct Pending {
-    unique: u64,
-    /// The calling thread, from the request header.
-    pid: u32,
-    cmd: u32,
-    /// Room for the reply: the class size the client chose.
-    out_size: usize,
-    data: Vec<u8>,
-}
-
-/// State shared by the reader thread and the serving threads. Every
-/// step is a hash or queue operation: nothing walks the connections or
-/// the requests.
-#[derive(Default)]
-struct State {
-    /// Requests not yet received, in arrival order (by `unique`; one no
-    /// longer in `waiting` was interrupted, and is skipped).
-    order: VecDeque<u64>,
-    /// Requests not yet received, by `unique`.
-    waiting: HashMap<u64, Pending>,
-    /// Requests received and not yet answered, unless interrupted:
-    /// `unique` -> calling thread.
-    serving: HashMap<u64, u32>,
-    /// Open file handles: the connections.
-    conns: HashSet<u64>,
-    /// Why the reader stopped, when it did.
-    dead: Option<String>,
-}
-
-impl State {
-    /// Queues a request for the serving threads.
-    fn push(&mut self, p: Pending) {
-        self.order.push_back(p.unique);
-        self.waiting.insert(p.unique, p);
-    }
-
-    /// The next request, now in service.
-    fn pop(&mut self) -> Option<Pending> {
-        while let Some(unique) = self.order.pop_front() {
-            if let Some(p) = self.waiting.remove(&unique) {
-                self.serving.insert(p.unique, p.pid);
-                return Some(p);
-            }
-        }
-        None
-    }
-
-    /// Ends the service of request `unique`: true when it was in service
-    /// (not interrupted), so that its answer goes.
-    fn served(&mut self, unique: u64) -> bool {
-        self.serving.remove(&unique).is_some()
-    }
-}
 
 /// The reader thread's and the channel's common part.
 struct Shared {
@@ -552,7 +544,7 @@ fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, m
         FUSE_OPEN => {
             let fh = *next_fh;
             *next_fh += 1;
-            shared.lock().conns.insert(fh);
+            shared.lock().open(fh);
             let mut out = [0u8; 16];
             out[0..8].copy_from_slice(&fh.to_le_bytes());
             // FOPEN_NOFLUSH: close never waits for the server. A process
@@ -563,7 +555,7 @@ fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, m
             reply_ok(dev, unique, &out);
         }
         FUSE_RELEASE => {
-            shared.lock().conns.remove(&u64_at(body, 0));
+            shared.lock().release(u64_at(body, 0));
             reply_ok(dev, unique, &[]);
         }
         // ENOSYS: the kernel stops sending FLUSH (see FUSE_OPEN).
@@ -599,16 +591,31 @@ fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, m
 /// the call as if nothing had happened.
 fn interrupt(shared: &Shared, target: u64) -> Option<i32> {
     let mut st = shared.lock();
-    if st.waiting.remove(&target).is_some() {
+    if st.withdraw_waiting(target) {
         return Some(libc::EAGAIN);
     }
-    let caller = *st.serving.get(&target)?;
+    let caller = st.caller(target)?;
     // /proc is read without the lock: the serving threads go on.
     drop(st);
-    (dying(caller) && shared.lock().served(target)).then_some(libc::EINTR)
+    (dying(caller) && shared.lock().let_go(target, LetGo::Gone)).then_some(libc::EINTR)
 }
 
-/// Handles a FUSE ioctl: answers the hello, queues a request.
+/// The parts of a `FUSE_IOCTL` request the server looks at.
+struct IoctlIn<'a> {
+    unique: u64,
+    /// The calling thread.
+    pid: u32,
+    /// The connection's file handle.
+    fh: u64,
+    cmd: u32,
+    in_size: usize,
+    out_size: usize,
+    /// The argument the kernel copied in.
+    data: &'a [u8],
+}
+
+/// Handles a FUSE ioctl: answers the hello, a pulse and a withdrawal at
+/// once, queues a call.
 fn handle_ioctl(
     dev: BorrowedFd<'_>,
     unique: u64,
@@ -620,49 +627,148 @@ fn handle_ioctl(
     if body.len() < IOCTL_IN {
         return reply_err(dev, unique, libc::EINVAL);
     }
-    let cmd = u32_at(body, 12);
-    let in_size = u32_at(body, 24) as usize;
-    let out_size = u32_at(body, 28) as usize;
-    let data = &body[IOCTL_IN..];
-    // fuse_ioctl_out: result, flags, in_iovs, out_iovs (all zero: success).
-    let ioctl_out = [0u8; 16];
-    if cmd == HELLO_CMD {
-        let mut h = [0u8; HELLO_LEN];
-        h[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-        h[4..6].copy_from_slice(&VERSION.to_le_bytes());
-        h[6..8].copy_from_slice(&TAG.to_le_bytes());
-        h[8..12].copy_from_slice(&(max_msg as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&std::process::id().to_le_bytes());
-        let _ = write_reply(
-            dev,
-            &[
-                &out_header(unique, 0, ioctl_out.len() + h.len()),
-                &ioctl_out,
-                &h,
-            ],
-        );
-        return;
-    }
-    let Some(class) = CLASSES.iter().position(|&s| iowr(class_nr(s), s) == cmd) else {
-        return reply_err(dev, unique, libc::ENOTTY);
-    };
-    let size = CLASSES[class];
-    if in_size != size || out_size != size || data.len() < size {
-        return reply_err(dev, unique, libc::EINVAL);
-    }
-    let len = u32_at(data, 4) as usize;
-    if len > size - HDR {
-        return reply_err(dev, unique, libc::EINVAL);
-    }
-    let p = Pending {
+    let io = IoctlIn {
         unique,
         pid,
-        cmd: u32_at(data, 0),
-        out_size,
-        data: data[HDR..HDR + len].to_vec(),
+        fh: u64_at(body, 0),
+        cmd: u32_at(body, 12),
+        in_size: u32_at(body, 24) as usize,
+        out_size: u32_at(body, 28) as usize,
+        data: &body[IOCTL_IN..],
     };
-    shared.lock().push(p);
-    shared.ready.notify_one();
+    match io.cmd {
+        HELLO_CMD => return hello_reply(dev, unique, max_msg),
+        PULSE_CMD | WITHDRAW_CMD if io.in_size != SMALL || io.data.len() < SMALL => {
+            return reply_err(dev, unique, libc::EINVAL)
+        }
+        _ => {}
+    }
+    if shared.lock().is_dropped(io.fh) {
+        return reply_err(dev, unique, libc::ENOTCONN);
+    }
+    match io.cmd {
+        PULSE_CMD => pulse(dev, &io, shared),
+        WITHDRAW_CMD => withdraw(dev, &io, shared),
+        _ => call(dev, &io, shared),
+    }
+}
+
+/// Answers the hello ioctl.
+fn hello_reply(dev: BorrowedFd<'_>, unique: u64, max_msg: usize) {
+    let mut h = [0u8; HELLO_LEN];
+    h[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    h[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    h[6..8].copy_from_slice(&TAG.to_le_bytes());
+    h[8..12].copy_from_slice(&(max_msg as u32).to_le_bytes());
+    h[12..16].copy_from_slice(&std::process::id().to_le_bytes());
+    let out = [0u8; 16];
+    let _ = write_reply(
+        dev,
+        &[&out_header(unique, 0, out.len() + h.len()), &out, &h],
+    );
+}
+
+/// Answers ioctl `unique` with a header alone: wire `code`, no payload.
+fn reply_code(dev: BorrowedFd<'_>, unique: u64, code: u32) {
+    let mut h = [0u8; HDR];
+    h[0..4].copy_from_slice(&code.to_le_bytes());
+    // fuse_ioctl_out: result, flags, in_iovs, out_iovs (all zero: success).
+    let out = [0u8; 16];
+    let _ = write_reply(dev, &[&out_header(unique, 0, out.len() + HDR), &out, &h]);
+}
+
+/// Queues a call ioctl for the serving threads.
+fn call(dev: BorrowedFd<'_>, io: &IoctlIn<'_>, shared: &Shared) {
+    let Some(class) = CLASSES.iter().position(|&s| iowr(class_nr(s), s) == io.cmd) else {
+        return reply_err(dev, io.unique, libc::ENOTTY);
+    };
+    let size = CLASSES[class];
+    if io.in_size != size || io.out_size != size || io.data.len() < size {
+        return reply_err(dev, io.unique, libc::EINVAL);
+    }
+    let (cmd, len) = (u32_at(io.data, 0), u32_at(io.data, 4) as usize);
+    if len > size - HDR || cmd & ONEWAY != 0 {
+        // Not what a client sends: a call has no one-way bit (a pulse
+        // goes by its own ioctl).
+        return drop_conn(dev, io, shared);
+    }
+    let p = Pending {
+        unique: io.unique,
+        fh: io.fh,
+        pid: io.pid,
+        cmd,
+        kind: Kind::Call,
+        out_size: io.out_size,
+        data: io.data[HDR..HDR + len].to_vec(),
+    };
+    let pushed = shared.lock().push(p);
+    match pushed {
+        Ok(true) => shared.ready.notify_one(),
+        Ok(false) => {}
+        Err(Refused::Full) => reply_code(dev, io.unique, libc::EAGAIN as u32),
+        Err(Refused::Dropped) => reply_err(dev, io.unique, libc::ENOTCONN),
+    }
+}
+
+/// Queues a pulse and answers its ioctl at once: `Ok`, `EAGAIN` when its
+/// connection's pulses fill their depth; a malformed one drops the
+/// connection.
+fn pulse(dev: BorrowedFd<'_>, io: &IoctlIn<'_>, shared: &Shared) {
+    let payload = &io.data[HDR..SMALL];
+    if u32_at(io.data, 0) != PULSE | ONEWAY
+        || u32_at(io.data, 4) as usize != PULSE_LEN
+        || Pulse::decode(payload).is_none()
+    {
+        return drop_conn(dev, io, shared);
+    }
+    let p = Pending {
+        unique: io.unique,
+        fh: io.fh,
+        pid: io.pid,
+        cmd: PULSE,
+        kind: Kind::Pulse,
+        out_size: 0,
+        data: payload.to_vec(),
+    };
+    let pushed = shared.lock().push(p);
+    match pushed {
+        Ok(woke) => {
+            reply_code(dev, io.unique, 0);
+            if woke {
+                shared.ready.notify_one();
+            }
+        }
+        Err(Refused::Full) => reply_code(dev, io.unique, libc::EAGAIN as u32),
+        Err(Refused::Dropped) => reply_err(dev, io.unique, libc::ENOTCONN),
+    }
+}
+
+/// A call's deadline passed (the client's alarm thread asks, naming the
+/// calling thread): its call is answered `ETIMEDOUT` at once, withdrawn
+/// if not taken yet, else let go (the application's answer will be
+/// discarded). Then the withdrawal itself is answered. Nothing to
+/// withdraw (the answer went first) is no error.
+fn withdraw(dev: BorrowedFd<'_>, io: &IoctlIn<'_>, shared: &Shared) {
+    let tid = u32_at(io.data, 0);
+    let target = {
+        let mut st = shared.lock();
+        st.call_of(io.fh, tid)
+            .filter(|&u| st.withdraw_waiting(u) || st.let_go(u, LetGo::TimedOut))
+    };
+    if let Some(u) = target {
+        reply_err(dev, u, libc::ETIMEDOUT);
+    }
+    reply_code(dev, io.unique, 0);
+}
+
+/// Drops the connection of `io`, which sent something malformed: this
+/// ioctl and the call it had waiting are answered `ENOTCONN` (the client
+/// sees `Disconnected`), and so is every later one.
+fn drop_conn(dev: BorrowedFd<'_>, io: &IoctlIn<'_>, shared: &Shared) {
+    let calls = shared.lock().drop_conn(io.fh);
+    for u in calls.into_iter().chain([io.unique]) {
+        reply_err(dev, u, libc::ENOTCONN);
+    }
 }
 
 /// True when thread `tid` is gone or has SIGKILL pending (a fatal signal
@@ -720,7 +826,7 @@ impl Core for FuseCore {
                 let inc = Incoming {
                     cmd: p.cmd,
                     len: p.data.len(),
-                    oneway: false,
+                    oneway: p.kind == Kind::Pulse,
                 };
                 w.cur.set(p);
                 return Ok(Some(inc));
@@ -746,9 +852,11 @@ impl Core for FuseCore {
 
     fn reply(&self, w: &mut FuseWorker, status: Status, data: &[u8]) -> Result<()> {
         let p = w.cur.take()?;
-        match &self.dev {
-            Some(dev) => answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg),
-            None => Ok(()),
+        let Some(dev) = &self.dev else { return Ok(()) };
+        // A client gone is no error here (only a held request says so).
+        match answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg) {
+            Err(Error::Disconnected) => Ok(()),
+            got => got,
         }
     }
 
@@ -763,13 +871,13 @@ impl Core for FuseCore {
     }
 
     fn connections(&self) -> usize {
-        self.shared.lock().conns.len()
+        self.shared.lock().connections()
     }
 }
 
 /// Answers request `p` on `dev` with `status` and `data` (up to
-/// `max_msg`), unless it was interrupted meanwhile: its client was
-/// answered `EINTR` (it died or is dying) and nobody waits for this reply.
+/// `max_msg`), unless it was let go meanwhile: its caller timed out (the
+/// answer is discarded) or died (`Disconnected`). A pulse needs no answer.
 fn answer(
     dev: BorrowedFd<'_>,
     shared: &Shared,
@@ -778,10 +886,18 @@ fn answer(
     data: &[u8],
     max_msg: usize,
 ) -> Result<()> {
-    if !shared.lock().served(p.unique) {
+    if p.kind == Kind::Pulse {
         return Ok(());
     }
+    let finished = shared.lock().finish(p.unique);
+    // The connection's next request may be handed out now.
+    shared.ready.notify_one();
     let (code, data, verdict) = reply_parts(status, data, max_msg);
+    match finished {
+        Some(None) => {}
+        None | Some(Some(LetGo::TimedOut)) => return verdict,
+        Some(Some(LetGo::Gone)) => return Err(Error::Disconnected),
+    }
     let mut h = [0u8; HDR];
     h[0..4].copy_from_slice(&code.to_le_bytes());
     h[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
@@ -794,12 +910,14 @@ fn answer(
     };
     let ioctl_out = [0u8; 16];
     let total = ioctl_out.len() + HDR + body.len();
-    // A client gone meanwhile (ENOENT) is not an error.
-    let _ = write_reply(
+    match write_reply(
         dev,
         &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
-    );
-    verdict
+    ) {
+        // The request is gone: its caller was killed meanwhile.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(Error::Disconnected),
+        _ => verdict,
+    }
 }
 
 /// A request held apart from the thread that received it (a pool's): its
@@ -835,9 +953,17 @@ impl HeldRequest for FuseHeld {
 
 /// The client side: the endpoint file, open.
 struct FuseClient {
-    fd: OwnedFd,
+    /// Shared with the alarm's withdrawal.
+    fd: Arc<OwnedFd>,
     buf: Vec<u8>,
     max_msg: usize,
+    /// Every call's deadline, from its start.
+    timeout: Option<Duration>,
+    /// Withdraws the call under way at its deadline (made with the first
+    /// timeout).
+    alarm: Option<Alarm>,
+    /// The thread making the call under way, which the withdrawal names.
+    tid: Arc<AtomicU32>,
 }
 
 impl FuseClient {
@@ -849,9 +975,12 @@ impl FuseClient {
                 Ok(fd) => match hello(&fd) {
                     Ok((max_msg, _pid)) => {
                         return Ok(FuseClient {
-                            fd,
+                            fd: Arc::new(fd),
                             buf: vec![0; CLASSES[CLASSES.len() - 1]],
                             max_msg: max_msg.min(MAX_PAYLOAD),
+                            timeout: None,
+                            alarm: None,
+                            tid: Arc::new(AtomicU32::new(0)),
                         })
                     }
                     // A plain file (not mounted yet, or left behind) or a
@@ -906,6 +1035,73 @@ fn wrong_transport(path: &Path, opts: &Options) -> Error {
     }
 }
 
+impl FuseClient {
+    /// The error of a call past its deadline.
+    fn timed_out(&self) -> Error {
+        Error::TimedOut {
+            timeout: self.timeout.unwrap_or_default(),
+        }
+    }
+
+    /// Arms the alarm for a call by this thread with `deadline`.
+    fn arm(&mut self, deadline: Instant) -> Result<()> {
+        let tid = oslayer::thread::gettid() as u32;
+        self.tid.store(tid, Ordering::Release);
+        let (fd, tid) = (Arc::clone(&self.fd), Arc::clone(&self.tid));
+        let alarm = self.alarm.get_or_insert_with(|| {
+            Alarm::new(move || {
+                let mut b = [0u8; SMALL];
+                b[0..4].copy_from_slice(&tid.load(Ordering::Acquire).to_le_bytes());
+                // The server gone: the call ends by itself then.
+                let _ = ioctl(&fd, WITHDRAW_CMD, &mut b);
+            })
+        });
+        alarm
+            .arm(deadline)
+            .map_err(|e| Error::io("fuse: start the alarm thread", e))
+    }
+
+    /// Sends the request already in the first `size` bytes of our buffer
+    /// and waits for its answer there.
+    fn exchange(&mut self, size: usize, deadline: Option<Instant>) -> Result<()> {
+        let cmd = u32_at(&self.buf, 0);
+        let len = u32_at(&self.buf, 4);
+        let buf = &mut self.buf[..size];
+        let got = loop {
+            match ioctl(&self.fd, iowr(class_nr(size), size), buf) {
+                // Interrupted before the server took it (a handled signal,
+                // or io_uring task work pending on this thread): it was
+                // never performed, send it again (within the deadline).
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break Err(io::Error::from_raw_os_error(libc::ETIMEDOUT));
+                    }
+                    buf[0..4].copy_from_slice(&cmd.to_le_bytes());
+                    buf[4..8].copy_from_slice(&len.to_le_bytes());
+                }
+                got => break got,
+            }
+        };
+        got.map_err(|e| match e.raw_os_error() {
+            _ if is_gone(&e) => Error::Disconnected,
+            Some(libc::ETIMEDOUT) => self.timed_out(),
+            Some(libc::EINTR) => Error::io(
+                "fuse: call interrupted by a signal (its outcome is unknown)",
+                e,
+            ),
+            _ => Error::io("fuse: ioctl", e),
+        })
+    }
+}
+
+/// How a fuse call's deadline works (see the module doc): the call's
+/// ioctl blocks in the kernel until the server answers; at the deadline
+/// the process's alarm thread sends a *withdrawal* ioctl on the same file,
+/// naming the calling thread, and the server's reader thread answers the
+/// call `ETIMEDOUT` at once (withdrawn if not taken yet, let go if in
+/// service: the application's late answer is then discarded). The alarm
+/// is disarmed before the call returns, waiting for a withdrawal under
+/// way, so a withdrawal never reaches the next call.
 impl ClientConnection for FuseClient {
     fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
         if req.len() > self.max_msg {
@@ -924,30 +1120,19 @@ impl ClientConnection for FuseClient {
         buf[0..4].copy_from_slice(&cmd.to_le_bytes());
         buf[4..8].copy_from_slice(&(req.len() as u32).to_le_bytes());
         buf[HDR..HDR + req.len()].copy_from_slice(req);
-        loop {
-            match ioctl(&self.fd, iowr(class_nr(size), size), buf) {
-                // Interrupted before the server took it (a handled signal,
-                // or io_uring task work pending on this thread): it was
-                // never performed, send it again.
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    buf[0..4].copy_from_slice(&cmd.to_le_bytes());
-                    buf[4..8].copy_from_slice(&(req.len() as u32).to_le_bytes());
+        match self.timeout {
+            None => self.exchange(size, None)?,
+            Some(timeout) => {
+                let deadline = Instant::now() + timeout;
+                self.arm(deadline)?;
+                let got = self.exchange(size, Some(deadline));
+                if let Some(a) = &self.alarm {
+                    a.disarm();
                 }
-                got => break got,
+                got?
             }
         }
-        .map_err(|e| {
-            if is_gone(&e) {
-                Error::Disconnected
-            } else if e.raw_os_error() == Some(libc::EINTR) {
-                Error::io(
-                    "fuse: call interrupted by a signal (its outcome is unknown)",
-                    e,
-                )
-            } else {
-                Error::io("fuse: ioctl", e)
-            }
-        })?;
+        let buf = &self.buf[..size];
         let status = u32_at(buf, 0);
         let len = u32_at(buf, 4) as usize;
         Status::check_reply(status, len, reply.len())?;
@@ -963,17 +1148,45 @@ impl ClientConnection for FuseClient {
     fn max_msg(&self) -> usize {
         self.max_msg
     }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// By its own ioctl, which the server's reader thread answers at once
+    /// (it may wait for that thread, never for a handler): queued if the
+    /// connection has fewer than `PULSE_DEPTH` (32) pulses not yet taken,
+    /// else refused.
+    fn send_pulse(&mut self, payload: &[u8; PULSE_LEN]) -> Result<()> {
+        let mut b = [0u8; SMALL];
+        b[0..4].copy_from_slice(&(PULSE | ONEWAY).to_le_bytes());
+        b[4..8].copy_from_slice(&(PULSE_LEN as u32).to_le_bytes());
+        b[HDR..].copy_from_slice(payload);
+        ioctl(&self.fd, PULSE_CMD, &mut b).map_err(|e| match is_gone(&e) {
+            true => Error::Disconnected,
+            false => Error::io("fuse: pulse ioctl", e),
+        })?;
+        match u32_at(&b, 0) {
+            0 => Ok(()),
+            c if c == libc::EAGAIN as u32 => Err(Error::PulseQueueFull),
+            code => Err(Error::Remote { code: code as i32 }),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Call `unique` from thread `pid` on a connection of its own.
     fn pending(unique: u64, pid: u32) -> Pending {
         Pending {
             unique,
+            fh: unique,
             pid,
             cmd: 1,
+            kind: Kind::Call,
             out_size: CLASSES[0],
             data: unique.to_le_bytes().to_vec(),
         }
@@ -981,8 +1194,8 @@ mod tests {
 
     /// The INTERRUPT rules hold for every request in service, whichever
     /// thread took it: a caller alive keeps its request, a dying one is
-    /// let go (and the late answer discarded), a request not taken yet is
-    /// withdrawn and never handed out.
+    /// let go (and the late answer is Disconnected), a request not taken
+    /// yet is withdrawn and never handed out.
     #[test]
     fn interrupts_reach_every_request_in_service_and_the_queue() {
         let shared = Shared {
@@ -993,7 +1206,8 @@ mod tests {
         // No thread has this id (pid_max is at most 2^22): "gone".
         let gone = u32::MAX - 1;
         for (unique, pid) in [(10, alive), (11, gone), (12, alive), (13, gone)] {
-            shared.lock().push(pending(unique, pid));
+            shared.lock().open(unique);
+            shared.lock().push(pending(unique, pid)).expect("queued");
         }
         // Two requests in service (two pool threads), two waiting.
         let a = shared.lock().pop().expect("first");
@@ -1008,15 +1222,12 @@ mod tests {
         assert_eq!(interrupt(&shared, 11), None, "let go once");
         assert_eq!(interrupt(&shared, 12), Some(libc::EAGAIN), "not taken yet");
         assert_eq!(interrupt(&shared, 99), None, "unknown");
-        // The answer to the request let go is discarded; the other goes.
-        assert!(!shared.lock().served(11));
-        assert!(shared.lock().served(10));
-        assert!(!shared.lock().served(10), "answered once");
+        // The answer to the request let go says so; the other goes.
+        assert_eq!(shared.lock().finish(11), Some(Some(LetGo::Gone)));
+        assert_eq!(shared.lock().finish(10), Some(None));
+        assert_eq!(shared.lock().finish(10), None, "answered once");
         // The withdrawn request is skipped: the next one is 13.
         assert_eq!(shared.lock().pop().map(|p| p.unique), Some(13));
         assert!(shared.lock().pop().is_none());
-        let st = shared.lock();
-        assert!(st.waiting.is_empty() && st.order.is_empty());
-        assert_eq!(st.serving.keys().copied().collect::<Vec<_>>(), [13]);
     }
 }

@@ -38,6 +38,11 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// True when [`Wire::recv`] returns `None` once the peer has died.
     const EOF_ON_DEATH: bool;
+    /// Pulses a client may send between two replies, where the path would
+    /// drop a message silently when full instead of refusing it (udp: a
+    /// full receive buffer drops the datagram, a call's among them);
+    /// `None` where a full path refuses a pulse by itself.
+    const PULSE_CREDIT: Option<u32> = None;
     /// True when the server keeps the client's rendezvous session, whose
     /// hang-up says the client died: by default where the wire does not
     /// say so itself (a wire that does needs one descriptor less).
@@ -104,6 +109,7 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         let traits = Traits {
             eof_on_death: M::EOF_ON_DEATH,
             oneway: self.info.oneway,
+            pulse_credit: M::PULSE_CREDIT,
         };
         Ok(Box::new(WireClient::new(
             wire,

@@ -25,12 +25,14 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod alarm;
 mod areas;
 mod client;
 pub(crate) mod core;
 pub mod eventfd;
 pub mod fifo;
 pub mod fuse;
+mod fuse_queue;
 pub mod io_uring;
 mod mechanism;
 mod pace;
@@ -74,6 +76,18 @@ pub struct Options {
     /// the cache line from a peer about to write it (default true; false
     /// looks at once, for measuring what the pacing buys).
     pub pace: bool,
+    /// Most requests a server thread may hold unanswered at once: deferred
+    /// ([`Request::defer`](crate::Request::defer)) or, in a pool, received
+    /// and not yet answered (default 1024). Past it a request is answered
+    /// `EAGAIN` at once. Each connection has at most one held request
+    /// besides (a client has one call outstanding; a transport takes no
+    /// other request of a connection whose request is held), so a server
+    /// holds at most as many as it has clients.
+    pub max_held: usize,
+    /// The deadline of every call on a connection opened with these
+    /// options, from the call's start (`None`, the default: wait for
+    /// ever); see [`Connection::set_timeout`](crate::Connection::set_timeout).
+    pub call_timeout: Option<Duration>,
 }
 
 impl Default for Options {
@@ -84,6 +98,8 @@ impl Default for Options {
             tick: Duration::from_millis(100),
             wait: None,
             pace: true,
+            max_held: 1024,
+            call_timeout: None,
         }
     }
 }
@@ -183,6 +199,16 @@ pub trait ServerChannel: Send {
     }
     /// Number of connected clients.
     fn connections(&self) -> usize;
+    /// Takes the request last returned by `receive` out of the channel as
+    /// an owned handle, to be answered later from any thread while the
+    /// channel goes on receiving (a deferred reply: see
+    /// [`Request::defer`](crate::Request::defer)). The transport keeps at
+    /// most one request of a connection held: it takes no other request
+    /// of that connection until the held one is answered. `None` (the
+    /// default) where the transport cannot.
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        None
+    }
     /// Serves the channel from `threads` threads instead: one worker per
     /// thread, each receiving requests as owned handles (see
     /// [`Channel::into_pool`](crate::Channel::into_pool)). The default
@@ -212,7 +238,8 @@ pub trait PoolWorker: Send {
 pub trait HeldRequest: Send {
     /// The request payload (on shared-memory transports, where it lies).
     fn data(&self) -> &[u8];
-    /// Replies with `data` (a client gone meanwhile is not an error).
+    /// Replies with `data`. A client known to be gone meanwhile is
+    /// [`Error::Disconnected`] (the reply goes nowhere; nothing is kept).
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
     /// The memory to build the reply in place, starting with the request;
     /// `None` (the default) where the transport lends none.
@@ -273,6 +300,29 @@ pub trait ClientConnection: Send {
     /// (never drops a message).
     fn oneway(&self) -> bool {
         false
+    }
+    /// Gives every later call a deadline `timeout` after it starts (`None`:
+    /// none). A call past it returns [`Error::TimedOut`]; its reply, when
+    /// it comes, is discarded by the next call, which waits for it first
+    /// (a connection has one call at the server at a time). The default
+    /// refuses a timeout.
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        match timeout {
+            None => Ok(()),
+            Some(_) => Err(Error::Unsupported {
+                what: "call timeouts",
+                transport: "this transport",
+            }),
+        }
+    }
+    /// Sends a pulse (its wire payload) if the path to the server has room
+    /// for it now, else [`Error::PulseQueueFull`]; never waits for the
+    /// server. The default refuses.
+    fn send_pulse(&mut self, _payload: &[u8; crate::pulse::PULSE_LEN]) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "pulses",
+            transport: "this transport",
+        })
     }
 }
 

@@ -167,6 +167,8 @@ pub(crate) struct MqWire {
     /// Staging for one whole outgoing message (header + payload): the
     /// queues' message size.
     scratch: Vec<u8>,
+    /// The client's end (its queue to the server may hold a pulse).
+    client: bool,
 }
 
 impl Wire for MqWire {
@@ -181,13 +183,32 @@ impl Wire for MqWire {
         self.scratch[..HEAD].copy_from_slice(head);
         self.scratch[HEAD..n].copy_from_slice(data);
         match oslayer::mqueue::send(self.tx.as_fd(), &self.scratch[..n]) {
-            // The protocol is synchronous: the queue's one slot is free
-            // unless the peer stopped reading, which means it is gone.
+            // The client's queue holds a pulse the server has not taken
+            // yet: the caller waits for room (`room_fd`).
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && self.client => {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+            // The protocol is synchronous: the client's queue for replies
+            // is empty unless the client stopped reading, which means it
+            // is gone.
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                 Err(io::Error::from_raw_os_error(libc::EPIPE))
             }
             r => r,
         }
+    }
+
+    /// A pulse goes only into an empty queue (it holds one message).
+    fn send_now(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<bool> {
+        match self.send(head, data) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn room_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.client.then(|| self.tx.as_fd())
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
@@ -253,6 +274,7 @@ impl Mechanism for PosixMq {
             rx: c2s_r,
             tx: s2c_w,
             scratch: vec![0; msgsize],
+            client: false,
         };
         Ok((wire, vec![c2s_w, s2c_r], Vec::new()))
     }
@@ -272,6 +294,7 @@ impl Mechanism for PosixMq {
             rx: s2c_r,
             tx: c2s_w,
             scratch: vec![0; msgsize],
+            client: true,
         })
     }
 }

@@ -125,14 +125,14 @@ proptest! {
         memory in vec(any::<u8>(), 0..256),
         at in 0usize..8192,
     ) {
-        let (_mem, server, client) = areas(max);
+        let (_mem, mut server, mut client) = areas(max);
         // Whatever the peer wrote anywhere in the shared memory.
         let map = server.control();
         let at = at.min(map.len() - memory.len().min(map.len()));
         map.write_at(at, &memory[..memory.len().min(map.len())]);
         map.write_at(0, &memory[..memory.len().min(HEAD)]);
         let mut frame = vec![0u8; HEAD + max];
-        for side in [&server, &client] {
+        for side in [&mut server, &mut client] {
             match side.head() {
                 Ok((_code, len)) => prop_assert!(len <= max),
                 Err(e) => prop_assert_eq!(e.kind(), std::io::ErrorKind::InvalidData),

@@ -77,6 +77,7 @@ use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::pool::MAX_THREADS;
+use crate::pulse::{is_pulse, Pulse};
 use crate::transport::core::{Core, Single};
 use crate::transport::rendezvous::Listener;
 use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
@@ -353,15 +354,12 @@ impl<A: Acceptor> ReactorCore<A> {
         drop(acc);
         for c in self.table.read().values() {
             let io = c.lock();
-            if io.muted {
-                continue;
-            }
             if let Some(w) = &io.wire {
                 self.sets.add_to(
                     set,
                     w.poll_fd(),
                     io.token.with_mark(false),
-                    Interest::READABLE,
+                    Self::wire_interest(&io),
                 )?;
             }
             if let Some(s) = &io.session {
@@ -378,7 +376,7 @@ impl<A: Acceptor> ReactorCore<A> {
             self.sets.add(
                 w.poll_fd(),
                 io.token.with_mark(false),
-                Interest::READABLE,
+                Self::wire_interest(io),
                 io.home,
             )?;
         }
@@ -539,30 +537,48 @@ impl<A: Acceptor> ReactorCore<A> {
         if io.wire.is_none() {
             return;
         }
-        if !io.muted {
-            self.unwatch(io);
-        }
+        self.unwatch(io);
         self.table.write().remove(io.token);
         io.wire = None;
         io.session = None;
     }
 
-    /// Stops watching a connection that sent while it is being served,
-    /// until its reply.
+    /// Stops reading a connection that sent while its request is held,
+    /// until the reply: its wire is watched for a hang-up only, so that a
+    /// client that dies meanwhile is dropped at once.
     fn mute(&self, io: &mut ConnIo<A::W>) {
-        if !io.muted {
-            self.unwatch(io);
-            io.muted = true;
+        if io.muted {
+            return;
+        }
+        io.muted = true;
+        if self.rewatch_wire(io, Interest::HANGUP).is_err() {
+            self.close(io);
+        }
+    }
+
+    /// Registers the wire of `io` again, with `interest`.
+    fn rewatch_wire(&self, io: &ConnIo<A::W>, interest: Interest) -> io::Result<()> {
+        let Some(w) = &io.wire else { return Ok(()) };
+        self.sets.delete(w.poll_fd());
+        self.sets
+            .add(w.poll_fd(), io.token.with_mark(false), interest, io.home)
+    }
+
+    /// The interest the wire of `io` is registered with.
+    fn wire_interest(io: &ConnIo<A::W>) -> Interest {
+        match io.muted {
+            true => Interest::HANGUP,
+            false => Interest::READABLE,
         }
     }
 
     /// The reply to a connection is out: it is no longer serving, and is
-    /// watched again if it was muted.
+    /// read again if it was muted.
     fn served(&self, io: &mut ConnIo<A::W>) {
         io.serving = false;
         if io.muted && io.wire.is_some() {
             io.muted = false;
-            if self.watch(io).is_err() {
+            if self.rewatch_wire(io, Interest::READABLE).is_err() {
                 self.close(io);
             }
         }
@@ -615,6 +631,14 @@ impl<A: Acceptor> ReactorCore<A> {
                 if cmd == HINT {
                     self.hinted(io, &w.buf[HEAD..HEAD + len]);
                     return Ok(None);
+                }
+                if is_pulse(cmd) {
+                    let payload = wire.received(len).unwrap_or(&w.buf[HEAD..HEAD + len]);
+                    if Pulse::decode(payload).is_none() {
+                        // A malformed pulse breaks the protocol.
+                        self.close(io);
+                        return Ok(None);
+                    }
                 }
                 Ok(Some(Incoming::from_wire(cmd, len)))
             }
@@ -778,6 +802,14 @@ impl<A: Acceptor> ReactorCore<A> {
             return Ok(None);
         };
         let mut io = c.lock_arc();
+        if io.serving {
+            // Its request is held (deferred): it is muted until answered,
+            // which only the set does.
+            drop(io);
+            w.sole = None;
+            w.streak = 0;
+            return Ok(None);
+        }
         let wait = match lone {
             Lone::Sole => self.tick,
             Lone::Busy => SOLO_QUIET,
@@ -834,11 +866,11 @@ impl<A: Acceptor> ReactorCore<A> {
         }
         if let Some((_, c)) = w.alone.take() {
             let mut io = c.lock();
-            if let (Some(wire), false) = (&io.wire, io.muted) {
+            if let Some(wire) = &io.wire {
                 let added = self.sets.add(
                     wire.poll_fd(),
                     io.token.with_mark(false),
-                    Interest::READABLE,
+                    Self::wire_interest(&io),
                     io.home,
                 );
                 if added.is_err() {
@@ -1094,13 +1126,18 @@ impl<A: Acceptor> HeldRequest for Detached<A> {
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         let mut io = conn.lock();
         match self.core.upgrade() {
-            Some(core) => {
+            Some(core) if io.wire.is_some() => {
                 core.send(&mut io, code, data);
                 core.served(&mut io);
             }
             // The server is gone: nobody to answer.
             None => io.wire = None,
+            Some(_) => {}
         }
-        verdict
+        match io.wire {
+            // The client is gone (before, or the send found it so).
+            None => Err(Error::Disconnected),
+            Some(_) => verdict,
+        }
     }
 }

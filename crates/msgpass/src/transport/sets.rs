@@ -60,9 +60,11 @@ impl Sets {
         self.sets.read().get(i).cloned()
     }
 
-    /// The interest every registration gets: `interest`, exclusive in a pool.
+    /// The interest every registration gets: `interest`, exclusive in a pool
+    /// (but a hang-up alone: the kernel takes no exclusive interest in it,
+    /// and every worker may hear of a death).
     fn interest(&self, interest: Interest) -> Interest {
-        match self.pool() {
+        match self.pool() && interest != Interest::HANGUP {
             true => interest.exclusive(),
             false => interest,
         }

@@ -95,14 +95,15 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
-use crate::transport::core::{relay_pool, Answer, Copied, Detach};
+use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
     in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
@@ -111,6 +112,7 @@ use crate::transport::slab::Token;
 use crate::transport::wire::head;
 use crate::transport::{
     ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+    ONEWAY,
 };
 use oslayer::poll::PollFd;
 use oslayer::signal::{self, SigInfo, SigSet};
@@ -222,12 +224,19 @@ impl Transport for Signal {
         let sfd = signalfd(req_signal()).map_err(|e| Error::io("signalfd", e))?;
         let conns = Sessions::new(listener, opts.tick)?;
         conns.watch(sfd.as_fd(), SIGNALS)?;
+        let recheck = Arc::new(Recheck {
+            tokens: parking_lot::Mutex::new(Vec::new()),
+            bell: oslayer::eventfd::new().map_err(|e| Error::io("eventfd", e))?,
+        });
+        conns.watch(recheck.bell.as_fd(), RECHECK)?;
         Ok(Box::new(SignalServer {
             sfd,
             conns,
             pending: VecDeque::new(),
             tid: 0,
             len: 0,
+            pulse: None,
+            recheck,
             guard: Guard::default(),
             opts: opts.clone(),
         }))
@@ -269,6 +278,9 @@ impl Transport for Signal {
             server_pid,
             seq,
             max_msg: max,
+            timeout: None,
+            owed: None,
+            tick: opts.tick,
         }))
     }
 }
@@ -288,6 +300,38 @@ struct Conn {
     /// announced: replies go nowhere, and the server drops the connection
     /// at its next request.
     over: AtomicBool,
+    /// [`HELD`] while a request of the connection is held (deferred, or
+    /// in a pool): the server takes nothing of it meanwhile; [`MISSED`]
+    /// when it left a message of it for that reason, to be looked at again
+    /// once the held request is answered.
+    hold: AtomicU8,
+    /// Where the answer to a held request says that the server must look
+    /// at the connection again.
+    recheck: Arc<Recheck>,
+}
+
+/// Bit of [`Conn::hold`]: a request of the connection is held.
+const HELD: u8 = 1;
+/// Bit of [`Conn::hold`]: a message of the connection was left because
+/// its request was held.
+const MISSED: u8 = 2;
+
+/// Connections to look at again (their held request was answered while a
+/// message of theirs waited), and the eventfd in the server's session set
+/// that says so.
+struct Recheck {
+    tokens: parking_lot::Mutex<Vec<Token>>,
+    bell: OwnedFd,
+}
+
+impl Recheck {
+    /// Asks the server to look at connection `id` again.
+    fn ring(&self, id: u64) {
+        if let Some(t) = token_of(id) {
+            self.tokens.lock().push(t);
+            let _ = oslayer::eventfd::write(self.bell.as_fd(), 1);
+        }
+    }
 }
 
 /// What the server keeps of a client besides its session.
@@ -304,8 +348,10 @@ impl Drop for Link {
     }
 }
 
-/// The server's own descriptor in its session set: the signalfd.
+/// The server's own descriptors in its session set: the signalfd, and
+/// the bell of [`Recheck`].
 const SIGNALS: u32 = 0;
+const RECHECK: u32 = 1;
 
 /// The server side of a signal channel.
 struct SignalServer {
@@ -322,6 +368,11 @@ struct SignalServer {
     /// Length of the request being served, read once and bounded: its
     /// payload is read where it lies.
     len: usize,
+    /// The request being served is a pulse, whose payload is this copy
+    /// (taken before its area was handed back to the client).
+    pulse: Option<[u8; PULSE_LEN]>,
+    /// Connections to look at again, shared with their held requests.
+    recheck: Arc<Recheck>,
     guard: Guard<Token>,
     opts: Options,
 }
@@ -329,7 +380,13 @@ struct SignalServer {
 /// Makes a connection's memory, then greets the client, who will have
 /// token `token`, with it; hangs up on the client when the memory cannot
 /// be made.
-fn greet(listener: &Listener, token: Token, tid: i32, max: usize) -> Result<Option<Session<Link>>> {
+fn greet(
+    listener: &Listener,
+    token: Token,
+    tid: i32,
+    max: usize,
+    recheck: &Arc<Recheck>,
+) -> Result<Option<Session<Link>>> {
     let id = token.with_mark(false);
     let (mem, areas) = match Areas::create("msgpass-signal", PAGE, max) {
         Ok(made) => made,
@@ -354,6 +411,8 @@ fn greet(listener: &Listener, token: Token, tid: i32, max: usize) -> Result<Opti
         pid: cred.pid,
         id,
         over: AtomicBool::new(false),
+        hold: AtomicU8::new(0),
+        recheck: Arc::clone(recheck),
     });
     let link = Link {
         conn,
@@ -401,8 +460,8 @@ impl SignalServer {
 
     /// Accepts the clients waiting.
     fn accept(&mut self) {
-        let (tid, max) = (self.tid, self.opts.max_msg);
-        self.conns.accept(|l, t| greet(l, t, tid, max));
+        let (tid, max, recheck) = (self.tid, self.opts.max_msg, &self.recheck);
+        self.conns.accept(|l, t| greet(l, t, tid, max, recheck));
     }
 
     /// Reads every request signal pending for this thread into `pending`.
@@ -426,8 +485,10 @@ impl SignalServer {
         }
     }
 
-    /// Takes the request of connection `t` sent by process `pid`, if there
-    /// is a new one.
+    /// Takes the message of connection `t` sent by process `pid`, if there
+    /// is a new one and no request of the connection is held (the message
+    /// then waits in its area, see [`left_for_held`]). A pulse is copied
+    /// out first; a malformed one drops the connection.
     fn take(&mut self, t: Token, pid: Option<i32>) -> Option<Incoming> {
         let c = &mut self.conns.get_mut(t)?.link;
         // A signal from another process than the client's is ignored.
@@ -440,21 +501,47 @@ impl SignalServer {
             return None;
         }
         let seq = c.conn.shared.ctl().req_seq.load(Ordering::SeqCst);
-        if seq == c.served {
+        if seq == c.served || left_for_held(&c.conn) {
             return None;
         }
-        let Ok((cmd, len)) = c.conn.shared.areas.head() else {
+        let areas = &c.conn.shared.areas;
+        let Ok((code, len)) = areas.head() else {
             self.drop_conn(t);
             return None;
         };
+        let pulse = match is_pulse(code) {
+            true => match copy_pulse(areas, len) {
+                Some(p) => Some(p),
+                None => {
+                    self.drop_conn(t);
+                    return None;
+                }
+            },
+            false => None,
+        };
+        // The client waits for our reply before it writes again, or may
+        // write its next message once a pulse is copied out.
+        areas.mark_taken();
         c.served = seq;
+        self.pulse = pulse;
         self.len = len;
         self.guard.set(t);
-        Some(Incoming {
-            cmd,
-            len,
-            oneway: false,
+        Some(match pulse {
+            Some(_) => Incoming::from_wire(code, len),
+            None => Incoming {
+                cmd: code,
+                len,
+                oneway: false,
+            },
         })
+    }
+
+    /// Queues the connections whose held request was answered while a
+    /// message of theirs waited.
+    fn rechecked(&mut self) {
+        let _ = oslayer::eventfd::read(self.recheck.bell.as_fd());
+        let tokens = std::mem::take(&mut *self.recheck.tokens.lock());
+        self.pending.extend(tokens.into_iter().map(|t| (t, None)));
     }
 
     /// Waits up to a tick on the session set and handles what it reports:
@@ -463,6 +550,7 @@ impl SignalServer {
         self.conns.wait(self.opts.tick)?;
         while let Some(ev) = self.conns.next_event() {
             match ev {
+                Event::Own(RECHECK) => self.rechecked(),
                 Event::Own(_) => {}
                 Event::Listener => self.accept(),
                 // A client never writes on its session: any event is a
@@ -477,6 +565,7 @@ impl SignalServer {
 impl ServerChannel for SignalServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
         self.guard.clear();
+        self.pulse = None;
         block_in_this_thread(req_signal(), 1)
             .map_err(|e| Error::io("block the request signal", e))?;
         self.adopt_thread();
@@ -497,9 +586,13 @@ impl ServerChannel for SignalServer {
     }
 
     fn data(&self) -> &[u8] {
-        match self.guard.get().and_then(|&t| self.conns.get(t)) {
-            Some(c) => c.link.conn.shared.areas.received(self.len),
-            None => &[],
+        match (
+            self.guard.get().and_then(|&t| self.conns.get(t)),
+            &self.pulse,
+        ) {
+            (Some(_), Some(p)) => p,
+            (Some(c), None) => c.link.conn.shared.areas.received(self.len),
+            (None, _) => &[],
         }
     }
 
@@ -535,6 +628,26 @@ impl ServerChannel for SignalServer {
 
     fn connections(&self) -> usize {
         self.conns.len()
+    }
+
+    /// A call is held by its handle, which answers in the connection's
+    /// area; nothing else of the connection is taken until then. A pulse
+    /// holds nothing: nobody waits for its answer.
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let t = self.guard.take().ok()?;
+        if let Some(p) = self.pulse {
+            return Some(Copied::boxed(p.to_vec(), Unanswered, self.opts.max_msg));
+        }
+        let link = &self.conns.get(t)?.link;
+        let data = link.conn.shared.areas.received(self.len).to_vec();
+        link.conn.hold.store(HELD, Ordering::Release);
+        let to = Announce {
+            conn: Arc::clone(&link.conn),
+            seq: link.served,
+            tick: self.opts.tick,
+            answered: false,
+        };
+        Some(Copied::boxed(data, to, self.opts.max_msg))
     }
 
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
@@ -586,21 +699,29 @@ fn announce(conn: &Conn, seq: u64, tick: Duration, gone: impl Fn() -> bool) -> b
 }
 
 impl Detach for SignalServer {
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
-        let t = self.guard.take().ok()?;
-        let link = &self.conns.get(t)?.link;
-        let data = link.conn.shared.areas.received(self.len).to_vec();
-        let to = Announce {
-            conn: Arc::clone(&link.conn),
-            seq: link.served,
-            tick: self.opts.tick,
-        };
-        Some(Copied::boxed(data, to, self.opts.max_msg))
-    }
-
     fn census(&self) -> Arc<AtomicUsize> {
         self.conns.census()
     }
+}
+
+/// True when a message of `conn` must wait because a request of it is
+/// held: it is marked [`MISSED`], and the answer to the held request asks
+/// the server to look again ([`Announce`]). A hold released meanwhile lets
+/// it through (a stray `MISSED` left then is harmless).
+fn left_for_held(conn: &Conn) -> bool {
+    conn.hold.load(Ordering::Acquire) & HELD != 0
+        && conn.hold.fetch_or(MISSED, Ordering::AcqRel) & HELD != 0
+}
+
+/// The pulse in an area whose header says `len` bytes, copied out; `None`
+/// when it is malformed.
+fn copy_pulse(areas: &Areas, len: usize) -> Option<[u8; PULSE_LEN]> {
+    if len != PULSE_LEN {
+        return None;
+    }
+    let mut p = [0u8; PULSE_LEN];
+    areas.take_payload(&mut p);
+    Pulse::decode(&p).map(|_| p)
 }
 
 /// Where a detached request's answer goes: the connection's memory and
@@ -609,23 +730,49 @@ struct Announce {
     conn: Arc<Conn>,
     seq: u64,
     tick: Duration,
+    /// The answer went (or was found to have nowhere to go).
+    answered: bool,
+}
+
+impl Announce {
+    /// The connection is no longer held; the server looks at it again if
+    /// it left a message of it meanwhile.
+    fn release(&self) {
+        let conn = &self.conn;
+        if conn.hold.swap(0, Ordering::AcqRel) & MISSED != 0 && !conn.over.load(Ordering::Acquire) {
+            conn.recheck.ring(conn.id);
+        }
+    }
 }
 
 impl Answer for Announce {
     /// A reply that cannot be announced marks the connection over, for
     /// the server to drop at its next request (a dead client's session
-    /// hangs up besides).
-    fn send(&mut self, code: u32, data: &[u8]) {
+    /// hangs up besides). The hold ends once the reply is announced: the
+    /// connection's area is the reply's until then.
+    fn send(&mut self, code: u32, data: &[u8]) -> bool {
+        self.answered = true;
         let conn = &self.conn;
-        if conn.over.load(Ordering::Acquire) {
-            return;
-        }
-        let sent = conn.shared.areas.put(&head(code, data.len()), data).is_ok()
+        let sent = !conn.over.load(Ordering::Acquire)
+            && conn.shared.areas.put(&head(code, data.len()), data).is_ok()
             && announce(conn, self.seq, self.tick, || {
                 conn.over.load(Ordering::Acquire)
             });
         if !sent {
             conn.over.store(true, Ordering::Release);
+        }
+        self.release();
+        sent
+    }
+}
+
+impl Drop for Announce {
+    /// Never answered (its handle answers on drop, so only if that failed
+    /// to run): the connection is not held any more. After an answer the
+    /// hold may be the connection's next request's already.
+    fn drop(&mut self) {
+        if !self.answered {
+            self.release();
         }
     }
 }
@@ -642,9 +789,18 @@ struct SignalClient {
     /// The connection's number (the signal value both ways).
     id: u64,
     server_pid: i32,
-    /// Number of the last request sent.
+    /// Number of the last message sent (requests and pulses).
     seq: u64,
     max_msg: usize,
+    /// Every call's deadline, from its start.
+    timeout: Option<Duration>,
+    /// A call timed out: the number of the request whose reply is owed
+    /// (the next call waits for it and discards it), and the thread its
+    /// reply signal goes to.
+    owed: Option<(u64, i32)>,
+    /// How long a wait for a reply whose signal goes to another thread
+    /// goes between looks at the memory.
+    tick: Duration,
 }
 
 impl SignalClient {
@@ -693,27 +849,54 @@ impl SignalClient {
         }
     }
 
-    /// Waits for this request's reply signal, or the server's death.
-    fn wait(&self) -> Result<()> {
+    /// The error of a call past its deadline.
+    fn timed_out(&self) -> Error {
+        Error::TimedOut {
+            timeout: self.timeout.unwrap_or_default(),
+        }
+    }
+
+    /// How long the next wait may last: until `deadline` (past it, the
+    /// call's [`Error::TimedOut`]), and a tick at most when no signal is
+    /// to come (`signal` false); `None`: for ever.
+    fn wait_for(&self, deadline: Option<Instant>, signal: bool) -> Result<Option<Duration>> {
+        let most = (!signal).then_some(self.tick);
+        match deadline {
+            None => Ok(most),
+            Some(d) => {
+                let left = d
+                    .checked_duration_since(Instant::now())
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| self.timed_out())?;
+                Ok(Some(most.map_or(left, |m| m.min(left))))
+            }
+        }
+    }
+
+    /// Waits for the reply to request `seq`: its signal (unless `signal`
+    /// is false: it went to another thread, and only the memory tells)
+    /// and `rep_seq`; or the server's death, or `deadline`.
+    fn wait(&self, seq: u64, deadline: Option<Instant>, signal: bool) -> Result<()> {
         let ctl = self.shared.ctl();
         let mut p = [
             PollFd::readable(self.sfd.as_fd()),
             PollFd::readable(self.sock.as_fd()),
         ];
-        let mut signalled = false;
+        let mut signalled = !signal;
         loop {
             signalled |= self.drain()?;
-            if signalled && ctl.rep_seq.load(Ordering::SeqCst) == self.seq {
+            if signalled && ctl.rep_seq.load(Ordering::SeqCst) == seq {
                 return Ok(());
             }
+            let wait = self.wait_for(deadline, signal)?;
             p[0].revents = 0;
             p[1].revents = 0;
-            oslayer::poll::poll(&mut p, None::<Duration>).map_err(|e| Error::io("poll", e))?;
+            oslayer::poll::poll(&mut p, wait).map_err(|e| Error::io("poll", e))?;
             if p[1].revents != 0 && p[0].revents == 0 {
                 // A reply sent just before the server closed is already
                 // pending: look once more before giving up.
                 signalled |= self.drain()?;
-                if signalled && ctl.rep_seq.load(Ordering::SeqCst) == self.seq {
+                if signalled && ctl.rep_seq.load(Ordering::SeqCst) == seq {
                     return Ok(());
                 }
                 return Err(Error::Disconnected);
@@ -721,25 +904,68 @@ impl SignalClient {
         }
     }
 
+    /// Before a call: the reply owed to a call that timed out, waited for
+    /// (until `deadline`) and discarded.
+    fn settle(&mut self, deadline: Option<Instant>) -> Result<()> {
+        if let Some((seq, tid)) = self.owed {
+            self.wait(seq, deadline, tid == gettid())?;
+            self.owed = None;
+        }
+        Ok(())
+    }
+
+    /// Writes the request (`put`) once the area is ours again: a pulse the
+    /// server has not taken yet holds it meanwhile (until `deadline`: the
+    /// call's [`Error::TimedOut`], nothing sent), a server gone never
+    /// takes it (`Disconnected`).
+    fn put_request(
+        &self,
+        put: impl Fn(&Areas) -> io::Result<()>,
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        for attempt in 0u32.. {
+            match put(&self.shared.areas) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if oslayer::socket::peer_gone(self.sock.as_fd()) {
+                        return Err(Error::Disconnected);
+                    }
+                    let nap = Duration::from_micros(20 << attempt.min(13));
+                    let most = self.wait_for(deadline, true)?;
+                    std::thread::sleep(most.map_or(nap, |m| m.min(nap)));
+                }
+                r => return r.map_err(|e| Error::io("write request", e)),
+            }
+        }
+        unreachable!("the attempts never run out")
+    }
+
     /// One round trip: `put` writes the request into the area (all of it,
     /// or its header over a payload built in place), then the request is
     /// announced and its reply awaited. Returns the reply's length, read
     /// once and bounded, after its status is checked against a caller's
     /// room of `cap` bytes.
-    fn round_trip(
-        &mut self,
-        put: impl FnOnce(&Areas) -> io::Result<()>,
-        cap: usize,
-    ) -> Result<usize> {
+    ///
+    /// With a timeout, the call first settles a reply owed to a call that
+    /// timed out; past its deadline it returns [`Error::TimedOut`], and
+    /// its own reply is owed from then on if its request went out.
+    fn round_trip(&mut self, put: impl Fn(&Areas) -> io::Result<()>, cap: usize) -> Result<usize> {
         block_in_this_thread(rep_signal(), 2)
             .map_err(|e| Error::io("block the reply signal", e))?;
-        put(&self.shared.areas).map_err(|e| Error::io("write request", e))?;
+        let deadline = self.timeout.map(|t| Instant::now() + t);
+        self.settle(deadline)?;
+        self.put_request(put, deadline)?;
         let ctl = self.shared.ctl();
-        ctl.client_tid.store(gettid() as u32, Ordering::SeqCst);
+        let tid = gettid();
+        ctl.client_tid.store(tid as u32, Ordering::SeqCst);
         self.seq += 1;
         ctl.req_seq.store(self.seq, Ordering::SeqCst);
         self.notify()?;
-        self.wait()?;
+        if let Err(e) = self.wait(self.seq, deadline, true) {
+            if matches!(e, Error::TimedOut { .. }) {
+                self.owed = Some((self.seq, tid));
+            }
+            return Err(e);
+        }
         let (status, len) = self
             .shared
             .areas
@@ -762,8 +988,13 @@ impl ClientConnection for SignalClient {
         self.max_msg
     }
 
-    /// The client-to-server area.
+    /// The client-to-server area; not lent while it holds a pulse the
+    /// server has not taken, nor while a reply is owed (the copying call
+    /// waits for those first).
     fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        if self.owed.is_some() || !self.shared.areas.room() {
+            return None;
+        }
         let max = self.max_msg;
         self.shared.areas.lend(0).get_mut(..max)
     }
@@ -772,5 +1003,33 @@ impl ClientConnection for SignalClient {
         fits(len, self.max_msg)?;
         let len = self.round_trip(|a| a.put_head(&head(cmd, len)), self.max_msg)?;
         Ok(self.shared.areas.received(len))
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// Into the client-to-server area if the server has taken the last
+    /// message there (a depth of one pulse not yet taken), announced like
+    /// a request; no reply comes.
+    fn send_pulse(&mut self, payload: &[u8; PULSE_LEN]) -> Result<()> {
+        match self
+            .shared
+            .areas
+            .put(&head(PULSE | ONEWAY, PULSE_LEN), payload)
+        {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(match oslayer::socket::peer_gone(self.sock.as_fd()) {
+                    true => Error::Disconnected,
+                    false => Error::PulseQueueFull,
+                });
+            }
+            Err(e) => return Err(Error::io("write pulse", e)),
+        }
+        self.seq += 1;
+        self.shared.ctl().req_seq.store(self.seq, Ordering::SeqCst);
+        self.notify()
     }
 }

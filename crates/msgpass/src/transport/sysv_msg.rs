@@ -107,7 +107,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::transport::core::{relay_pool, Answer, Copied, Detach};
+use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
+use crate::transport::alarm::Alarm;
+use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
 use crate::transport::slab::Token;
@@ -123,6 +125,9 @@ use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 const MTYPE_WAKE: MsgType = 1;
 /// Type of replies in a reply queue.
 const MTYPE_REPLY: MsgType = 1;
+/// Type of the wake-up message the alarm thread puts in a reply queue
+/// when a call's deadline passes (see the module documentation).
+const MTYPE_DEADLINE: MsgType = 2;
 /// Length of the hello's extra bytes: request queue id (i32), reply queue
 /// id (i32), the connection's message type (a `long`), little-endian.
 const EXTRA_LEN: usize = 16;
@@ -188,6 +193,8 @@ impl Transport for SysvMsg {
             dirty: false,
             buf: MsgBuf::new(HEAD + max_msg),
             len: 0,
+            oneway: false,
+            small: MsgBuf::new(HEAD),
             guard: Guard::default(),
             max_msg,
             shared: Arc::new(Shared::default()),
@@ -221,47 +228,56 @@ impl Transport for SysvMsg {
     }
 
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
-        let (sock, hello, _fds) = rendezvous::connect(path, Family::SysvMsg, opts)?;
-        let extra: [u8; EXTRA_LEN] = hello.extra.as_slice().try_into().map_err(|_| {
-            Error::Protocol(format!(
-                "{}: the server could not create this connection's queue",
-                path.display()
-            ))
-        })?;
-        let i32_at =
-            |i: usize| i32::from_le_bytes([extra[i], extra[i + 1], extra[i + 2], extra[i + 3]]);
-        let req_q = MsgQueueId(i32_at(0));
-        let reply_q = MsgQueueId(i32_at(4));
-        let mtype = MsgType::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
-        let dead = Arc::new(AtomicBool::new(false));
-        let (stop_r, stop_w) = oslayer::pipe::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
-        let watchdog = Watchdog {
-            sock,
-            stop: stop_r,
-            dead: Arc::clone(&dead),
-            reply_q,
-        };
-        let handle = match std::thread::Builder::new()
-            .name("msgpass-sysv-watch".into())
-            .spawn(move || watchdog.run())
-        {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = oslayer::sysv_msg::remove(reply_q);
-                return Err(Error::io("sysv-msg: start the watchdog thread", e));
-            }
-        };
-        Ok(Box::new(SysvClient {
-            req_q,
-            reply_q,
-            mtype,
-            buf: MsgBuf::new(HEAD + hello.max_msg),
-            max_msg: hello.max_msg,
-            dead,
-            stop: Some(stop_w),
-            watchdog: Some(handle),
-        }))
+        Ok(Box::new(connect(path, opts)?))
     }
+}
+
+/// Connects to the endpoint at `path`.
+fn connect(path: &Path, opts: &Options) -> Result<SysvClient> {
+    let (sock, hello, _fds) = rendezvous::connect(path, Family::SysvMsg, opts)?;
+    let extra: [u8; EXTRA_LEN] = hello.extra.as_slice().try_into().map_err(|_| {
+        Error::Protocol(format!(
+            "{}: the server could not create this connection's queue",
+            path.display()
+        ))
+    })?;
+    let i32_at =
+        |i: usize| i32::from_le_bytes([extra[i], extra[i + 1], extra[i + 2], extra[i + 3]]);
+    let req_q = MsgQueueId(i32_at(0));
+    let reply_q = MsgQueueId(i32_at(4));
+    let mtype = MsgType::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
+    let dead = Arc::new(AtomicBool::new(false));
+    let (stop_r, stop_w) = oslayer::pipe::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
+    let watchdog = Watchdog {
+        sock,
+        stop: stop_r,
+        dead: Arc::clone(&dead),
+        reply_q,
+    };
+    let handle = match std::thread::Builder::new()
+        .name("msgpass-sysv-watch".into())
+        .spawn(move || watchdog.run())
+    {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = oslayer::sysv_msg::remove(reply_q);
+            return Err(Error::io("sysv-msg: start the watchdog thread", e));
+        }
+    };
+    Ok(SysvClient {
+        req_q,
+        reply_q,
+        mtype,
+        buf: MsgBuf::new(HEAD + hello.max_msg),
+        max_msg: hello.max_msg,
+        dead,
+        stop: Some(stop_w),
+        watchdog: Some(handle),
+        timeout: None,
+        alarm: None,
+        woken: false,
+        owed: false,
+    })
 }
 
 /// Creates a private queue and reads its stamp.
@@ -446,6 +462,19 @@ impl Ticker {
     }
 }
 
+/// What a connection's held request shares with the server.
+#[derive(Default)]
+struct Flags {
+    /// Set once the connection is over (dropped by the server, or its
+    /// queue found broken by a held request's reply): a held request's
+    /// reply then goes nowhere, and the server drops the connection at
+    /// its next request.
+    over: AtomicBool,
+    /// A request of the connection is held (deferred, or in a pool): the
+    /// server answers its next call `EAGAIN` at once until it is answered.
+    held: AtomicBool,
+}
+
 /// What the server keeps of a client besides its session. Dropping it
 /// removes the client's reply queue, unless kept.
 struct Link {
@@ -453,11 +482,7 @@ struct Link {
     mtype: MsgType,
     reply_q: MsgQueueId,
     stamp: MsgQueueStamp,
-    /// Set once the connection is over (dropped by the server, or its
-    /// queue found broken by a held request's reply): a held request's
-    /// reply then goes nowhere, and the server drops the connection at
-    /// its next request.
-    over: Arc<AtomicBool>,
+    flags: Arc<Flags>,
     /// Leave the queue when dropped (the channel is being dropped, see
     /// `Drop for SysvServer`).
     keep: bool,
@@ -469,7 +494,7 @@ impl Link {
             mtype,
             reply_q,
             stamp,
-            over: Arc::default(),
+            flags: Arc::default(),
             keep: false,
         }
     }
@@ -477,7 +502,7 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        self.over.store(true, Ordering::Release);
+        self.flags.over.store(true, Ordering::Release);
         if !self.keep {
             let _ = oslayer::sysv_msg::remove(self.reply_q);
         }
@@ -496,6 +521,10 @@ struct SysvServer {
     /// The request last received (and the reply being sent).
     buf: MsgBuf,
     len: usize,
+    /// The request last received is a one-way message (a pulse).
+    oneway: bool,
+    /// Room for a reply without payload (an `EAGAIN`).
+    small: MsgBuf,
     guard: Guard<Token>,
     max_msg: usize,
     shared: Arc<Shared>,
@@ -530,7 +559,7 @@ impl SysvServer {
     fn route(&mut self, t: MsgType) -> Option<Token> {
         let tok = *self.by_type.get(&t)?;
         match self.conns.get(tok) {
-            Some(c) if !c.link.over.load(Ordering::Acquire) => Some(tok),
+            Some(c) if !c.link.flags.over.load(Ordering::Acquire) => Some(tok),
             Some(_) => {
                 self.drop_conn(tok);
                 None
@@ -539,6 +568,52 @@ impl SysvServer {
                 self.by_type.remove(&t);
                 None
             }
+        }
+    }
+
+    /// Checks the message just received (`n` bytes of text in our buffer)
+    /// from connection `i`, and returns its header when it is to be
+    /// served. A malformed one (a header that disagrees with the size, a
+    /// message cut by `MSG_NOERROR` for being over the maximum, a pulse
+    /// whose payload is not one) drops the connection. A call from a
+    /// connection whose request is held is answered `EAGAIN` at once (its
+    /// client breaks the protocol: a client waits for its answer before it
+    /// calls again, and a reply owed to a call that timed out first), so
+    /// nothing of it is kept; one-way messages and pulses hold nothing and
+    /// are served in their order.
+    fn admit(&mut self, i: Token, n: usize) -> Option<Incoming> {
+        if n < HEAD {
+            self.drop_conn(i);
+            return None;
+        }
+        let h: [u8; HEAD] = self.buf.text()[..HEAD].try_into().expect("header");
+        let (cmd, len) = parse_head(&h);
+        if len != n - HEAD || (is_pulse(cmd) && Pulse::decode(&self.buf.text()[HEAD..n]).is_none())
+        {
+            self.drop_conn(i);
+            return None;
+        }
+        let head = Incoming::from_wire(cmd, len);
+        let held = self
+            .conns
+            .get(i)
+            .is_some_and(|c| c.link.flags.held.load(Ordering::Acquire));
+        if held && !head.oneway {
+            self.refuse_call(i);
+            return None;
+        }
+        Some(head)
+    }
+
+    /// Answers `EAGAIN` to a call of connection `i` that is not taken; a
+    /// reply queue that takes no more (its client does not read its
+    /// replies) drops the connection.
+    fn refuse_call(&mut self, i: Token) {
+        let Some(reply_q) = self.conns.get(i).map(|c| c.link.reply_q) else {
+            return;
+        };
+        if send_reply(&mut self.small, reply_q, libc::EAGAIN as u32, &[]).is_err() {
+            self.drop_conn(i);
         }
     }
 
@@ -648,20 +723,12 @@ impl ServerChannel for SysvServer {
             let Some(i) = self.route(t) else {
                 continue;
             };
-            if n < HEAD {
-                self.drop_conn(i);
-                continue;
+            if let Some(head) = self.admit(i, n) {
+                self.guard.set(i);
+                self.len = head.len;
+                self.oneway = head.oneway;
+                return Ok(Some(head));
             }
-            let h: [u8; HEAD] = self.buf.text()[..HEAD].try_into().expect("header");
-            let (cmd, len) = parse_head(&h);
-            if len != n - HEAD {
-                // Malformed, or truncated by MSG_NOERROR: over the maximum.
-                self.drop_conn(i);
-                continue;
-            }
-            self.guard.set(i);
-            self.len = len;
-            return Ok(Some(Incoming::from_wire(cmd, len)));
         }
     }
 
@@ -685,6 +752,26 @@ impl ServerChannel for SysvServer {
         self.conns.len()
     }
 
+    /// A call is held by its handle, whose reply goes straight to the
+    /// connection's reply queue; the connection's next call is answered
+    /// `EAGAIN` until then (see [`SysvServer::admit`]). A one-way message
+    /// (a pulse) holds nothing: nobody waits for its answer.
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let i = self.guard.take().ok()?;
+        let data = self.data().to_vec();
+        if self.oneway {
+            return Some(Copied::boxed(data, Unanswered, self.max_msg));
+        }
+        let link = &self.conns.get(i)?.link;
+        link.flags.held.store(true, Ordering::Release);
+        let to = ReplyQueue {
+            reply_q: link.reply_q,
+            flags: Arc::clone(&link.flags),
+            sent: false,
+        };
+        Some(Copied::boxed(data, to, self.max_msg))
+    }
+
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         let tick = self.tick;
         relay_pool(*self, threads, tick)
@@ -704,16 +791,6 @@ fn send_reply(buf: &mut MsgBuf, reply_q: MsgQueueId, code: u32, data: &[u8]) -> 
 }
 
 impl Detach for SysvServer {
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
-        let i = self.guard.take().ok()?;
-        let link = &self.conns.get(i)?.link;
-        let to = ReplyQueue {
-            reply_q: link.reply_q,
-            over: Arc::clone(&link.over),
-        };
-        Some(Copied::boxed(self.data().to_vec(), to, self.max_msg))
-    }
-
     fn census(&self) -> Arc<AtomicUsize> {
         self.conns.census()
     }
@@ -722,20 +799,40 @@ impl Detach for SysvServer {
 /// Where a detached request's answer goes: its connection's reply queue.
 struct ReplyQueue {
     reply_q: MsgQueueId,
-    /// The connection is over: the reply goes nowhere.
-    over: Arc<AtomicBool>,
+    /// The connection's flags: over (the reply goes nowhere), and held
+    /// (this request), cleared once answered.
+    flags: Arc<Flags>,
+    /// The answer went (or was found to have nowhere to go).
+    sent: bool,
 }
 
 impl Answer for ReplyQueue {
     /// A reply its queue refuses marks the connection over, for the server
-    /// to drop at its next request.
-    fn send(&mut self, code: u32, data: &[u8]) {
-        if self.over.load(Ordering::Acquire) {
-            return;
+    /// to drop at its next request. The connection is no longer held from
+    /// just before the reply goes: its client sends its next call once it
+    /// has read it, and that call must find the connection free.
+    fn send(&mut self, code: u32, data: &[u8]) -> bool {
+        self.sent = true;
+        self.flags.held.store(false, Ordering::Release);
+        if self.flags.over.load(Ordering::Acquire) {
+            return false;
         }
         let mut buf = MsgBuf::new(HEAD + data.len());
-        if send_reply(&mut buf, self.reply_q, code, data).is_err() {
-            self.over.store(true, Ordering::Release);
+        let sent = send_reply(&mut buf, self.reply_q, code, data).is_ok();
+        if !sent {
+            self.flags.over.store(true, Ordering::Release);
+        }
+        sent
+    }
+}
+
+impl Drop for ReplyQueue {
+    /// Never answered (its handle answers on drop, so only if that failed
+    /// to run): the connection is not held any more. After an answer the
+    /// flag may be the connection's next request's already.
+    fn drop(&mut self) {
+        if !self.sent {
+            self.flags.held.store(false, Ordering::Release);
         }
     }
 }
@@ -838,6 +935,15 @@ struct SysvClient {
     /// Dropping it stops the watchdog.
     stop: Option<OwnedFd>,
     watchdog: Option<JoinHandle<()>>,
+    /// Every call's deadline, from its start.
+    timeout: Option<Duration>,
+    /// Puts an [`MTYPE_DEADLINE`] message in our reply queue when a call's
+    /// deadline passes (made with the first timeout).
+    alarm: Option<Alarm>,
+    /// The call under way took the alarm's message.
+    woken: bool,
+    /// A call timed out: the next reply to arrive is its, to discard.
+    owed: bool,
 }
 
 /// True for the errors a removed queue gives.
@@ -848,8 +954,9 @@ fn queue_gone(e: &io::Error) -> bool {
 impl SysvClient {
     /// Sends one request with wire code `code`, checking its size first. A
     /// full request queue is retried (with a growing pause) until there is
-    /// room or the server is known to be gone.
-    fn send_request(&mut self, code: u32, req: &[u8]) -> Result<()> {
+    /// room, the server is known to be gone, or `deadline` passes (the
+    /// call's [`Error::TimedOut`]: nothing was sent).
+    fn send_request(&mut self, code: u32, req: &[u8], deadline: Option<Instant>) -> Result<()> {
         if self.dead.load(Ordering::Acquire) {
             return Err(Error::Disconnected);
         }
@@ -872,7 +979,11 @@ impl SysvClient {
                     if self.dead.load(Ordering::Acquire) {
                         return Err(Error::Disconnected);
                     }
-                    std::thread::sleep(backoff);
+                    let nap = match deadline {
+                        None => backoff,
+                        Some(d) => left(d).ok_or_else(|| self.timed_out())?.min(backoff),
+                    };
+                    std::thread::sleep(nap);
                     backoff = (backoff * 2).min(Duration::from_millis(1));
                 }
                 Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
@@ -882,12 +993,27 @@ impl SysvClient {
     }
 }
 
-impl ClientConnection for SysvClient {
-    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
-        self.send_request(cmd, req)?;
-        let n = loop {
+impl SysvClient {
+    /// The error of a call past its deadline.
+    fn timed_out(&self) -> Error {
+        Error::TimedOut {
+            timeout: self.timeout.unwrap_or_default(),
+        }
+    }
+
+    /// Receives the next message of our reply queue: a reply (its text
+    /// length), or the alarm's message once `deadline` has passed (the
+    /// call's [`Error::TimedOut`]).
+    fn receive_reply(&mut self, deadline: Option<Instant>) -> Result<usize> {
+        loop {
             match oslayer::sysv_msg::receive(self.reply_q, &mut self.buf, 0, MsgFlags::NOERROR) {
-                Ok(n) => break n,
+                Ok(_) if self.buf.mtype() == MTYPE_DEADLINE => {
+                    self.woken = true;
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(self.timed_out());
+                    }
+                }
+                Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if self.dead.load(Ordering::Acquire) {
                         return Err(Error::Disconnected);
@@ -896,7 +1022,66 @@ impl ClientConnection for SysvClient {
                 Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
                 Err(e) => return Err(Error::io("sysv-msg: receive reply", e)),
             }
-        };
+        }
+    }
+
+    /// One call, with its deadline (if any) armed: first the reply owed to
+    /// a call that timed out, waited for and discarded; then the request,
+    /// and its reply (past the deadline, owed from then on).
+    fn round_trip(
+        &mut self,
+        cmd: u32,
+        req: &[u8],
+        reply: &mut [u8],
+        deadline: Option<Instant>,
+    ) -> Result<usize> {
+        if self.owed {
+            self.receive_reply(deadline)?;
+            self.owed = false;
+        }
+        self.send_request(cmd, req, deadline)?;
+        let n = self.receive_reply(deadline).inspect_err(|e| {
+            if matches!(e, Error::TimedOut { .. }) {
+                self.owed = true;
+            }
+        })?;
+        self.unpack(n, reply)
+    }
+
+    /// Arms the alarm for a call with `deadline`.
+    fn arm(&mut self, deadline: Instant) -> Result<()> {
+        let reply_q = self.reply_q;
+        let alarm = self.alarm.get_or_insert_with(|| {
+            Alarm::new(move || {
+                let mut wake = MsgBuf::new(0);
+                wake.set_mtype(MTYPE_DEADLINE);
+                // A queue gone or full: the call ends by itself then.
+                let _ = oslayer::sysv_msg::send(reply_q, &wake, 0, MsgFlags::NOWAIT);
+            })
+        });
+        self.woken = false;
+        alarm
+            .arm(deadline)
+            .map_err(|e| Error::io("sysv-msg: start the alarm thread", e))
+    }
+
+    /// Disarms the alarm after a call; its message, if it went and the
+    /// call did not take it, is taken now, so that none is left behind.
+    fn disarm(&mut self) {
+        let fired = self.alarm.as_ref().is_some_and(Alarm::disarm);
+        if fired && !self.woken {
+            let _ = oslayer::sysv_msg::receive(
+                self.reply_q,
+                &mut self.buf,
+                MTYPE_DEADLINE,
+                MsgFlags::NOWAIT | MsgFlags::NOERROR,
+            );
+        }
+    }
+
+    /// Copies the reply of `n` bytes of text in our buffer to `reply`,
+    /// checked.
+    fn unpack(&self, n: usize, reply: &mut [u8]) -> Result<usize> {
         if n < HEAD {
             return Err(Error::Protocol(format!("reply of {n} bytes, no header")));
         }
@@ -912,6 +1097,26 @@ impl ClientConnection for SysvClient {
         reply[..len].copy_from_slice(&self.buf.text()[HEAD..n]);
         Ok(len)
     }
+}
+
+/// The time left before `deadline`, `None` once it has passed.
+fn left(deadline: Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+impl ClientConnection for SysvClient {
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize> {
+        let Some(timeout) = self.timeout else {
+            return self.round_trip(cmd, req, reply, None);
+        };
+        let deadline = Instant::now() + timeout;
+        self.arm(deadline)?;
+        let got = self.round_trip(cmd, req, reply, Some(deadline));
+        self.disarm();
+        got
+    }
 
     fn max_msg(&self) -> usize {
         self.max_msg
@@ -920,11 +1125,34 @@ impl ClientConnection for SysvClient {
     /// A full request queue is retried until there is room (never
     /// dropped); a dead server is noticed by the watchdog.
     fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
-        self.send_request(cmd | ONEWAY, req)
+        self.send_request(cmd | ONEWAY, req, None)
     }
 
     fn oneway(&self) -> bool {
         true
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// Into the request queue if it has room now (`IPC_NOWAIT`): the
+    /// queue's `msgmnb` bytes, shared by every client, bound what waits.
+    fn send_pulse(&mut self, payload: &[u8; PULSE_LEN]) -> Result<()> {
+        if self.dead.load(Ordering::Acquire) {
+            return Err(Error::Disconnected);
+        }
+        let mut msg = MsgBuf::new(HEAD + PULSE_LEN);
+        msg.set_mtype(self.mtype);
+        msg.text_mut()[..HEAD].copy_from_slice(&head(PULSE | ONEWAY, PULSE_LEN));
+        msg.text_mut()[HEAD..].copy_from_slice(payload);
+        match oslayer::sysv_msg::send(self.req_q, &msg, HEAD + PULSE_LEN, MsgFlags::NOWAIT) {
+            Ok(()) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Err(Error::PulseQueueFull),
+            Err(e) if queue_gone(&e) => Err(Error::Disconnected),
+            Err(e) => Err(Error::io("sysv-msg: send pulse", e)),
+        }
     }
 }
 
@@ -1062,5 +1290,66 @@ mod tests {
         );
         assert!(!after, "the next server's clean-up left the queue");
         assert!(!record_after, "the next server's clean-up left the record");
+    }
+
+    /// A call's deadline ends its wait at about its time, not at a tick
+    /// (ten seconds here): the alarm thread wakes the `msgrcv`. The late
+    /// reply is discarded by the next call, which gets its own; and no
+    /// alarm message is left in the reply queue (the server, dropped,
+    /// would keep a record of a queue still holding one).
+    #[test]
+    fn a_deadline_ends_the_wait_before_any_tick() {
+        let dir = std::env::temp_dir().join(format!("msgpass-sysv-d-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ep");
+        let opts = Options {
+            tick: Duration::from_secs(10),
+            ..Options::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (late_tx, late) = std::sync::mpsc::channel::<()>();
+        let server = {
+            let (path, opts, stop) = (path.clone(), opts.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut s = SysvMsg.serve(&path, &opts).expect("serve");
+                ready_tx.send(()).expect("ready");
+                s.receive(&stop).expect("receive").expect("the slow call");
+                let mut held = s.detach().expect("held");
+                late.recv().expect("told to answer");
+                held.reply(Status::Ok, b"late").expect("late reply");
+                // An echo server.
+                while let Ok(Some(_)) = s.receive(&stop) {
+                    let data = s.data().to_vec();
+                    let _ = s.reply(Status::Ok, &data);
+                }
+            })
+        };
+        ready.recv().expect("server up");
+        let mut c = SysvMsg.connect(&path, &opts).expect("connect");
+        let timeout = Duration::from_millis(50);
+        c.set_timeout(Some(timeout)).expect("timeout");
+        let mut reply = [0u8; 64];
+        let start = Instant::now();
+        let slow = c.call(1, b"slow", &mut reply);
+        let took = start.elapsed();
+        late_tx.send(()).expect("answer late");
+        let next = c.call(1, b"next", &mut reply).map(|n| reply[..n].to_vec());
+        let on_time = (0..100).all(|_| c.call(1, b"x", &mut reply).is_ok());
+        stop.store(true, Ordering::Relaxed);
+        drop(c);
+        server.join().expect("server thread");
+        let record_left = record_path(&path).exists();
+        let _ = fs::remove_dir_all(&dir);
+        assert!(
+            matches!(slow, Err(Error::TimedOut { timeout: t }) if t == timeout),
+            "{slow:?}"
+        );
+        assert!(took >= timeout, "ended early: {took:?}");
+        assert!(took < Duration::from_secs(5), "ended at a tick: {took:?}");
+        assert_eq!(next.expect("the next call"), b"next", "got the late reply");
+        assert!(on_time, "calls answered in time failed");
+        assert!(!record_left, "a message was left in a reply queue");
     }
 }

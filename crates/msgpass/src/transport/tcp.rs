@@ -483,6 +483,7 @@ fn client(
     let traits = Traits {
         eof_on_death: true,
         oneway: true,
+        pulse_credit: None,
     };
     let wire = StreamWire::socket(OwnedFd::from(stream));
     Box::new(WireClient::new(wire, session, max_msg, tick, traits))

@@ -22,6 +22,7 @@ use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 const TRAITS: Traits = Traits {
     eof_on_death: true,
     oneway: true,
+    pulse_credit: None,
 };
 
 /// The Unix seqpacket transport.

@@ -79,6 +79,20 @@ pub(crate) trait Wire: Send {
     fn quick_timeout(&self) -> bool {
         false
     }
+    /// Sends one small message (a pulse) only if the path has room for it
+    /// now: `Ok(false)` when it has not, and nothing was sent. Never waits.
+    /// The default: `Unsupported`.
+    fn send_now(&mut self, _head: &[u8; HEAD], _data: &[u8]) -> io::Result<bool> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    /// Client side: a descriptor that polls writable when a [`Wire::send`]
+    /// that failed with `WouldBlock` (the path full of pulses the server
+    /// has not taken yet) can go; `None` (the default) where a send never
+    /// reports `WouldBlock`, or where the caller must look again after a
+    /// while instead.
+    fn room_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
     /// A descriptor that polls readable when a message is waiting.
     fn poll_fd(&self) -> BorrowedFd<'_>;
     /// Server side: the peer is not trusted to keep its pace. A message it
@@ -624,7 +638,54 @@ impl StreamWire {
     }
 }
 
+impl StreamWire {
+    /// [`Wire::send_now`]: one write that does not wait (`MSG_DONTWAIT` on
+    /// a socket, `RWF_NOWAIT` on a pipe, which takes a small write whole
+    /// or not at all). A stream socket that takes part of it (never seen:
+    /// Unix stream sockets take a small send whole, TCP could split it at
+    /// the edge of its buffer) gets the rest at once, so that the server
+    /// never holds half a message.
+    fn send_small_now(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<bool> {
+        if HEAD + data.len() > SMALL.min(oslayer::pipe::PIPE_BUF) {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        self.out.clear();
+        self.out.extend_from_slice(head);
+        self.out.extend_from_slice(data);
+        let sent = match &self.tx {
+            None => oslayer::socket::send_now(self.rx.as_fd(), &self.out)?,
+            Some(tx) => match oslayer::fd::write_now(tx.as_fd(), &self.out) {
+                // A FIFO opened by name takes no RWF_NOWAIT: O_NONBLOCK for
+                // this one write (the open file is this client's own).
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                    oslayer::fd::set_nonblocking(tx.as_fd(), true)?;
+                    let sent = oslayer::fd::write_some(tx.as_fd(), &self.out);
+                    oslayer::fd::set_nonblocking(tx.as_fd(), false)?;
+                    match sent {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+                        sent => Some(sent?),
+                    }
+                }
+                sent => sent?,
+            },
+        };
+        match sent {
+            None | Some(0) => Ok(false),
+            Some(n) if n == self.out.len() => Ok(true),
+            Some(n) => {
+                let fd = self.tx.as_ref().unwrap_or(&self.rx).as_fd();
+                oslayer::fd::write_all(fd, &[&self.out[n..]])?;
+                Ok(true)
+            }
+        }
+    }
+}
+
 impl Wire for StreamWire {
+    fn send_now(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<bool> {
+        self.send_small_now(head, data)
+    }
+
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
         if let Some(limit) = self.limit {
             return self.send_within(head, data, limit);
@@ -788,6 +849,16 @@ impl DatagramWire {
 }
 
 impl Wire for DatagramWire {
+    fn send_now(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<bool> {
+        let n = HEAD + data.len();
+        if n > self.small.len() {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        self.small[..HEAD].copy_from_slice(head);
+        self.small[HEAD..n].copy_from_slice(data);
+        Ok(oslayer::socket::send_now(self.fd.as_fd(), &self.small[..n])?.is_some())
+    }
+
     fn send(&mut self, head: &[u8; HEAD], data: &[u8]) -> io::Result<()> {
         let n = HEAD + data.len();
         if n <= self.small.len() {

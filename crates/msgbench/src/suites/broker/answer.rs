@@ -14,6 +14,9 @@ use crate::measure::hist::fmt_ns;
 pub const BROKER_VS_DIRECT: f64 = 2.2;
 /// Least the routing broker must beat dbus-daemon by.
 pub const BROKER_VS_DAEMON: f64 = 5.0;
+/// Most the other clients' p99 may grow beside a hung service, as a ratio
+/// to the run without the fault.
+pub const HUNG_P99: f64 = 1.2;
 
 /// The figures of one size the answer is made of.
 struct At<'a> {
@@ -27,6 +30,7 @@ impl At<'_> {
             r.via == via
                 && r.ints == self.ints
                 && r.transport.as_deref() == transport
+                && r.fault.is_none()
                 && r.measured()
         })
     }
@@ -41,7 +45,7 @@ impl At<'_> {
 fn transport(rows: &[BrokerRow], ints: u32) -> Option<String> {
     let measured: Vec<&str> = rows
         .iter()
-        .filter(|r| r.via == Via::Broker && r.ints == ints && r.measured())
+        .filter(|r| r.via == Via::Broker && r.ints == ints && r.fault.is_none() && r.measured())
         .filter_map(|r| r.transport.as_deref())
         .collect();
     measured
@@ -57,7 +61,47 @@ pub fn judge(rows: &[BrokerRow]) -> Vec<String> {
     sizes.dedup();
     let mut out: Vec<String> = sizes.iter().filter_map(|&n| answer(rows, n)).collect();
     out.extend(goals(rows));
+    out.extend(rows.iter().filter_map(|r| beside_a_hung_service(rows, r)));
     out
+}
+
+/// What a fault row shows: the hung client's timeouts, and the other
+/// clients' p99 against the same cell without the fault, judged against
+/// [`HUNG_P99`].
+pub fn beside_a_hung_service(rows: &[BrokerRow], r: &BrokerRow) -> Option<String> {
+    r.fault?;
+    if !r.measured() {
+        return None;
+    }
+    let twin = rows.iter().find(|t| {
+        t.fault.is_none()
+            && t.via == r.via
+            && t.ints == r.ints
+            && t.transport == r.transport
+            && t.measured()
+    })?;
+    let (hung, calm) = (r.others_latency.as_ref()?, twin.others_latency.as_ref()?);
+    let timeout = r
+        .call_timeout_ms
+        .map_or("-".into(), |ms| format!("{ms} ms"));
+    let mut s = format!(
+        "{} GetInteger({}): service 0 stopped answering; its client's calls were answered ETIMEDOUT by the broker {} time(s), each after the call timeout ({timeout})",
+        r.label(),
+        r.ints,
+        r.timeouts
+    );
+    if r.timeouts == 0 {
+        s += " (none: the measurement was shorter than the call timeout, so the fault is not shown; lengthen --seconds or shorten --call-timeout)";
+    }
+    let x = hung.p99_ns / calm.p99_ns;
+    s += &format!(
+        ". The other {} client(s) carried on: p99 {} beside the hung service against {} without it. Goal, within {HUNG_P99}x: {}: {x:.2}x.",
+        r.clients - 1,
+        fmt_ns(hung.p99_ns),
+        fmt_ns(calm.p99_ns),
+        holds(x <= HUNG_P99)
+    );
+    Some(s)
 }
 
 /// The study's question at `GetInteger(ints)`, when the daemon and
@@ -130,7 +174,7 @@ pub fn goals(rows: &[BrokerRow]) -> Vec<String> {
     let mut out = Vec::new();
     let mut transports: Vec<&str> = rows
         .iter()
-        .filter(|r| r.via == Via::Broker && r.ints == 1 && r.measured())
+        .filter(|r| r.via == Via::Broker && r.ints == 1 && r.fault.is_none() && r.measured())
         .filter_map(|r| r.transport.as_deref())
         .collect();
     transports.dedup();
@@ -230,5 +274,41 @@ mod tests {
         let bad = goals(&rows(50.0, 1.0, 20.0));
         assert!(bad[0].contains("NOT met: 2.50x"), "{bad:?}");
         assert!(bad[1].contains("NOT met: 2.5x"), "{bad:?}");
+    }
+
+    /// A broker row and its twin with `hang-service`, the others' p99s
+    /// given.
+    fn with_fault(calm_p99_us: f64, hung_p99_us: f64, timeouts: u64) -> Vec<BrokerRow> {
+        let mut calm = row(Via::Broker, Some("uds"), 1, 15.0);
+        calm.clients = 3;
+        calm.others_latency = Some(crate::measure::hist::LatencySummary {
+            p99_ns: calm_p99_us * 1000.0,
+            ..Default::default()
+        });
+        let mut hung = calm.clone();
+        hung.fault = Some(crate::suites::broker::options::Fault::HangService);
+        hung.call_timeout_ms = Some(1000);
+        hung.timeouts = timeouts;
+        hung.others_latency = Some(crate::measure::hist::LatencySummary {
+            p99_ns: hung_p99_us * 1000.0,
+            ..Default::default()
+        });
+        vec![calm, hung]
+    }
+
+    #[test]
+    fn the_hung_service_verdict_comes_out_either_way() {
+        let good = with_fault(20.0, 22.0, 2);
+        let s = beside_a_hung_service(&good, &good[1]).expect("a fault row");
+        assert!(s.contains("broker/uds + hang-service GetInteger(1)"), "{s}");
+        assert!(s.contains("ETIMEDOUT by the broker 2 time(s)"), "{s}");
+        assert!(s.contains("The other 2 client(s)"), "{s}");
+        assert!(s.contains("within 1.2x: met: 1.10x"), "{s}");
+        let bad = with_fault(20.0, 30.0, 0);
+        let s = beside_a_hung_service(&bad, &bad[1]).expect("a fault row");
+        assert!(s.contains("NOT met: 1.50x"), "{s}");
+        assert!(s.contains("the fault is not shown"), "{s}");
+        assert!(beside_a_hung_service(&bad, &bad[0]).is_none());
+        assert_eq!(goals(&bad).len(), 0, "a fault row is no goal's broker row");
     }
 }

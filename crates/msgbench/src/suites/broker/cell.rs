@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::client::ClientReport;
 use super::dbus::{DaemonKind, PrivateBus};
-use super::options::{BrokerPlan, Via};
-use super::role::COMMAND;
+use super::options::{BrokerPlan, Fault, Via};
+use super::role::{COMMAND, WARMUP};
 use super::router::RouterStats;
 use crate::measure::clock::Clock;
 use crate::measure::hist::Recorder;
@@ -26,6 +26,8 @@ pub struct Cell {
     pub transport: Option<String>,
     /// numInts of every call.
     pub ints: u32,
+    /// The fault injected in this measurement, if any.
+    pub fault: Option<Fault>,
 }
 
 /// CPU time per call, ns, by who spent it.
@@ -54,6 +56,11 @@ pub struct CellRun {
     pub calls_per_s: f64,
     /// Latency per call, ns ticks of [`Clock::monotonic`].
     pub latency: Recorder,
+    /// The same of every client but client 0 (the one whose service the
+    /// fault hangs).
+    pub others: Recorder,
+    /// Calls the broker answered `ETIMEDOUT`, over all clients.
+    pub timeouts: u64,
     /// CPU per call.
     pub cpu: CpuSplit,
     /// The msgbench broker's account of itself.
@@ -64,6 +71,10 @@ pub struct CellRun {
 const READY: Duration = Duration::from_secs(15);
 /// How long a peer may take to stop.
 const GRACE: Duration = Duration::from_secs(3);
+/// Calls the hung service answers after its client's warm-up before it
+/// stops answering (`hang-service`), so that the fault comes while the
+/// clients are timed.
+const HANG_AFTER_MEASURED: u32 = 20;
 
 /// Measures `cell` with the run's settings, its processes meeting in
 /// `dir` (a fresh directory, removed by the caller).
@@ -93,24 +104,13 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
             (None, _) => vec!["--dbus-bus".into(), address.clone().unwrap_or_default()],
         }
     };
+    let router = match cell.via.via_broker() {
+        true => Some(start_router(plan, cell, reach(0))?),
+        false => None,
+    };
     let mut services = Vec::new();
     for k in 0..plan.clients {
-        let mut a = vec!["service".into(), "--index".into(), k.to_string()];
-        a.extend(reach(k));
-        services.push(Peer::start(COMMAND, format!("service {k}"), &a)?);
-    }
-    let mut router = None;
-    if matches!(cell.via, Via::Broker | Via::BrokerValidate) {
-        let mut a = vec![
-            "route".into(),
-            "--services".into(),
-            plan.clients.to_string(),
-        ];
-        if cell.via == Via::BrokerValidate {
-            a.push("--validate".into());
-        }
-        a.extend(reach(0));
-        router = Some(Peer::start(COMMAND, "the broker", &a)?);
+        services.push(start_service(cell, k, reach(k))?);
     }
     let mut clients = Vec::new();
     for k in 0..plan.clients {
@@ -158,6 +158,7 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
     if let Some(e) = reports.iter().find_map(|r| r.error.clone()) {
         anyhow::bail!("a client failed: {e}");
     }
+    let mut router = router;
     let stats = match router.as_mut() {
         Some(r) => {
             r.stop(GRACE)?;
@@ -181,6 +182,38 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
         after.1 - before.1,
         stats,
     ))
+}
+
+/// Starts the msgbench broker of `cell`: its services attach to it.
+fn start_router(plan: &BrokerPlan, cell: &Cell, reach: Vec<String>) -> Result<Peer> {
+    let mut a = vec![
+        "route".into(),
+        "--services".into(),
+        plan.clients.to_string(),
+        "--call-timeout-ms".into(),
+        plan.call_timeout.as_millis().to_string(),
+    ];
+    if cell.via == Via::BrokerValidate {
+        a.push("--validate".into());
+    }
+    a.extend(reach);
+    Peer::start(COMMAND, "the broker", &a)
+}
+
+/// Starts service `k` of `cell`: on an endpoint of its own (direct,
+/// D-Bus), or attached to the msgbench broker; service 0 hangs under
+/// `hang-service`.
+fn start_service(cell: &Cell, k: usize, reach: Vec<String>) -> Result<Peer> {
+    let mut a = vec!["service".into(), "--index".into(), k.to_string()];
+    if cell.via.via_broker() {
+        a.push("--via-broker".into());
+        if cell.fault == Some(Fault::HangService) && k == 0 {
+            a.push("--hang-after".into());
+            a.push((WARMUP + HANG_AFTER_MEASURED).to_string());
+        }
+    }
+    a.extend(reach);
+    Peer::start(COMMAND, format!("service {k}"), &a)
 }
 
 /// The daemon an arrangement goes through, if any.
@@ -209,10 +242,14 @@ fn summarise(
     router: Option<RouterStats>,
 ) -> CellRun {
     let mut latency = Recorder::new();
-    for r in reports {
+    let mut others = Recorder::new();
+    for (k, r) in reports.iter().enumerate() {
         for &(ns, count) in &r.histogram {
             for _ in 0..count {
                 latency.record(ns as u64);
+                if k > 0 {
+                    others.record(ns as u64);
+                }
             }
         }
     }
@@ -232,6 +269,8 @@ fn summarise(
             .map(|r| r.calls as f64 / (r.elapsed_ns as f64 / 1e9))
             .sum(),
         latency,
+        others,
+        timeouts: reports.iter().map(|r| r.timeouts).sum(),
         cpu: CpuSplit {
             client: per_call(reports.iter().map(|r| r.cpu_ns).sum()),
             middle: per_call(middle_ns),

@@ -103,6 +103,11 @@ pub struct ClientReport {
     pub cpu_ns: u64,
     /// Latency per call: (upper bound ns, count) per histogram bucket.
     pub histogram: Vec<(f64, u64)>,
+    /// Calls the broker answered `ETIMEDOUT` (its call timeout passed
+    /// with the service silent): counted, not timed, and the client goes
+    /// on calling.
+    #[serde(default)]
+    pub timeouts: u64,
     /// Why the client stopped early, if it did.
     pub error: Option<String>,
 }
@@ -115,9 +120,18 @@ pub fn warm_up(caller: &mut dyn Caller, num_ints: u32, warmup: u32) -> Result<()
     Ok(())
 }
 
+/// True when a call failed because the broker's call timeout passed.
+pub fn timed_out(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<msgpass::Error>(),
+        Some(msgpass::Error::Remote { code }) if *code == libc::ETIMEDOUT
+    )
+}
+
 /// Calls `GetInteger(num_ints)` back to back for `duration`, timing each
-/// call. A failed call ends the run; the report says why and keeps what
-/// was measured before.
+/// call. A call the broker timed out is counted and the next one made; any
+/// other failure ends the run, and the report says why and keeps what was
+/// measured before.
 pub fn measure(caller: &mut dyn Caller, num_ints: u32, duration: Duration) -> ClientReport {
     let clock = Clock::monotonic();
     let mut hist = Recorder::new();
@@ -125,11 +139,19 @@ pub fn measure(caller: &mut dyn Caller, num_ints: u32, duration: Duration) -> Cl
     let start = Instant::now();
     let mut error = None;
     let mut calls = 0u64;
+    let mut timeouts = 0u64;
     while start.elapsed() < duration {
         let t0 = clock.now();
-        if let Err(e) = caller.get_integer(num_ints) {
-            error = Some(format!("call {}: {e:#}", calls + 1));
-            break;
+        match caller.get_integer(num_ints) {
+            Ok(()) => {}
+            Err(e) if timed_out(&e) => {
+                timeouts += 1;
+                continue;
+            }
+            Err(e) => {
+                error = Some(format!("call {}: {e:#}", calls + timeouts + 1));
+                break;
+            }
         }
         hist.record(clock.now() - t0);
         calls += 1;
@@ -139,6 +161,7 @@ pub fn measure(caller: &mut dyn Caller, num_ints: u32, duration: Duration) -> Cl
         elapsed_ns: start.elapsed().as_nanos() as u64,
         cpu_ns: process_cpu_ns() - cpu0,
         histogram: hist.buckets(&clock),
+        timeouts,
         error,
     }
 }

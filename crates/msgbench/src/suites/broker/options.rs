@@ -25,6 +25,31 @@ pub const QUICK_SECONDS: f64 = 0.25;
 pub const REPEATS: usize = 3;
 /// Most `--clients`.
 pub const MAX_CLIENTS: usize = 64;
+/// Clients of a run with `--inject-fault` when `--clients` is not given:
+/// the one whose service hangs and two beside it.
+pub const FAULT_CLIENTS: usize = 3;
+/// The msgbench broker's call timeout when `--call-timeout` is not given.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest `--call-timeout`.
+pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// A fault a run can inject (`--inject-fault`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    /// Service 0 takes one call shortly after its client's warm-up and
+    /// never answers it, as a service that hangs does.
+    HangService,
+}
+
+impl Fault {
+    /// The `--inject-fault` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::HangService => "hang-service",
+        }
+    }
+}
 
 /// How a call reaches the service (`--via`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -67,6 +92,11 @@ impl Via {
         }
     }
 
+    /// True for the arrangements through the msgbench broker.
+    pub fn via_broker(self) -> bool {
+        matches!(self, Via::Broker | Via::BrokerValidate)
+    }
+
     /// True for the arrangements over a msgpass transport (`-t`).
     pub fn on_msgpass(self) -> bool {
         matches!(self, Via::Direct | Via::Broker | Via::BrokerValidate)
@@ -96,14 +126,22 @@ pub struct BrokerArgs {
     #[arg(long = "ints", value_name = "LIST")]
     pub ints: Option<String>,
     /// Clients calling at once, each its own service, so the brokers
-    /// route concurrent calls.
-    #[arg(
-        long = "clients",
-        value_name = "N",
-        default_value = "1",
-        allow_hyphen_values = true
-    )]
-    pub clients: String,
+    /// route concurrent calls [default: 1; with --inject-fault: 3].
+    #[arg(long = "clients", value_name = "N", allow_hyphen_values = true)]
+    pub clients: Option<String>,
+    /// How long the msgbench broker lets a service take over a call
+    /// before it answers the caller ETIMEDOUT (and drops the late result),
+    /// so that a silent service never holds its callers for ever; e.g.
+    /// 250ms, 2s [default: 1s].
+    #[arg(long = "call-timeout", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub call_timeout: Option<Duration>,
+    /// Measure each broker cell a second time with a fault injected, next
+    /// to the run without it. hang-service: service 0 stops answering
+    /// after a few calls; its client's calls time out (--call-timeout)
+    /// while the other clients carry on, and their p99 is set against the
+    /// run without the fault. Needs 2 or more --clients.
+    #[arg(long = "inject-fault", value_name = "FAULT")]
+    pub inject_fault: Option<Fault>,
     /// Seconds of calls per measurement [default: 1; --quick: 0.25].
     #[arg(long = "seconds", value_name = "SECS", allow_hyphen_values = true)]
     pub seconds: Option<String>,
@@ -151,6 +189,10 @@ pub struct BrokerPlan {
     pub cpus: Vec<usize>,
     /// Runs of the sweep.
     pub repeats: usize,
+    /// The msgbench broker's call timeout.
+    pub call_timeout: Duration,
+    /// The fault injected beside the broker cells, if any.
+    pub fault: Option<Fault>,
 }
 
 impl BrokerPlan {
@@ -163,8 +205,12 @@ impl BrokerPlan {
     pub fn describe(&self) -> String {
         let vias: Vec<&str> = self.vias.iter().map(|v| v.name()).collect();
         let ints: Vec<String> = self.ints.iter().map(u32::to_string).collect();
+        let fault = self
+            .fault
+            .map(|f| format!(", fault {} beside the broker cells", f.name()))
+            .unwrap_or_default();
         format!(
-            "via {}, transports {}, GetInteger({}), {} client(s), {} s per measurement, {} repeat(s), CPUs {}",
+            "via {}, transports {}, GetInteger({}), {} client(s), {} s per measurement, {} repeat(s), CPUs {}, call timeout {}{fault}",
             vias.join(","),
             self.transports.join(","),
             ints.join(","),
@@ -172,6 +218,7 @@ impl BrokerPlan {
             self.seconds,
             self.repeats,
             format_list(&self.cpus),
+            humantime::format_duration(self.call_timeout),
         )
     }
 }
@@ -180,15 +227,25 @@ impl BrokerPlan {
 pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
     args.sched.parse()?;
     let q = args.quick;
+    let vias = vias(args.via.as_deref())?;
+    let fault = args.inject_fault;
     Ok(BrokerPlan {
         quick: q,
-        vias: vias(args.via.as_deref())?,
+        clients: clients(args.clients.as_deref(), fault)?,
+        call_timeout: call_timeout(args.call_timeout)?,
+        fault: match fault {
+            Some(f) if !vias.iter().any(|v| v.via_broker()) => bail!(
+                "--inject-fault {}: the fault is shown on the broker arrangements; add broker or broker-validate to --via",
+                f.name()
+            ),
+            f => f,
+        },
+        vias,
         transports: match &args.transports {
             Some(l) => parse::transports(l)?,
             None => TRANSPORTS.map(String::from).to_vec(),
         },
         ints: ints(args.ints.as_deref(), q)?,
-        clients: clients(&args.clients)?,
         seconds: seconds(args.seconds.as_deref(), q)?,
         cpus: match args.cpus.as_deref() {
             Some(list) => cpus_option(Some(list)).map_err(|e| anyhow!(e))?,
@@ -235,10 +292,31 @@ fn ints(list: Option<&str>, quick: bool) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-fn clients(s: &str) -> Result<usize> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => Ok(n),
+fn clients(s: Option<&str>, fault: Option<Fault>) -> Result<usize> {
+    let Some(s) = s else {
+        return Ok(if fault.is_some() { FAULT_CLIENTS } else { 1 });
+    };
+    let n = match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => n,
         _ => bail!("--clients {s}: must be a whole number of clients, 1 to {MAX_CLIENTS}"),
+    };
+    match fault {
+        Some(f) if n < 2 => bail!(
+            "--clients {s}: --inject-fault {} needs 2 or more clients (the others are what it shows)",
+            f.name()
+        ),
+        _ => Ok(n),
+    }
+}
+
+fn call_timeout(t: Option<Duration>) -> Result<Duration> {
+    match t {
+        None => Ok(CALL_TIMEOUT),
+        Some(t) if t >= Duration::from_millis(1) && t <= MAX_CALL_TIMEOUT => Ok(t),
+        Some(t) => bail!(
+            "--call-timeout {}: must be from 1ms to 1h",
+            humantime::format_duration(t)
+        ),
     }
 }
 
@@ -281,6 +359,12 @@ mod tests {
             (q.ints.as_slice(), q.seconds, q.repeats),
             (&[1][..], 0.25, 1)
         );
+        assert_eq!((p.call_timeout, p.fault), (CALL_TIMEOUT, None));
+        let f = plan_of(&["--inject-fault", "hang-service", "--call-timeout", "250ms"]).unwrap();
+        assert_eq!(
+            (f.clients, f.fault, f.call_timeout),
+            (3, Some(Fault::HangService), Duration::from_millis(250))
+        );
     }
 
     #[test]
@@ -306,6 +390,15 @@ mod tests {
             (&["-t", "nope"], "--transport nope:"),
             (&["-r", "0"], "--repeats 0:"),
             (&["--cpus", "99999"], "--cpus"),
+            (&["--call-timeout", "0s"], "--call-timeout 0s:"),
+            (
+                &["--inject-fault", "hang-service", "--clients", "1"],
+                "--clients 1: --inject-fault hang-service needs 2",
+            ),
+            (
+                &["--inject-fault", "hang-service", "--via", "direct"],
+                "--inject-fault hang-service: the fault is shown on the broker",
+            ),
         ] {
             let e = plan_of(args).unwrap_err().to_string();
             assert!(e.starts_with(start), "{args:?}: {e}");

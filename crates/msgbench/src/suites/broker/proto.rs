@@ -52,6 +52,52 @@ impl RequestHeader {
     }
 }
 
+/// The msgpass command a service attached to the broker first calls it
+/// with: `[index u32][pid u32]`, "I serve this index, give me work".
+pub const ATTACH: u32 = 2;
+/// The command of every later call of an attached service: the result of
+/// its last work, `[token u64][status u32]` then the reply (none when the
+/// status is an errno), and "give me the next".
+pub const RESULT: u32 = 3;
+/// Bytes before a result's reply: the token, the status.
+pub const RESULT_HEADER: usize = 12;
+/// Bytes before a work item's request: the token, the client's command.
+pub const WORK_HEADER: usize = 12;
+/// The code of the pulses the broker's timer sends it.
+pub const TICK: u8 = 1;
+
+/// The work the broker hands a service, in the reply to its call: the
+/// client request's token, its command, then the request as the client
+/// sent it. Returns (token, command, request); `None` when short.
+pub fn read_work(msg: &[u8]) -> Option<(u64, u32, &[u8])> {
+    let (head, req) = msg.split_at_checked(WORK_HEADER)?;
+    let token = u64::from_le_bytes(head[..8].try_into().ok()?);
+    let cmd = u32::from_le_bytes(head[8..12].try_into().ok()?);
+    Some((token, cmd, req))
+}
+
+/// Writes a work item's header at the front of `out`.
+pub fn write_work_header(out: &mut [u8], token: u64, cmd: u32) {
+    out[..8].copy_from_slice(&token.to_le_bytes());
+    out[8..12].copy_from_slice(&cmd.to_le_bytes());
+}
+
+/// A result as a service sends it: (token, status, reply); `None` when
+/// short.
+pub fn read_result(msg: &[u8]) -> Option<(u64, u32, &[u8])> {
+    let (head, reply) = msg.split_at_checked(RESULT_HEADER)?;
+    let token = u64::from_le_bytes(head[..8].try_into().ok()?);
+    let status = u32::from_le_bytes(head[8..12].try_into().ok()?);
+    Some((token, status, reply))
+}
+
+/// Writes a result's header at the front of `out` (cleared first).
+pub fn write_result_header(out: &mut Vec<u8>, token: u64, status: u32) {
+    out.clear();
+    out.extend_from_slice(&token.to_le_bytes());
+    out.extend_from_slice(&status.to_le_bytes());
+}
+
 /// Reads the serial off the front of a reply; `None` when it is short.
 pub fn read_reply(msg: &[u8]) -> Option<(u64, &[u8])> {
     let (head, body) = msg.split_at_checked(REPLY_HEADER)?;
@@ -77,5 +123,22 @@ mod tests {
         assert!(RequestHeader::read(&buf[..15]).is_none());
         assert!(read_reply(&[0; 7]).is_none());
         assert_eq!(read_reply(&[9, 0, 0, 0, 0, 0, 0, 0]), Some((9, &[][..])));
+    }
+
+    #[test]
+    fn work_and_results_round_trip_and_short_ones_are_refused() {
+        let mut w = vec![0u8; WORK_HEADER + 3];
+        write_work_header(&mut w, 0x1_0000_0002, GET_INTEGER);
+        w[WORK_HEADER..].copy_from_slice(b"abc");
+        assert_eq!(
+            read_work(&w),
+            Some((0x1_0000_0002, GET_INTEGER, &b"abc"[..]))
+        );
+        assert!(read_work(&w[..11]).is_none());
+        let mut r = Vec::new();
+        write_result_header(&mut r, 7, 22);
+        r.extend_from_slice(b"xy");
+        assert_eq!(read_result(&r), Some((7, 22, &b"xy"[..])));
+        assert!(read_result(&r[..11]).is_none());
     }
 }

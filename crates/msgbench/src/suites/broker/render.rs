@@ -27,7 +27,11 @@ fn opt_ns(v: Option<f64>) -> String {
 fn p50(rows: &[BrokerRow], via: Via, transport: Option<&str>, ints: u32) -> Option<f64> {
     rows.iter()
         .find(|r| {
-            r.via == via && r.transport.as_deref() == transport && r.ints == ints && r.measured()
+            r.via == via
+                && r.transport.as_deref() == transport
+                && r.ints == ints
+                && r.fault.is_none()
+                && r.measured()
         })
         .map(|r| r.latency.p50_ns)
 }
@@ -168,6 +172,60 @@ pub fn split(rows: &[BrokerRow]) -> Table {
     t
 }
 
+/// The fault runs beside their twins: the hung client's timeouts, the
+/// other clients' latency with and without the fault.
+pub fn faults(rows: &[BrokerRow]) -> Option<Table> {
+    use Align::{Left, Right};
+    let hung: Vec<&BrokerRow> = rows
+        .iter()
+        .filter(|r| r.fault.is_some() && r.measured() && r.others_latency.is_some())
+        .collect();
+    if hung.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(
+        "Beside a hung service (--inject-fault): the other clients",
+        &[
+            "Ints",
+            "Via",
+            "Call timeout",
+            "Timed out",
+            "p50",
+            "p99",
+            "p99 without",
+            "p99 ratio",
+            "Most in flight",
+        ],
+    )
+    .aligned(&[Right, Left, Right, Right, Right, Right, Right, Right, Right]);
+    for r in hung {
+        let Some(o) = &r.others_latency else { continue };
+        let calm = rows
+            .iter()
+            .find(|t| {
+                t.fault.is_none()
+                    && t.via == r.via
+                    && t.ints == r.ints
+                    && t.transport == r.transport
+                    && t.measured()
+            })
+            .and_then(|t| t.others_latency.as_ref());
+        t.row(vec![
+            r.ints.to_string(),
+            r.label(),
+            r.call_timeout_ms
+                .map_or("-".into(), |ms| format!("{ms} ms")),
+            r.timeouts.to_string(),
+            fmt_ns(o.p50_ns),
+            fmt_ns(o.p99_ns),
+            opt_ns(calm.map(|c| c.p99_ns)),
+            calm.map_or("-".into(), |c| format!("{:.2}x", o.p99_ns / c.p99_ns)),
+            r.most_in_flight.map_or("-".into(), |n| n.to_string()),
+        ]);
+    }
+    Some(t)
+}
+
 /// What the columns mean.
 pub fn legend(plan: &BrokerPlan) -> String {
     format!(
@@ -180,21 +238,25 @@ Routing: the msgbench broker's own time per call, timestamped inside it (the sen
 (De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone. \
 Daemon's share: the row's p50 minus peer-to-peer D-Bus's. \
 Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
-QNX column: the study's figures (../shared/spec/broker.md), per call or round trip.",
+QNX column: the D-Bus study's figures (QNX 6.4 on a BeagleBoard), per call or round trip.{}",
         plan.clients,
         crate::measure::placement::format_list(&plan.cpus),
-        plan.repeats
+        plan.repeats,
+        match plan.fault {
+            Some(_) => " Beside a hung service: with --inject-fault hang-service each broker cell runs twice, and in the second service 0 stops answering after a few timed calls; \
+Timed out: its client's calls the broker answered ETIMEDOUT; p50/p99: the other clients' calls (one caller fewer competes for the CPUs than in the run without the fault); p99 without: theirs in the run without the fault.",
+            None => "",
+        }
     )
 }
 
 /// All sections.
 pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<Section> {
-    vec![
-        Section::Table(table(rows)),
-        Section::Table(split(rows)),
-        Section::Text(legend(plan)),
-        Section::Text(notes.join("\n")),
-    ]
+    let mut out = vec![Section::Table(table(rows)), Section::Table(split(rows))];
+    out.extend(faults(rows).map(Section::Table));
+    out.push(Section::Text(legend(plan)));
+    out.push(Section::Text(notes.join("\n")));
+    out
 }
 
 /// The generic figures: p50, p99 (with the repeats' p50s), calls/s and
@@ -202,7 +264,7 @@ pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<
 pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.measured()) {
-        let k = vec![
+        let mut k = vec![
             ("via", r.via.name().to_string()),
             (
                 "transport",
@@ -211,6 +273,9 @@ pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
             ("ints", r.ints.to_string()),
             ("clients", r.clients.to_string()),
         ];
+        if let Some(f) = r.fault {
+            k.push(("fault", f.name().to_string()));
+        }
         out.push(
             Figure::new(&k, "p50_ns", r.latency.p50_ns, "ns", Better::Lower)
                 .with_repeats(r.p50_repeats_ns.clone()),

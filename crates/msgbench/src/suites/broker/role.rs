@@ -27,6 +27,8 @@ use crate::measure::peers;
 
 /// The hidden subcommand the peers run as.
 pub const COMMAND: &str = "broker-peer";
+/// Untimed calls a client makes before it says `ready`.
+pub const WARMUP: u32 = 200;
 
 /// `msgbench broker-peer`: one process of a broker run.
 pub type PeerArgs = peers::PeerArgs<Role>;
@@ -86,9 +88,14 @@ pub struct ServiceArgs {
     /// service K (D-Bus).
     #[arg(long = "index", value_name = "K")]
     pub index: u32,
-    /// For tests: take the first call and never answer it (msgpass).
-    #[arg(long = "test-hang", hide = true)]
-    pub hang: bool,
+    /// Attach to the msgbench broker instead of serving an endpoint of
+    /// its own (msgpass).
+    #[arg(long = "via-broker")]
+    pub via_broker: bool,
+    /// Attached to the broker: after this many calls, take the next and
+    /// never answer it (the fault `hang-service`).
+    #[arg(long = "hang-after", value_name = "CALLS")]
+    pub hang_after: Option<u64>,
     /// Where it meets the others.
     #[command(flatten)]
     pub reach: Reach,
@@ -103,6 +110,10 @@ pub struct RouteArgs {
     /// Decode and validate every body with the D-Bus library.
     #[arg(long = "validate")]
     pub validate: bool,
+    /// Answer a call not answered within this many milliseconds
+    /// `ETIMEDOUT`.
+    #[arg(long = "call-timeout-ms", value_name = "MS")]
+    pub call_timeout_ms: Option<u64>,
     /// Where it meets the others.
     #[command(flatten)]
     pub reach: Reach,
@@ -125,7 +136,7 @@ pub struct ClientArgs {
     #[arg(long = "ints", value_name = "N")]
     pub ints: u32,
     /// Untimed calls before `ready`.
-    #[arg(long = "warmup", value_name = "CALLS", default_value_t = 200)]
+    #[arg(long = "warmup", value_name = "CALLS", default_value_t = WARMUP)]
     pub warmup: u32,
     /// Seconds of timed calls after `go`.
     #[arg(long = "seconds", value_name = "SECS")]
@@ -157,9 +168,13 @@ pub fn run(args: &PeerArgs, stop: Arc<AtomicBool>) -> Result<()> {
 
 fn serve(a: &ServiceArgs, stop: Arc<AtomicBool>) -> Result<()> {
     match a.reach.meet()? {
-        Meet::Msgpass { ns, transport } => {
-            service::serve(&ns, &transport, a.index, &opts(), a.hang, stop)
+        Meet::Msgpass { ns, transport } if a.via_broker => {
+            service::attach(&ns, &transport, a.index, &opts(), a.hang_after, stop)
         }
+        Meet::Msgpass { .. } if a.hang_after.is_some() => {
+            bail!("--hang-after: only a service attached to the broker (--via-broker) hangs")
+        }
+        Meet::Msgpass { ns, transport } => service::serve(&ns, &transport, a.index, &opts(), stop),
         Meet::Dbus(target) => dbus::serve(&target, a.index, &stop),
     }
 }
@@ -168,7 +183,9 @@ fn route(a: &RouteArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let Meet::Msgpass { ns, transport } = a.reach.meet()? else {
         bail!("the msgbench broker routes msgpass transports only");
     };
-    let stats = Router::connect(&ns, &transport, a.services, a.validate, &opts())?.serve(stop)?;
+    let timeout = a.call_timeout_ms.map(Duration::from_millis);
+    let router = Router::new(&ns, &transport, a.services, a.validate, timeout, &opts())?;
+    let stats = router.serve(stop)?;
     println!("{}", serde_json::to_string(&stats)?);
     Ok(())
 }

@@ -1,36 +1,68 @@
-//! The msgbench broker: clients call it, it calls the service a request
-//! names and hands the reply back. It reads only the fixed header
-//! ([`RequestHeader`]): destination to pick the service, nothing else;
-//! the body goes from the client's message straight into the call to
-//! the service (one copy per leg, no buffer of ours in between), and the
-//! reply from the service's message into the client's. With `validate`
-//! it also decodes every request and reply body in the D-Bus wire format
-//! with the D-Bus library, as a daemon that validates would.
+//! The msgbench broker: one thread, many calls in flight. Clients call it;
+//! services attach to it, as a D-Bus service connects to its bus. Nothing
+//! in it ever waits for a service.
 //!
-//! It times itself: from the moment a request is in hand to the call
-//! onward, and from the service's reply to the reply sent back. That sum
-//! per call is the broker's own routing time ([`RouterStats`]).
+//! **Deferred replies both ways.** A client's request is deferred
+//! (`Request::defer`) the moment it is read: it waits in its service's
+//! queue, bounded, until that service is free. A service calls the broker
+//! too, with the result of its last work, and that call is deferred in
+//! turn: it is the service's "ready". Handing a service work is replying
+//! to its held call (the client's request, behind a token); the service's
+//! next call brings the result, which answers the client's held request,
+//! and is held as its next "ready". So every leg is one send and one
+//! receive, a service's result and its next work travel in one call, and
+//! the broker thread moves from whatever is ready to whatever is ready.
 //!
-//! One thread, like dbus-daemon: requests are routed one at a time. A
-//! service that dies gets its caller an error (`EHOSTUNREACH`, as soon as
-//! msgpass notices: at once on sockets, within its liveness tick on shared
-//! memory) and is dropped; a later request for it is refused (`ENOENT`)
-//! unless it is served again. A client that dies only loses its reply.
+//! **Deadlines.** With a call timeout, a client's request not answered in
+//! time is answered `ETIMEDOUT`, wherever it is (queued, or at a service
+//! that stopped answering); the service's late result, if it ever comes, is
+//! counted and dropped. A timer thread sends the broker a pulse a few times
+//! per timeout (QNX style: timers deliver pulses to a channel), and each
+//! pulse makes it look at the deadlines. A service whose process died is
+//! seen at the next pulse (it attached with its pid, which the broker
+//! watches through a pidfd; a service that gave another pid only delays
+//! its own callers' errors to their timeout), and its callers get
+//! `EHOSTUNREACH`; one whose held call fails when work is handed to it
+//! likewise.
+//!
+//! Tokens are unguessable (a keyed hash of a count), so a connection that
+//! sends a result for work it was not handed is refused. Attaching is not
+//! checked: any connection may attach as a service index nobody holds, as
+//! a name on a D-Bus bus without a policy goes to whoever asks first.
+//!
+//! It reads only the fixed header ([`RequestHeader`]): the destination, to
+//! pick the service. With `validate` it also decodes every request and
+//! reply body in the D-Bus wire format with the D-Bus library, as a daemon
+//! that validates would.
+//!
+//! It times itself: from a message in hand to the send it makes of it,
+//! for the client's request and for the service's result. That sum per
+//! call is the broker's own routing time ([`RouterStats`]).
 
-use std::sync::atomic::AtomicBool;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use msgpass::{Channel, Connection, Namespace, Options, Request, Transport};
+use msgpass::{Channel, Connection, Namespace, Options, OwnedRequest, Pulse, Request, Transport};
 use serde::{Deserialize, Serialize};
 
 use super::dbus;
-use super::proto::{read_reply, RequestHeader};
-use super::service::endpoint;
+use super::proto::{
+    read_reply, read_result, write_work_header, RequestHeader, ATTACH, RESULT, TICK, WORK_HEADER,
+};
 use crate::measure::clock::Clock;
 
 /// The broker's endpoint name in a run's namespace.
 pub const ENDPOINT: &str = "bus";
+/// Requests a service's queue holds; one more is refused `EBUSY`.
+pub const QUEUE: usize = 256;
+/// How often the timer pulses the broker without a call timeout (to see
+/// dead services).
+const TICK_EVERY: Duration = Duration::from_millis(20);
 
 /// What the broker measured of itself, printed as one JSON line when it
 /// stops.
@@ -39,14 +71,42 @@ pub struct RouterStats {
     /// Calls routed to a service and answered.
     pub routed: u64,
     /// Requests refused or failed (no such service, service gone, bad
-    /// header, invalid body).
+    /// header, invalid body, queue full).
     pub refused: u64,
-    /// The broker's own time over all routed calls, ns: request in hand
-    /// to call onward, plus service's reply in hand to reply handed back
-    /// (validation included, the sends not).
+    /// Calls answered `ETIMEDOUT` (the call timeout passed).
+    pub timed_out: u64,
+    /// Results that came after their call timed out, dropped.
+    pub late: u64,
+    /// Most calls in flight at once (queued or at a service).
+    pub most_in_flight: u64,
+    /// The broker's own time over all routed calls, ns: a client's request
+    /// in hand to its send onward, plus the service's result in hand to
+    /// the reply sent (validation included, the sends not).
     pub routing_ns: f64,
     /// Of that, the time spent validating bodies, ns.
     pub validate_ns: f64,
+}
+
+/// A service as the broker knows it.
+#[derive(Default)]
+struct Service {
+    /// Its call, held: it waits for work.
+    ready: Option<OwnedRequest>,
+    /// The token of the work it has (its call answered with it).
+    busy: Option<u64>,
+    /// Tokens of the calls waiting for it, in arrival order.
+    queue: VecDeque<u64>,
+    /// Its process, as it said when it attached.
+    pidfd: Option<OwnedFd>,
+    /// It attached once and is gone since.
+    gone: bool,
+}
+
+/// A client's call in flight.
+struct Call {
+    request: OwnedRequest,
+    service: u32,
+    deadline: Option<Instant>,
 }
 
 /// The routing broker.
@@ -54,39 +114,49 @@ pub struct Router {
     ns: Namespace,
     transport: Box<dyn Transport>,
     opts: Options,
-    services: Vec<Option<Connection>>,
+    services: Vec<Service>,
+    calls: HashMap<u64, Call>,
+    /// Which service has which token's work (kept after its call timed
+    /// out, until its result comes).
+    at: HashMap<u64, u32>,
+    /// Calls taken so far: a token is this count hashed with `key`.
+    taken: u64,
+    /// The secret that makes tokens unguessable: a service learns only
+    /// the tokens of the work it was handed, and any other connection
+    /// that sends a `RESULT` with a token it guessed is refused (`EPROTO`)
+    /// instead of answering another client's call.
+    key: std::collections::hash_map::RandomState,
     validate: bool,
+    call_timeout: Option<Duration>,
     clock: Clock,
     stats: RouterStats,
 }
 
 impl Router {
-    /// Connects to services `0..services` (waiting for each as `opts`
-    /// says), ready to route.
-    pub fn connect(
+    /// A broker for services `0..services`, answering `ETIMEDOUT` past
+    /// `call_timeout`.
+    pub fn new(
         ns: &Namespace,
         transport: &str,
         services: u32,
         validate: bool,
+        call_timeout: Option<Duration>,
         opts: &Options,
     ) -> Result<Router> {
-        let t = msgpass::transport::by_name(transport)?;
-        let conns = (0..services)
-            .map(|k| {
-                Connection::open(ns, &endpoint(k), &*t, opts)
-                    .map(Some)
-                    .with_context(|| format!("cannot reach service {}", endpoint(k)))
-            })
-            .collect::<Result<Vec<_>>>()?;
         Ok(Router {
             ns: ns.clone(),
-            transport: t,
+            transport: msgpass::transport::by_name(transport)?,
             opts: Options {
                 wait: None,
                 ..opts.clone()
             },
-            services: conns,
+            services: (0..services).map(|_| Service::default()).collect(),
+            calls: HashMap::new(),
+            at: HashMap::new(),
+            taken: 0,
+            key: std::collections::hash_map::RandomState::new(),
             validate,
+            call_timeout,
             clock: Clock::best(),
             stats: RouterStats::default(),
         })
@@ -97,73 +167,333 @@ impl Router {
     pub fn serve(mut self, stop: Arc<AtomicBool>) -> Result<RouterStats> {
         let mut ch = Channel::create(&self.ns, ENDPOINT, &*self.transport, &self.opts)
             .context("cannot serve the broker endpoint")?;
-        ch.set_stop_flag(stop);
-        let mut reply = vec![0u8; ch.max_msg()];
+        ch.set_stop_flag(Arc::clone(&stop));
+        let every = match self.call_timeout {
+            Some(t) => (t / 4).clamp(Duration::from_millis(1), TICK_EVERY),
+            None => TICK_EVERY,
+        };
+        let timer = Timer::start(&self.ns, self.transport.name(), every, &self.opts)?;
         while let Some(req) = ch.receive()? {
-            self.route(req, &mut reply);
+            self.handle(req);
         }
+        drop(timer);
+        self.close();
         Ok(self.stats)
     }
 
-    /// Routes one request, or refuses it.
-    fn route(&mut self, req: Request<'_>, reply: &mut [u8]) {
+    /// One message: a timer pulse, a service attaching or bringing a
+    /// result, or a client's call.
+    fn handle(&mut self, req: Request<'_>) {
+        if let Some(p) = req.pulse() {
+            if p.code == TICK {
+                self.expire(Instant::now());
+            }
+            return;
+        }
+        match req.cmd() {
+            ATTACH => self.on_attach(req),
+            RESULT => self.on_result(req),
+            _ => self.on_call(req),
+        }
+    }
+
+    /// A service attaches: `[index][pid]`; its call is held as its ready.
+    fn on_attach(&mut self, req: Request<'_>) {
+        let Some((index, pid)) = attach_of(req.data()) else {
+            return self.refuse(req, libc::EBADMSG);
+        };
+        let Some(s) = self.services.get_mut(index as usize) else {
+            return self.refuse(req, libc::ENOENT);
+        };
+        if s.ready.is_some() || s.busy.is_some() {
+            return self.refuse(req, libc::EEXIST);
+        }
+        let Ok(held) = req.defer() else { return };
+        s.ready = Some(held);
+        s.pidfd = oslayer::pidfd::open(pid).ok();
+        s.gone = false;
+        self.dispatch(index);
+    }
+
+    /// A client's call: checked, held, queued for its service.
+    fn on_call(&mut self, req: Request<'_>) {
         let t0 = self.clock.now();
-        let mut checked = 0u64;
         let Some((head, body)) = RequestHeader::read(req.data()) else {
             return self.refuse(req, libc::EBADMSG);
         };
+        let mut checked = 0;
         if self.validate {
             let v0 = self.clock.now();
             let ok = dbus::validate_request_body(body).is_ok();
-            checked += self.clock.now() - v0;
+            checked = self.clock.now() - v0;
             if !ok {
                 return self.refuse(req, libc::EBADMSG);
             }
         }
-        let clock = self.clock;
-        let Some(conn) = self.service(head.destination) else {
-            return self.refuse(req, libc::ENOENT);
+        let index = head.destination;
+        let errno = match self.services.get(index as usize) {
+            None => Some(libc::ENOENT),
+            Some(s) if s.gone => Some(libc::EHOSTUNREACH),
+            Some(s) if s.queue.len() >= QUEUE => Some(libc::EBUSY),
+            Some(_) => None,
         };
-        let t1 = clock.now();
-        let result = conn.call(req.cmd(), req.data(), reply);
-        let t2 = clock.now();
-        let n = match result {
-            Ok(n) => n,
-            Err(msgpass::Error::Remote { code }) => return self.refuse(req, code),
-            Err(_) => {
-                self.services[head.destination as usize] = None;
-                return self.refuse(req, libc::EHOSTUNREACH);
-            }
-        };
-        if self.validate {
-            let v0 = self.clock.now();
-            let ok =
-                read_reply(&reply[..n]).is_some_and(|(_, b)| dbus::validate_reply_body(b).is_ok());
-            checked += self.clock.now() - v0;
-            if !ok {
-                return self.refuse(req, libc::EBADMSG);
-            }
+        if let Some(errno) = errno {
+            return self.refuse(req, errno);
         }
-        let t3 = self.clock.now();
-        // A client gone meanwhile only loses its reply.
-        let _ = req.reply(&reply[..n]);
-        self.stats.routed += 1;
-        self.stats.routing_ns += self.clock.ticks_to_ns((t1 - t0) + (t3 - t2));
+        let Ok(request) = req.defer() else {
+            // Past Options::max_held: the client was answered EAGAIN.
+            self.stats.refused += 1;
+            return;
+        };
+        let token = self.token();
+        let deadline = self.call_timeout.map(|t| Instant::now() + t);
+        self.calls.insert(
+            token,
+            Call {
+                request,
+                service: index,
+                deadline,
+            },
+        );
+        self.stats.most_in_flight = self.stats.most_in_flight.max(self.calls.len() as u64);
+        self.services[index as usize].queue.push_back(token);
+        self.stats.routing_ns += self.clock.ticks_to_ns(self.clock.now() - t0);
         self.stats.validate_ns += self.clock.ticks_to_ns(checked);
+        self.dispatch(index);
     }
 
-    /// The connection to service `k`, reconnecting once if it was lost
-    /// (a service served again); `None` when there is no such service.
-    fn service(&mut self, k: u32) -> Option<&mut Connection> {
-        let slot = self.services.get_mut(k as usize)?;
-        if slot.is_none() {
-            *slot = Connection::open(&self.ns, &endpoint(k), &*self.transport, &self.opts).ok();
+    /// Hands service `index` its next queued call if it is ready (its held
+    /// call answered with the work). A service whose held call finds it
+    /// gone takes its calls with it (`EHOSTUNREACH`).
+    fn dispatch(&mut self, index: u32) {
+        loop {
+            let s = &mut self.services[index as usize];
+            if s.busy.is_some() || s.ready.is_none() {
+                return;
+            }
+            let Some(token) = s.queue.pop_front() else {
+                return;
+            };
+            let Some(call) = self.calls.get(&token) else {
+                continue; // timed out while queued
+            };
+            let ready = self.services[index as usize].ready.take();
+            let (cmd, data) = (call.request.cmd(), call.request.data());
+            let sent = ready.map(|r| {
+                r.reply_with(|buf| {
+                    write_work_header(buf, token, cmd);
+                    buf[WORK_HEADER..WORK_HEADER + data.len()].copy_from_slice(data);
+                    WORK_HEADER + data.len()
+                })
+            });
+            let s = &mut self.services[index as usize];
+            match sent {
+                Some(Ok(())) => {
+                    s.busy = Some(token);
+                    self.at.insert(token, index);
+                }
+                _ => {
+                    s.queue.push_front(token);
+                    self.lose(index);
+                }
+            }
+            return;
         }
-        slot.as_mut()
+    }
+
+    /// A service's result: `[token][status]` and the reply. It answers the
+    /// call (unless that timed out), and the service's call is held as
+    /// its next ready.
+    fn on_result(&mut self, req: Request<'_>) {
+        let t0 = self.clock.now();
+        let Some((token, status, reply)) = read_result(req.data()) else {
+            return self.refuse(req, libc::EBADMSG);
+        };
+        // A service tells its results only for work it was handed.
+        let Some(index) = self.at.remove(&token) else {
+            return self.refuse(req, libc::EPROTO);
+        };
+        match self.calls.remove(&token) {
+            Some(call) => {
+                let mut checked = 0;
+                let mut status = status;
+                if self.validate && status == 0 {
+                    let v0 = self.clock.now();
+                    let ok = read_reply(reply)
+                        .is_some_and(|(_, b)| dbus::validate_reply_body(b).is_ok());
+                    checked = self.clock.now() - v0;
+                    if !ok {
+                        status = libc::EBADMSG as u32;
+                    }
+                }
+                self.stats.routing_ns += self.clock.ticks_to_ns(self.clock.now() - t0);
+                self.stats.validate_ns += self.clock.ticks_to_ns(checked);
+                // A client gone meanwhile only loses its reply.
+                let _ = match status {
+                    0 => call.request.reply(reply),
+                    e => call.request.reply_error(e as i32),
+                };
+                self.stats.routed += 1;
+            }
+            None => self.stats.late += 1,
+        }
+        let s = &mut self.services[index as usize];
+        s.busy = None;
+        if let Ok(held) = req.defer() {
+            s.ready = Some(held);
+        }
+        self.dispatch(index);
+    }
+
+    /// The timer's pulse: calls past their deadline are answered
+    /// `ETIMEDOUT`; services whose process died lose their calls.
+    fn expire(&mut self, now: Instant) {
+        let late: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .map(|(&t, _)| t)
+            .collect();
+        for token in late {
+            if let Some(call) = self.calls.remove(&token) {
+                self.services[call.service as usize]
+                    .queue
+                    .retain(|&t| t != token);
+                let _ = call.request.reply_error(libc::ETIMEDOUT);
+                self.stats.timed_out += 1;
+            }
+        }
+        for index in 0..self.services.len() as u32 {
+            let s = &self.services[index as usize];
+            let dead = s
+                .pidfd
+                .as_ref()
+                .is_some_and(|p| oslayer::pidfd::exited(p.as_fd()));
+            if dead && !s.gone {
+                self.lose(index);
+            }
+        }
+    }
+
+    /// Service `index` is gone: its work and its queue are answered
+    /// `EHOSTUNREACH`, and its index refuses calls until it attaches again.
+    fn lose(&mut self, index: u32) {
+        let s = &mut self.services[index as usize];
+        s.gone = true;
+        s.ready = None;
+        s.pidfd = None;
+        let tokens: Vec<u64> = s.busy.take().into_iter().chain(s.queue.drain(..)).collect();
+        for token in tokens {
+            self.at.remove(&token);
+            if let Some(call) = self.calls.remove(&token) {
+                let _ = call.request.reply_error(libc::EHOSTUNREACH);
+                self.stats.refused += 1;
+            }
+        }
+    }
+
+    /// At the end: every call still in flight is answered (`ESHUTDOWN`),
+    /// every service's held call too (its end of the run).
+    fn close(&mut self) {
+        for (_, call) in self.calls.drain() {
+            let _ = call.request.reply_error(libc::ESHUTDOWN);
+        }
+        for s in &mut self.services {
+            if let Some(r) = s.ready.take() {
+                let _ = r.reply_error(libc::ESHUTDOWN);
+            }
+        }
+    }
+
+    /// A fresh token: the count of calls taken, hashed with the secret key
+    /// (SipHash), so that knowing one's own tokens says nothing of the
+    /// others'; one already in flight (a 2^-64 chance) is skipped.
+    fn token(&mut self) -> u64 {
+        use std::hash::BuildHasher;
+        loop {
+            self.taken += 1;
+            let t = self.key.hash_one(self.taken);
+            if !self.calls.contains_key(&t) && !self.at.contains_key(&t) {
+                return t;
+            }
+        }
     }
 
     fn refuse(&mut self, req: Request<'_>, errno: i32) {
         self.stats.refused += 1;
         let _ = req.reply_error(errno);
+    }
+}
+
+/// An attach message: (index, pid).
+fn attach_of(data: &[u8]) -> Option<(u32, u32)> {
+    let b: [u8; 8] = data.try_into().ok()?;
+    Some((
+        u32::from_le_bytes(b[..4].try_into().ok()?),
+        u32::from_le_bytes(b[4..].try_into().ok()?),
+    ))
+}
+
+/// The broker's timer: a thread that sends it a [`TICK`] pulse every
+/// period until dropped.
+struct Timer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Timer {
+    /// Starts the timer thread. It connects from its own thread: the
+    /// broker answers the connection's hello only once it receives.
+    fn start(ns: &Namespace, t: &str, every: Duration, opts: &Options) -> Result<Timer> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            let (ns, t, opts) = (ns.clone(), t.to_string(), opts.clone());
+            std::thread::Builder::new()
+                .name("broker-timer".into())
+                .spawn(move || tick(&ns, &t, every, &opts, &stop))
+                .context("start the broker's timer")?
+        };
+        Ok(Timer {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// The timer thread: a [`TICK`] pulse every `every` until `stop`. Should it
+/// fail to connect, the broker still routes; only its deadlines and
+/// liveness checks go unlooked at, and it says so.
+fn tick(ns: &Namespace, t: &str, every: Duration, opts: &Options, stop: &AtomicBool) {
+    let conn = msgpass::transport::by_name(t)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| Ok(Connection::open(ns, ENDPOINT, &*t, opts)?));
+    let mut conn = match conn {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("msgbench broker: no timer, so no call timeouts: {e:#}");
+            return;
+        }
+    };
+    let tick = Pulse {
+        code: TICK,
+        value: 0,
+    };
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(every);
+        // A full queue already holds a tick: one is enough.
+        match conn.send_pulse(tick) {
+            Ok(()) | Err(msgpass::Error::PulseQueueFull) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }

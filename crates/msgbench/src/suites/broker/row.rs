@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::cell::CpuSplit;
-use super::options::Via;
+use super::options::{Fault, Via};
 use crate::measure::hist::LatencySummary;
 
 /// A row.
@@ -19,6 +19,8 @@ pub struct BrokerRow {
     pub ints: u32,
     /// Clients calling at once.
     pub clients: usize,
+    /// The fault injected in this row's runs (`--inject-fault`), if any.
+    pub fault: Option<Fault>,
     /// Calls completed and checked (median repeat).
     pub calls: u64,
     /// Calls per second over all clients (median repeat).
@@ -34,6 +36,17 @@ pub struct BrokerRow {
     pub routing_ns: Option<f64>,
     /// Of that, validating the bodies: broker-validate rows only.
     pub validate_ns: Option<f64>,
+    /// The broker's call timeout, ms: broker rows only.
+    pub call_timeout_ms: Option<u64>,
+    /// Calls the broker answered `ETIMEDOUT`, over all clients (median
+    /// repeat).
+    pub timeouts: u64,
+    /// Most calls in flight in the broker at once (median repeat):
+    /// broker rows only.
+    pub most_in_flight: Option<u64>,
+    /// Latency per call of every client but client 0, whose service
+    /// `hang-service` hangs: broker rows of a run with `--inject-fault`.
+    pub others_latency: Option<LatencySummary>,
     /// The D-Bus library's marshal + unmarshal of this call's request and
     /// reply, timed alone: D-Bus rows only.
     pub marshal_ns: Option<f64>,
@@ -67,6 +80,11 @@ impl BrokerRow {
             transport,
             ints,
             clients,
+            fault: None,
+            call_timeout_ms: None,
+            timeouts: 0,
+            most_in_flight: None,
+            others_latency: None,
             calls: 0,
             calls_per_s: 0.0,
             latency: LatencySummary::default(),
@@ -87,9 +105,13 @@ impl BrokerRow {
         self.skipped.is_none() && self.error.is_none() && self.calls > 0
     }
 
-    /// `broker/uds`, `dbus-daemon`.
+    /// `broker/uds`, `dbus-daemon`, `broker/uds + hang-service`.
     pub fn label(&self) -> String {
-        label(self.via, self.transport.as_deref())
+        let l = label(self.via, self.transport.as_deref());
+        match self.fault {
+            Some(f) => format!("{l} + {}", f.name()),
+            None => l,
+        }
     }
 }
 

@@ -1,17 +1,25 @@
-//! The `GetInteger` service on a msgpass channel: what `direct` clients
-//! and the msgbench broker call. It answers `numInts` integers in the
-//! D-Bus `ai` encoding behind a reply header carrying the request's
+//! The `GetInteger` service over msgpass. It answers `numInts` integers in
+//! the D-Bus `ai` encoding behind a reply header carrying the request's
 //! serial, and refuses (with an errno, never a panic) a request that is
 //! short, for another service, for another method or out of range.
+//!
+//! Two ways, as the arrangement needs: [`serve`] answers on a channel of
+//! its own (`svc/K`), which `direct` clients call; [`attach`] is how a
+//! D-Bus service meets its bus, a client of the msgbench broker, whose
+//! every call hands in the result of the last work and takes the next:
+//! one system call pair per leg, a send batched with the next receive.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use msgpass::{Channel, Namespace, Options, Request};
+use anyhow::{anyhow, Context, Result};
+use msgpass::{Channel, Connection, Namespace, Options, Request};
 
 use super::dbus;
-use super::proto::{RequestHeader, GET_INTEGER, MAX_INTS};
+use super::proto::{
+    read_work, write_result_header, RequestHeader, ATTACH, GET_INTEGER, MAX_INTS, RESULT,
+};
+use super::router;
 
 /// The endpoint name of service `index` in a run's namespace.
 pub fn endpoint(index: u32) -> String {
@@ -19,27 +27,72 @@ pub fn endpoint(index: u32) -> String {
 }
 
 /// Serves service `index` over `transport` in `ns` until `stop` is set.
-/// With `hang` (for tests: a service that takes a call and never
-/// answers) it holds the first request it gets until stopped.
 pub fn serve(
     ns: &Namespace,
     transport: &str,
     index: u32,
     opts: &Options,
-    hang: bool,
     stop: Arc<AtomicBool>,
 ) -> Result<()> {
     let t = msgpass::transport::by_name(transport)?;
     let mut ch = Channel::create(ns, &endpoint(index), &*t, opts)
         .with_context(|| format!("cannot serve {}", endpoint(index)))?;
-    ch.set_stop_flag(Arc::clone(&stop));
+    ch.set_stop_flag(stop);
     let mut reply = Vec::with_capacity(opts.max_msg);
     while let Some(req) = ch.receive()? {
-        while hang && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
         // A client gone before its reply is its own business: go on.
         let _ = answer(req, index, &mut reply);
+    }
+    Ok(())
+}
+
+/// Attaches service `index` to the msgbench broker in `ns` over
+/// `transport` and does the work it hands out until the broker goes (the
+/// run is over) or `stop` is set while no work is under way. With
+/// `hang_after` (the fault `hang-service`) it takes that many work items,
+/// then holds the next one for ever without answering, as a service that
+/// stopped answering does.
+pub fn attach(
+    ns: &Namespace,
+    transport: &str,
+    index: u32,
+    opts: &Options,
+    hang_after: Option<u64>,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
+    let t = msgpass::transport::by_name(transport)?;
+    let mut bus = Connection::open(ns, router::ENDPOINT, &*t, opts)
+        .context("cannot reach the msgbench broker")?;
+    let mut work = vec![0u8; bus.max_msg()];
+    let mut hello = index.to_le_bytes().to_vec();
+    hello.extend_from_slice(&std::process::id().to_le_bytes());
+    let mut got = bus.call(ATTACH, &hello, &mut work);
+    let mut out = Vec::with_capacity(opts.max_msg);
+    for taken in 1u64.. {
+        let n = match got {
+            Ok(n) => n,
+            // The broker closed, or is gone: the run is over.
+            Err(msgpass::Error::Disconnected) => return Ok(()),
+            Err(msgpass::Error::Remote { code }) if code == libc::ESHUTDOWN => return Ok(()),
+            Err(e) => return Err(e).context("waiting for work"),
+        };
+        let (token, cmd, req) =
+            read_work(&work[..n]).ok_or_else(|| anyhow!("a work item of {n} bytes"))?;
+        if hang_after.is_some_and(|h| taken > h) {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            return Ok(());
+        }
+        match check(cmd, req, index) {
+            Ok((serial, ints)) => {
+                write_result_header(&mut out, token, 0);
+                out.extend_from_slice(&serial.to_le_bytes());
+                dbus::encode_reply(ints, &mut out);
+            }
+            Err(errno) => write_result_header(&mut out, token, errno as u32),
+        }
+        got = bus.call(RESULT, &out, &mut work);
     }
     Ok(())
 }

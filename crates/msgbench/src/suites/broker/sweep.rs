@@ -15,25 +15,33 @@ use crate::measure::placement::format_list;
 use crate::measure::rundir::RunDir;
 use crate::suites::{Results, RunContext};
 
-/// Every cell in table order: by size, then arrangement, then transport.
+/// Every cell in table order: by size, then arrangement, then transport;
+/// with `--inject-fault`, each broker cell followed by its twin with the
+/// fault.
 pub fn cells(plan: &BrokerPlan) -> Vec<Cell> {
     let mut out = Vec::new();
     for &ints in &plan.ints {
         for &via in &plan.vias {
-            if via.on_msgpass() {
-                for t in &plan.transports {
-                    out.push(Cell {
-                        via,
-                        transport: Some(t.clone()),
-                        ints,
-                    });
-                }
-            } else {
-                out.push(Cell {
+            let transports: Vec<Option<String>> = match via.on_msgpass() {
+                true => plan.transports.iter().cloned().map(Some).collect(),
+                false => vec![None],
+            };
+            for transport in transports {
+                let cell = Cell {
                     via,
-                    transport: None,
+                    transport,
                     ints,
-                });
+                    fault: None,
+                };
+                if let Some(f) = plan.fault.filter(|_| via.via_broker()) {
+                    out.push(cell.clone());
+                    out.push(Cell {
+                        fault: Some(f),
+                        ..cell
+                    });
+                } else {
+                    out.push(cell);
+                }
             }
         }
     }
@@ -100,9 +108,13 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
         .enumerate()
         .map(|(i, c)| {
             let mut row = BrokerRow::empty(c.via, c.transport.clone(), c.ints, plan.clients);
+            row.fault = c.fault;
+            if c.via.via_broker() {
+                row.call_timeout_ms = Some(plan.call_timeout.as_millis() as u64);
+            }
             row.skipped = skipped[i].clone();
             row.error = errors[i].clone();
-            fill(&mut row, &mut runs[i]);
+            fill(&mut row, &mut runs[i], plan.fault.is_some());
             if row.measured() && !c.via.on_msgpass() {
                 row.marshal_ns = marshal.get(&c.ints).copied().flatten();
             }
@@ -133,8 +145,9 @@ fn marshal_costs(cells: &[Cell]) -> std::collections::BTreeMap<u32, Option<f64>>
 }
 
 /// Fills `row` from the median repeat of `runs` (by p50), keeping every
-/// repeat's p50 and rate.
-fn fill(row: &mut BrokerRow, runs: &mut [CellRun]) {
+/// repeat's p50 and rate; in a run with a fault, also the latency of the
+/// clients the fault spares.
+fn fill(row: &mut BrokerRow, runs: &mut [CellRun], with_fault: bool) {
     if runs.is_empty() {
         return;
     }
@@ -149,7 +162,12 @@ fn fill(row: &mut BrokerRow, runs: &mut [CellRun]) {
     row.latency = m.latency.summary(&clock);
     row.histogram = m.latency.buckets(&clock);
     row.cpu_ns_per_call = m.cpu;
+    row.timeouts = m.timeouts;
+    if with_fault && row.via.via_broker() {
+        row.others_latency = Some(m.others.summary(&clock));
+    }
     if let Some(s) = &m.router {
+        row.most_in_flight = Some(s.most_in_flight);
         if s.routed > 0 {
             row.routing_ns = Some(s.routing_ns / s.routed as f64);
             if row.via == Via::BrokerValidate {

@@ -13,9 +13,10 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::pool::MAX_THREADS as MAX_WORKERS;
+use crate::pulse::{PULSE, PULSE_LEN};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{self, Family};
-use crate::transport::{ClientConnection, Options, Status};
+use crate::transport::{ClientConnection, Options, Status, ONEWAY};
 
 /// The client side of an [`Shm`](super::Shm) connection (for
 /// [`Connection::open_typed`](crate::Connection::open_typed)): its slot,
@@ -43,6 +44,8 @@ pub struct ShmClient {
     unrung: Cell<bool>,
     /// How long to hold back before the first look at the reply.
     pace: Pacer,
+    /// Every call's deadline, from its start.
+    timeout: Option<Duration>,
 }
 
 impl ShmClient {
@@ -78,6 +81,7 @@ impl ShmClient {
             seq: 0,
             unrung: Cell::new(false),
             pace: Pacer::new(opts.pace),
+            timeout: None,
         })
     }
 
@@ -198,10 +202,16 @@ impl ShmClient {
             .load_u32(bell_cpu(self.watcher().unwrap_or(0)), Relaxed)
     }
 
-    /// Waits until the server replies; `Disconnected` if it closes or dies.
+    /// Waits until the server replies (`Wanted::Reply`) or hands the slot
+    /// back (`Wanted::Free`: a reply, or a pulse taken); `Disconnected` if
+    /// it closes or dies, `TimedOut` past `deadline`.
     #[inline]
-    fn wait_reply(&mut self, me: u32) -> Result<()> {
+    fn wait_reply(&mut self, me: u32, deadline: Option<Instant>, wanted: Wanted) -> Result<()> {
         let st = self.slot.state();
+        let done = |s: u32| match wanted {
+            Wanted::Reply => s & MASK == REPLY,
+            Wanted::Free => s & MASK != REQUEST,
+        };
         let mut watch = Liveness::new(self.tick);
         // (spin at all, for how long: None is for ever; the clock starts at
         // the first look at it, so a reply within 256 spins costs no read)
@@ -215,13 +225,13 @@ impl ShmClient {
             let mut spins: u32 = 0;
             self.pace.hold();
             loop {
-                match st.load(Acquire) & MASK {
-                    REPLY => {
-                        self.pace.done();
-                        return Ok(());
-                    }
-                    CLOSED => return Err(Error::Disconnected),
-                    _ => {}
+                let s = st.load(Acquire);
+                if done(s) && s & MASK != CLOSED {
+                    self.pace.done();
+                    return Ok(());
+                }
+                if s & MASK == CLOSED {
+                    return Err(Error::Disconnected);
                 }
                 std::hint::spin_loop();
                 spins = spins.wrapping_add(1);
@@ -230,6 +240,9 @@ impl ShmClient {
                     let now = Instant::now();
                     if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
                         return Err(Error::Disconnected);
+                    }
+                    if deadline.is_some_and(|d| now >= d) {
+                        return Err(self.timed_out());
                     }
                     if let Some(limit) = limit {
                         if now >= *until.get_or_insert(now + limit) {
@@ -244,16 +257,24 @@ impl ShmClient {
         watch.start(Instant::now());
         loop {
             let s = st.load(Acquire);
-            match s & MASK {
-                REPLY => return Ok(()),
-                CLOSED => return Err(Error::Disconnected),
-                _ => {}
+            if s & MASK == CLOSED {
+                return Err(Error::Disconnected);
             }
+            if done(s) {
+                return Ok(());
+            }
+            let wait = match deadline {
+                None => self.tick,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(self.tick),
+                    _ => return Err(self.timed_out()),
+                },
+            };
             if s & WAITER == 0 && st.compare_exchange(s, s | WAITER, SeqCst, Relaxed).is_err() {
                 continue;
             }
-            oslayer::futex::wait(st, s | WAITER, Some(self.tick), true);
-            if st.load(Acquire) & MASK != REPLY
+            oslayer::futex::wait(st, s | WAITER, Some(wait), true);
+            if !done(st.load(Acquire))
                 && watch.due(Instant::now())
                 && oslayer::socket::peer_gone(self.sock.as_fd())
             {
@@ -261,6 +282,46 @@ impl ShmClient {
             }
         }
     }
+
+    /// The error of a call past its deadline.
+    fn timed_out(&self) -> Error {
+        Error::TimedOut {
+            timeout: self.timeout.unwrap_or_default(),
+        }
+    }
+
+    /// The deadline of a call starting now.
+    #[inline]
+    fn deadline(&self) -> Option<Instant> {
+        self.timeout.map(|t| Instant::now() + t)
+    }
+
+    /// True when the slot is ours to write: not holding a request (or a
+    /// pulse) the server has not answered (or taken) yet.
+    #[inline]
+    fn free(&self) -> bool {
+        self.slot.state().load(Acquire) & MASK != REQUEST
+    }
+
+    /// Before a call: the slot back from the server (the late reply to a
+    /// call that timed out, discarded, or a pulse taken), within `deadline`.
+    #[inline]
+    fn settle(&mut self, deadline: Option<Instant>) -> Result<()> {
+        if self.free() {
+            return Ok(());
+        }
+        let me = self.cpu;
+        self.wait_reply(me, deadline, Wanted::Free)
+    }
+}
+
+/// What a client waits for.
+#[derive(Clone, Copy)]
+enum Wanted {
+    /// The reply to its request.
+    Reply,
+    /// The slot back, whatever the server did with it.
+    Free,
 }
 
 /// When a waiter should next look at its peer: once per tick, counted from
@@ -300,9 +361,11 @@ impl ClientConnection for ShmClient {
                 max: self.max_msg,
             });
         }
+        let deadline = self.deadline();
+        self.settle(deadline)?;
         self.slot.write(req);
         let me = self.post(cmd, req.len())?;
-        self.wait_reply(me)?;
+        self.wait_reply(me, deadline, Wanted::Reply)?;
         let len = self.reply_len()?;
         Status::check_reply(0, len, reply.len())?;
         self.slot.read(&mut reply[..len]);
@@ -314,8 +377,13 @@ impl ClientConnection for ShmClient {
         self.max_msg
     }
 
+    /// The slot, unless the server has it (a reply owed to a call that
+    /// timed out, a pulse not taken: the copying `call` waits for those).
     #[inline]
     fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        if !self.free() {
+            return None;
+        }
         let max = self.max_msg;
         Some(self.slot.payload_mut(max))
     }
@@ -328,9 +396,26 @@ impl ClientConnection for ShmClient {
                 max: self.max_msg,
             });
         }
+        let deadline = self.deadline();
         let me = self.post(cmd, len)?;
-        self.wait_reply(me)?;
+        self.wait_reply(me, deadline, Wanted::Reply)?;
         let len = self.reply_len()?;
         Ok(self.slot.payload(len))
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// Into the slot, if it is ours now (one pulse at a time: the next
+    /// waits until the server took this one).
+    fn send_pulse(&mut self, payload: &[u8; PULSE_LEN]) -> Result<()> {
+        if !self.free() {
+            return Err(Error::PulseQueueFull);
+        }
+        self.slot.write(payload);
+        self.post(PULSE | ONEWAY, PULSE_LEN)?;
+        Ok(())
     }
 }

@@ -23,13 +23,14 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::pool::MAX_THREADS;
+use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::core::{Core, Single};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{Family, Listener};
 use crate::transport::server::{in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
-use crate::transport::{HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status};
+use crate::transport::{HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY};
 
 /// The server side of an [`Shm`](super::Shm) channel (for
 /// [`Channel::create_typed`](crate::Channel::create_typed)). Requests are
@@ -87,6 +88,9 @@ impl ServerChannel for ShmServer {
     fn connections(&self) -> usize {
         self.0.connections()
     }
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        self.0.detach()
+    }
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
         Box::new(self.0).into_pool(threads)
     }
@@ -136,6 +140,10 @@ pub(crate) struct ShmConn {
     moved: Mutex<Option<Instant>>,
     /// Dropped by the server: nobody takes its requests any more.
     dead: AtomicBool,
+    /// Its request is held apart from the thread that took it (deferred,
+    /// or in a pool): no other request of it is taken until the answer (a
+    /// client that posts again meanwhile breaks the protocol).
+    held: AtomicBool,
 }
 
 /// A slot a thread watches, and when it last had a request: the thread's
@@ -171,6 +179,9 @@ pub(crate) struct ShmWorker {
     cur: Option<Cur>,
     /// Length of the request held (read once, bounded).
     len: usize,
+    /// The payload of the pulse just taken, copied out of its slot (which
+    /// its client may write again at once).
+    pulse: Option<[u8; PULSE_LEN]>,
     /// How long to hold back before the first look for the next request.
     pace: Pacer,
     /// Ticks seen so far (how long a watched slot has been idle).
@@ -278,6 +289,7 @@ impl ShmCore {
             home: AtomicUsize::new(home),
             moved: Mutex::new(None),
             dead: AtomicBool::new(false),
+            held: AtomicBool::new(false),
         };
         if self.watch_conn(&conn, ring.as_fd()).is_err() {
             return Ok(None);
@@ -335,7 +347,7 @@ impl ShmCore {
         }
         let seq = c.slot.seq().load(Acquire);
         let served = c.served.load(Relaxed);
-        if seq == served || c.dead.load(Relaxed) {
+        if seq == served || c.dead.load(Relaxed) || c.held.load(Relaxed) {
             return None;
         }
         if self.sets.pool() {
@@ -359,6 +371,12 @@ impl ShmCore {
     fn find(&self, w: &mut ShmWorker) -> Option<Incoming> {
         while let Some(c) = w.told.pop_front() {
             if let Some((cmd, len)) = self.take_from(&c) {
+                if is_pulse(cmd) {
+                    match self.take_pulse(w, &c, len) {
+                        Some(inc) => return Some(inc),
+                        None => continue,
+                    }
+                }
                 self.hold(w, c, cmd, len);
                 return Some(Incoming {
                     cmd,
@@ -374,6 +392,13 @@ impl ShmCore {
                 w.next = i + 1;
                 w.watched[i].last = w.calls;
                 w.watched[i].epoch = w.epoch;
+                if is_pulse(cmd) {
+                    let c = Arc::clone(&w.watched[i].conn);
+                    match self.take_pulse(w, &c, len) {
+                        Some(inc) => return Some(inc),
+                        None => continue,
+                    }
+                }
                 w.cur = Some(Cur::Watched(i));
                 w.len = len;
                 return Some(Incoming {
@@ -384,6 +409,24 @@ impl ShmCore {
             }
         }
         None
+    }
+
+    /// A pulse just taken from `c` (its payload `len` bytes): copied out
+    /// for `w`, and the slot handed back to its client at once (`EMPTY`,
+    /// woken if it waits for room). A malformed one drops the connection.
+    #[cold]
+    fn take_pulse(&self, w: &mut ShmWorker, c: &ShmConn, len: usize) -> Option<Incoming> {
+        let mut p = [0u8; PULSE_LEN];
+        if len != PULSE_LEN || {
+            c.slot.read(&mut p);
+            Pulse::decode(&p).is_none()
+        } {
+            self.close(c);
+            return None;
+        }
+        give_back(&c.slot);
+        w.pulse = Some(p);
+        Some(Incoming::from_wire(PULSE | ONEWAY, PULSE_LEN))
     }
 
     /// `w` holds the request (`cmd`, `len`) of `c`, which it was told of:
@@ -586,6 +629,7 @@ impl ShmCore {
             let c = &e.conn;
             c.slot.state().load(SeqCst) & MASK == REQUEST
                 && c.slot.seq().load(Relaxed) != c.served.load(Relaxed)
+                && !c.held.load(Relaxed)
         })
     }
 
@@ -659,6 +703,15 @@ impl ShmCore {
 fn readable_now(fd: BorrowedFd<'_>) -> bool {
     let mut p = [oslayer::poll::PollFd::readable(fd)];
     oslayer::poll::poll(&mut p, Some(Duration::ZERO)).unwrap_or(0) > 0
+}
+
+/// Hands `slot` back to its client without a reply (a pulse taken): `EMPTY`,
+/// and the client woken if it sleeps waiting for room.
+fn give_back(slot: &Slot) {
+    let st = slot.state();
+    if st.swap(EMPTY, SeqCst) & WAITER != 0 {
+        oslayer::futex::wake(st, 1, true);
+    }
 }
 
 /// Publishes the reply now in `slot` (`len` bytes, wire status `code`) and
@@ -740,6 +793,7 @@ impl Core for ShmCore {
             sweep: 0,
             cur: None,
             len: 0,
+            pulse: None,
             pace: Pacer::new(self.opts.pace),
             epoch: 0,
             calls: 0,
@@ -768,6 +822,7 @@ impl Core for ShmCore {
 
     fn receive(&self, w: &mut ShmWorker, stop: &AtomicBool) -> Result<Option<Incoming>> {
         w.cur = None;
+        w.pulse = None;
         let pool = self.sets.pool();
         if pool {
             self.state_of(w.index).store(LOOKING, SeqCst);
@@ -842,7 +897,7 @@ impl Core for ShmCore {
     fn data<'a>(&'a self, w: &'a ShmWorker) -> &'a [u8] {
         match self.held(w) {
             Some(c) => c.slot.payload(w.len),
-            None => &[],
+            None => w.pulse.as_ref().map_or(&[], |p| &p[..]),
         }
     }
 
@@ -877,20 +932,33 @@ impl Core for ShmCore {
     }
 
     fn detach(&self, w: &mut ShmWorker) -> Option<ShmHeld> {
+        let receiver = Receiver {
+            core: Arc::clone(&w.core),
+            worker: w.index,
+            thread: std::thread::current().id(),
+            handed: self.handed[w.index].load(Relaxed),
+        };
+        if let Some(p) = w.pulse.take() {
+            // A pulse: nothing to answer, its payload copied already.
+            return Some(ShmHeld {
+                conn: None,
+                len: PULSE_LEN,
+                max_msg: self.opts.max_msg,
+                pulse: Some(p),
+                receiver,
+            });
+        }
         let conn = match w.cur.take()? {
             Cur::Watched(i) => Arc::clone(&w.watched[i].conn),
             Cur::Other(c) => c,
         };
+        conn.held.store(true, Relaxed);
         Some(ShmHeld {
             conn: Some(conn),
             len: w.len,
+            pulse: None,
             max_msg: self.opts.max_msg,
-            receiver: Receiver {
-                core: Arc::clone(&w.core),
-                worker: w.index,
-                thread: std::thread::current().id(),
-                handed: self.handed[w.index].load(Relaxed),
-            },
+            receiver,
         })
     }
 
@@ -929,10 +997,12 @@ impl Drop for ShmCore {
 /// A request of an shm channel held apart from its thread: the client's
 /// slot, read and answered in place.
 pub(crate) struct ShmHeld {
-    /// `None` once answered.
+    /// `None` once answered (or a pulse).
     conn: Option<Arc<ShmConn>>,
     len: usize,
     max_msg: usize,
+    /// A pulse's payload (nothing to answer).
+    pulse: Option<[u8; PULSE_LEN]>,
     /// The pool thread that received it.
     receiver: Receiver,
 }
@@ -951,16 +1021,22 @@ struct Receiver {
 }
 
 impl ShmHeld {
+    /// The connection to answer, once: its next request may be taken from
+    /// now on. A client gone meanwhile is `Disconnected`.
     fn take(&mut self) -> Result<Arc<ShmConn>> {
         let c = self
             .conn
             .take()
             .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        c.held.store(false, Relaxed);
         let r = &self.receiver;
         if std::thread::current().id() == r.thread
             && r.core.handed[r.worker].load(Relaxed) == r.handed
         {
             r.core.state_of(r.worker).store(LOOKING, SeqCst);
+        }
+        if c.dead.load(Relaxed) {
+            return Err(Error::Disconnected);
         }
         Ok(c)
     }
@@ -968,9 +1044,10 @@ impl ShmHeld {
 
 impl HeldRequest for ShmHeld {
     fn data(&self) -> &[u8] {
-        match &self.conn {
-            Some(c) => c.slot.payload(self.len),
-            None => &[],
+        match (&self.conn, &self.pulse) {
+            (Some(c), _) => c.slot.payload(self.len),
+            (None, Some(p)) => &p[..],
+            (None, None) => &[],
         }
     }
 
