@@ -5,7 +5,9 @@
 
 pub mod cli;
 pub mod devctl;
+pub mod history;
 pub mod measure;
 pub mod pingpong;
 pub mod report;
+pub mod store;
 pub mod suites;

@@ -9,9 +9,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
+use msgbench::history::{self, HistoryArgs};
 use msgbench::measure::placement::cpu_count;
 use msgbench::report::compare::{self, CompareArgs};
 use msgbench::report::html::{self as report, ReportArgs};
+use msgbench::store::RecordArgs;
 use msgbench::suites::adder::{Adder, AdderArgs, Mode, Placement};
 use msgbench::suites::broker::{self as broker, Broker, BrokerArgs};
 use msgbench::suites::floor::{Floor, FloorArgs};
@@ -49,11 +51,14 @@ enum Cmd {
     Smp(SmpArgs),
     /// What a message broker costs: GetInteger direct, through a header-routing broker, and over real D-Bus (peer to peer, dbus-daemon, dbus-broker), with the split of each call's time.
     Broker(BrokerArgs),
-    /// Two results files of one suite side by side: each figure's change and whether it is beyond the noise.
+    /// Two runs of one suite side by side (files, or @last, @prev, @ID from the store): each figure's change and whether it is beyond the noise.
     #[command(long_about = compare::LONG_ABOUT)]
     Compare(CompareArgs),
-    /// One self-contained HTML page (inline SVG charts) from results files; several are overlaid.
+    /// One self-contained HTML page (inline SVG charts) from runs (files, or @last, @prev, @ID from the store; --host: the latest of each machine; --trend: a figure over time); several are overlaid.
     Report(ReportArgs),
+    /// The runs kept in the results store: list, show, export, import, and a figure's trend.
+    #[command(long_about = history::LONG_ABOUT)]
+    History(HistoryArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -86,6 +91,7 @@ fn main() -> ExitCode {
         Some(Cmd::IpcPeer(a)) => ipc::peer::run(&a, stop),
         Some(Cmd::RtosPeer(a)) => rtos::msgpeer::run(&a, stop),
         Some(Cmd::Report(a)) => report::run(&a),
+        Some(Cmd::History(a)) => history::run(&a),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });
@@ -123,13 +129,34 @@ fn tour(stop: Arc<AtomicBool>) -> Result<()> {
     );
     let html = json.with_extension("html");
     report::run(&ReportArgs {
-        files: vec![json],
+        files: vec![json.display().to_string()],
         output: html,
+        ..ReportArgs::default()
     })?;
     println!(
         "Next: msgbench adder --help, or dev-adder / client-adder for the seed's two programs."
     );
+    println!("{}", tour_history());
     Ok(())
+}
+
+/// The tour's last lines: where its run is kept, and how to see the runs.
+fn tour_history() -> String {
+    let how = [
+        "  msgbench history                   lists the runs: id, date, suite, host, kernel, headline figure",
+        "  msgbench history show @last        prints this run again",
+        "  msgbench compare @prev @last       after the next tour: that run against this one, figure by figure",
+    ]
+    .join("\n");
+    match RecordArgs::default().choice() {
+        None => format!(
+            "This run was not recorded (MSGBENCH_NO_STORE is set); without it every run is kept:\n{how}"
+        ),
+        Some(Err(_)) => format!("Every run is kept in the results store when it can be written:\n{how}"),
+        Some(Ok(at)) => {
+            format!("Every run is kept in the results store {at} (MSGBENCH_STORE picks another):\n{how}")
+        }
+    }
 }
 
 /// The tour's adder run: 1, 2 and every CPU's worth of threads, in the
@@ -151,5 +178,19 @@ fn tour_args(json: PathBuf) -> AdderArgs {
             ..OutputArgs::default()
         },
         ..AdderArgs::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tours_last_lines_name_the_store_and_the_commands_indented() {
+        let text = super::tour_history();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].contains("recorded") || lines[0].contains("results store"));
+        for l in &lines[1..] {
+            assert!(l.starts_with("  msgbench "), "not indented: {l:?}");
+        }
     }
 }

@@ -250,3 +250,51 @@ fn a_console_error_is_caught() {
     assert!(lines.iter().any(|l| l.contains("boom")), "{log}");
     assert!(lines.iter().any(|l| l.contains("Uncaught")), "{log}");
 }
+
+#[test]
+fn a_trend_from_the_results_store_renders_in_chromium() {
+    let Some(browser) = chromium() else {
+        skip("no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    // Three real runs recorded in a store of the test's own.
+    let dir = TestDir::new("trend");
+    let store = dir.file("results.db");
+    let store = store.to_str().unwrap();
+    for _ in 0..3 {
+        let cmd = Bin::Msgbench.cmd_with_store(["floor", "--quick", "--cpus", "0"], store);
+        let (ok, _, err) = run_bounded(cmd, "msgbench floor");
+        assert!(ok, "{err}");
+    }
+    let page = dir.file("trend.html");
+    let cmd = Bin::Msgbench.cmd_with_store(
+        [
+            "report",
+            "--trend",
+            "ns_per_call",
+            "--where",
+            "floor=rdtsc",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+        store,
+    );
+    let (ok, _, err) = run_bounded(cmd, "msgbench report --trend");
+    assert!(ok, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg").count(), 1, "one trend chart");
+    assert!(html.contains("3 run(s) on 1 host(s)"), "{html}");
+
+    let (dom, log) = browse(&browser, &dir, &page, &["--dump-dom".into()]);
+    assert!(
+        console_lines(&log).is_empty(),
+        "console: {:?}",
+        console_lines(&log)
+    );
+    assert!(dom.contains("id=\"trend\""), "no trend section in the DOM");
+    let svg = dom.split("<svg").nth(1).expect("the chart in the DOM");
+    let svg = &svg[..svg.find("</svg>").expect("a closed <svg>")];
+    // A line and a marker per run, in a data colour.
+    let marks = svg.matches("class=\"data-series\"").count();
+    assert!(marks >= 4, "{marks} data marks: {svg}");
+}

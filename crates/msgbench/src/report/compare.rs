@@ -1,6 +1,8 @@
-//! `msgbench compare BASE.json NEW.json`: two runs of one suite side by
-//! side, figure by figure, each change judged against the runs' own
-//! spread ([`verdict`]), with a gate for CI (`--fail-above PCT`).
+//! `msgbench compare BASE NEW`: two runs of one suite side by side,
+//! figure by figure, each change judged against the runs' own spread
+//! ([`verdict`]), with a gate for CI (`--fail-above PCT`). A run is a
+//! results file or a run in the store (`@last`, `@prev`, `@ID`:
+//! [`crate::store::refs`]).
 //!
 //! It reads only the envelopes' generic `figures` (docs/results.md), so
 //! it knows no suite's rows: two figures match when their key and metric
@@ -10,7 +12,6 @@ mod render;
 pub mod verdict;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -19,12 +20,14 @@ use serde::Serialize;
 
 use crate::report::envelope::{Better, Figure, Run};
 use crate::report::table::Format;
+use crate::store::refs::{self, Source};
+use crate::store::StoreArgs;
 use verdict::{judge, trips, Verdict, DEFAULT_THRESHOLD_PCT};
 
 /// The long help of `msgbench compare`: the verdict rule and the exit
 /// status.
 pub const LONG_ABOUT: &str = "\
-Compares two results files of one suite (written with --json), figure by figure.
+Compares two runs of one suite, figure by figure: results files (written with --json) or runs in the results store: @last (the run started last), @prev (the run of the same suite and host before @last), @ID (run ID in msgbench history). `msgbench compare @last @prev` is the last run against the one before it on the same machine. A file whose name starts with @ is given as ./@name.
 
 Rows are matched by their key (transport, size, placement, mode, threads...) and metric; rows in one run only are listed as 'only in base' or 'only in new'.
 
@@ -35,12 +38,13 @@ Exit status: 0; 1 when --fail-above PCT is given and a row was called slower by 
 /// Options of `msgbench compare`.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The reference run (results file written with --json).
-    #[arg(value_name = "BASE.json")]
-    pub base: PathBuf,
-    /// The run judged against it.
-    #[arg(value_name = "NEW.json")]
-    pub new: PathBuf,
+    /// The reference run: a results file written with --json, or @last,
+    /// @prev, @ID from the results store.
+    #[arg(value_name = "BASE")]
+    pub base: String,
+    /// The run judged against it (a file, or @last, @prev, @ID).
+    #[arg(value_name = "NEW")]
+    pub new: String,
     /// Exit with status 1 when any row was called slower by more than
     /// PCT percent of its base value (a row within the noise never is).
     #[arg(long = "fail-above", value_name = "PCT", value_parser = percent)]
@@ -57,6 +61,9 @@ pub struct CompareArgs {
     #[arg(long = "format", value_enum, default_value_t = Format::Table,
           value_name = "FORMAT", hide_possible_values = true)]
     pub format: Format,
+    /// Where @last, @prev and @ID are looked up (--store).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Parses a percentage: a finite number, 0 or more.
@@ -166,27 +173,28 @@ pub struct Comparison {
 /// Which run, as shown.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRef {
-    /// The file.
-    pub path: PathBuf,
+    /// The file, or `@ID` for a stored run.
+    pub path: String,
     /// Its start, RFC 3339.
     pub started: String,
 }
 
-/// Matches the figures of two runs and judges each pair. Errors (one
-/// line, naming both files) when the runs cannot be compared.
+/// Matches the figures of two runs (each with the name it is shown
+/// under: its file, or `@ID`) and judges each pair. Errors (one line,
+/// naming both) when the runs cannot be compared.
 pub fn compare(
-    (base_path, base): (&Path, &Run),
-    (new_path, new): (&Path, &Run),
+    (base_path, base): (&str, &Run),
+    (new_path, new): (&str, &Run),
     threshold: f64,
     fail_above: Option<f64>,
 ) -> Result<Comparison> {
     if base.suite != new.suite || base.schema != new.schema {
         bail!(
             "{} is a {} run (format {}), {} a {} run (format {}): only runs of one suite and format compare",
-            base_path.display(),
+            base_path,
             base.suite,
             base.schema,
-            new_path.display(),
+            new_path,
             new.suite,
             new.schema
         );
@@ -203,11 +211,11 @@ pub fn compare(
     Ok(Comparison {
         suite: base.suite.clone(),
         base: RunRef {
-            path: base_path.to_path_buf(),
+            path: base_path.to_string(),
             started: base.started.clone(),
         },
         new: RunRef {
-            path: new_path.to_path_buf(),
+            path: new_path.to_string(),
             started: new.started.clone(),
         },
         threshold_pct: threshold,
@@ -263,6 +271,12 @@ fn notes(base: &Run, new: &Run) -> Vec<String> {
             out.push(format!("Different {what}: {x} (base), {y} (new)."));
         }
     }
+    if base.started > new.started {
+        out.push(format!(
+            "The base run started after the new one ({} and {}): each change reads backwards in time; give the earlier run first (compare @prev @last) to read them forward.",
+            base.started, new.started
+        ));
+    }
     for (which, run) in [("base", base), ("new", new)] {
         if run.outcome.interrupted {
             out.push(format!("The {which} run was interrupted."));
@@ -281,15 +295,17 @@ fn notes(base: &Run, new: &Run) -> Vec<String> {
 /// (0; 1 when `--fail-above` trips, or when the files cannot be read or
 /// compared, as every bad input; 2 for usage, from clap).
 pub fn main(args: &CompareArgs) -> ExitCode {
-    let result = Run::load(&args.base)
-        .and_then(|b| Ok((b, Run::load(&args.new)?)))
-        .and_then(|(b, n)| {
-            compare(
-                (&args.base, &b),
-                (&args.new, &n),
+    let result = Source::parse(&args.base)
+        .and_then(|b| Ok([b, Source::parse(&args.new)?]))
+        .and_then(|sources| refs::load_all(&sources, &args.store))
+        .and_then(|runs| match runs.as_slice() {
+            [b, n] => compare(
+                (&b.name, &b.run),
+                (&n.name, &n.run),
                 args.threshold,
                 args.fail_above,
-            )
+            ),
+            _ => bail!("compare takes two runs"),
         });
     let cmp = match result {
         Ok(c) => c,

@@ -179,21 +179,25 @@ impl Run {
     pub fn load(path: &Path) -> Result<Run> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read", path.display()))?;
+        Run::parse(&text, &path.display().to_string())
+    }
+
+    /// Reads an envelope's text (`what` names where it came from in the
+    /// one-line error: a file, a stored run).
+    pub fn parse(text: &str, what: &str) -> Result<Run> {
         let value: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+            serde_json::from_str(text).with_context(|| format!("{what}: not JSON"))?;
         match value.get("schema").and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(SCHEMA_VERSION) => {}
             Some(v) => bail!(
-                "{}: results format version {v}, this msgbench reads version {SCHEMA_VERSION}",
-                path.display()
+                "{what}: results format version {v}, this msgbench reads version {SCHEMA_VERSION}"
             ),
             None => bail!(
-                "{}: not a msgbench results file (no \"schema\" field; written by --json?)",
-                path.display()
+                "{what}: not a msgbench results file (no \"schema\" field; written by --json?)"
             ),
         }
         serde_json::from_value(value)
-            .with_context(|| format!("{}: not a msgbench results file", path.display()))
+            .with_context(|| format!("{what}: not a msgbench results file"))
     }
 
     /// A short label for the run: the file's stem, else suite and time.
@@ -204,17 +208,26 @@ impl Run {
     }
 }
 
+/// `value` as `--json` writes it: pretty JSON and a newline.
+pub fn text(value: &impl Serialize) -> Result<String> {
+    Ok(serde_json::to_string_pretty(value).context("serialising results")? + "\n")
+}
+
 /// Writes `value` to `path` as pretty JSON, creating parent directories;
 /// errors name the option (`--json FILE`).
 pub fn write(path: &Path, value: &impl Serialize) -> Result<()> {
+    write_text(path, &text(value)?)
+}
+
+/// Writes an envelope's `text` to `path`, creating parent directories;
+/// errors name the option (`--json FILE`).
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| {
             format!("--json {}: cannot create {}", path.display(), dir.display())
         })?;
     }
-    let text = serde_json::to_string_pretty(value).context("serialising results")?;
-    std::fs::write(path, text + "\n")
-        .with_context(|| format!("--json {}: cannot write", path.display()))
+    std::fs::write(path, text).with_context(|| format!("--json {}: cannot write", path.display()))
 }
 
 /// Now, RFC 3339 UTC to the second.

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use clap::ValueEnum;
 use comfy_table::{presets, CellAlignment, ContentArrangement};
+use serde::{Deserialize, Serialize};
 
 /// `--format`: how results are printed on standard output.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -22,7 +23,7 @@ pub enum Format {
 }
 
 /// How a column's cells line up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Align {
     /// Text.
     Left,
@@ -32,7 +33,7 @@ pub enum Align {
 
 /// A table: a title, a header, rows of cells already formatted, and notes
 /// printed under it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Table {
     /// Printed above the table ("" for none).
     pub title: String,
@@ -74,8 +75,9 @@ impl Table {
     }
 }
 
-/// One part of a suite's text output.
-#[derive(Debug, Clone)]
+/// One part of a suite's text output (serialisable: the results store
+/// keeps a run's sections, for `msgbench history show`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Section {
     /// A table.
     Table(Table),

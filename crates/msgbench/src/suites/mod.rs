@@ -30,6 +30,7 @@ use crate::report::envelope::{self, Envelope, Figure, Outcome};
 use crate::report::progress::Progress;
 use crate::report::table::{self, Format, Section};
 use crate::report::ClockInfo;
+use crate::store::{self, RecordArgs, Recorded, Rendering};
 
 /// The output options every suite has.
 #[derive(Debug, Clone, Default, Args)]
@@ -43,6 +44,9 @@ pub struct OutputArgs {
     /// and `msgbench compare`.
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// --store, --no-store: where the run is recorded (`msgbench history`).
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// What a running suite is given.
@@ -149,12 +153,13 @@ pub fn execute<S: Suite>(
         progress: Progress::new(S::NAME, S::estimate(&plan)),
         stop,
     };
+    let banner = format!(
+        "{}\n{}",
+        S::banner(&plan, &cx),
+        cx.environment.context_line()
+    );
     if matches!(out.format, Format::Table | Format::Markdown) {
-        println!(
-            "{}\n{}\n",
-            S::banner(&plan, &cx),
-            cx.environment.context_line()
-        );
+        println!("{banner}\n");
     }
     let results = S::run(&plan, &cx)?;
     cx.progress.finish();
@@ -174,15 +179,38 @@ pub fn execute<S: Suite>(
         outcome: &results.outcome,
         notes: &results.notes,
     };
+    let text = envelope::text(&doc)?;
     if let Some(p) = &out.json {
-        envelope::write(p, &doc)?;
+        envelope::write_text(p, &text)?;
     }
+    let sections = S::sections(&plan, &results);
     match out.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&doc)?),
-        f => print!("{}", table::render(&S::sections(&plan, &results), f)),
+        Format::Json => print!("{text}"),
+        f => print!("{}", table::render(&sections, f)),
     }
+    let rendering = Rendering { banner, sections };
+    report_recording(
+        &store::record_run(&out.record, &text, &rendering),
+        out.format,
+    );
     verdict(S::NAME, &results.outcome)?;
     Ok(results)
+}
+
+/// Says on standard error where the run was recorded (after tables and
+/// Markdown only: CSV and JSON readers get nothing more), or, whatever
+/// the format, that it was not and why: the run itself is printed above
+/// and in `--json`, never lost.
+fn report_recording(r: &Recorded, format: Format) {
+    match r {
+        Recorded::Off => {}
+        Recorded::Stored { id, location } => {
+            if matches!(format, Format::Table | Format::Markdown) {
+                eprintln!("msgbench: recorded as @{id} in {location} (msgbench history)");
+            }
+        }
+        Recorded::Failed(why) => eprintln!("msgbench: warning: {why}"),
+    }
 }
 
 /// Exit status 1, with one line, when rows failed or the run was cut

@@ -62,14 +62,33 @@ impl Bin {
     }
 
     /// A command for this program with a clean environment for the
-    /// namespace (no inherited `MSGBENCH_NS`).
+    /// namespace (no inherited `MSGBENCH_NS`) and no results store
+    /// (`MSGBENCH_NO_STORE=1`, no inherited `MSGBENCH_STORE`): a test's
+    /// suite run never writes to the developer's store. The store's tests
+    /// name a store of their own ([`Bin::cmd_with_store`]).
     pub fn cmd<I, S>(self, args: I) -> Command
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
         let mut c = Command::new(self.path());
-        c.args(args).env_remove("MSGBENCH_NS");
+        c.args(args)
+            .env_remove("MSGBENCH_NS")
+            .env_remove("MSGBENCH_STORE")
+            .env("MSGBENCH_NO_STORE", "1");
+        c
+    }
+
+    /// A command for this program that records in (and reads) `store`
+    /// (`MSGBENCH_STORE`: a SQLite file or a postgres:// URL).
+    pub fn cmd_with_store<I, S>(self, args: I, store: &str) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut c = self.cmd(args);
+        c.env_remove("MSGBENCH_NO_STORE")
+            .env("MSGBENCH_STORE", store);
         c
     }
 }

@@ -36,11 +36,7 @@ fn table(cmp: &Comparison, format: Format) -> Table {
     align.extend([Align::Left, Align::Left]);
     let title = format!(
         "msgbench compare ({}): {} ({}) -> {} ({})",
-        cmp.suite,
-        cmp.base.path.display(),
-        cmp.base.started,
-        cmp.new.path.display(),
-        cmp.new.started
+        cmp.suite, cmp.base.path, cmp.base.started, cmp.new.path, cmp.new.started
     );
     let mut t = Table::new(title, &head).aligned(&align);
     for r in &cmp.rows {

@@ -2,8 +2,6 @@
 //! ways (called and not), at the threshold's edge, with and without
 //! repeats, for each `better`; matching, the gate and the drawing.
 
-use std::path::Path;
-
 use super::verdict::{change_pct, judge, trips, Verdict};
 use super::*;
 use crate::measure::env::Environment;
@@ -185,8 +183,8 @@ fn run(suite: &str, figures: Vec<Figure>) -> Run {
 
 fn both(base: &Run, new: &Run, fail: Option<f64>) -> Result<Comparison> {
     compare(
-        (Path::new("base.json"), base),
-        (Path::new("new.json"), new),
+        ("base.json", base),
+        ("new.json", new),
         DEFAULT_THRESHOLD_PCT,
         fail,
     )

@@ -1,6 +1,8 @@
-//! `msgbench report`: results files in, one self-contained HTML page out
-//! (styles inline, charts as inline SVG drawn by plotters, no script, no
-//! address to fetch anything from).
+//! `msgbench report`: runs in (results files, or runs in the store:
+//! `@last`, `@prev`, `@ID`, the latest run of each `--host`), one
+//! self-contained HTML page out (styles inline, charts as inline SVG
+//! drawn by plotters, no script, no address to fetch anything from);
+//! `--trend METRIC` adds a figure over time from the store ([`trend`]).
 //!
 //! The page is built from each run's generic `figures` (and the few row
 //! fields `docs/results.md` names: ipc `histogram`, rtos `reference` and
@@ -21,25 +23,54 @@ pub mod ipc_scale;
 pub mod rtos;
 pub mod sample;
 pub mod smp;
+pub mod trend;
 pub mod validate;
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
-use clap::Args;
+use anyhow::{bail, Context, Result};
+use clap::{ArgGroup, Args};
 
 use super::envelope::{Figure, Run};
+use crate::history::{self, trend::Key};
+use crate::store::refs::{self, Loaded, Source};
+use crate::store::{Filter, StoreArgs};
 use chart::{Chart, Marker};
 
 /// `msgbench report` options.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
+#[command(group(ArgGroup::new("runs").required(true).multiple(true)
+    .args(["files", "suite", "hosts", "trend"])))]
 pub struct ReportArgs {
-    /// Results files (`--json FILE` of any suite); several are overlaid.
-    #[arg(required = true, value_name = "RUN.json")]
-    pub files: Vec<PathBuf>,
+    /// Runs: results files (`--json FILE` of any suite), or @last, @prev,
+    /// @ID from the results store; several are overlaid.
+    #[arg(value_name = "RUN")]
+    pub files: Vec<String>,
     /// Where to write the page.
     #[arg(short, long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,
+    /// From the store: the latest run of this suite of each --host (of
+    /// every host with one, without --host), side by side.
+    #[arg(long = "suite", value_name = "SUITE")]
+    pub suite: Option<String>,
+    /// From the store: the latest run of this host (repeat for several
+    /// machines side by side; with --suite, of that suite).
+    #[arg(long = "host", value_name = "HOST")]
+    pub hosts: Vec<String>,
+    /// From the store: METRIC over time, a line per host (with --trend,
+    /// --suite and --host only choose the runs of the trend).
+    #[arg(long = "trend", value_name = "METRIC")]
+    pub trend: Option<String>,
+    /// With --trend: a field the figure's key must have, e.g.
+    /// threads=1 (repeat for several).
+    #[arg(long = "where", value_name = "FIELD=VALUE", requires = "trend")]
+    pub wheres: Vec<String>,
+    /// With --trend: only runs started since WHEN (2026-05-01, 7d...).
+    #[arg(long = "since", value_name = "WHEN", requires = "trend", value_parser = history::since)]
+    pub since: Option<String>,
+    /// Where @last, @prev, @ID, --host and --trend are looked up.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// One run with the label it is shown under.
@@ -62,14 +93,103 @@ pub struct Section {
     pub html: String,
 }
 
-/// Runs `msgbench report`: loads every file, writes the page, says where.
+/// Runs `msgbench report`: loads every run, writes the page, says where.
 pub fn run(args: &ReportArgs) -> Result<()> {
-    let inputs = load(&args.files)?;
-    let page = page(&inputs)?;
+    let inputs = inputs(args)?;
+    let mut extra = Vec::new();
+    if let Some(metric) = &args.trend {
+        let mut words = vec![metric.clone()];
+        words.extend(args.wheres.iter().cloned());
+        let key = Key::parse(&words).context("--trend")?;
+        let filter = Filter {
+            suite: args.suite.clone(),
+            hosts: args.hosts.clone(),
+            since: args.since.clone(),
+            ..Filter::default()
+        };
+        let series = history::trend::load(&args.store, &key, &filter)?;
+        extra.extend(trend::section(&key, &series)?);
+    }
+    let page = page_with(&inputs, extra)?;
     std::fs::write(&args.output, page)
         .with_context(|| format!("{}: cannot write", args.output.display()))?;
     println!("report written to {}", args.output.display());
     Ok(())
+}
+
+/// The runs the page shows: the files and references given, then (without
+/// `--trend`) the latest run of each host `--suite`/`--host` name.
+fn inputs(args: &ReportArgs) -> Result<Vec<Input>> {
+    let sources: Vec<Source> = args
+        .files
+        .iter()
+        .map(|f| Source::parse(f))
+        .collect::<Result<_>>()?;
+    let mut loaded = refs::load_all(&sources, &args.store)?;
+    let by_host = args.trend.is_none() && (args.suite.is_some() || !args.hosts.is_empty());
+    if by_host {
+        loaded.extend(latest_per_host(args)?);
+    }
+    let mut out: Vec<Input> = Vec::new();
+    for l in loaded {
+        let label = match (&l.summary, by_host && l.name.starts_with('@')) {
+            (Some(s), true) => format!("{} ({})", s.host, l.name),
+            (Some(s), false) => format!("{} ({})", l.name, s.host),
+            (None, _) => l.run.label(std::path::Path::new(&l.name)),
+        };
+        out.push(Input {
+            label: unique_label(&label, &out),
+            run: l.run,
+        });
+    }
+    Ok(out)
+}
+
+/// The latest run (of `--suite`, if given) of each `--host`, else of
+/// every host that has one.
+fn latest_per_host(args: &ReportArgs) -> Result<Vec<Loaded>> {
+    let mut store = refs::open(&args.store)?;
+    let what = args
+        .suite
+        .as_deref()
+        .map_or(String::new(), |s| format!("{s} "));
+    let hosts = if args.hosts.is_empty() {
+        let f = Filter {
+            suite: args.suite.clone(),
+            ..Filter::default()
+        };
+        let shown = store.location.to_string();
+        let mut h: Vec<String> = store
+            .list(&f)
+            .with_context(|| format!("store {shown}"))?
+            .into_iter()
+            .map(|s| s.host)
+            .collect();
+        h.sort();
+        h.dedup();
+        if h.is_empty() {
+            bail!("--suite {what}: no {what}run in the store {shown}");
+        }
+        h
+    } else {
+        args.hosts.clone()
+    };
+    let mut out = Vec::new();
+    for host in hosts {
+        let f = Filter {
+            suite: args.suite.clone(),
+            hosts: vec![host.clone()],
+            ..Filter::default()
+        };
+        let Some(s) = refs::last(&mut store, &f)? else {
+            bail!(
+                "--host {host}: no {what}run of {host} in the store {}",
+                store.location
+            );
+        };
+        out.push(refs::load_id(&mut store, s.id)?);
+    }
+    Ok(out)
 }
 
 /// Loads `paths`, labelling each run by its file's stem (numbered when
@@ -118,6 +238,12 @@ pub fn key<'a>(f: &'a Figure, name: &str) -> &'a str {
 
 /// The whole page.
 pub fn page(inputs: &[Input]) -> Result<String> {
+    page_with(inputs, Vec::new())
+}
+
+/// The page of `inputs` with `extra` sections (a trend) before the
+/// environment (left out when no run is shown).
+pub fn page_with(inputs: &[Input], extra: Vec<Section>) -> Result<String> {
     let sections = [
         adder::section(inputs)?,
         ipc::section(inputs)?,
@@ -126,13 +252,20 @@ pub fn page(inputs: &[Input]) -> Result<String> {
         smp::section(inputs)?,
         broker::section(inputs)?,
         validate::section(inputs)?,
-        Some(env::section(inputs)),
     ];
-    let sections: Vec<Section> = sections.into_iter().flatten().collect();
-    let runs: Vec<String> = inputs
+    let mut sections: Vec<Section> = sections.into_iter().flatten().collect();
+    let trend = !extra.is_empty();
+    sections.extend(extra);
+    if !inputs.is_empty() {
+        sections.push(env::section(inputs));
+    }
+    let mut runs: Vec<String> = inputs
         .iter()
         .map(|i| format!("{} ({})", i.label, i.run.suite))
         .collect();
+    if trend {
+        runs.push("a trend from the results store".into());
+    }
     Ok(fill(&runs.join(", "), &sections))
 }
 
