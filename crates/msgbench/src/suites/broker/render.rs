@@ -32,6 +32,15 @@ fn p50(rows: &[BrokerRow], via: Via, transport: Option<&str>, ints: u32) -> Opti
         .map(|r| r.latency.p50_ns)
 }
 
+/// The p50 of peer-to-peer D-Bus at `r`'s size on `r`'s library.
+fn p2p_of(rows: &[BrokerRow], r: &BrokerRow) -> Option<f64> {
+    rows.iter()
+        .find(|x| {
+            x.via == Via::DbusP2p && x.dbus_lib == r.dbus_lib && x.ints == r.ints && x.measured()
+        })
+        .map(|x| x.latency.p50_ns)
+}
+
 /// The transport a D-Bus row's legs are taken from: Unix sockets, what
 /// D-Bus runs over.
 const DBUS_LEG: &str = "uds";
@@ -142,9 +151,7 @@ pub fn split(rows: &[BrokerRow]) -> Table {
         let p = r.latency.p50_ns;
         let direct = direct(rows, r);
         let daemon = match r.via {
-            Via::DbusDaemon | Via::DbusBroker => {
-                p50(rows, Via::DbusP2p, None, r.ints).map(|p2p| p - p2p)
-            }
+            Via::DbusDaemon | Via::DbusBroker => p2p_of(rows, r).map(|p2p| p - p2p),
             _ => None,
         };
         let rest = direct.map(|d| {

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::cell::CpuSplit;
+use super::dbus::DbusLib;
 use super::options::Via;
 use crate::measure::hist::LatencySummary;
 
@@ -15,6 +16,9 @@ pub struct BrokerRow {
     pub via: Via,
     /// Its msgpass transport (`null` for the D-Bus arrangements).
     pub transport: Option<String>,
+    /// The D-Bus library of client and service (`null` for the msgpass
+    /// arrangements).
+    pub dbus_lib: Option<DbusLib>,
     /// numInts of every call.
     pub ints: u32,
     /// Clients calling at once.
@@ -65,6 +69,7 @@ impl BrokerRow {
             reference: reference(via, transport.as_deref(), ints),
             via,
             transport,
+            dbus_lib: None,
             ints,
             clients,
             calls: 0,
@@ -87,9 +92,13 @@ impl BrokerRow {
         self.skipped.is_none() && self.error.is_none() && self.calls > 0
     }
 
-    /// `broker/uds`, `dbus-daemon`.
+    /// `broker/uds`, `dbus-daemon/libdbus`.
     pub fn label(&self) -> String {
-        label(self.via, self.transport.as_deref())
+        let l = label(self.via, self.transport.as_deref());
+        match self.dbus_lib {
+            Some(lib) => format!("{l}/{}", lib.name()),
+            None => l,
+        }
     }
 }
 
