@@ -184,14 +184,25 @@ CPU/call: every process's CPU clock (client, middle = the broker or daemon, serv
 vs direct: p50 over a direct call on the same transport (D-Bus rows: over uds). \
 Direct call: a direct call's p50 at the same size over the same transport (D-Bus rows: uds): one transport round trip with the client's and the service's own work. \
 Routing: the msgbench broker's own time per call, timestamped inside it (the sends are not in it). \
-(De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone. \
-Daemon's share: the row's p50 minus peer-to-peer D-Bus's. \
+(De)serialisation: the row's D-Bus library marshalling and parsing the call's request and reply, timed alone ({}). \
+Daemon's share: the row's p50 minus peer-to-peer D-Bus's on the same library. \
 Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
-QNX column: the study's figures (../shared/spec/broker.md), per call or round trip.",
+QNX column: the D-Bus study's figures (libdbus on QNX 6.4, BeagleBoard; docs/methodology.md, broker), per call or round trip.",
         plan.clients,
         crate::measure::placement::format_list(&plan.cpus),
-        plan.repeats
+        plan.repeats,
+        marshal_methods(plan),
     )
+}
+
+/// What each library's marshalling figure times.
+fn marshal_methods(plan: &BrokerPlan) -> String {
+    let each: Vec<String> = plan
+        .dbus_libs
+        .iter()
+        .map(|l| format!("{}: {}", l.name(), l.marshal_method()))
+        .collect();
+    each.join("; ")
 }
 
 /// All sections.
