@@ -220,7 +220,7 @@ pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<
 pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.measured()) {
-        let k = vec![
+        let mut k = vec![
             ("via", r.via.name().to_string()),
             (
                 "transport",
@@ -229,6 +229,9 @@ pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
             ("ints", r.ints.to_string()),
             ("clients", r.clients.to_string()),
         ];
+        if let Some(lib) = r.dbus_lib {
+            k.push(("dbus_lib", lib.name().to_string()));
+        }
         out.push(
             Figure::new(&k, "p50_ns", r.latency.p50_ns, "ns", Better::Lower)
                 .with_repeats(r.p50_repeats_ns.clone()),
