@@ -20,9 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{serial, TestDir};
-use msgbench::suites::broker::dbus::{
-    DaemonKind, DbusLib, PrivateBus, Target,
-};
+use msgbench::suites::broker::dbus::{DaemonKind, DbusLib, PrivateBus, Target};
 
 /// The environment variable that makes `helper_service` serve.
 const HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_TARGET";
@@ -302,7 +300,11 @@ fn killed_service_is_an_error_within_a_second() {
             &Target::P2p(path.clone()),
             &format!("p2p:{}", path.display()),
         );
-        assert!(took < Duration::from_secs(1), "p2p {}: {took:?}", lib.name());
+        assert!(
+            took < Duration::from_secs(1),
+            "p2p {}: {took:?}",
+            lib.name()
+        );
     }
     for kind in DaemonKind::ALL {
         if !have(kind) {

@@ -321,11 +321,13 @@ fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
         "{out}"
     );
     assert!(
-        out.stdout.contains("GetInteger(1), libdbus: dbus-daemon adds"),
+        out.stdout
+            .contains("GetInteger(1), libdbus: dbus-daemon adds"),
         "{out}"
     );
     assert!(
-        out.stdout.contains("GetInteger(256), libdbus: dbus-daemon adds"),
+        out.stdout
+            .contains("GetInteger(256), libdbus: dbus-daemon adds"),
         "{out}"
     );
     assert!(
@@ -478,8 +480,14 @@ fn a_dbus_service_killed_mid_call_fails_its_client_within_a_second_on_every_libr
         for lib in DbusLib::ALL {
             let what = format!("{} with {}", kind.name(), lib.name());
             let (took, err) = kill_dbus_service(lib, &target, &reach);
-            assert!(took < Duration::from_secs(1), "{what}: error after {took:?}");
-            assert!(err.contains("NoReply") || err.contains("ServiceUnknown"), "{what}: {err}");
+            assert!(
+                took < Duration::from_secs(1),
+                "{what}: error after {took:?}"
+            );
+            assert!(
+                err.contains("NoReply") || err.contains("ServiceUnknown"),
+                "{what}: {err}"
+            );
             // The daemon goes on serving: service 1 answers another client.
             let mut a: Vec<String> = ["service", "--index", "1", "--dbus-lib", lib.name()]
                 .map(String::from)
@@ -489,7 +497,8 @@ fn a_dbus_service_killed_mid_call_fails_its_client_within_a_second_on_every_libr
                 Peer::start_with(exe(), "broker-peer", "service 1", &a).expect("service 1");
             let mut b = lib.connect(&target, 1).expect("reach service 1");
             for _ in 0..100 {
-                b.get_integer(256).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+                b.get_integer(256)
+                    .unwrap_or_else(|e| panic!("{what}: {e:#}"));
             }
             drop(b);
             other

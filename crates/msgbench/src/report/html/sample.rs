@@ -351,13 +351,15 @@ fn broker_skipped(via: &str, ints: u32, why: &str) -> Value {
 fn broker(scale: f64) -> (Vec<Value>, Vec<Figure>) {
     let (mut rows, mut figs) = (Vec::new(), Vec::new());
     // The D-Bus rows on libdbus, and on zbus 1.5x slower.
-    let cases = BROKER.iter().flat_map(|&(via, transport, p50s, cpu)| match transport {
-        Some(_) => vec![(via, transport, None, p50s, cpu)],
-        None => vec![
-            (via, None, Some("libdbus"), p50s, cpu),
-            (via, None, Some("zbus"), p50s.map(|p| p * 1.5), cpu),
-        ],
-    });
+    let cases = BROKER
+        .iter()
+        .flat_map(|&(via, transport, p50s, cpu)| match transport {
+            Some(_) => vec![(via, transport, None, p50s, cpu)],
+            None => vec![
+                (via, None, Some("libdbus"), p50s, cpu),
+                (via, None, Some("zbus"), p50s.map(|p| p * 1.5), cpu),
+            ],
+        });
     let cases: Vec<_> = cases.collect();
     for (n, ints) in [1u32, 256].into_iter().enumerate() {
         for &(via, transport, lib, p50s, cpu) in &cases {

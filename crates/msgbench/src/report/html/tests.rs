@@ -300,7 +300,9 @@ fn the_broker_section_has_its_chart_table_and_answer() {
         "no source"
     );
     assert!(s.contains("<h3>Answer</h3>"));
-    assert!(s.contains("<p>GetInteger(1), libdbus (the study&#39;s library): dbus-daemon takes 56.0us"));
+    assert!(
+        s.contains("<p>GetInteger(1), libdbus (the study&#39;s library): dbus-daemon takes 56.0us")
+    );
     assert!(s.contains("<p>GetInteger(1), libdbus: dbus-daemon adds 31.0us per call"));
     assert!(
         s.contains("<p>Goal, broker within 2.2x of direct over uds (GetInteger(1)): met: 1.85x")

@@ -32,8 +32,9 @@ impl<'a> At<'a> {
     fn new(rows: &'a [BrokerRow], ints: u32) -> At<'a> {
         let both = |lib: DbusLib| {
             [Via::DbusDaemon, Via::DbusP2p].iter().all(|&v| {
-                rows.iter()
-                    .any(|r| r.via == v && r.dbus_lib == Some(lib) && r.ints == ints && r.measured())
+                rows.iter().any(|r| {
+                    r.via == v && r.dbus_lib == Some(lib) && r.ints == ints && r.measured()
+                })
             })
         };
         At {
@@ -264,7 +265,9 @@ mod tests {
         r.push(row(Via::DbusP2p, None, 1, 30.0));
         let a = answer(&r, 1).expect("libdbus's figures");
         assert!(a.contains("libdbus: dbus-daemon adds 20.0us"), "{a}");
-        assert!(judge(&r).iter().any(|s| s.starts_with("GetInteger(1), libdbus (the study's library)")));
+        assert!(judge(&r)
+            .iter()
+            .any(|s| s.starts_with("GetInteger(1), libdbus (the study's library)")));
     }
 
     #[test]

@@ -163,8 +163,9 @@ fn serve(a: &ServiceArgs, stop: Arc<AtomicBool>) -> Result<()> {
         Meet::Msgpass { ns, transport } => {
             service::serve(&ns, &transport, a.index, &opts(), a.hang, stop)
         }
-        Meet::Dbus(target) => dbus::library::of_peer(a.reach.dbus_lib.as_deref())?
-            .serve(&target, a.index, &stop),
+        Meet::Dbus(target) => {
+            dbus::library::of_peer(a.reach.dbus_lib.as_deref())?.serve(&target, a.index, &stop)
+        }
     }
 }
 
@@ -197,8 +198,9 @@ fn call(a: &ClientArgs) -> Result<()> {
                 &opts(),
             )?)
         }
-        Meet::Dbus(target) => dbus::library::of_peer(a.reach.dbus_lib.as_deref())?
-            .connect(&target, a.destination)?,
+        Meet::Dbus(target) => {
+            dbus::library::of_peer(a.reach.dbus_lib.as_deref())?.connect(&target, a.destination)?
+        }
     };
     client::warm_up(&mut *caller, a.ints, a.warmup)?;
     let mut out = std::io::stdout().lock();

@@ -267,12 +267,30 @@ mod tests {
         assert_eq!(s.len(), 1, "{s:?}");
         let s = &s[0];
         assert!(s.starts_with("GetInteger(256), libdbus (the study's library): dbus-daemon takes 100us per call (the study on QNX 6.4: 16212 us)"), "{s}");
-        assert!(s.contains("the daemon 70.0us (70%, against 30.0us peer to peer)"), "{s}");
-        assert!(s.contains("the library 20.0us (20%: marshalling 5.00us, dispatch 15.0us)"), "{s}");
-        assert!(s.contains("the transport 10.0us (10%, a direct uds call)"), "{s}");
-        assert!(s.contains("explain 2.00us of the daemon's share (3%"), "{s}");
-        assert!(s.contains("dbus-broker takes 80.0us with libdbus, 0.80x"), "{s}");
-        assert!(s.contains("So with libdbus the daemon is the largest part"), "{s}");
+        assert!(
+            s.contains("the daemon 70.0us (70%, against 30.0us peer to peer)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("the library 20.0us (20%: marshalling 5.00us, dispatch 15.0us)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("the transport 10.0us (10%, a direct uds call)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("explain 2.00us of the daemon's share (3%"),
+            "{s}"
+        );
+        assert!(
+            s.contains("dbus-broker takes 80.0us with libdbus, 0.80x"),
+            "{s}"
+        );
+        assert!(
+            s.contains("So with libdbus the daemon is the largest part"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -282,17 +300,29 @@ mod tests {
         rows.extend(lib_rows(DbusLib::SdBus, 45.0, 25.0, 1.0));
         let s = sentences(&rows, 256);
         assert_eq!(s.len(), 2, "{s:?}");
-        assert!(s[0].starts_with("GetInteger(256), sd-bus: dbus-daemon takes 45.0us per call: "), "{s:?}");
-        assert!(!s[0].contains("QNX"), "the study's figure is libdbus's: {s:?}");
+        assert!(
+            s[0].starts_with("GetInteger(256), sd-bus: dbus-daemon takes 45.0us per call: "),
+            "{s:?}"
+        );
+        assert!(
+            !s[0].contains("QNX"),
+            "the study's figure is libdbus's: {s:?}"
+        );
         assert!(s[1].contains("So with zbus the library, not the daemon, is the largest part of a call through dbus-daemon (67% against the daemon's 17%)"), "{s:?}");
-        assert!(s[0].contains("So with sd-bus the daemon is the largest part"), "{s:?}");
+        assert!(
+            s[0].contains("So with sd-bus the daemon is the largest part"),
+            "{s:?}"
+        );
     }
 
     #[test]
     fn without_a_direct_call_the_daemon_is_weighed_against_peer_to_peer() {
         let more = lib_rows(DbusLib::Libdbus, 100.0, 30.0, 5.0);
         let s = sentences(&more, 256);
-        assert!(s[0].contains("So with libdbus the daemon costs more than a whole peer-to-peer call."), "{s:?}");
+        assert!(
+            s[0].contains("So with libdbus the daemon costs more than a whole peer-to-peer call."),
+            "{s:?}"
+        );
         assert!(!s[0].contains("the library"), "{s:?}");
         let less = lib_rows(DbusLib::Libdbus, 50.0, 30.0, 5.0);
         assert!(sentences(&less, 256)[0].contains("costs less than"));

@@ -29,9 +29,7 @@ use super::service::Target;
 use crate::suites::broker::client::{Caller, DbusCaller};
 
 /// A D-Bus library.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DbusLib {
     /// libdbus (libdbus-1), the reference implementation.
@@ -175,7 +173,9 @@ pub fn parse_list(list: Option<&str>) -> Result<Vec<DbusLib>, String> {
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
         let lib = DbusLib::parse(name).ok_or_else(|| {
-            format!("--dbus-lib {list}: unknown D-Bus library `{name}` (libdbus, sd-bus, zbus, all)")
+            format!(
+                "--dbus-lib {list}: unknown D-Bus library `{name}` (libdbus, sd-bus, zbus, all)"
+            )
         })?;
         if !out.contains(&lib) {
             out.push(lib);

@@ -25,8 +25,10 @@ pub(super) type DBusNewConnectionFunction =
 extern "C" {
     /// Listens on a D-Bus address (`unix:path=...`); NULL and `error`
     /// set on failure.
-    pub(super) fn dbus_server_listen(address: *const c_char, error: *mut DBusError)
-        -> *mut DBusServer;
+    pub(super) fn dbus_server_listen(
+        address: *const c_char,
+        error: *mut DBusError,
+    ) -> *mut DBusServer;
     /// Stops listening (the socket file is removed).
     pub(super) fn dbus_server_disconnect(server: *mut DBusServer);
     /// Drops a reference.

@@ -52,8 +52,14 @@ fn call(dest: &std::ffi::CStr, n: i32) -> Result<Msg> {
 /// and body validated, the body read). The answer's values are made once,
 /// outside the timing: that is the service's work, not marshalling.
 pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
-    ensure!(iterations > 0, "marshal_cost: iterations must be at least 1");
-    ensure!(num_ints <= MAX_INTS, "marshal_cost: numInts {num_ints} is over {MAX_INTS}");
+    ensure!(
+        iterations > 0,
+        "marshal_cost: iterations must be at least 1"
+    );
+    ensure!(
+        num_ints <= MAX_INTS,
+        "marshal_cost: numInts {num_ints} is over {MAX_INTS}"
+    );
     super::init_threads();
     let dest = std::ffi::CString::new(bus_name(0))?;
     let template = round_trip(&call(&dest, num_ints as i32)?, 1)?;
@@ -80,7 +86,10 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
         let back = round_trip(&m, k + 1)?;
         ensure!(back.reply_serial() == 1, "lost the reply serial");
         let got = back.with_ints("the reply", <[i32]>::len)?;
-        ensure!(got == answer.len(), "reply body came back with {got} integers");
+        ensure!(
+            got == answer.len(),
+            "reply body came back with {got} integers"
+        );
     }
     let reply_ns = t.elapsed().as_nanos() as f64 / f64::from(iterations);
     Ok(MarshalCost {

@@ -97,7 +97,12 @@ impl Msg {
     }
 
     /// A method call.
-    pub(super) fn call(dest: Option<&CStr>, path: &CStr, iface: &CStr, member: &CStr) -> Result<Msg> {
+    pub(super) fn call(
+        dest: Option<&CStr>,
+        path: &CStr,
+        iface: &CStr,
+        member: &CStr,
+    ) -> Result<Msg> {
         // SAFETY: every pointer is a NUL-terminated string that outlives
         // the call (libdbus copies them) or NULL for no destination.
         let p = unsafe {
@@ -175,7 +180,8 @@ impl Msg {
 
     /// Appends an `ai`, as one fixed array (libdbus copies the block).
     pub(super) fn append_ints(&mut self, v: &[i32]) -> Result<()> {
-        let n = c_int::try_from(v.len()).map_err(|_| anyhow!("{} integers are too many", v.len()))?;
+        let n =
+            c_int::try_from(v.len()).map_err(|_| anyhow!("{} integers are too many", v.len()))?;
         let mut it = MaybeUninit::<DBusMessageIter>::zeroed();
         let mut sub = MaybeUninit::<DBusMessageIter>::zeroed();
         let data: *const i32 = v.as_ptr();
@@ -248,12 +254,14 @@ impl Msg {
 
     /// Its single `i` argument.
     pub(super) fn read_i32(&self, what: &str) -> Result<i32> {
-        self.read_basic32(sys::DBUS_TYPE_INT32, what).map(|v| v as i32)
+        self.read_basic32(sys::DBUS_TYPE_INT32, what)
+            .map(|v| v as i32)
     }
 
     /// Its single `b` argument.
     pub(super) fn read_bool(&self, what: &str) -> Result<bool> {
-        self.read_basic32(sys::DBUS_TYPE_BOOLEAN, what).map(|v| v != 0)
+        self.read_basic32(sys::DBUS_TYPE_BOOLEAN, what)
+            .map(|v| v != 0)
     }
 
     /// Calls `f` with its single `ai` argument, read in place (no copy).
@@ -272,7 +280,11 @@ impl Msg {
             bail!(
                 "{what}: argument of type `{}{}`, expected `ai`",
                 type_char(ty),
-                if ty == sys::DBUS_TYPE_ARRAY { type_char(elem) } else { String::new() }
+                if ty == sys::DBUS_TYPE_ARRAY {
+                    type_char(elem)
+                } else {
+                    String::new()
+                }
             );
         }
         let mut sub = MaybeUninit::<DBusMessageIter>::zeroed();
@@ -415,17 +427,36 @@ mod tests {
         // SAFETY: a live, unsent (unlocked) message.
         unsafe { sys::dbus_message_set_serial(call.as_ptr(), 9) };
         assert_eq!(call.read_i32("the call").unwrap(), 7);
-        assert!(call.with_ints("the call", |_| ()).unwrap_err().to_string().contains("`i`, expected `ai`"));
+        assert!(call
+            .with_ints("the call", |_| ())
+            .unwrap_err()
+            .to_string()
+            .contains("`i`, expected `ai`"));
         let mut ret = Msg::method_return(&call).unwrap();
         ret.append_ints(&values(300)).unwrap();
-        assert_eq!(ret.with_ints("the reply", <[i32]>::to_vec).unwrap(), values(300));
-        assert!(ret.read_i32("the reply").unwrap_err().to_string().contains("type `a`"));
+        assert_eq!(
+            ret.with_ints("the reply", <[i32]>::to_vec).unwrap(),
+            values(300)
+        );
+        assert!(ret
+            .read_i32("the reply")
+            .unwrap_err()
+            .to_string()
+            .contains("type `a`"));
         let mut two = Msg::method_return(&call).unwrap();
         two.append_ints(&[]).unwrap();
         assert_eq!(two.with_ints("empty", <[i32]>::len).unwrap(), 0);
         two.append_i32(1).unwrap();
-        assert!(two.with_ints("two", |_| ()).unwrap_err().to_string().contains("more than one"));
+        assert!(two
+            .with_ints("two", |_| ())
+            .unwrap_err()
+            .to_string()
+            .contains("more than one"));
         let none = Msg::method_return(&call).unwrap();
-        assert!(none.read_i32("none").unwrap_err().to_string().contains("no arguments"));
+        assert!(none
+            .read_i32("none")
+            .unwrap_err()
+            .to_string()
+            .contains("no arguments"));
     }
 }

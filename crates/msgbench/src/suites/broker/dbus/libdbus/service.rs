@@ -78,7 +78,8 @@ extern "C" fn on_message(
     _data: *mut c_void,
 ) -> DBusHandlerResult {
     // SAFETY: a live message and NUL-terminated names.
-    let ours = unsafe { sys::dbus_message_is_method_call(msg, INTERFACE.as_ptr(), METHOD.as_ptr()) };
+    let ours =
+        unsafe { sys::dbus_message_is_method_call(msg, INTERFACE.as_ptr(), METHOD.as_ptr()) };
     if ours == 0 {
         return DBusHandlerResult::NotYetHandled;
     }
@@ -147,7 +148,11 @@ fn serve_bus(address: &str, index: u32, stop: &AtomicBool) -> Result<()> {
     if r != sys::DBusRequestNameReply::PrimaryOwner as c_int {
         bail!(
             "{name}: not its owner on the bus at {address} (RequestName said {r}{})",
-            if r < 0 { format!("; {}", err.text("RequestName")) } else { String::new() }
+            if r < 0 {
+                format!("; {}", err.text("RequestName"))
+            } else {
+                String::new()
+            }
         );
     }
     register(&conn)?;
@@ -186,7 +191,11 @@ extern "C" fn remove_watch(watch: *mut DBusWatch, data: *mut c_void) {
 /// Enabled or not is read at each poll.
 extern "C" fn toggle_watch(_watch: *mut DBusWatch, _data: *mut c_void) {}
 
-extern "C" fn new_connection(_server: *mut ffi::DBusServer, conn: *mut DBusConnection, data: *mut c_void) {
+extern "C" fn new_connection(
+    _server: *mut ffi::DBusServer,
+    conn: *mut DBusConnection,
+    data: *mut c_void,
+) {
     if let Some(c) = Conn::from_borrowed(conn) {
         accepting(data).borrow_mut().fresh.push(c);
     }

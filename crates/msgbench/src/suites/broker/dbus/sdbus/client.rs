@@ -100,7 +100,11 @@ fn wait_for_name(bus: &Bus, name: &CString) -> Result<()> {
         let mut owned: std::os::raw::c_int = 0;
         // SAFETY: a live reply; `b` is read into a C int.
         ok("NameHasOwner's reply", unsafe {
-            sys::sd_bus_message_read_basic(reply.as_ptr(), b'b' as _, (&mut owned as *mut i32).cast())
+            sys::sd_bus_message_read_basic(
+                reply.as_ptr(),
+                b'b' as _,
+                (&mut owned as *mut i32).cast(),
+            )
         })?;
         if owned != 0 {
             return Ok(());

@@ -22,9 +22,13 @@ use crate::suites::broker::dbus::{bus_name, check, values, MarshalCost, MAX_INTS
 /// received message is read.
 fn seal_and_rewind(m: &Message, cookie: u64) -> Result<()> {
     // SAFETY: a live, unsealed message.
-    ok("sd_bus_message_seal", unsafe { sys::sd_bus_message_seal(m.as_ptr(), cookie, 0) })?;
+    ok("sd_bus_message_seal", unsafe {
+        sys::sd_bus_message_seal(m.as_ptr(), cookie, 0)
+    })?;
     // SAFETY: a live, sealed message.
-    ok("sd_bus_message_rewind", unsafe { sys::sd_bus_message_rewind(m.as_ptr(), 1) })?;
+    ok("sd_bus_message_rewind", unsafe {
+        sys::sd_bus_message_rewind(m.as_ptr(), 1)
+    })?;
     Ok(())
 }
 
@@ -43,8 +47,14 @@ fn read_i32(m: &Message) -> Result<i32> {
 /// checked). The answer's values are made once, outside the timing: that
 /// is the service's work, not marshalling.
 pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
-    ensure!(iterations > 0, "marshal_cost: iterations must be at least 1");
-    ensure!(num_ints <= MAX_INTS, "marshal_cost: numInts {num_ints} is over {MAX_INTS}");
+    ensure!(
+        iterations > 0,
+        "marshal_cost: iterations must be at least 1"
+    );
+    ensure!(
+        num_ints <= MAX_INTS,
+        "marshal_cost: numInts {num_ints} is over {MAX_INTS}"
+    );
     let (ours, _peer) = UnixStream::pair()?;
     let bus = Bus::on_socket(OwnedFd::from(ours), None)?;
     let dest = std::ffi::CString::new(bus_name(0))?;
@@ -72,7 +82,10 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
         seal_and_rewind(&m, u64::from(k) + 2)?;
         ensure!(m.reply_cookie()? == 1, "lost the reply cookie");
         let got = m.with_ints("the reply", <[i32]>::len)?;
-        ensure!(got == answer.len(), "reply body came back with {got} integers");
+        ensure!(
+            got == answer.len(),
+            "reply body came back with {got} integers"
+        );
     }
     let reply_ns = t.elapsed().as_nanos() as f64 / f64::from(iterations);
     Ok(MarshalCost {

@@ -181,7 +181,9 @@ impl Message {
     fn cookie(&self) -> Result<u64> {
         let mut c = 0u64;
         // SAFETY: a live message and an out pointer.
-        ok("its cookie", unsafe { sys::sd_bus_message_get_cookie(self.as_ptr(), &mut c) })?;
+        ok("its cookie", unsafe {
+            sys::sd_bus_message_get_cookie(self.as_ptr(), &mut c)
+        })?;
         Ok(c)
     }
 
@@ -216,7 +218,9 @@ impl Bus {
         let mut b = ptr::null_mut();
         // SAFETY: an out pointer for the new bus.
         ok("sd_bus_new", unsafe { sys::sd_bus_new(&mut b) })?;
-        NonNull::new(b).map(Bus).ok_or_else(|| anyhow!("sd_bus_new made no bus"))
+        NonNull::new(b)
+            .map(Bus)
+            .ok_or_else(|| anyhow!("sd_bus_new made no bus"))
     }
 
     /// A client connection to the bus at `address` (Hello sent).
@@ -225,9 +229,18 @@ impl Bus {
         let a = CString::new(super::library::escaped_bus_address(address))?;
         // SAFETY: a live, unstarted bus and a NUL-terminated address.
         unsafe {
-            ok("sd_bus_set_address", sys::sd_bus_set_address(bus.as_ptr(), a.as_ptr()))?;
-            ok("sd_bus_set_bus_client", sys::sd_bus_set_bus_client(bus.as_ptr(), 1))?;
-            ok(&format!("connecting to {address}"), sys::sd_bus_start(bus.as_ptr()))?;
+            ok(
+                "sd_bus_set_address",
+                sys::sd_bus_set_address(bus.as_ptr(), a.as_ptr()),
+            )?;
+            ok(
+                "sd_bus_set_bus_client",
+                sys::sd_bus_set_bus_client(bus.as_ptr(), 1),
+            )?;
+            ok(
+                &format!("connecting to {address}"),
+                sys::sd_bus_start(bus.as_ptr()),
+            )?;
         }
         Ok(bus)
     }
@@ -247,7 +260,9 @@ impl Bus {
         }
         if let Some(id) = server_id {
             // SAFETY: a live, unstarted bus.
-            ok("sd_bus_set_server", unsafe { sys::sd_bus_set_server(bus.as_ptr(), 1, id) })?;
+            ok("sd_bus_set_server", unsafe {
+                sys::sd_bus_set_server(bus.as_ptr(), 1, id)
+            })?;
         }
         // SAFETY: a live bus with its socket set.
         ok("sd_bus_start", unsafe { sys::sd_bus_start(bus.as_ptr()) })?;
@@ -264,7 +279,15 @@ impl Bus {
         let mut err = BusError::new();
         let mut reply = ptr::null_mut();
         // SAFETY: a live bus and message, an error and an out pointer.
-        let r = unsafe { sys::sd_bus_call(self.as_ptr(), m.as_ptr(), timeout_us, &mut err.0, &mut reply) };
+        let r = unsafe {
+            sys::sd_bus_call(
+                self.as_ptr(),
+                m.as_ptr(),
+                timeout_us,
+                &mut err.0,
+                &mut reply,
+            )
+        };
         if r < 0 {
             bail!(err.text(what, r));
         }
