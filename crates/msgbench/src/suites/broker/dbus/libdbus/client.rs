@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
-use super::msg::{Conn, Msg};
+use super::conn::Conn;
+use super::msg::Msg;
 use crate::suites::broker::client::Caller;
 use crate::suites::broker::dbus::client::{CALL_TIMEOUT, CONNECT_TIMEOUT};
 use crate::suites::broker::dbus::library::{escaped_bus_address, unix_address};

@@ -7,12 +7,12 @@
 use std::hint::black_box;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
-use std::time::Instant;
 
 use anyhow::{anyhow, ensure, Result};
 use libdbus_sys as sys;
 
 use super::msg::{Error, Msg};
+use crate::suites::broker::dbus::marshal::per_op_ns;
 use crate::suites::broker::dbus::{bus_name, check, values, MarshalCost, MAX_INTS};
 
 /// `msg`'s wire bytes parsed back into a new message, as a receiver
@@ -71,16 +71,13 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
         .with_ints("the reply", |got| check(num_ints, got))?
         .map_err(anyhow::Error::msg)?;
 
-    let t = Instant::now();
-    for k in 0..iterations {
+    let request_ns = per_op_ns(iterations, |k| {
         let back = round_trip(&call(&dest, black_box(num_ints as i32))?, k + 1)?;
         let n = back.read_i32("the call")?;
         ensure!(n == num_ints as i32, "request body came back as {n}");
-    }
-    let request_ns = t.elapsed().as_nanos() as f64 / f64::from(iterations);
-
-    let t = Instant::now();
-    for k in 0..iterations {
+        Ok(())
+    })?;
+    let reply_ns = per_op_ns(iterations, |k| {
         let mut m = Msg::method_return(&template)?;
         m.append_ints(black_box(&answer))?;
         let back = round_trip(&m, k + 1)?;
@@ -90,8 +87,8 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
             got == answer.len(),
             "reply body came back with {got} integers"
         );
-    }
-    let reply_ns = t.elapsed().as_nanos() as f64 / f64::from(iterations);
+        Ok(())
+    })?;
     Ok(MarshalCost {
         request_ns,
         reply_ns,

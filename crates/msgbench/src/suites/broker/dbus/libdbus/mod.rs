@@ -5,11 +5,13 @@
 //! `dbus_connection_read_write_dispatch`, peer to peer through a
 //! `DBusServer` (the one part libdbus-sys does not declare: [`ffi`]).
 //!
-//! The parts: [`msg`] owns messages, connections and errors (unref, close
-//! and free on drop) and reads and writes the two bodies; [`client`],
+//! The parts: [`msg`] owns messages and errors (unref and free on drop)
+//! and reads and writes the two bodies; [`conn`] owns connections (closed
+//! on drop); [`client`],
 //! [`service`] and [`marshal`] (the library's marshalling timed alone).
 
 mod client;
+mod conn;
 mod ffi;
 mod marshal;
 mod msg;

@@ -18,8 +18,9 @@ use libdbus_sys as sys;
 use oslayer::poll::{self, PollFd};
 use sys::{DBusConnection, DBusHandlerResult, DBusMessage, DBusObjectPathVTable, DBusWatch};
 
+use super::conn::Conn;
 use super::ffi;
-use super::msg::{Conn, Error, Msg};
+use super::msg::{Error, Msg};
 use super::{INTERFACE, INVALID_ARGS, METHOD, PATH};
 use crate::suites::broker::dbus::library::{escaped_bus_address, unix_address};
 use crate::suites::broker::dbus::{bus_name, values, Target, MAX_INTS};

@@ -10,12 +10,12 @@
 use std::hint::black_box;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::time::Instant;
 
 use anyhow::{ensure, Result};
 use libsystemd_sys::bus as sys;
 
 use super::{ok, Bus, Message};
+use crate::suites::broker::dbus::marshal::per_op_ns;
 use crate::suites::broker::dbus::{bus_name, check, values, MarshalCost, MAX_INTS};
 
 /// Seals `m` with cookie `cookie` and rewinds it for reading, as a
@@ -67,17 +67,14 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
     once.with_ints("the reply", |got| check(num_ints, got))?
         .map_err(anyhow::Error::msg)?;
 
-    let t = Instant::now();
-    for k in 0..iterations {
+    let request_ns = per_op_ns(iterations, |k| {
         let m = Message::get_integer_call(&bus, Some(&dest), black_box(num_ints as i32))?;
         seal_and_rewind(&m, u64::from(k) + 1)?;
         let n = read_i32(&m)?;
         ensure!(n == num_ints as i32, "request body came back as {n}");
-    }
-    let request_ns = t.elapsed().as_nanos() as f64 / f64::from(iterations);
-
-    let t = Instant::now();
-    for k in 0..iterations {
+        Ok(())
+    })?;
+    let reply_ns = per_op_ns(iterations, |k| {
         let m = Message::get_integer_return(template.as_ptr(), black_box(&answer))?;
         seal_and_rewind(&m, u64::from(k) + 2)?;
         ensure!(m.reply_cookie()? == 1, "lost the reply cookie");
@@ -86,8 +83,8 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
             got == answer.len(),
             "reply body came back with {got} integers"
         );
-    }
-    let reply_ns = t.elapsed().as_nanos() as f64 / f64::from(iterations);
+        Ok(())
+    })?;
     Ok(MarshalCost {
         request_ns,
         reply_ns,
