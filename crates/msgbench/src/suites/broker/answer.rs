@@ -138,7 +138,9 @@ fn share_verdict(validation: f64, added: f64) -> String {
     }
     let share = validation / added;
     let pct = format!("{:.0}%", 100.0 * share);
-    if share >= 0.5 {
+    if share > 1.0 {
+        format!("So validating as our broker does takes longer ({pct}) than all the daemon adds: the daemon checks the bodies more cheaply, and validation cannot be told apart from the rest of its work here.")
+    } else if share >= 0.5 {
         format!("So validation is most of what the daemon adds ({pct}).")
     } else if share >= 0.2 {
         format!("So validation is a real part of what the daemon adds ({pct}), but not most of it.")
@@ -236,6 +238,15 @@ mod tests {
         let a = answer(&rows(35.0, 8.0, 15.0), 1).expect("figures there");
         assert!(
             a.contains("validation is most of what the daemon adds (80%)"),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn validation_dearer_than_the_daemon_is_said_so() {
+        let a = answer(&rows(40.0, 20.0, 15.0), 1).expect("figures there");
+        assert!(
+            a.contains("takes longer (133%) than all the daemon adds"),
             "{a}"
         );
     }

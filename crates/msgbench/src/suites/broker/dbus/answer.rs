@@ -119,9 +119,25 @@ impl LibSplit {
             .map(|p| p.0)
     }
 
-    /// `x` as a share of the call through dbus-daemon.
+    /// `x` as a share of the call through dbus-daemon; a part measured
+    /// at zero or below (the difference of two noisy p50s) is nothing
+    /// measurable.
     fn pct(&self, x: f64) -> String {
-        format!("{:.0}%", 100.0 * x / self.daemon)
+        if x <= 0.0 {
+            "nothing measurable".into()
+        } else {
+            format!("{:.0}%", 100.0 * x / self.daemon)
+        }
+    }
+
+    /// A figure that may come out at zero or below: `12.3us`, or
+    /// `nothing measurable (-1.20us)`.
+    fn part(x: f64) -> String {
+        if x <= 0.0 {
+            format!("nothing measurable ({})", fmt_ns(x))
+        } else {
+            fmt_ns(x)
+        }
     }
 
     /// The library's name, the study's marked as such.
@@ -130,6 +146,62 @@ impl LibSplit {
             DbusLib::Libdbus => "libdbus (the study's library)".into(),
             l => l.name().into(),
         }
+    }
+
+    /// `, the library ... , the transport ...`, when a direct call was
+    /// measured.
+    fn library_and_transport(&self) -> String {
+        let (Some(lib), Some(direct)) = (self.library(), self.direct) else {
+            return String::new();
+        };
+        let mut s = if lib <= 0.0 {
+            format!(
+                ", the library nothing measurable (peer to peer took {}, a direct {LEG} call {}",
+                fmt_ns(self.p2p),
+                fmt_ns(direct)
+            )
+        } else {
+            format!(", the library {} ({}", fmt_ns(lib), self.pct(lib))
+        };
+        if let (Some(m), Some(d), true) = (self.marshal, self.dispatch(), lib > 0.0) {
+            s += &format!(": marshalling {}, dispatch {}", fmt_ns(m), Self::part(d));
+        }
+        s + &format!(
+            "), the transport {} ({}, a direct {LEG} call)",
+            fmt_ns(direct),
+            self.pct(direct)
+        )
+    }
+
+    /// `; validating both bodies ...`, when our broker measured it.
+    fn validation_clause(&self) -> String {
+        let share = self.daemon_share();
+        match self.validation {
+            Some(v) if share > 0.0 && v > share => format!(
+                "; validating both bodies takes {} in our broker, more than the daemon's whole share, so the daemon checks them more cheaply than our broker does",
+                fmt_ns(v)
+            ),
+            Some(v) if share > 0.0 => format!(
+                "; validating both bodies would explain {} of the daemon's share ({:.0}%, measured in our broker)",
+                fmt_ns(v),
+                100.0 * v / share
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// `. dbus-broker takes ...`, when it was measured.
+    fn broker_clause(&self) -> String {
+        self.broker.map_or_else(String::new, |b| {
+            format!(
+                ". dbus-broker takes {} with {}, {:.2}x dbus-daemon's time (its share {} against dbus-daemon's {})",
+                fmt_ns(b),
+                self.lib.name(),
+                b / self.daemon,
+                Self::part(b - self.p2p),
+                Self::part(self.daemon_share())
+            )
+        })
     }
 
     /// The sentences: the split of a call through dbus-daemon, then the
@@ -147,38 +219,13 @@ impl LibSplit {
         let share = self.daemon_share();
         s += &format!(
             ": the daemon {} ({}, against {} peer to peer)",
-            fmt_ns(share),
+            Self::part(share),
             self.pct(share),
             fmt_ns(self.p2p)
         );
-        if let (Some(lib), Some(direct)) = (self.library(), self.direct) {
-            s += &format!(", the library {} ({}", fmt_ns(lib), self.pct(lib));
-            if let (Some(m), Some(d)) = (self.marshal, self.dispatch()) {
-                s += &format!(": marshalling {}, dispatch {}", fmt_ns(m), fmt_ns(d));
-            }
-            s += &format!(
-                "), the transport {} ({}, a direct {LEG} call)",
-                fmt_ns(direct),
-                self.pct(direct)
-            );
-        }
-        if let Some(v) = self.validation.filter(|_| share > 0.0) {
-            s += &format!(
-                "; validating both bodies would explain {} of the daemon's share ({:.0}%, measured in our broker)",
-                fmt_ns(v),
-                100.0 * v / share
-            );
-        }
-        if let Some(b) = self.broker {
-            s += &format!(
-                ". dbus-broker takes {} with {}, {:.2}x dbus-daemon's time (its share {} against dbus-daemon's {})",
-                fmt_ns(b),
-                self.lib.name(),
-                b / self.daemon,
-                fmt_ns(b - self.p2p),
-                fmt_ns(share)
-            );
-        }
+        s += &self.library_and_transport();
+        s += &self.validation_clause();
+        s += &self.broker_clause();
         s.push_str(". ");
         s += &self.verdict();
         s
@@ -328,6 +375,27 @@ mod tests {
         assert!(sentences(&less, 256)[0].contains("costs less than"));
         let none = lib_rows(DbusLib::Libdbus, 29.0, 30.0, 5.0);
         assert!(sentences(&none, 256)[0].contains("added nothing measurable"));
+    }
+
+    #[test]
+    fn parts_below_zero_and_validation_above_the_share_are_said_so() {
+        let mut rows = msgpass_rows();
+        // p2p (9us) faster than the direct call (10us); validation (2us)
+        // more than the daemon's share (1.5us).
+        rows.extend(lib_rows(DbusLib::SdBus, 10.5, 9.0, 1.0));
+        let s = &sentences(&rows, 256)[0];
+        assert!(
+            s.contains("the library nothing measurable (peer to peer took 9.00us, a direct uds call 10.0us), the transport 10.0us (95%"),
+            "{s}"
+        );
+        assert!(
+            s.contains("validating both bodies takes 2.00us in our broker, more than the daemon's whole share"),
+            "{s}"
+        );
+        assert!(
+            s.contains("So with sd-bus the transport is the largest part"),
+            "{s}"
+        );
     }
 
     #[test]
