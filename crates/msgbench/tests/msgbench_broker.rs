@@ -223,6 +223,7 @@ fn bad_options_are_one_line_errors() {
             "--transport carrier-pigeon",
         ),
         (&["broker", "--seconds", "-1"], "--seconds -1"),
+        (&["broker", "--dbus-lib", "gdbus"], "--dbus-lib gdbus"),
     ] {
         let out = run(Bin::Msgbench, args);
         let line = out.assert_one_line_error(1);
