@@ -1,14 +1,15 @@
-//! The D-Bus side of the broker suite with real daemons and processes:
-//! a private dbus-daemon and dbus-broker (and peer to peer, no daemon),
-//! two services and two clients at once checking every value, daemons
-//! gone and reaped after stop, and a service killed (SIGKILL, in a child
-//! process: this test binary re-run as `helper_service`) showing up at the
-//! client as an error within 1 s, and the daemons dying with the process
-//! that started them (`helper_bus`, killed; this test process is made a
-//! child subreaper so it reaps them).
+//! The D-Bus side of the broker suite with real daemons and processes, on
+//! every D-Bus library (libdbus, sd-bus, zbus): a private dbus-daemon and
+//! dbus-broker (and peer to peer, no daemon), two services and two clients
+//! at once checking every value (and every reply's serial), daemons gone
+//! and reaped after stop, a service killed (SIGKILL, in a child process:
+//! this test binary re-run as `helper_service`) showing up at the client
+//! as an error within 1 s while the daemon goes on serving, and the
+//! daemons dying with the process that started them (`helper_bus`,
+//! killed; this test process is made a child subreaper so it reaps them).
 //!
-//! A daemon that is not installed skips its test with a reason, except
-//! under CI (env CI set), where it fails.
+//! A daemon not installed, or a library not built in, skips its test with
+//! a reason, except under CI (env CI set), where it fails.
 
 mod common;
 
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{serial, TestDir};
-use msgbench::suites::broker::dbus::{check, serve, DaemonKind, DbusClient, PrivateBus, Target};
+use msgbench::suites::broker::dbus::{DaemonKind, DbusLib, PrivateBus, Target};
 
 /// The environment variable that makes `helper_service` serve.
 const HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_TARGET";
@@ -44,19 +45,40 @@ fn have(kind: DaemonKind) -> bool {
     }
 }
 
-/// Two services, two clients (each calling both services), every value
-/// checked; services stopped and joined.
-fn exchange(target: &Target) {
+/// Every library built in; panics under CI when one is not.
+fn libs() -> Vec<DbusLib> {
+    DbusLib::ALL
+        .into_iter()
+        .filter(|l| match l.available() {
+            Ok(()) => true,
+            Err(why) if std::env::var_os("CI").is_some() => {
+                panic!("{}: {why} (CI is set: not skipping)", l.name())
+            }
+            Err(why) => {
+                eprintln!("skipped: {why}");
+                false
+            }
+        })
+        .collect()
+}
+
+/// Service `k`'s place: its own socket peer to peer, the bus otherwise.
+fn place(target: &Target, k: u32) -> Target {
+    match target {
+        Target::P2p(p) => Target::P2p(p.with_extension(k.to_string())),
+        t => t.clone(),
+    }
+}
+
+/// Two services, two clients (each calling both services) on `lib`, every
+/// value and serial checked; services stopped and joined.
+fn exchange(lib: DbusLib, target: &Target) {
     let stop = Arc::new(AtomicBool::new(false));
     let services: Vec<_> = (0..2u32)
         .map(|k| {
-            // Peer to peer, each service listens on its own socket.
-            let t = match target {
-                Target::P2p(p) => Target::P2p(p.with_extension(k.to_string())),
-                t => t.clone(),
-            };
+            let t = place(target, k);
             let stop = stop.clone();
-            std::thread::spawn(move || serve(&t, k, &stop))
+            std::thread::spawn(move || lib.serve(&t, k, &stop))
         })
         .collect();
     let clients: Vec<_> = (0..2u32)
@@ -65,24 +87,18 @@ fn exchange(target: &Target) {
             std::thread::spawn(move || -> anyhow::Result<()> {
                 let mut conns = Vec::new();
                 for k in 0..2u32 {
-                    let t = match &target {
-                        Target::P2p(p) => Target::P2p(p.with_extension(k.to_string())),
-                        t => t.clone(),
-                    };
-                    conns.push(DbusClient::connect(&t, k)?);
+                    conns.push(lib.connect(&place(&target, k), k)?);
                 }
                 for round in 0..ROUNDS {
                     for &n in &SIZES {
-                        let conn = &mut conns[(round + c as usize) % 2];
-                        let got = conn.get_integer(n)?;
-                        check(n, &got).map_err(anyhow::Error::msg)?;
+                        conns[(round + c as usize) % 2].get_integer(n)?;
                     }
                 }
                 // Bad input is a D-Bus error, not a dead service.
                 let err = conns[0].get_integer(2_000_000).unwrap_err();
                 let err = format!("{err:#}");
-                assert!(err.contains("InvalidArgs"), "{err}");
-                check(1, &conns[0].get_integer(1)?).map_err(anyhow::Error::msg)?;
+                assert!(err.contains("InvalidArgs"), "{}: {err}", lib.name());
+                conns[0].get_integer(1)?;
                 Ok(())
             })
         })
@@ -90,10 +106,13 @@ fn exchange(target: &Target) {
     let results: Vec<_> = clients.into_iter().map(|c| c.join()).collect();
     stop.store(true, Ordering::Relaxed);
     for s in services {
-        s.join().expect("service thread").expect("service");
+        s.join()
+            .expect("service thread")
+            .unwrap_or_else(|e| panic!("{} service: {e:#}", lib.name()));
     }
     for r in results {
-        r.expect("client thread").expect("client");
+        r.expect("client thread")
+            .unwrap_or_else(|e| panic!("{} client: {e:#}", lib.name()));
     }
 }
 
@@ -117,7 +136,9 @@ fn bus_round_trips(kind: DaemonKind) {
     let want = if kind == DaemonKind::DbusBroker { 2 } else { 1 };
     assert_eq!(pids.len(), want, "pids {pids:?}");
     assert!(bus.address().starts_with("unix:path="), "{}", bus.address());
-    exchange(&Target::Bus(bus.address().to_string()));
+    for lib in libs() {
+        exchange(lib, &Target::Bus(bus.address().to_string()));
+    }
     bus.stop().expect("a clean stop");
     assert_gone(&pids);
     let path = dir.path().to_path_buf();
@@ -139,9 +160,12 @@ fn dbus_broker_round_trips() {
 fn p2p_round_trips() {
     let _one = serial();
     let dir = TestDir::new("p2p");
-    exchange(&Target::P2p(dir.file("svc")));
-    // The services removed their sockets.
-    assert!(common::list_tree(dir.path()).is_empty());
+    for lib in libs() {
+        exchange(lib, &Target::P2p(dir.file(lib.name())));
+        // The services removed their sockets.
+        let left = common::list_tree(dir.path());
+        assert!(left.is_empty(), "{}: {left:?}", lib.name());
+    }
 }
 
 /// Dropping a bus stops and reaps it, and a service on it returns an
@@ -153,45 +177,51 @@ fn dropping_a_bus_stops_it() {
         if !have(kind) {
             continue;
         }
-        let dir = TestDir::new("drop");
-        let bus = PrivateBus::start(kind, dir.path()).expect("start");
-        let pids = bus.pids();
-        let target = Target::Bus(bus.address().to_string());
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let service = std::thread::spawn(move || serve(&target, 0, &s));
-        let mut client =
-            DbusClient::connect(&Target::Bus(bus.address().to_string()), 0).expect("connect");
-        check(1, &client.get_integer(1).unwrap()).unwrap();
-        let dropped = Instant::now();
-        drop(bus);
-        assert_gone(&pids);
-        let err = service.join().expect("service thread").unwrap_err();
-        assert!(
-            dropped.elapsed() < Duration::from_secs(3),
-            "{}: {:?}",
-            kind.name(),
-            dropped.elapsed()
-        );
-        eprintln!("{}: the service saw: {err:#}", kind.name());
-        assert!(client.get_integer(1).is_err());
+        for lib in libs() {
+            let dir = TestDir::new("drop");
+            let bus = PrivateBus::start(kind, dir.path()).expect("start");
+            let pids = bus.pids();
+            let target = Target::Bus(bus.address().to_string());
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let service = std::thread::spawn(move || lib.serve(&target, 0, &s));
+            let mut client = lib
+                .connect(&Target::Bus(bus.address().to_string()), 0)
+                .expect("connect");
+            client.get_integer(1).expect("a call");
+            let dropped = Instant::now();
+            drop(bus);
+            assert_gone(&pids);
+            let err = service.join().expect("service thread").unwrap_err();
+            let what = format!("{} with {}", kind.name(), lib.name());
+            assert!(
+                dropped.elapsed() < Duration::from_secs(3),
+                "{what}: {:?}",
+                dropped.elapsed()
+            );
+            eprintln!("{what}: the service saw: {err:#}");
+            assert!(client.get_integer(1).is_err(), "{what}");
+        }
     }
 }
 
-/// Not a test on its own: with [`HELPER_ENV`] set (`bus:<address>` or
-/// `p2p:<path>`), serves as service 0 until killed.
+/// Not a test on its own: with [`HELPER_ENV`] set (`<lib>/bus:<address>`
+/// or `<lib>/p2p:<path>`), serves as service 0 on that library until
+/// killed.
 #[test]
 fn helper_service() {
     let Ok(spec) = std::env::var(HELPER_ENV) else {
         return;
     };
+    let (lib, spec) = spec.split_once('/').expect("<lib>/...");
+    let lib = DbusLib::parse(lib).expect("a library");
     let target = match spec.split_once(':') {
         Some(("bus", a)) => Target::Bus(a.to_string()),
         Some(("p2p", p)) => Target::P2p(p.into()),
         _ => panic!("bad {HELPER_ENV}: {spec}"),
     };
     let never = AtomicBool::new(false);
-    serve(&target, 0, &never).expect("serve");
+    lib.serve(&target, 0, &never).expect("serve");
 }
 
 /// The helper process, killed and reaped on drop.
@@ -223,12 +253,12 @@ impl Drop for Helper {
     }
 }
 
-/// Kills the service mid-run and returns how long the client took to see
-/// an error, and the error.
-fn killed_service(target: &Target, spec: &str) -> (Duration, String) {
-    let mut helper = Helper::start(spec);
-    let mut client = DbusClient::connect(target, 0).expect("connect to the helper");
-    check(256, &client.get_integer(256).unwrap()).unwrap();
+/// Kills the service (on `lib`) mid-run and returns how long the client
+/// took to see an error, and the error.
+fn killed_service(lib: DbusLib, target: &Target, spec: &str) -> (Duration, String) {
+    let mut helper = Helper::start(&format!("{}/{spec}", lib.name()));
+    let mut client = lib.connect(target, 0).expect("connect to the helper");
+    client.get_integer(256).expect("a first call");
     let calling = std::thread::spawn(move || loop {
         if let Err(e) = client.get_integer(4096) {
             let at = Instant::now();
@@ -251,7 +281,10 @@ fn killed_service(target: &Target, spec: &str) -> (Duration, String) {
     helper.0.wait().expect("reap the helper");
     let (at, err) = calling.join().expect("client thread");
     let took = at.saturating_duration_since(killed);
-    eprintln!("{spec}: killed service seen after {took:?}: {err}");
+    eprintln!(
+        "{} {spec}: killed service seen after {took:?}: {err}",
+        lib.name()
+    );
     (took, err)
 }
 
@@ -259,12 +292,20 @@ fn killed_service(target: &Target, spec: &str) -> (Duration, String) {
 fn killed_service_is_an_error_within_a_second() {
     let _one = serial();
     let dir = TestDir::new("kill");
-    let path = dir.file("svc");
-    let (took, _) = killed_service(
-        &Target::P2p(path.clone()),
-        &format!("p2p:{}", path.display()),
-    );
-    assert!(took < Duration::from_secs(1), "p2p: {took:?}");
+    let libs = libs();
+    for &lib in &libs {
+        let path = dir.file(&format!("{}.sock", lib.name()));
+        let (took, _) = killed_service(
+            lib,
+            &Target::P2p(path.clone()),
+            &format!("p2p:{}", path.display()),
+        );
+        assert!(
+            took < Duration::from_secs(1),
+            "p2p {}: {took:?}",
+            lib.name()
+        );
+    }
     for kind in DaemonKind::ALL {
         if !have(kind) {
             continue;
@@ -273,10 +314,14 @@ fn killed_service_is_an_error_within_a_second() {
         std::fs::create_dir(&sub).unwrap();
         let bus = PrivateBus::start(kind, &sub).expect("start the bus");
         let target = Target::Bus(bus.address().to_string());
-        let (took, _) = killed_service(&target, &format!("bus:{}", bus.address()));
-        assert!(took < Duration::from_secs(1), "{}: {took:?}", kind.name());
-        // The daemon goes on serving the others.
-        exchange(&target);
+        for &lib in &libs {
+            let spec = format!("bus:{}", bus.address());
+            let (took, _) = killed_service(lib, &target, &spec);
+            let what = format!("{} with {}", kind.name(), lib.name());
+            assert!(took < Duration::from_secs(1), "{what}: {took:?}");
+            // The daemon goes on serving the others.
+            exchange(lib, &target);
+        }
         bus.stop().expect("a clean stop");
     }
 }

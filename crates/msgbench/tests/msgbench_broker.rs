@@ -1,8 +1,10 @@
 //! `msgbench broker` with real processes: the command's rows with several
 //! clients and services at once (every reply's serial and integers are
-//! checked by the clients, so a misrouted reply fails the run), a service
-//! killed mid-call, a client killed mid-call, option errors, and nothing
-//! left behind, also after Ctrl-C.
+//! checked by the clients, so a misrouted reply fails the run), on every
+//! D-Bus library with the real daemons, a service killed mid-call (on the
+//! msgbench broker, and on every D-Bus library and daemon), a client
+//! killed mid-call, option errors, and nothing left behind (daemons,
+//! sockets, directories), also after Ctrl-C.
 
 mod common;
 
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use msgbench::measure::peers::Peer;
 use msgbench::suites::broker::client::{Caller, MsgpassCaller};
+use msgbench::suites::broker::dbus::{DbusLib, PrivateBus, Target};
 use msgbench::suites::broker::router::{RouterStats, ENDPOINT};
 use msgpass::{Namespace, Options};
 
@@ -366,6 +369,7 @@ fn bad_options_are_one_line_errors() {
             "--transport carrier-pigeon",
         ),
         (&["broker", "--seconds", "-1"], "--seconds -1"),
+        (&["broker", "--dbus-lib", "gdbus"], "--dbus-lib gdbus"),
     ] {
         let out = run(Bin::Msgbench, args);
         let line = out.assert_one_line_error(1);
@@ -389,13 +393,15 @@ fn ctrl_c_stops_the_run_and_leaves_nothing_behind() {
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
-/// Why the D-Bus arrangements cannot all run here, if they cannot.
+/// Why the D-Bus arrangements cannot all run here on every library, if
+/// they cannot.
 fn dbus_missing() -> Option<String> {
-    use msgbench::suites::broker::dbus::DaemonKind;
+    use msgbench::suites::broker::dbus::{DaemonKind, DbusLib};
     let mut why: Vec<String> = [DaemonKind::DbusDaemon, DaemonKind::DbusBroker]
         .into_iter()
         .filter_map(|k| k.available().err())
         .collect();
+    why.extend(DbusLib::ALL.into_iter().filter_map(|l| l.available().err()));
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         why.push(
@@ -420,6 +426,10 @@ fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
     let mut cmd = Bin::Msgbench.cmd([
         "broker",
         "--quick",
+        "-t",
+        "uds",
+        "--dbus-lib",
+        "all",
         "--clients",
         "2",
         "--ints",
@@ -430,25 +440,41 @@ fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
     cmd.env("MSGBENCH_NS", dir.ns());
     let out = run_cmd("msgbench broker", cmd);
     out.assert_ok();
-    for via in [
-        "dbus-p2p",
-        "dbus-daemon",
-        "dbus-broker",
-        "broker-validate/shm",
-    ] {
-        assert!(out.stdout.contains(via), "{via} row missing: {out}");
+    for lib in ["libdbus", "sd-bus", "zbus"] {
+        for via in ["dbus-p2p", "dbus-daemon", "dbus-broker"] {
+            let row = format!("{via}/{lib}");
+            assert!(out.stdout.contains(&row), "{row} row missing: {out}");
+        }
+        for n in [1, 256] {
+            let who = if lib == "libdbus" {
+                "libdbus (the study's library)".to_string()
+            } else {
+                lib.to_string()
+            };
+            let s = format!("GetInteger({n}), {who}: dbus-daemon takes");
+            assert!(out.stdout.contains(&s), "no `{s}`: {out}");
+        }
     }
+    assert!(out.stdout.contains("broker-validate/uds"), "{out}");
     assert!(!out.stdout.contains("skipped"), "{out}");
+    assert!(!out.stdout.contains("FAILED"), "{out}");
     assert!(
         out.stdout.contains("16212 us (QNX dbus-daemon, 1 KB)"),
         "{out}"
     );
     assert!(
-        out.stdout.contains("GetInteger(1): dbus-daemon adds"),
+        out.stdout
+            .contains("(the study on QNX 6.4: 16212 us): the daemon "),
         "{out}"
     );
     assert!(
-        out.stdout.contains("GetInteger(256): dbus-daemon adds"),
+        out.stdout
+            .contains("GetInteger(1), libdbus: dbus-daemon adds"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("GetInteger(256), libdbus: dbus-daemon adds"),
         "{out}"
     );
     assert!(
@@ -503,4 +529,179 @@ fn a_connection_cannot_answer_calls_it_was_not_handed() {
     let stats = stats_of(broker);
     assert_eq!(stats.routed, 1, "{stats:?}");
     good.stop(Duration::from_secs(3)).expect("service 1 stops");
+}
+
+/// The pids whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|s| s.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_during_the_daemons_leaves_no_daemon_behind() {
+    if let Some(why) = dbus_missing() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI a skip is a failure: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = TestDir::new("broker-dbus-sigint");
+    let mut cmd = Bin::Msgbench.cmd([
+        "broker",
+        "--quick",
+        "--via",
+        "dbus-broker,dbus-daemon",
+        "--dbus-lib",
+        "all",
+        "--seconds",
+        "1",
+    ]);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let mut p = Proc::spawn("msgbench broker", cmd);
+    // Wait until a dbus-broker bus of the run is up (its launcher names
+    // the run's directory; the broker is the launcher's child), then
+    // interrupt mid-measurement.
+    let needle = dir.path().display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let seen: Vec<u32> = loop {
+        let launchers: Vec<u32> = processes_mentioning(&needle)
+            .iter()
+            .filter(|l| l.contains("dbus-broker-launch"))
+            .filter_map(|l| l.split(':').next()?.parse().ok())
+            .collect();
+        let mut all = launchers.clone();
+        all.extend(launchers.iter().flat_map(|&l| children_of(l)));
+        if all.len() > launchers.len() {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "no dbus-broker of the run seen");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    let services: Vec<u32> = processes_mentioning(&needle)
+        .iter()
+        .filter_map(|l| l.split(':').next()?.parse().ok())
+        .collect();
+    p.signal(libc::SIGINT);
+    let out = p.wait_within(Duration::from_secs(15), "exit after SIGINT");
+    assert_eq!(out.code(), 1, "{out}");
+    assert!(out.stderr.contains("interrupted"), "{out}");
+    dir.assert_ns_clean();
+    let left = processes_mentioning(&needle);
+    assert!(left.is_empty(), "left running: {left:?}");
+    for pid in seen.iter().chain(&services) {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} of the run is still there (running or unreaped)"
+        );
+    }
+}
+
+/// Kills D-Bus service 0 (a `msgbench broker-peer service` on `lib` at
+/// `reach`) while a client calls it back to back; returns how long the
+/// client took to see an error, and the error.
+fn kill_dbus_service(lib: DbusLib, target: &Target, reach: &[String]) -> (Duration, String) {
+    let mut a: Vec<String> = ["service", "--index", "0", "--dbus-lib", lib.name()]
+        .map(String::from)
+        .to_vec();
+    a.extend_from_slice(reach);
+    let mut svc = Peer::start_with(exe(), "broker-peer", "service 0", &a).expect("service 0");
+    let mut client = lib.connect(target, 0).expect("reach service 0");
+    client.get_integer(256).expect("service 0 answers");
+    let caller = std::thread::spawn(move || loop {
+        if let Err(e) = client.get_integer(4096) {
+            return (format!("{e:#}"), Instant::now());
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Instant::now();
+    // SAFETY: kill() on a child we started and have not reaped.
+    assert_eq!(unsafe { libc::kill(svc.pid(), libc::SIGKILL) }, 0);
+    let (err, failed_at) = caller.join().expect("caller thread");
+    let _ = svc.stop(Duration::from_secs(1));
+    (failed_at.saturating_duration_since(killed), err)
+}
+
+#[test]
+fn a_dbus_service_killed_mid_call_fails_its_client_within_a_second_on_every_library() {
+    use msgbench::suites::broker::dbus::DaemonKind;
+    if let Some(why) = dbus_missing() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI a skip is a failure: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _serial = serial();
+    let dir = TestDir::new("broker-dbus-kill");
+    for lib in DbusLib::ALL {
+        let sock = dir.file(&format!("{}.sock", lib.name()));
+        let reach = ["--dbus-p2p".to_string(), sock.display().to_string()];
+        let (took, err) = kill_dbus_service(lib, &Target::P2p(sock.clone()), &reach);
+        assert!(
+            took < Duration::from_secs(1),
+            "p2p {}: error after {took:?}: {err}",
+            lib.name()
+        );
+    }
+    for kind in DaemonKind::ALL {
+        let sub = dir.file(kind.name());
+        std::fs::create_dir(&sub).expect("bus dir");
+        let bus = PrivateBus::start(kind, &sub).expect("start the bus");
+        let pids = bus.pids();
+        let target = Target::Bus(bus.address().to_string());
+        let reach = ["--dbus-bus".to_string(), bus.address().to_string()];
+        for lib in DbusLib::ALL {
+            let what = format!("{} with {}", kind.name(), lib.name());
+            let (took, err) = kill_dbus_service(lib, &target, &reach);
+            assert!(
+                took < Duration::from_secs(1),
+                "{what}: error after {took:?}"
+            );
+            assert!(
+                err.contains("NoReply") || err.contains("ServiceUnknown"),
+                "{what}: {err}"
+            );
+            // The daemon goes on serving: service 1 answers another client.
+            let mut a: Vec<String> = ["service", "--index", "1", "--dbus-lib", lib.name()]
+                .map(String::from)
+                .to_vec();
+            a.extend_from_slice(&reach);
+            let mut other =
+                Peer::start_with(exe(), "broker-peer", "service 1", &a).expect("service 1");
+            let mut b = lib.connect(&target, 1).expect("reach service 1");
+            for _ in 0..100 {
+                b.get_integer(256)
+                    .unwrap_or_else(|e| panic!("{what}: {e:#}"));
+            }
+            drop(b);
+            other
+                .stop(Duration::from_secs(3))
+                .unwrap_or_else(|e| panic!("{what}: service 1 stops cleanly: {e:#}"));
+        }
+        bus.stop().expect("a clean stop");
+        for pid in pids {
+            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{pid} left");
+        }
+    }
+    let left = processes_mentioning(&dir.path().display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
 }

@@ -1,8 +1,9 @@
 //! Broker: for each number of clients, the p50 latency of
 //! `GetInteger(numInts)` against numInts, one line per run and
-//! arrangement (`direct/uds`, `broker/uds`, `dbus-daemon`, ...); a table
-//! of the rows next to the D-Bus study's figure; then each run's notes
-//! (the study's question answered and the goals judged).
+//! arrangement (`direct/uds`, `broker/uds`, `dbus-daemon/libdbus`, ...); a
+//! table of the rows next to the D-Bus study's figure; the D-Bus libraries
+//! side by side; then each run's notes (the study's question answered per
+//! library and the goals judged).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,7 +15,11 @@ use super::ipc::field;
 use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
 
 /// Where the study's figures come from, as shown under the tables.
-pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (QNX 6.4 on a BeagleBoard, OMAP3530; D-Bus 1.2.4; from ../shared/spec/broker.md). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
+pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; see docs/methodology.md, broker). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
+
+/// The D-Bus libraries in report order (the study's first), then any
+/// other.
+const LIBS: [&str; 3] = ["libdbus", "sd-bus", "zbus"];
 
 /// The arrangements in the study's order, then any other.
 const ORDER: [&str; 6] = [
@@ -30,19 +35,29 @@ fn rank(via: &str) -> usize {
     ORDER.iter().position(|v| *v == via).unwrap_or(ORDER.len())
 }
 
-/// An arrangement's label: `via/transport`, or `via` alone where there
-/// is no transport (`-` or absent: the D-Bus rows).
-fn arrangement(via: &str, transport: &str) -> String {
-    if transport.is_empty() || transport == "-" {
-        via.to_string()
-    } else {
-        format!("{via}/{transport}")
+/// An arrangement's label: `via/transport`, `via/library` (the D-Bus
+/// rows), or `via` alone where there is neither (`-` or absent).
+fn arrangement(via: &str, transport: &str, lib: &str) -> String {
+    let given = |s: &str| !s.is_empty() && s != "-";
+    match (given(transport), given(lib)) {
+        (true, _) => format!("{via}/{transport}"),
+        (false, true) => format!("{via}/{lib}"),
+        (false, false) => via.to_string(),
     }
 }
 
 /// A row's arrangement label.
 fn row_arrangement(row: &Value) -> String {
-    arrangement(&field(row, "via"), &field(row, "transport"))
+    arrangement(
+        &field(row, "via"),
+        &field(row, "transport"),
+        &field(row, "dbus_lib"),
+    )
+}
+
+/// Where a library sorts: report order, then any other.
+fn lib_rank(lib: &str) -> usize {
+    LIBS.iter().position(|l| *l == lib).unwrap_or(LIBS.len())
 }
 
 /// A row's number of clients (a chart and table group), "" when absent.
@@ -107,6 +122,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
             html.push_str(&chart_html(&chart));
         }
         html.push_str(&rows_table(&runs, c));
+        html.push_str(&libraries_table(&runs, c));
     }
     html.push_str(&para(STUDY_SOURCE));
     html.push_str(&notes(&runs));
@@ -157,8 +173,12 @@ fn plot(runs: &[&Input], clients: &str) -> XyPlot {
                 continue;
             };
             let via = key(f, "via");
+            let lib = key(f, "dbus_lib");
             lines
-                .entry((rank(via), arrangement(via, key(f, "transport"))))
+                .entry((
+                    rank(via) * 10 + lib_rank(lib),
+                    arrangement(via, key(f, "transport"), lib),
+                ))
                 .or_default()
                 .push((n, f.value / 1e3));
         }
@@ -191,7 +211,7 @@ fn rows_table(runs: &[&Input], clients: &str) -> String {
             let order = (
                 n,
                 ints.parse::<u64>().unwrap_or(u64::MAX),
-                rank(&field(r, "via")),
+                rank(&field(r, "via")) * 10 + lib_rank(&field(r, "dbus_lib")),
             );
             let mut cells = vec![input.label.clone(), ints, row_arrangement(r)];
             cells.extend(measured_cells(r));
@@ -277,4 +297,90 @@ fn reference(r: &Value) -> String {
         Some(us) => format!("{us} us ({label})"),
         None => label.to_string(),
     }
+}
+
+/// A measured row's p50, ns.
+fn p50(r: &Value) -> Option<f64> {
+    if not_measured(r).is_some() {
+        return None;
+    }
+    r.get("latency").and_then(|l| num(l, "p50_ns"))
+}
+
+/// One library's cell of the side-by-side table: the p50, and for the
+/// daemons what they add over the library's peer-to-peer call (same run
+/// and size), for peer to peer the library's marshalling.
+fn library_cell(rows: &[&Value], via: &str, lib: &str, ints: &str) -> String {
+    let find = |v: &str| {
+        rows.iter().copied().find(|r| {
+            field(r, "via") == v && field(r, "dbus_lib") == lib && field(r, "ints") == ints
+        })
+    };
+    let Some(r) = find(via) else {
+        return String::new();
+    };
+    if let Some(why) = not_measured(r) {
+        return why;
+    }
+    let Some(p) = p50(r) else {
+        return String::new();
+    };
+    let extra = match via {
+        "dbus-p2p" => num(r, "marshal_ns").map(|m| format!("marshalling {}", ns(Some(m)))),
+        _ => find("dbus-p2p")
+            .and_then(p50)
+            .map(|q| format!("daemon {}", ns(Some(p - q)))),
+    };
+    match extra {
+        Some(e) => format!("{} ({e})", ns(Some(p))),
+        None => ns(Some(p)),
+    }
+}
+
+/// The D-Bus arrangements of `clients` with one column per library
+/// (p50; the daemon's share; peer to peer, the marshalling), every run;
+/// empty when no row names a library.
+fn libraries_table(runs: &[&Input], clients: &str) -> String {
+    let mut libs: Vec<String> = Vec::new();
+    for input in runs {
+        for r in &input.run.rows {
+            let l = field(r, "dbus_lib");
+            if !l.is_empty() && !libs.contains(&l) {
+                libs.push(l);
+            }
+        }
+    }
+    if libs.is_empty() {
+        return String::new();
+    }
+    libs.sort_by_key(|l| (lib_rank(l), l.clone()));
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for input in runs {
+        let rows: Vec<&Value> = input
+            .run
+            .rows
+            .iter()
+            .filter(|r| row_clients(r) == clients && !field(r, "dbus_lib").is_empty())
+            .collect();
+        let mut cases: Vec<(u64, usize, String, String)> = rows
+            .iter()
+            .map(|r| {
+                let (ints, via) = (field(r, "ints"), field(r, "via"));
+                (ints.parse().unwrap_or(u64::MAX), rank(&via), ints, via)
+            })
+            .collect();
+        cases.sort();
+        cases.dedup();
+        for (_, _, ints, via) in cases {
+            let mut cells = vec![input.label.clone(), ints.clone(), via.clone()];
+            cells.extend(libs.iter().map(|l| library_cell(&rows, &via, l, &ints)));
+            out.push(cells);
+        }
+    }
+    let mut head = vec!["run", "ints", "via"];
+    head.extend(libs.iter().map(String::as_str));
+    format!(
+        "<h4>The D-Bus libraries side by side (p50)</h4>\n{}",
+        table(&head, &out)
+    )
 }

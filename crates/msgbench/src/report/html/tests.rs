@@ -268,13 +268,14 @@ fn the_broker_section_has_its_chart_table_and_answer() {
         ">direct/uds</li>",
         ">broker/uds</li>",
         ">broker-validate/uds</li>",
-        ">dbus-p2p</li>",
-        ">dbus-daemon</li>",
+        ">dbus-p2p/libdbus</li>",
+        ">dbus-daemon/libdbus</li>",
+        ">dbus-daemon/zbus</li>",
     ] {
         assert!(c.contains(label), "no {label} in the legend");
     }
     assert!(!c.contains("dbus-broker"), "a skipped row has no line");
-    assert_eq!(s.matches("<table>").count(), 1, "one table");
+    assert_eq!(s.matches("<table>").count(), 2, "the rows, the libraries");
     for cell in [
         "<th>p99.9</th>",
         "<th>QNX 6.4 BeagleBoard</th>",
@@ -284,7 +285,13 @@ fn the_broker_section_has_its_chart_table_and_answer() {
         "<td>3.3us</td><td>-</td><td>3.3us</td><td>324 us (QNX local socket, 1 KB)</td>",
         "<td>324 us (QNX local socket, 1 KB)</td>",
         "<td>12000 us (QNX dbus-daemon, 1 int)</td>",
-        "<td>dbus-broker</td><td>skipped: dbus-broker-launch not installed</td><td></td>",
+        "<td>dbus-broker/libdbus</td><td>skipped: dbus-broker-launch not installed</td><td></td>",
+        // The libraries side by side: p50, and what the daemon adds over
+        // the same library's peer-to-peer call, or its marshalling.
+        "<th>run</th><th>ints</th><th>via</th><th>libdbus</th><th>zbus</th>",
+        "<td>1</td><td>dbus-p2p</td><td>25.0us (marshalling 2.1us)</td><td>37.5us (marshalling 2.1us)</td>",
+        "<td>1</td><td>dbus-daemon</td><td>56.0us (daemon 31.0us)</td><td>84.0us (daemon 46.5us)</td>",
+        "<td>1</td><td>dbus-broker</td><td>skipped: dbus-broker-launch not installed</td><td></td>",
     ] {
         assert!(s.contains(cell), "no {cell} in {s}");
     }
@@ -293,7 +300,10 @@ fn the_broker_section_has_its_chart_table_and_answer() {
         "no source"
     );
     assert!(s.contains("<h3>Answer</h3>"));
-    assert!(s.contains("<p>GetInteger(1): dbus-daemon adds 31.0us per call"));
+    assert!(
+        s.contains("<p>GetInteger(1), libdbus (the study&#39;s library): dbus-daemon takes 56.0us")
+    );
+    assert!(s.contains("<p>GetInteger(1), libdbus: dbus-daemon adds 31.0us per call"));
     assert!(
         s.contains("<p>Goal, broker within 2.2x of direct over uds (GetInteger(1)): met: 1.85x")
     );
@@ -312,7 +322,7 @@ fn broker_runs_overlay_with_both_labels() {
     for label in [
         "before: broker/uds",
         "after: broker/uds",
-        "after: dbus-daemon",
+        "after: dbus-daemon/zbus",
     ] {
         assert!(charts[0].contains(label), "no {label}");
     }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::client::ClientReport;
-use super::dbus::{DaemonKind, PrivateBus};
+use super::dbus::{DaemonKind, DbusLib, PrivateBus};
 use super::options::{BrokerPlan, Fault, Via};
 use super::role::{COMMAND, WARMUP};
 use super::router::RouterStats;
@@ -26,6 +26,8 @@ pub struct Cell {
     pub transport: Option<String>,
     /// numInts of every call.
     pub ints: u32,
+    /// The D-Bus library of client and service (the D-Bus arrangements).
+    pub lib: Option<DbusLib>,
     /// The fault injected in this measurement, if any.
     pub fault: Option<Fault>,
 }
@@ -90,7 +92,8 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
         .transpose()?;
     let address = bus.as_ref().map(|b| b.address().to_string());
     let reach = |k: usize| -> Vec<String> {
-        match (&cell.transport, cell.via) {
+        let mut a = super::dbus::library::peer_args(cell.lib);
+        a.extend(match (&cell.transport, cell.via) {
             (Some(t), _) => vec![
                 "-t".into(),
                 t.clone(),
@@ -102,7 +105,8 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
                 dir.join(format!("p2p-{k}.sock")).display().to_string(),
             ],
             (None, _) => vec!["--dbus-bus".into(), address.clone().unwrap_or_default()],
-        }
+        });
+        a
     };
     let router = match cell.via.via_broker() {
         true => Some(start_router(plan, cell, reach(0))?),

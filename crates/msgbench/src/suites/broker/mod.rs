@@ -1,5 +1,5 @@
 //! `msgbench broker`: what a message broker costs, against real D-Bus
-//! (../shared/spec/broker.md). The same method, `GetInteger(numInts)`,
+//! (the D-Bus study: docs/methodology.md). The same method, `GetInteger(numInts)`,
 //! called in every arrangement with real processes: straight to the
 //! service over a msgpass transport, through the msgbench broker (routing
 //! on a fixed header, or also validating every body as D-Bus), over
@@ -11,7 +11,8 @@
 //! The parts:
 //! - `proto`: the fixed header the broker routes on; `service`: the
 //!   msgpass service; `router`: the msgbench broker; `client`: the calls
-//!   and their timing; `dbus`: the D-Bus side (zbus, private buses).
+//!   and their timing; `dbus`: the D-Bus side (libdbus, sd-bus and zbus,
+//!   private buses, the answer per library).
 //! - `role`: those as processes (`msgbench broker-peer`), started,
 //!   talked to and stopped through `measure::peers`; `cell`: one
 //!   measurement.

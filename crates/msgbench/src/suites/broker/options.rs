@@ -8,6 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use serde::Serialize;
 
+use super::dbus::library::{self, DbusLib};
 use super::proto::MAX_INTS;
 use crate::measure::placement::{cpus_option, format_list, online_cpus};
 use crate::measure::sched::SchedArgs;
@@ -122,6 +123,12 @@ pub struct BrokerArgs {
     /// [default: uds,shm].
     #[arg(short = 't', long = "transport", value_name = "LIST")]
     pub transports: Option<String>,
+    /// D-Bus libraries of the dbus-p2p, dbus-daemon and dbus-broker
+    /// arrangements (client and service on the same one): a list of
+    /// libdbus, sd-bus, zbus, or all [default: all; every one built in is
+    /// measured, one that is not is a skipped row with its install line].
+    #[arg(long = "dbus-lib", value_name = "LIST")]
+    pub dbus_libs: Option<String>,
     /// numInts of the calls, a list [default: 1,256,4096; --quick: 1].
     #[arg(long = "ints", value_name = "LIST")]
     pub ints: Option<String>,
@@ -179,6 +186,8 @@ pub struct BrokerPlan {
     pub vias: Vec<Via>,
     /// msgpass transports of the msgpass arrangements.
     pub transports: Vec<String>,
+    /// D-Bus libraries of the D-Bus arrangements, in report order.
+    pub dbus_libs: Vec<DbusLib>,
     /// numInts values, ascending.
     pub ints: Vec<u32>,
     /// Clients (and services) at once.
@@ -209,10 +218,12 @@ impl BrokerPlan {
             .fault
             .map(|f| format!(", fault {} beside the broker cells", f.name()))
             .unwrap_or_default();
+        let libs: Vec<&str> = self.dbus_libs.iter().map(|l| l.name()).collect();
         format!(
-            "via {}, transports {}, GetInteger({}), {} client(s), {} s per measurement, {} repeat(s), CPUs {}, call timeout {}{fault}",
+            "via {}, transports {}, D-Bus libraries {}, GetInteger({}), {} client(s), {} s per measurement, {} repeat(s), CPUs {}, call timeout {}{fault}",
             vias.join(","),
             self.transports.join(","),
+            libs.join(","),
             ints.join(","),
             self.clients,
             self.seconds,
@@ -245,6 +256,7 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
             Some(l) => parse::transports(l)?,
             None => TRANSPORTS.map(String::from).to_vec(),
         },
+        dbus_libs: library::parse_list(args.dbus_libs.as_deref()).map_err(|e| anyhow!(e))?,
         ints: ints(args.ints.as_deref(), q)?,
         seconds: seconds(args.seconds.as_deref(), q)?,
         cpus: match args.cpus.as_deref() {
@@ -352,6 +364,9 @@ mod tests {
         let p = plan_of(&[]).unwrap();
         assert_eq!(p.vias, Via::ALL);
         assert_eq!(p.transports, ["uds", "shm"]);
+        assert_eq!(p.dbus_libs, DbusLib::ALL);
+        let l = plan_of(&["--dbus-lib", "zbus,libdbus"]).unwrap();
+        assert_eq!(l.dbus_libs, [DbusLib::Libdbus, DbusLib::Zbus]);
         assert_eq!((p.ints.as_slice(), p.clients, p.repeats), (&INTS[..], 1, 3));
         assert_eq!(p.cpus.len(), 1, "one CPU, like the study's board");
         let q = plan_of(&["--quick"]).unwrap();
@@ -384,6 +399,10 @@ mod tests {
             (&["--ints", "1,x"], "--ints 1,x: `x` is not"),
             (&["--ints", "16001"], "--ints 16001:"),
             (&["--clients", "0"], "--clients 0:"),
+            (
+                &["--dbus-lib", "gdbus"],
+                "--dbus-lib gdbus: unknown D-Bus library `gdbus`",
+            ),
             (&["--clients", "65"], "--clients 65:"),
             (&["--seconds", "0"], "--seconds 0:"),
             (&["--seconds", "nan"], "--seconds nan:"),

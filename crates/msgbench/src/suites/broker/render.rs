@@ -36,6 +36,15 @@ fn p50(rows: &[BrokerRow], via: Via, transport: Option<&str>, ints: u32) -> Opti
         .map(|r| r.latency.p50_ns)
 }
 
+/// The p50 of peer-to-peer D-Bus at `r`'s size on `r`'s library.
+fn p2p_of(rows: &[BrokerRow], r: &BrokerRow) -> Option<f64> {
+    rows.iter()
+        .find(|x| {
+            x.via == Via::DbusP2p && x.dbus_lib == r.dbus_lib && x.ints == r.ints && x.measured()
+        })
+        .map(|x| x.latency.p50_ns)
+}
+
 /// The transport a D-Bus row's legs are taken from: Unix sockets, what
 /// D-Bus runs over.
 const DBUS_LEG: &str = "uds";
@@ -146,9 +155,7 @@ pub fn split(rows: &[BrokerRow]) -> Table {
         let p = r.latency.p50_ns;
         let direct = direct(rows, r);
         let daemon = match r.via {
-            Via::DbusDaemon | Via::DbusBroker => {
-                p50(rows, Via::DbusP2p, None, r.ints).map(|p2p| p - p2p)
-            }
+            Via::DbusDaemon | Via::DbusBroker => p2p_of(rows, r).map(|p2p| p - p2p),
             _ => None,
         };
         let rest = direct.map(|d| {
@@ -235,19 +242,30 @@ CPU/call: every process's CPU clock (client, middle = the broker or daemon, serv
 vs direct: p50 over a direct call on the same transport (D-Bus rows: over uds). \
 Direct call: a direct call's p50 at the same size over the same transport (D-Bus rows: uds): one transport round trip with the client's and the service's own work. \
 Routing: the msgbench broker's own time per call, timestamped inside it (the sends are not in it). \
-(De)serialisation: zbus marshalling and parsing the call's request and reply, timed alone. \
-Daemon's share: the row's p50 minus peer-to-peer D-Bus's. \
+(De)serialisation: the row's D-Bus library marshalling and parsing the call's request and reply, timed alone ({}). \
+Daemon's share: the row's p50 minus peer-to-peer D-Bus's on the same library. \
 Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
-QNX column: the D-Bus study's figures (QNX 6.4 on a BeagleBoard), per call or round trip.{}",
+QNX column: the D-Bus study's figures (libdbus on QNX 6.4, BeagleBoard; docs/methodology.md, broker), per call or round trip.{}",
         plan.clients,
         crate::measure::placement::format_list(&plan.cpus),
         plan.repeats,
+        marshal_methods(plan),
         match plan.fault {
             Some(_) => " Beside a hung service: with --inject-fault hang-service each broker cell runs twice, and in the second service 0 stops answering after a few timed calls; \
 Timed out: its client's calls the broker answered ETIMEDOUT; p50/p99: the other clients' calls (one caller fewer competes for the CPUs than in the run without the fault); p99 without: theirs in the run without the fault.",
             None => "",
         }
     )
+}
+
+/// What each library's marshalling figure times.
+fn marshal_methods(plan: &BrokerPlan) -> String {
+    let each: Vec<String> = plan
+        .dbus_libs
+        .iter()
+        .map(|l| format!("{}: {}", l.name(), l.marshal_method()))
+        .collect();
+    each.join("; ")
 }
 
 /// All sections.
@@ -275,6 +293,9 @@ pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
         ];
         if let Some(f) = r.fault {
             k.push(("fault", f.name().to_string()));
+        }
+        if let Some(lib) = r.dbus_lib {
+            k.push(("dbus_lib", lib.name().to_string()));
         }
         out.push(
             Figure::new(&k, "p50_ns", r.latency.p50_ns, "ns", Better::Lower)

@@ -19,7 +19,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use msgpass::{Namespace, Options};
 
-use super::client::{self, Caller, DbusCaller, MsgpassCaller};
+use super::client::{self, Caller, MsgpassCaller};
 use super::dbus;
 use super::router::{self, Router};
 use super::service;
@@ -59,6 +59,9 @@ pub struct Reach {
     /// A Unix socket path for peer-to-peer D-Bus (no daemon).
     #[arg(long = "dbus-p2p", value_name = "PATH")]
     pub dbus_p2p: Option<PathBuf>,
+    /// The D-Bus library (libdbus, sd-bus, zbus) [default: zbus].
+    #[arg(long = "dbus-lib", value_name = "NAME")]
+    pub dbus_lib: Option<String>,
 }
 
 /// The way a peer was told to meet the others.
@@ -175,7 +178,9 @@ fn serve(a: &ServiceArgs, stop: Arc<AtomicBool>) -> Result<()> {
             bail!("--hang-after: only a service attached to the broker (--via-broker) hangs")
         }
         Meet::Msgpass { ns, transport } => service::serve(&ns, &transport, a.index, &opts(), stop),
-        Meet::Dbus(target) => dbus::serve(&target, a.index, &stop),
+        Meet::Dbus(target) => {
+            dbus::library::of_peer(a.reach.dbus_lib.as_deref())?.serve(&target, a.index, &stop)
+        }
     }
 }
 
@@ -210,10 +215,9 @@ fn call(a: &ClientArgs) -> Result<()> {
                 &opts(),
             )?)
         }
-        Meet::Dbus(target) => Box::new(DbusCaller(dbus::DbusClient::connect(
-            &target,
-            a.destination,
-        )?)),
+        Meet::Dbus(target) => {
+            dbus::library::of_peer(a.reach.dbus_lib.as_deref())?.connect(&target, a.destination)?
+        }
     };
     client::warm_up(&mut *caller, a.ints, a.warmup)?;
     let mut out = std::io::stdout().lock();

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::cell::CpuSplit;
+use super::dbus::DbusLib;
 use super::options::{Fault, Via};
 use crate::measure::hist::LatencySummary;
 
@@ -15,6 +16,9 @@ pub struct BrokerRow {
     pub via: Via,
     /// Its msgpass transport (`null` for the D-Bus arrangements).
     pub transport: Option<String>,
+    /// The D-Bus library of client and service (`null` for the msgpass
+    /// arrangements).
+    pub dbus_lib: Option<DbusLib>,
     /// numInts of every call.
     pub ints: u32,
     /// Clients calling at once.
@@ -78,6 +82,7 @@ impl BrokerRow {
             reference: reference(via, transport.as_deref(), ints),
             via,
             transport,
+            dbus_lib: None,
             ints,
             clients,
             fault: None,
@@ -105,9 +110,13 @@ impl BrokerRow {
         self.skipped.is_none() && self.error.is_none() && self.calls > 0
     }
 
-    /// `broker/uds`, `dbus-daemon`, `broker/uds + hang-service`.
+    /// `broker/uds`, `dbus-daemon/libdbus`, `broker/uds + hang-service`.
     pub fn label(&self) -> String {
         let l = label(self.via, self.transport.as_deref());
+        let l = match self.dbus_lib {
+            Some(lib) => format!("{l}/{}", lib.name()),
+            None => l,
+        };
         match self.fault {
             Some(f) => format!("{l} + {}", f.name()),
             None => l,

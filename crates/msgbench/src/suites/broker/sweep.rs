@@ -3,34 +3,40 @@
 //! falls on every arrangement alike), then one row per cell from the
 //! repeat with the median p50.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::Result;
 
 use super::cell::{self, latency_clock, Cell, CellRun};
-use super::dbus;
+use super::dbus::{self, DbusLib};
 use super::options::{BrokerPlan, Via};
 use super::row::{label, BrokerRow};
 use crate::measure::placement::format_list;
 use crate::measure::rundir::RunDir;
 use crate::suites::{Results, RunContext};
 
-/// Every cell in table order: by size, then arrangement, then transport;
-/// with `--inject-fault`, each broker cell followed by its twin with the
-/// fault.
+/// Every cell in table order: by size, then arrangement, then transport
+/// or D-Bus library; with `--inject-fault`, each broker cell followed by
+/// its twin with the fault.
 pub fn cells(plan: &BrokerPlan) -> Vec<Cell> {
     let mut out = Vec::new();
     for &ints in &plan.ints {
         for &via in &plan.vias {
-            let transports: Vec<Option<String>> = match via.on_msgpass() {
-                true => plan.transports.iter().cloned().map(Some).collect(),
-                false => vec![None],
+            let kinds: Vec<(Option<String>, Option<DbusLib>)> = match via.on_msgpass() {
+                true => plan
+                    .transports
+                    .iter()
+                    .map(|t| (Some(t.clone()), None))
+                    .collect(),
+                false => plan.dbus_libs.iter().map(|&l| (None, Some(l))).collect(),
             };
-            for transport in transports {
+            for (transport, lib) in kinds {
                 let cell = Cell {
                     via,
                     transport,
                     ints,
+                    lib,
                     fault: None,
                 };
                 if let Some(f) = plan.fault.filter(|_| via.via_broker()) {
@@ -68,7 +74,7 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
     let cells = cells(plan);
     let mut runs: Vec<Vec<CellRun>> = (0..cells.len()).map(|_| Vec::new()).collect();
     let mut errors: Vec<Option<String>> = vec![None; cells.len()];
-    let skipped: Vec<Option<String>> = cells.iter().map(|c| cell::available(c.via).err()).collect();
+    let skipped: Vec<Option<String>> = cells.iter().map(unavailable).collect();
     let each = cell_estimate(plan);
     let mut interrupted = false;
     'sweep: for rep in 0..plan.repeats {
@@ -82,8 +88,9 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
                 continue;
             }
             cx.progress.start(format!(
-                "{} GetInteger({}), repeat {}/{}",
+                "{}{} GetInteger({}), repeat {}/{}",
                 label(c.via, c.transport.as_deref()),
+                c.lib.map_or(String::new(), |l| format!("/{}", l.name())),
                 c.ints,
                 rep + 1,
                 plan.repeats
@@ -101,13 +108,14 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
         }
     }
     cx.progress
-        .start("timing the D-Bus library's marshalling alone");
+        .start("timing the D-Bus libraries' marshalling alone");
     let marshal = marshal_costs(&cells);
     let rows: Vec<BrokerRow> = cells
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let mut row = BrokerRow::empty(c.via, c.transport.clone(), c.ints, plan.clients);
+            row.dbus_lib = c.lib;
             row.fault = c.fault;
             if c.via.via_broker() {
                 row.call_timeout_ms = Some(plan.call_timeout.as_millis() as u64);
@@ -115,8 +123,8 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
             row.skipped = skipped[i].clone();
             row.error = errors[i].clone();
             fill(&mut row, &mut runs[i], plan.fault.is_some());
-            if row.measured() && !c.via.on_msgpass() {
-                row.marshal_ns = marshal.get(&c.ints).copied().flatten();
+            if let (true, Some(lib)) = (row.measured(), c.lib) {
+                row.marshal_ns = marshal.get(&(lib, c.ints)).copied().flatten();
             }
             row
         })
@@ -128,18 +136,28 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
     Ok(results)
 }
 
-/// The D-Bus library's marshal + unmarshal of a call's request and
-/// reply, ns, once for each size a D-Bus arrangement calls with.
-fn marshal_costs(cells: &[Cell]) -> std::collections::BTreeMap<u32, Option<f64>> {
+/// Why a cell cannot run here (its daemon or D-Bus library missing),
+/// with the install line; `None` when it can.
+fn unavailable(c: &Cell) -> Option<String> {
+    cell::available(c.via)
+        .and_then(|()| c.lib.map_or(Ok(()), DbusLib::available))
+        .err()
+}
+
+/// Each D-Bus library's marshal + unmarshal of a call's request and
+/// reply, ns, once for each library and size a D-Bus cell calls with.
+fn marshal_costs(cells: &[Cell]) -> BTreeMap<(DbusLib, u32), Option<f64>> {
     cells
         .iter()
-        .filter(|c| !c.via.on_msgpass())
-        .map(|c| c.ints)
-        .collect::<std::collections::BTreeSet<u32>>()
+        .filter_map(|c| c.lib.filter(|l| l.built_in()).map(|l| (l, c.ints)))
+        .collect::<BTreeSet<(DbusLib, u32)>>()
         .into_iter()
-        .map(|n| {
-            let cost = dbus::marshal_cost(n, 2000).ok();
-            (n, cost.map(|m| m.request_ns + m.reply_ns))
+        .map(|(lib, n)| {
+            let cost = lib.marshal_cost(n, 2000).ok();
+            (
+                (lib, n),
+                cost.map(|m: dbus::MarshalCost| m.request_ns + m.reply_ns),
+            )
         })
         .collect()
 }

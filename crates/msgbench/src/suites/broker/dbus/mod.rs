@@ -1,6 +1,7 @@
 //! The D-Bus side of the broker suite: `GetInteger(in i numInts, out ai
-//! intData)` served and called with zbus, peer to peer (no daemon), through
-//! a private `dbus-daemon` and through a private `dbus-broker`.
+//! intData)` served and called peer to peer (no daemon), through a private
+//! `dbus-daemon` and through a private `dbus-broker`, on each of three
+//! libraries ([`library`]): libdbus (the study's), sd-bus and zbus.
 //!
 //! Why zbus 5.x, with its blocking API and its `p2p` feature, in all three
 //! arrangements: it is the maintained Rust D-Bus library that can also serve
@@ -15,11 +16,19 @@
 //! - [`wire`]: the body's D-Bus encoding, by hand and validated by zvariant;
 //! - [`marshal`]: zbus's (de)serialisation cost alone, no I/O;
 //! - [`bus`]: a private `dbus-daemon` or `dbus-broker` in a directory;
-//! - [`service`] and [`client`]: the method served and called.
+//! - [`service`] and [`client`]: the method served and called (zbus);
+//! - [`library`]: the library axis, `--dbus-lib`; `libdbus` and `sdbus`:
+//!   the same service, client and marshalling cost on those libraries.
 
+pub mod answer;
 pub mod bus;
 pub mod client;
+#[cfg(feature = "libdbus")]
+pub mod libdbus;
+pub mod library;
 pub mod marshal;
+#[cfg(feature = "sd-bus")]
+pub mod sdbus;
 pub mod service;
 pub mod wire;
 
@@ -29,6 +38,7 @@ mod launch;
 
 pub use bus::{DaemonKind, PrivateBus};
 pub use client::DbusClient;
+pub use library::DbusLib;
 pub use marshal::{marshal_cost, MarshalCost};
 pub use service::{serve, Target};
 pub use wire::{

@@ -1,0 +1,268 @@
+//! The D-Bus library axis (`--dbus-lib`): which library serves and calls
+//! `GetInteger` in the D-Bus arrangements. The same method, the same
+//! checks (every reply's serial and integers) and the same timeouts on
+//! each, written through each library's ordinary public API:
+//!
+//! - `libdbus`, the reference C library the D-Bus study ran, through
+//!   libdbus-sys: a blocking `dbus_connection_send_with_reply_and_block`
+//!   client, an object path vtable served by
+//!   `dbus_connection_read_write_dispatch`, peer to peer through a
+//!   `DBusServer`;
+//! - `sd-bus`, systemd's, through libsystemd-sys: `sd_bus_call`, an
+//!   object vtable served by `sd_bus_process`/`sd_bus_wait`, peer to peer
+//!   by `sd_bus_set_server` on an accepted socket;
+//! - `zbus`, the Rust library, with its blocking API (the suite's first
+//!   D-Bus library; its own modules are `client`, `service`, `marshal`).
+//!
+//! libdbus and sd-bus are linked at build time (features `libdbus` and
+//! `sd-bus`, on by default, needing their -dev packages and pkg-config);
+//! a build without one has its rows skipped with the install line.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{anyhow, Result};
+use serde::{Deserialize, Serialize};
+
+use super::marshal::MarshalCost;
+use super::service::Target;
+use crate::suites::broker::client::{Caller, DbusCaller};
+
+/// A D-Bus library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DbusLib {
+    /// libdbus (libdbus-1), the reference implementation.
+    Libdbus,
+    /// systemd's sd-bus (libsystemd).
+    SdBus,
+    /// zbus 5, blocking API.
+    Zbus,
+}
+
+impl DbusLib {
+    /// Every library, in report order: the study's own first.
+    pub const ALL: [DbusLib; 3] = [DbusLib::Libdbus, DbusLib::SdBus, DbusLib::Zbus];
+
+    /// Its `--dbus-lib` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DbusLib::Libdbus => "libdbus",
+            DbusLib::SdBus => "sd-bus",
+            DbusLib::Zbus => "zbus",
+        }
+    }
+
+    /// The library of a `--dbus-lib` name.
+    pub fn parse(s: &str) -> Option<DbusLib> {
+        DbusLib::ALL.into_iter().find(|l| l.name() == s)
+    }
+
+    /// How to get it into msgbench on Debian.
+    pub fn install_hint(self) -> &'static str {
+        match self {
+            DbusLib::Libdbus => {
+                "apt-get install libdbus-1-dev pkg-config, then build msgbench with its default features"
+            }
+            DbusLib::SdBus => {
+                "apt-get install libsystemd-dev pkg-config, then build msgbench with its default features"
+            }
+            DbusLib::Zbus => "built in",
+        }
+    }
+
+    /// True when this msgbench was built with it.
+    pub fn built_in(self) -> bool {
+        match self {
+            DbusLib::Libdbus => cfg!(feature = "libdbus"),
+            DbusLib::SdBus => cfg!(feature = "sd-bus"),
+            DbusLib::Zbus => true,
+        }
+    }
+
+    /// Ok when it can run here; else one line saying it is missing and
+    /// how to install it.
+    pub fn available(self) -> Result<(), String> {
+        if self.built_in() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is not built into this msgbench (install: {})",
+                self.name(),
+                self.install_hint()
+            ))
+        }
+    }
+
+    /// What its marshalling figure times, for the legend.
+    pub fn marshal_method(self) -> &'static str {
+        match self {
+            DbusLib::Libdbus => {
+                "dbus_message_new_method_call/_return and appending, dbus_message_marshal, dbus_message_demarshal (header and body validated) and reading back"
+            }
+            DbusLib::SdBus => {
+                "sd_bus_message_new_method_call/_return, appending and sd_bus_message_seal, then sd_bus_message_rewind and reading back (sd-bus has no public call to parse a message from bytes, so the header's parse on receipt is not in it)"
+            }
+            DbusLib::Zbus => {
+                "building the message and Message::from_bytes (header and body) with the body deserialised"
+            }
+        }
+    }
+
+    /// Serves `GetInteger` as service `index` at `target` until `stop` is
+    /// set (see [`super::serve`] for the zbus service's contract, which
+    /// every library keeps).
+    pub fn serve(self, target: &Target, index: u32, stop: &AtomicBool) -> Result<()> {
+        match self {
+            DbusLib::Zbus => super::serve(target, index, stop),
+            #[cfg(feature = "libdbus")]
+            DbusLib::Libdbus => super::libdbus::serve(target, index, stop),
+            #[cfg(feature = "sd-bus")]
+            DbusLib::SdBus => super::sdbus::serve(target, index, stop),
+            #[allow(unreachable_patterns)]
+            other => Err(anyhow!(other.available().unwrap_err())),
+        }
+    }
+
+    /// Connects a client to service `index` at `target`, waiting up to
+    /// [`super::client::CONNECT_TIMEOUT`] for it. Its calls check the
+    /// reply's serial against the call's and every integer.
+    pub fn connect(self, target: &Target, index: u32) -> Result<Box<dyn Caller + Send>> {
+        match self {
+            DbusLib::Zbus => Ok(Box::new(DbusCaller(super::DbusClient::connect(
+                target, index,
+            )?))),
+            #[cfg(feature = "libdbus")]
+            DbusLib::Libdbus => Ok(Box::new(super::libdbus::Client::connect(target, index)?)),
+            #[cfg(feature = "sd-bus")]
+            DbusLib::SdBus => Ok(Box::new(super::sdbus::Client::connect(target, index)?)),
+            #[allow(unreachable_patterns)]
+            other => Err(anyhow!(other.available().unwrap_err())),
+        }
+    }
+
+    /// The library's own marshal and parse of the call and its reply,
+    /// timed alone (no I/O), `iterations` times each.
+    pub fn marshal_cost(self, num_ints: u32, iterations: u32) -> Result<MarshalCost> {
+        match self {
+            DbusLib::Zbus => super::marshal_cost(num_ints, iterations),
+            #[cfg(feature = "libdbus")]
+            DbusLib::Libdbus => super::libdbus::marshal_cost(num_ints, iterations),
+            #[cfg(feature = "sd-bus")]
+            DbusLib::SdBus => super::sdbus::marshal_cost(num_ints, iterations),
+            #[allow(unreachable_patterns)]
+            other => Err(anyhow!(other.available().unwrap_err())),
+        }
+    }
+}
+
+/// Parses a `--dbus-lib` list (`all`, or names separated by commas) into
+/// libraries in report order, each once. `None` is all of them: those
+/// built in are measured, the others are skipped rows saying how to get
+/// them.
+pub fn parse_list(list: Option<&str>) -> Result<Vec<DbusLib>, String> {
+    let Some(list) = list.filter(|l| l.trim() != "all") else {
+        return Ok(DbusLib::ALL.to_vec());
+    };
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let lib = DbusLib::parse(name).ok_or_else(|| {
+            format!(
+                "--dbus-lib {list}: unknown D-Bus library `{name}` (libdbus, sd-bus, zbus, all)"
+            )
+        })?;
+        if !out.contains(&lib) {
+            out.push(lib);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The peer arguments naming `lib` (`--dbus-lib NAME`), none for a cell
+/// without a D-Bus library.
+pub fn peer_args(lib: Option<DbusLib>) -> Vec<String> {
+    lib.map_or_else(Vec::new, |l| vec!["--dbus-lib".into(), l.name().into()])
+}
+
+/// The library a peer was told (`--dbus-lib`), zbus when none.
+pub fn of_peer(name: Option<&str>) -> Result<DbusLib> {
+    match name {
+        None => Ok(DbusLib::Zbus),
+        Some(n) => DbusLib::parse(n).ok_or_else(|| {
+            anyhow!("--dbus-lib {n}: unknown D-Bus library (libdbus, sd-bus, zbus)")
+        }),
+    }
+}
+
+/// The D-Bus address of a Unix socket path, its bytes escaped as the
+/// D-Bus specification asks (libdbus refuses an address with a byte
+/// outside `[-0-9A-Za-z_/.\*]` unescaped).
+pub fn unix_address(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("unix:path=");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-_/.*".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02x}"));
+        }
+    }
+    s
+}
+
+/// A bus address as the C libraries want it: a `unix:path=` address
+/// (what [`super::PrivateBus`] hands out, unescaped) escaped again;
+/// any other address as it is.
+pub fn escaped_bus_address(address: &str) -> String {
+    match address.strip_prefix("unix:path=") {
+        Some(path) if !path.contains(',') && !path.contains('%') => unix_address(Path::new(path)),
+        _ => address.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_in_report_order() {
+        for l in DbusLib::ALL {
+            assert_eq!(DbusLib::parse(l.name()), Some(l));
+        }
+        assert_eq!(
+            parse_list(Some("zbus, libdbus,zbus")).unwrap(),
+            [DbusLib::Libdbus, DbusLib::Zbus]
+        );
+        assert_eq!(parse_list(Some("all")).unwrap(), DbusLib::ALL);
+        assert_eq!(parse_list(None).unwrap(), DbusLib::ALL);
+        let e = parse_list(Some("libdbus,gdbus")).unwrap_err();
+        assert!(e.starts_with("--dbus-lib libdbus,gdbus: unknown D-Bus library `gdbus`"));
+    }
+
+    #[test]
+    fn addresses_are_escaped() {
+        assert_eq!(
+            unix_address(Path::new("/run/a b/x%.sock")),
+            "unix:path=/run/a%20b/x%25.sock"
+        );
+        assert_eq!(
+            escaped_bus_address("unix:path=/tmp/a,b"),
+            "unix:path=/tmp/a,b"
+        );
+        assert_eq!(
+            escaped_bus_address("unix:path=/tmp/a=b"),
+            "unix:path=/tmp/a%3db"
+        );
+    }
+
+    #[test]
+    fn a_library_left_out_of_the_build_says_how_to_get_it() {
+        for l in DbusLib::ALL {
+            match l.available() {
+                Ok(()) => assert!(l.built_in()),
+                Err(e) => assert!(e.contains("apt-get install"), "{e}"),
+            }
+        }
+    }
+}
