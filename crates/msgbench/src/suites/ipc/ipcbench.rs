@@ -1,5 +1,5 @@
 //! `--format ipc-bench`: the old study's results block (see
-//! ../shared/spec/transports.md), one per transport, size and placement,
+//! docs/methodology.md, "msgbench ipc"), one per transport, size and placement,
 //! from the latency run: exact mean, min, max and standard deviation of
 //! the round trips, total wall time, and round trips per second.
 

@@ -1,4 +1,4 @@
-//! `msgbench ipc`: the ipc-bench catalogue (../shared/spec/transports.md)
+//! `msgbench ipc`: the ipc-bench catalogue (docs/methodology.md, "msgbench ipc")
 //! measured the same way for every msgpass transport: for each transport,
 //! message size and placement (client and server threads pinned to one CPU
 //! or to two), round-trip latency percentiles, one-way throughput, and the

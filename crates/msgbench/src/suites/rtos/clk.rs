@@ -1,4 +1,4 @@
-//! The CLK tests (see ../shared/spec/rtos.md): CLK-B-CFG (the tick and the
+//! The CLK tests (docs/methodology.md, "msgbench rtos"): CLK-B-CFG (the tick and the
 //! granularity of nanosleep) and CLK-P-DUR (time the kernel takes from a
 //! busy CPU at each tick).
 

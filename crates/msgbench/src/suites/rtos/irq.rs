@@ -1,4 +1,4 @@
-//! The IRQ tests (see ../shared/spec/rtos.md).
+//! The IRQ tests (docs/methodology.md, "msgbench rtos").
 //!
 //! Linux gives user space no hardware interrupt to time, so IRQ-P-LAT and
 //! IRQ-P-DLT are listed as skipped (the lab used a PCI bus exerciser), and

@@ -1,4 +1,4 @@
-//! The MEM tests (see ../shared/spec/rtos.md).
+//! The MEM tests (docs/methodology.md, "msgbench rtos").
 //!
 //! MEM-B-LEK: for `--duration`, rounds of creating and destroying a thread,
 //! a POSIX unnamed and a named semaphore, a pthread mutex, and a channel of

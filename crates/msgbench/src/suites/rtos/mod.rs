@@ -1,4 +1,4 @@
-//! `msgbench rtos`: the RTOS evaluation catalogue (../shared/spec/rtos.md)
+//! `msgbench rtos`: the RTOS evaluation catalogue (docs/methodology.md, "msgbench rtos")
 //! on Linux: behaviour tests (PASS/FAIL with the observed order of events)
 //! and timing tests (samples, avg, min, max, p50, p99, p99.9, next to the
 //! lab's QNX 6.5 figure), by test ID or group.

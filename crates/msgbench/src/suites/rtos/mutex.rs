@@ -1,4 +1,4 @@
-//! The MUTEX tests (see ../shared/spec/rtos.md): priority inversion
+//! The MUTEX tests (docs/methodology.md, "msgbench rtos"): priority inversion
 //! avoided by PTHREAD_PRIO_INHERIT (behaviour), and the cost of
 //! acquire/release contended and uncontended (timing).
 

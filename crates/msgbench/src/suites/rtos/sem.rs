@@ -1,4 +1,4 @@
-//! The SEM tests (see ../shared/spec/rtos.md): counting semantics and
+//! The SEM tests (docs/methodology.md, "msgbench rtos"): counting semantics and
 //! wake-up order (behaviour), and the cost of create/delete, uncontended
 //! and contended acquire/release (timing), for the semaphore chosen with
 //! `--sem` (see [`super::prims::semaphore`]).

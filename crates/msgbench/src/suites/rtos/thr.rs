@@ -1,4 +1,4 @@
-//! The THR tests (see ../shared/spec/rtos.md): creation semantics
+//! The THR tests (docs/methodology.md, "msgbench rtos"): creation semantics
 //! (THR-B-NEW), SCHED_RR fairness and slice (THR-B-RR), switch latency of
 //! yielding threads (THR-P-SLS), and create/delete time (THR-P-NEW).
 //!

@@ -1,5 +1,5 @@
 //! `msgbench smp` (in progress, issue 12): SMP forwarding and lock
-//! contention, after the dual-core QNX router study (../shared/spec/smp.md).
+//! contention, after the dual-core QNX router study.
 //!
 //! The parts, each its own module:
 //! - `fib`: what a forwarding table is ([`fib::Fib`]) and a slow, obviously

@@ -127,7 +127,7 @@ pub fn legend(plan: &SmpPlan) -> String {
          Stall us: each worker's longest time away from its rings; a ring of {} frames overflows when a stall\n\
          is longer than its size over the offered rate.\n\
          Traffic: {} over {} routes; {} route changes/s applied throughout. QNX study: dual-core 600 MHz\n\
-         MIPS, QNX 6.2.1, two 1 Gbit/s ports (../shared/spec/smp.md), packets/s per port.",
+         MIPS, QNX 6.2.1, two 1 Gbit/s ports (the study's figures), packets/s per port.",
         if plan.loss_tolerance > 0.0 {
             format!(" beyond {}% (--loss-tolerance)", plan.loss_tolerance * 100.0)
         } else {

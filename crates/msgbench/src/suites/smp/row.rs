@@ -33,7 +33,7 @@ impl Forwarder {
 }
 
 /// The study's figure for a row's case, per port (QNX 6.2.1, dual-core
-/// 600 MHz MIPS, two 1 Gbit/s ports; ../shared/spec/smp.md).
+/// 600 MHz MIPS, two 1 Gbit/s ports).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Reference {
     /// Which column of the study: `1 CPU`, `2 CPU`, `2 CPU, per-CPU tables`.
