@@ -68,6 +68,12 @@ pub enum StoreError {
     /// The run is in the store already.
     #[error("already in the store as @{0}")]
     Duplicate(i64),
+    /// SQLite said the database was locked where its busy handler does
+    /// not wait (a lock change it refuses at once rather than risk a
+    /// deadlock, seen with eight processes making one new store): the
+    /// whole recording is tried again.
+    #[error("{0}")]
+    Busy(String),
     /// Not an envelope this msgbench reads.
     #[error("{0}")]
     NotEnvelope(String),
@@ -289,12 +295,33 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
     let stored = serde_json::to_string(rendering)
         .map_err(|e| StoreError::Db(e.to_string()))
         .and_then(|r| NewRun::from_text(text.to_string(), Origin::Run, Some(r)))
-        .and_then(|run| Store::open(location.clone(), Access::Write)?.insert(&run));
+        .and_then(|run| insert_retrying(&location, &run));
     match stored {
         Ok(id) => Recorded::Stored { id, location },
         Err(e) => Recorded::Failed(format!(
             "the run was not recorded in the store {shown}: {e}"
         )),
+    }
+}
+
+/// How often a recording refused `Busy` is tried again, and the pause
+/// between tries (about 5 s in all, beside SQLite's own 30 s busy wait).
+const BUSY_TRIES: u32 = 50;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Opens the store and inserts `run`, again from the start (each try is
+/// one transaction, rolled back when refused) while SQLite answers
+/// `Busy`.
+fn insert_retrying(location: &Location, run: &NewRun) -> Result<i64, StoreError> {
+    let mut tries = 1;
+    loop {
+        match Store::open(location.clone(), Access::Write).and_then(|mut s| s.insert(run)) {
+            Err(StoreError::Busy(_)) if tries < BUSY_TRIES => {
+                tries += 1;
+                std::thread::sleep(BUSY_PAUSE);
+            }
+            other => return other,
+        }
     }
 }
 

@@ -164,6 +164,9 @@ fn db(e: rusqlite::Error) -> StoreError {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
             StoreError::Unreadable(e.to_string())
         }
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Busy(e.to_string())
+        }
         _ => StoreError::Db(e.to_string()),
     }
 }
