@@ -18,7 +18,6 @@
 //! `sd-bus`, on by default, needing their -dev packages and pkg-config);
 //! a build without one has its rows skipped with the install line.
 
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{anyhow, Result};
@@ -195,32 +194,6 @@ pub fn of_peer(name: Option<&str>) -> Result<DbusLib> {
     }
 }
 
-/// The D-Bus address of a Unix socket path, its bytes escaped as the
-/// D-Bus specification asks (libdbus refuses an address with a byte
-/// outside `[-0-9A-Za-z_/.\*]` unescaped).
-pub fn unix_address(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut s = String::from("unix:path=");
-    for &b in path.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-_/.*".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02x}"));
-        }
-    }
-    s
-}
-
-/// A bus address as the C libraries want it: a `unix:path=` address
-/// (what [`super::PrivateBus`] hands out, unescaped) escaped again;
-/// any other address as it is.
-pub fn escaped_bus_address(address: &str) -> String {
-    match address.strip_prefix("unix:path=") {
-        Some(path) if !path.contains(',') && !path.contains('%') => unix_address(Path::new(path)),
-        _ => address.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,22 +211,6 @@ mod tests {
         assert_eq!(parse_list(None).unwrap(), DbusLib::ALL);
         let e = parse_list(Some("libdbus,gdbus")).unwrap_err();
         assert!(e.starts_with("--dbus-lib libdbus,gdbus: unknown D-Bus library `gdbus`"));
-    }
-
-    #[test]
-    fn addresses_are_escaped() {
-        assert_eq!(
-            unix_address(Path::new("/run/a b/x%.sock")),
-            "unix:path=/run/a%20b/x%25.sock"
-        );
-        assert_eq!(
-            escaped_bus_address("unix:path=/tmp/a,b"),
-            "unix:path=/tmp/a,b"
-        );
-        assert_eq!(
-            escaped_bus_address("unix:path=/tmp/a=b"),
-            "unix:path=/tmp/a%3db"
-        );
     }
 
     #[test]

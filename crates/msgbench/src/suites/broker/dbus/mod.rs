@@ -20,6 +20,7 @@
 //! - [`library`]: the library axis, `--dbus-lib`; `libdbus` and `sdbus`:
 //!   the same service, client and marshalling cost on those libraries.
 
+pub mod address;
 pub mod answer;
 pub mod bus;
 pub mod client;

@@ -11,8 +11,8 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use super::conn::Conn;
 use super::msg::Msg;
 use crate::suites::broker::client::Caller;
+use crate::suites::broker::dbus::address::{escaped_bus_address, unix_address};
 use crate::suites::broker::dbus::client::{CALL_TIMEOUT, CONNECT_TIMEOUT};
-use crate::suites::broker::dbus::library::{escaped_bus_address, unix_address};
 use crate::suites::broker::dbus::{bus_name, check, Target};
 
 /// [`CALL_TIMEOUT`] in libdbus's milliseconds.

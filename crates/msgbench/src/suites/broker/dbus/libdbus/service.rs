@@ -22,7 +22,7 @@ use super::conn::Conn;
 use super::ffi;
 use super::msg::{Error, Msg};
 use super::{INTERFACE, INVALID_ARGS, METHOD, PATH};
-use crate::suites::broker::dbus::library::{escaped_bus_address, unix_address};
+use crate::suites::broker::dbus::address::{escaped_bus_address, unix_address};
 use crate::suites::broker::dbus::{bus_name, values, Target, MAX_INTS};
 
 /// How long one wait for messages or peers lasts, so `stop` is seen.

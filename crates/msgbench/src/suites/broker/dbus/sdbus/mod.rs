@@ -226,7 +226,7 @@ impl Bus {
     /// A client connection to the bus at `address` (Hello sent).
     fn open(address: &str) -> Result<Bus> {
         let bus = Bus::new()?;
-        let a = CString::new(super::library::escaped_bus_address(address))?;
+        let a = CString::new(super::address::escaped_bus_address(address))?;
         // SAFETY: a live, unstarted bus and a NUL-terminated address.
         unsafe {
             ok(
