@@ -27,6 +27,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
+use oslayer::process::{self, Pid, Signal};
 
 use super::journal::{self, JournalSink};
 use super::launch::{self, JournalMount};
@@ -395,7 +396,7 @@ fn stop_child(child: &mut Child) -> Result<ExitStatus, String> {
     if let Ok(Some(s)) = child.try_wait() {
         return Ok(s);
     }
-    signal(child.id() as i32, libc::SIGTERM);
+    signal(child.id() as i32, Signal::TERM);
     let deadline = Instant::now() + STOP_GRACE;
     while Instant::now() < deadline {
         match child.try_wait() {
@@ -426,21 +427,22 @@ fn stop_unowned(pid: i32) -> Option<String> {
     if !Path::new(&format!("/proc/{pid}")).exists() {
         return None;
     }
-    signal(pid, libc::SIGTERM);
+    signal(pid, Signal::TERM);
     if gone(Instant::now() + STOP_GRACE) {
         return None;
     }
-    signal(pid, libc::SIGKILL);
+    signal(pid, Signal::KILL);
     // Its parent reaps it; the caller stops the parent next either way.
     let _ = gone(Instant::now() + Duration::from_millis(500));
     Some(format!("process {pid} killed after {STOP_GRACE:?}"))
 }
 
-fn signal(pid: i32, sig: libc::c_int) {
-    if pid > 0 {
-        // SAFETY: kill(2) takes plain integers; pid is a process we started
-        // (or its child, found under it) and not yet reaped by us.
-        unsafe { libc::kill(pid, sig) };
+/// Sends `sig` to `pid`, a process we started (or its child, found under
+/// it) and not yet reaped; never to a group (pid 0 or below). A process
+/// already gone is what the callers wait for, so an error is dropped.
+fn signal(pid: i32, sig: Signal) {
+    if let Some(pid) = Pid::from_raw(pid).filter(|_| pid > 0) {
+        let _ = process::kill(pid, sig);
     }
 }
 
