@@ -1,15 +1,17 @@
-//! Reading and writing descriptors: `read`, `writev`, `O_NONBLOCK`.
+//! Reading and writing descriptors: `read`, `writev`, `O_NONBLOCK`; a
+//! descriptor placed at a fixed number for an exec.
 //!
-//! Backed by rustix (raw system calls, no allocation). `write_all` builds
+//! Backed by rustix (raw system calls, no allocation), and libc for
+//! `dup2` onto a number nothing owns (rustix's wants an `OwnedFd`). `write_all` builds
 //! its iovecs on the stack: it is on every stream message's path.
 
 use std::io::{self, IoSlice};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use rustix::fs::OFlags;
 
-use crate::retry_rustix;
+use crate::{check, retry_rustix};
 
 /// Most parts [`write_all`] and [`write_vectored`] take.
 pub const MAX_PARTS: usize = 4;
@@ -214,6 +216,31 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes `fd` descriptor number `target` with close-on-exec clear, so
+/// that the next exec hands it over (socket activation passes a listening
+/// socket as fd 3 this way): `dup2(fd, target)`, or, when `fd` is
+/// `target` already, only clearing its close-on-exec flag.
+///
+/// Async-signal-safe (one raw system call, no allocation; an error is a
+/// raw OS error): meant for a child between fork and exec (`pre_exec`).
+///
+/// # Safety
+///
+/// Whatever descriptor `target` was is closed and replaced: nothing in
+/// this process may own or use descriptor `target` afterwards (I/O
+/// safety). In a child between fork and exec, where only the exec
+/// follows, that holds.
+pub unsafe fn install_as(fd: BorrowedFd<'_>, target: RawFd) -> io::Result<()> {
+    if fd.as_raw_fd() == target {
+        return Ok(rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?);
+    }
+    // SAFETY: dup2 takes two integers; the caller gives up descriptor
+    // `target` (see # Safety), and `fd` is open for the borrow.
+    // dup2 leaves the new descriptor without close-on-exec.
+    check(unsafe { libc::dup2(fd.as_raw_fd(), target) })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -295,5 +322,47 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
         write_all(w.as_fd(), &[b"abc"]).unwrap();
         assert_eq!(read_now(r.as_fd(), &mut b).unwrap(), 3);
+    }
+
+    /// Whether descriptor `fd` has close-on-exec set.
+    fn cloexec(fd: BorrowedFd<'_>) -> bool {
+        rustix::io::fcntl_getfd(fd)
+            .unwrap()
+            .contains(rustix::io::FdFlags::CLOEXEC)
+    }
+
+    #[test]
+    fn install_as_moves_a_descriptor_onto_a_number_and_keeps_it_across_exec() {
+        use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+        let (r, w) = crate::pipe::pipe().unwrap();
+        // A number we own: nothing else can be handed it while we hold it.
+        let (_r2, spare) = crate::pipe::pipe().unwrap();
+        let target = spare.into_raw_fd();
+        // SAFETY: `target` is ours (taken out of its OwnedFd above) and is
+        // owned again, by `moved`, right after.
+        unsafe { install_as(w.as_fd(), target) }.unwrap();
+        // SAFETY: `target` is open (dup2 made it) and owned by nothing else.
+        let moved = unsafe { OwnedFd::from_raw_fd(target) };
+        assert!(cloexec(w.as_fd()), "the original keeps its flag");
+        assert!(!cloexec(moved.as_fd()), "the copy is inherited by an exec");
+        assert_eq!(write_some(moved.as_fd(), b"x").unwrap(), 1);
+        let mut b = [0u8; 1];
+        assert_eq!(read_some(r.as_fd(), &mut b).unwrap(), 1);
+
+        rustix::io::fcntl_setfd(&moved, rustix::io::FdFlags::CLOEXEC).unwrap();
+        // SAFETY: `target` is `moved` itself: nothing is replaced.
+        unsafe { install_as(moved.as_fd(), target) }.unwrap();
+        assert!(
+            !cloexec(moved.as_fd()),
+            "already there: only the flag cleared"
+        );
+    }
+
+    #[test]
+    fn install_as_a_negative_number_is_ebadf() {
+        let (_r, w) = crate::pipe::pipe().unwrap();
+        // SAFETY: -1 is no descriptor: nothing is closed.
+        let e = unsafe { install_as(w.as_fd(), -1) }.unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
     }
 }

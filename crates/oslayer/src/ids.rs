@@ -1,4 +1,5 @@
-//! Process and user ids. Backed by rustix.
+//! User and group ids. Backed by rustix. (This process's id, its
+//! parent's and the rest of process life are in [`crate::process`].)
 
 /// Effective user id of this process.
 #[inline]
@@ -18,28 +19,12 @@ pub fn uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 
-/// Id of this process.
-#[inline]
-pub fn pid() -> i32 {
-    rustix::process::getpid().as_raw_nonzero().get()
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn ids_match_libc() {
         // SAFETY: these calls have no preconditions and cannot fail.
-        let want = unsafe {
-            (
-                libc::geteuid(),
-                libc::getegid(),
-                libc::getuid(),
-                libc::getpid(),
-            )
-        };
-        assert_eq!(
-            (super::euid(), super::egid(), super::uid(), super::pid()),
-            want
-        );
+        let want = unsafe { (libc::geteuid(), libc::getegid(), libc::getuid()) };
+        assert_eq!((super::euid(), super::egid(), super::uid()), want);
     }
 }

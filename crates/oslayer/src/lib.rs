@@ -2,9 +2,11 @@
 //!
 //! Maintained crates first (rustix, nix); what they lack is wrapped here
 //! once, one module per kernel interface, as safe functions over
-//! `OwnedFd`/`BorrowedFd`. Nothing above this crate calls `libc` for a
-//! system call, except where a measurement needs the raw call itself (and
-//! says so where it does).
+//! `OwnedFd`/`BorrowedFd`. Nothing above this crate calls a `libc`
+//! function, except where a measurement needs the raw call itself and the
+//! line says so (`// libc: <why>`); msgbench's `tests/house_rules.rs`
+//! checks. Functions a child may call between fork and exec say they are
+//! async-signal-safe (one raw system call, no allocation).
 //!
 //! Every function returns `std::io::Result` (callers add context), retries
 //! `EINTR` where the old wrappers did (each says so), and allocates nothing

@@ -13,6 +13,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+use crate::socket::set_int_opt;
 use crate::{check, retry};
 
 /// Most frames one [`send_batch`] or [`recv_batch`] moves.
@@ -85,45 +86,25 @@ pub fn bind_interface(fd: BorrowedFd<'_>, ifindex: u32, protocol: u16) -> io::Re
     Ok(())
 }
 
-/// Sets an integer option at `level`.
-fn set_opt(
-    fd: BorrowedFd<'_>,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: the value points to a live c_int of the length given.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
-}
-
 /// Joins fanout group `group` (of the socket's namespace) with `mode`:
 /// every socket of the group bound to the same interface and protocol gets
 /// a share of its frames. The socket must be bound first.
 pub fn join_fanout(fd: BorrowedFd<'_>, group: u16, mode: Fanout) -> io::Result<()> {
     let v = libc::c_int::from(group) | (mode.raw() << 16);
-    set_opt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, v)
+    set_int_opt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, v)
 }
 
 /// Sends straight to the driver, past the interface's queueing discipline
 /// (`PACKET_QDISC_BYPASS`): a frame the device cannot take is dropped.
 pub fn set_qdisc_bypass(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
-    set_opt(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, on.into())
+    set_int_opt(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, on.into())
 }
 
 /// Stops the socket from seeing frames its host sends
 /// (`PACKET_IGNORE_OUTGOING`, Linux 4.20): a receiver then counts arrivals
 /// only.
 pub fn set_ignore_outgoing(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
-    set_opt(
+    set_int_opt(
         fd,
         libc::SOL_PACKET,
         libc::PACKET_IGNORE_OUTGOING,
@@ -135,7 +116,7 @@ pub fn set_ignore_outgoing(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
 /// (`SO_RCVBUFFORCE`, needs `CAP_NET_ADMIN`).
 pub fn force_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    set_opt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v)
+    set_int_opt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v)
 }
 
 /// Bounds how long [`recv_batch`] waits for its first frame.

@@ -157,8 +157,11 @@ mod tests {
         let me = attr(0).unwrap();
         assert_eq!(me, attr(crate::thread::gettid()).unwrap());
         assert!(me.rank().is_some());
-        assert!(thread_of(crate::ids::pid(), crate::thread::gettid()));
-        assert!(!thread_of(crate::ids::pid(), 0));
+        assert!(thread_of(
+            crate::process::pid().as_raw_nonzero().get(),
+            crate::thread::gettid()
+        ));
+        assert!(!thread_of(crate::process::pid().as_raw_nonzero().get(), 0));
         assert!(!thread_of(1, crate::thread::gettid()));
         // Setting what is there already needs no privilege.
         set_attr(0, me).unwrap();

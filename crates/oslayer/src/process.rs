@@ -7,7 +7,11 @@ use std::io;
 pub use rustix::process::{Pid, Signal};
 use rustix::process::{WaitId, WaitIdOptions, WaitOptions};
 
-/// This process's id.
+/// This process's id (one system call each time: nothing cached, so a
+/// forked child sees its own).
+///
+/// Async-signal-safe (a raw system call, no allocation): usable between
+/// fork and exec.
 #[inline]
 pub fn pid() -> Pid {
     rustix::process::getpid()
@@ -15,6 +19,9 @@ pub fn pid() -> Pid {
 
 /// The parent's process id, `None` when it is 0 (no parent in our pid
 /// namespace). The child of a dead parent sees its reaper's id.
+///
+/// Async-signal-safe (a raw system call, no allocation): usable between
+/// fork and exec.
 #[inline]
 pub fn parent_pid() -> Option<Pid> {
     rustix::process::getppid()
@@ -27,6 +34,10 @@ pub fn kill(pid: Pid, sig: Signal) -> io::Result<()> {
 
 /// Asks for `sig` when the parent thread dies (prctl PR_SET_PDEATHSIG);
 /// `None` clears it.
+///
+/// Async-signal-safe (a raw system call, no allocation; an error is a raw
+/// OS error): usable between fork and exec, where a child started with
+/// `pre_exec` sets it.
 pub fn set_parent_death_signal(sig: Option<Signal>) -> io::Result<()> {
     Ok(rustix::process::set_parent_process_death_signal(sig)?)
 }

@@ -254,7 +254,7 @@ pub fn queue_to_thread(pid: i32, tid: i32, sig: i32, value: u64) -> io::Result<(
         errno: 0,
         code: libc::SI_QUEUE,
         _pad: 0,
-        pid: crate::ids::pid(),
+        pid: crate::process::pid().as_raw_nonzero().get(),
         uid: crate::ids::uid(),
         value,
         _rest: [0; 12],
@@ -298,7 +298,7 @@ pub fn send_to_thread(tid: i32, sig: i32) -> io::Result<()> {
     let r = unsafe {
         libc::syscall(
             libc::SYS_tgkill,
-            crate::ids::pid(),
+            crate::process::pid().as_raw_nonzero().get(),
             tid,
             sig as libc::c_long,
         )
@@ -355,14 +355,26 @@ mod tests {
             let fd = signalfd(&set).unwrap();
             let mut infos = [SigInfo::default(); 4];
             assert_eq!(read_siginfo(fd.as_fd(), &mut infos).unwrap(), 0);
-            queue_to_thread(crate::ids::pid(), crate::thread::gettid(), sig, 42).unwrap();
-            queue_to_thread(crate::ids::pid(), crate::thread::gettid(), sig, 43).unwrap();
+            queue_to_thread(
+                crate::process::pid().as_raw_nonzero().get(),
+                crate::thread::gettid(),
+                sig,
+                42,
+            )
+            .unwrap();
+            queue_to_thread(
+                crate::process::pid().as_raw_nonzero().get(),
+                crate::thread::gettid(),
+                sig,
+                43,
+            )
+            .unwrap();
             assert_eq!(read_siginfo(fd.as_fd(), &mut infos).unwrap(), 2);
             let i = infos[0];
             assert!(i.is_queued());
             assert_eq!(
                 (i.signo(), i.pid(), i.value()),
-                (sig, crate::ids::pid(), 42)
+                (sig, crate::process::pid().as_raw_nonzero().get(), 42)
             );
             assert_eq!(infos[1].value(), 43);
         })
@@ -404,7 +416,13 @@ mod tests {
 
     #[test]
     fn a_missing_thread_is_esrch_and_ignore_applies_once() {
-        let e = queue_to_thread(crate::ids::pid(), i32::MAX - 1, rt(8), 0).unwrap_err();
+        let e = queue_to_thread(
+            crate::process::pid().as_raw_nonzero().get(),
+            i32::MAX - 1,
+            rt(8),
+            0,
+        )
+        .unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ESRCH));
         assert!(ignore_if_default(rt(9)).unwrap());
         assert!(!ignore_if_default(rt(9)).unwrap());

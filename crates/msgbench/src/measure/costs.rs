@@ -50,6 +50,7 @@ pub fn syscall_ns(calls: u64) -> f64 {
 #[inline(always)]
 pub(crate) fn raw_getppid() -> libc::c_long {
     // SAFETY: getppid takes no arguments, touches no memory and cannot fail.
+    // libc: the raw system call is what is timed (see above).
     unsafe { libc::syscall(libc::SYS_getppid) }
 }
 

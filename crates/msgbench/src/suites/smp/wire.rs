@@ -54,8 +54,7 @@ pub struct Setup {
 
 /// Why veth mode cannot run here, if it cannot.
 pub fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if oslayer::ids::euid() != 0 {
         return Some("--ports veth needs root (network namespaces and packet sockets)".into());
     }
     match std::process::Command::new("ip").arg("-V").output() {

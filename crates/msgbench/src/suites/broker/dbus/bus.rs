@@ -27,6 +27,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
+use oslayer::process::{self, Pid, Signal};
 
 use super::journal::{self, JournalSink};
 use super::launch::{self, JournalMount};
@@ -126,6 +127,73 @@ fn config(kind: DaemonKind, socket: &Path) -> String {
     )
 }
 
+/// A daemon's command, and what must live beside it until it is spawned:
+/// the listening socket activation hands over (dbus-broker), and the
+/// reader of its private journald socket.
+struct Launch {
+    cmd: Command,
+    listener: Option<UnixListener>,
+    journal: Option<JournalSink>,
+}
+
+/// The command that starts `kind` with config `conf` on `socket` (its
+/// address `address`), prepared to die with the calling thread; for
+/// dbus-broker on a host without journald, with a private journald socket
+/// under `dir`.
+fn daemon_command(
+    kind: DaemonKind,
+    dir: &Path,
+    conf: &Path,
+    socket: &Path,
+    address: &str,
+) -> Result<Launch> {
+    match kind {
+        DaemonKind::DbusDaemon => {
+            let mut cmd = Command::new("dbus-daemon");
+            cmd.arg("--nofork")
+                .arg("--nopidfile")
+                .arg("--nosyslog")
+                .arg(format!("--config-file={}", conf.display()))
+                .env_remove("DBUS_SESSION_BUS_ADDRESS");
+            launch::prepare(&mut cmd, None, None);
+            Ok(Launch {
+                cmd,
+                listener: None,
+                journal: None,
+            })
+        }
+        DaemonKind::DbusBroker => {
+            let l = UnixListener::bind(socket)
+                .with_context(|| format!("binding {}", socket.display()))?;
+            let mut journal = None;
+            let mount = if journal::host_has_journal() {
+                None
+            } else {
+                let (place, sock) = journal::placement(&dir.join("journal"))?;
+                journal = Some(JournalSink::bind(&sock)?);
+                Some(JournalMount::new(&place.source, &place.target)?)
+            };
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c")
+                .arg(r#"export LISTEN_PID=$$; exec "$0" "$@""#)
+                .arg("dbus-broker-launch")
+                .arg("--scope")
+                .arg("user")
+                .arg("--config-file")
+                .arg(conf)
+                .env("LISTEN_FDS", "1")
+                .env_remove("LISTEN_FDNAMES")
+                .env("DBUS_SESSION_BUS_ADDRESS", address);
+            launch::prepare(&mut cmd, Some(l.as_raw_fd()), mount);
+            Ok(Launch {
+                cmd,
+                listener: Some(l),
+                journal,
+            })
+        }
+    }
+}
+
 /// A running private bus. Stopped by [`PrivateBus::stop`] or on drop.
 pub struct PrivateBus {
     kind: DaemonKind,
@@ -162,46 +230,11 @@ impl PrivateBus {
         let err_file =
             File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
 
-        let mut journal = None;
-        let mut listener = None;
-        let mut cmd;
-        match kind {
-            DaemonKind::DbusDaemon => {
-                cmd = Command::new("dbus-daemon");
-                cmd.arg("--nofork")
-                    .arg("--nopidfile")
-                    .arg("--nosyslog")
-                    .arg(format!("--config-file={}", conf.display()));
-                launch::prepare(&mut cmd, None, None);
-            }
-            DaemonKind::DbusBroker => {
-                let l = UnixListener::bind(&socket)
-                    .with_context(|| format!("binding {}", socket.display()))?;
-                let mount = if journal::host_has_journal() {
-                    None
-                } else {
-                    let (place, sock) = journal::placement(&dir.join("journal"))?;
-                    journal = Some(JournalSink::bind(&sock)?);
-                    Some(JournalMount::new(&place.source, &place.target)?)
-                };
-                cmd = Command::new("sh");
-                cmd.arg("-c")
-                    .arg(r#"export LISTEN_PID=$$; exec "$0" "$@""#)
-                    .arg("dbus-broker-launch")
-                    .arg("--scope")
-                    .arg("user")
-                    .arg("--config-file")
-                    .arg(&conf)
-                    .env("LISTEN_FDS", "1")
-                    .env_remove("LISTEN_FDNAMES")
-                    .env("DBUS_SESSION_BUS_ADDRESS", &address);
-                launch::prepare(&mut cmd, Some(l.as_raw_fd()), mount);
-                listener = Some(l);
-            }
-        }
-        if kind == DaemonKind::DbusDaemon {
-            cmd.env_remove("DBUS_SESSION_BUS_ADDRESS");
-        }
+        let Launch {
+            mut cmd,
+            listener,
+            journal,
+        } = daemon_command(kind, &dir, &conf, &socket, &address)?;
         cmd.env_remove("DBUS_SYSTEM_BUS_ADDRESS")
             .env_remove("DBUS_STARTER_ADDRESS")
             .stdin(Stdio::null())
@@ -395,7 +428,7 @@ fn stop_child(child: &mut Child) -> Result<ExitStatus, String> {
     if let Ok(Some(s)) = child.try_wait() {
         return Ok(s);
     }
-    signal(child.id() as i32, libc::SIGTERM);
+    signal(child.id() as i32, Signal::TERM);
     let deadline = Instant::now() + STOP_GRACE;
     while Instant::now() < deadline {
         match child.try_wait() {
@@ -426,21 +459,22 @@ fn stop_unowned(pid: i32) -> Option<String> {
     if !Path::new(&format!("/proc/{pid}")).exists() {
         return None;
     }
-    signal(pid, libc::SIGTERM);
+    signal(pid, Signal::TERM);
     if gone(Instant::now() + STOP_GRACE) {
         return None;
     }
-    signal(pid, libc::SIGKILL);
+    signal(pid, Signal::KILL);
     // Its parent reaps it; the caller stops the parent next either way.
     let _ = gone(Instant::now() + Duration::from_millis(500));
     Some(format!("process {pid} killed after {STOP_GRACE:?}"))
 }
 
-fn signal(pid: i32, sig: libc::c_int) {
-    if pid > 0 {
-        // SAFETY: kill(2) takes plain integers; pid is a process we started
-        // (or its child, found under it) and not yet reaped by us.
-        unsafe { libc::kill(pid, sig) };
+/// Sends `sig` to `pid`, a process we started (or its child, found under
+/// it) and not yet reaped; never to a group (pid 0 or below). A process
+/// already gone is what the callers wait for, so an error is dropped.
+fn signal(pid: i32, sig: Signal) {
+    if let Some(pid) = Pid::from_raw(pid).filter(|_| pid > 0) {
+        let _ = process::kill(pid, sig);
     }
 }
 
