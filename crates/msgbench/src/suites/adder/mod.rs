@@ -10,12 +10,12 @@
 //! The idle baseline, measured once before the rows, is kept in each
 //! row (`idle_pct`) and stated once in the results' `notes`.
 
+pub mod judge;
 mod options;
+mod render;
 mod row;
 mod run;
 mod servers;
-mod table;
-pub mod verdict;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -239,7 +239,7 @@ impl Suite for Adder {
     }
 
     fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section> {
-        table::sections(plan, results)
+        render::sections(plan, results)
     }
 
     fn figures(results: &Results<Row>) -> Vec<Figure> {

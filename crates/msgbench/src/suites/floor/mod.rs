@@ -17,7 +17,7 @@
 //! other suites call to embed a floor in their results.
 
 mod options;
-mod table;
+mod render;
 
 use std::time::Duration;
 
@@ -112,8 +112,8 @@ impl Suite for Floor {
 
     fn sections(_: &FloorPlan, results: &Results<FloorRow>) -> Vec<Section> {
         vec![
-            Section::Table(table::table(&results.rows)),
-            Section::Text(table::legend()),
+            Section::Table(render::table(&results.rows)),
+            Section::Text(render::legend()),
         ]
     }
 

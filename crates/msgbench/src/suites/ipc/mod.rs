@@ -21,22 +21,18 @@
 mod client;
 mod clients;
 mod echo;
-mod figures;
 mod idle;
-mod ipcbench;
 mod load;
-mod notes;
+mod one_row;
 mod options;
 pub mod peer;
 mod protocol;
-mod results;
+mod render;
 mod row;
 mod run;
 mod scale;
-mod scale_table;
 mod server;
 mod stats;
-mod table;
 
 use std::time::Duration;
 
@@ -44,7 +40,7 @@ use anyhow::Result;
 
 pub use options::{IpcArgs, Plan, RowSpec};
 pub use peer::PeerArgs;
-pub use results::{
+pub use row::{
     Api, CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
     ThroughputRun, WaitClass,
 };
@@ -112,7 +108,7 @@ impl Suite for Ipc {
     }
 
     fn figures(results: &Results<Row>) -> Vec<Figure> {
-        figures::figures(&results.rows, results.floor.as_ref())
+        render::figures::figures(&results.rows, results.floor.as_ref())
     }
 }
 
@@ -125,7 +121,7 @@ impl Suite for Ipc {
 fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     let floor = results.floor.as_ref();
     if plan.format == Format::Csv {
-        return vec![Section::Table(table::flat(&results.rows, floor))];
+        return vec![Section::Table(render::flat(&results.rows, floor))];
     }
     let (active, single): (Vec<Row>, Vec<Row>) = results
         .rows
@@ -137,33 +133,37 @@ fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     for g in single.chunk_by(|a, b| {
         (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)
     }) {
-        out.push(Section::Table(table::group(g, cpus(g.first()), floor)));
+        out.push(Section::Table(render::group(g, cpus(g.first()), floor)));
         if plan.ipcbench_block {
-            let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
+            let blocks: Vec<String> = g.iter().map(render::ipcbench::row).collect();
             out.push(Section::Text(blocks.join("\n")));
         }
     }
     if !plan.idle_clients.is_empty() {
         for g in single.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
-            out.push(Section::Table(scale_table::idle_summary(
+            out.push(Section::Table(render::scale::idle_summary(
                 g,
                 cpus(g.first()),
             )));
         }
     }
     for g in active.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
-        out.push(Section::Table(scale_table::active(g, cpus(g.first()))));
+        out.push(Section::Table(render::scale::active(g, cpus(g.first()))));
     }
     // The clock of the run: Clock::best() is chosen once per process.
     let clock = Clock::best();
-    out.push(Section::Text(table::legend(&single, &clock, plan.row_secs)));
-    if let Some(l) = scale_table::legend(&results.rows) {
+    out.push(Section::Text(render::legend(
+        &single,
+        &clock,
+        plan.row_secs,
+    )));
+    if let Some(l) = render::scale::legend(&results.rows) {
         out.push(Section::Text(l));
     }
     if let Some(f) = floor {
-        out.push(Section::Text(table::floor_legend(f)));
+        out.push(Section::Text(render::floor_legend(f)));
     }
-    out.push(Section::Text(notes::legend(plan, &clock)));
+    out.push(Section::Text(render::notes::legend(plan, &clock)));
     if !results.notes.is_empty() {
         out.push(Section::Text(results.notes.join("\n")));
     }

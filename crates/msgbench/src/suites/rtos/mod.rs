@@ -14,13 +14,13 @@
 //! and the generic figures; [`Rtos`] runs it all through the suite
 //! pipeline ([`crate::suites::execute`]).
 
-mod catalogue;
 mod ctx;
 mod def;
 mod options;
-mod outcome;
-mod report;
+mod render;
+mod row;
 pub mod rt;
+mod run;
 
 mod cal;
 mod clk;
@@ -40,12 +40,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use catalogue::catalogue;
 pub use ctx::{Ctx, SemKind};
 pub use def::{TestDef, Variant};
 pub use options::{Plan, RtosArgs};
-pub use outcome::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
-pub use report::Summary;
+pub use render::Summary;
+pub use row::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
+pub use run::catalogue;
 
 use super::{Results, RunContext, Suite};
 use crate::measure::sched::SchedArgs;
@@ -77,7 +77,7 @@ impl Suite for Rtos {
     fn estimate(plan: &Plan) -> Duration {
         plan.tests
             .iter()
-            .map(|t| catalogue::planned(t, plan.quick, plan.duration))
+            .map(|t| run::planned(t, plan.quick, plan.duration))
             .sum()
     }
 
@@ -110,19 +110,19 @@ impl Suite for Rtos {
                 break;
             }
             cx.progress.start(def.id);
-            rows.extend(catalogue::run_one(def, &ctx));
+            rows.extend(run::run_one(def, &ctx));
             cx.progress
-                .done(catalogue::planned(def, plan.quick, plan.duration));
+                .done(run::planned(def, plan.quick, plan.duration));
         }
         Ok(results(rows, cx.stopped()))
     }
 
     fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {
-        report::sections(plan, &results.rows, results.outcome.interrupted)
+        render::sections(plan, &results.rows, results.outcome.interrupted)
     }
 
     fn figures(results: &Results<TestResult>) -> Vec<Figure> {
-        results.rows.iter().flat_map(report::figures).collect()
+        results.rows.iter().flat_map(render::figures).collect()
     }
 }
 

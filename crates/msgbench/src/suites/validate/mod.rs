@@ -16,17 +16,17 @@
 //! then 1. The suite runs through [`crate::suites::execute`], like every
 //! suite.
 
-mod compare;
 mod handover;
+mod judge;
 mod mutex;
 mod options;
 mod parse;
 mod pmq;
-mod rows;
+mod render;
+mod run;
 mod sched;
 mod sigwait;
 mod svsem;
-mod table;
 mod timer;
 mod tools;
 
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use compare::{Figure, Row, Tolerance, Verdict};
+pub use judge::{Figure, Row, Tolerance, Verdict};
 pub use options::{Plan, ValidateArgs};
 
 use super::{Results, RunContext, Suite};
@@ -59,7 +59,7 @@ impl Suite for Validate {
     }
 
     fn estimate(plan: &Plan) -> Duration {
-        rows::specs(plan).iter().map(|s| s.planned).sum()
+        run::specs(plan).iter().map(|s| s.planned).sum()
     }
 
     fn banner(plan: &Plan, _: &RunContext) -> String {
@@ -69,12 +69,12 @@ impl Suite for Validate {
     fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
         let memory_locked = sched::lock_memory();
         let mut rows = Vec::new();
-        for spec in rows::specs(plan) {
+        for spec in run::specs(plan) {
             if cx.stopped() {
                 break;
             }
             cx.progress.start(spec.name);
-            rows.push(rows::run(&spec));
+            rows.push(run::run(&spec));
             cx.progress.done(spec.planned);
         }
         let mut r = Results::new(rows);
@@ -90,8 +90,8 @@ impl Suite for Validate {
 
     fn sections(_: &Plan, results: &Results<Row>) -> Vec<Section> {
         vec![
-            Section::Table(table::table(&results.rows)),
-            Section::Text(table::details(&results.rows, &results.notes)),
+            Section::Table(render::table(&results.rows)),
+            Section::Text(render::details(&results.rows, &results.notes)),
         ]
     }
 
@@ -171,7 +171,7 @@ mod tests {
             reference: measured.then(|| Figure::avg(10.0)),
             ours: measured.then(|| Figure::avg(12.0)),
             ratio: measured.then_some(1.2),
-            tolerance: compare::ROUND_TRIP,
+            tolerance: judge::ROUND_TRIP,
             verdict,
             note: None,
         }
@@ -218,7 +218,7 @@ mod tests {
         .plan()
         .unwrap();
         // One CPU: no two-CPU pipe row; 4 hand-overs and the timer.
-        let specs = rows::specs(&plan);
+        let specs = run::specs(&plan);
         assert_eq!(specs.len(), 6);
         assert!(specs.iter().all(|s| s.planned > Duration::ZERO));
         // Each latency row: 4 runs of 10 loops, both sides, 1 ms apart.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::{Outcome, TestResult};
+use super::row::{Outcome, TestResult};
 
 /// Every test, in catalogue order.
 pub fn catalogue() -> &'static [TestDef] {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::compare::{self, Figure, Row, Tolerance, Verdict};
 use super::handover::{self, sender_prio, Mechanism, Setup};
+use super::judge::{self, Figure, Row, Tolerance, Verdict};
 use super::options::{Plan, CHUNKS, INTERVAL};
 use super::{mutex, parse, pmq, sched, sigwait, svsem, timer, tools};
 use crate::pingpong;
@@ -91,7 +91,7 @@ fn pipe_specs(plan: &Plan) -> Vec<Spec> {
         ours_method: "pingpong::pipe, two threads pinned to the CPU",
         placement: format!("both on CPU {cpu}"),
         priority: both_priority(fifo),
-        tolerance: compare::ROUND_TRIP,
+        tolerance: judge::ROUND_TRIP,
         parse: |o| parse::perf_pipe(o).map(Figure::avg),
         ours: Box::new(move || pipe_in(&[cpu], fifo, (Some(cpu), Some(cpu)), n)),
         limit,
@@ -105,7 +105,7 @@ fn pipe_specs(plan: &Plan) -> Vec<Spec> {
             ours_method: "pingpong::pipe, two unpinned threads in that CPU set",
             placement: format!("floating on CPUs {a},{b} (perf cannot pin each task)"),
             priority: both_priority(fifo),
-            tolerance: compare::ROUND_TRIP,
+            tolerance: judge::ROUND_TRIP,
             parse: |o| parse::perf_pipe(o).map(Figure::avg),
             ours: Box::new(move || pipe_in(&[a, b], fifo, (None, None), n)),
             limit,
@@ -198,7 +198,7 @@ fn handover_specs(plan: &Plan) -> Vec<Spec> {
                 ours_method: method,
                 placement: format!("both threads on CPU {cpu}"),
                 priority: priority.clone(),
-                tolerance: compare::LATENCY,
+                tolerance: judge::LATENCY,
                 parse: |o| parse::rt_handover(o).map(Figure::from),
                 ours: Box::new(move || {
                     let m = make()?;
@@ -227,7 +227,7 @@ fn timer_spec(plan: &Plan) -> Spec {
             Some(p) => format!("SCHED_FIFO {p}"),
             None => "normal (SCHED_OTHER)".to_string(),
         },
-        tolerance: compare::LATENCY,
+        tolerance: judge::LATENCY,
         parse: |o| parse::cyclictest(o).map(Figure::from),
         ours: Box::new(move || {
             let _dma = sched::DmaLatency::request();
@@ -307,7 +307,7 @@ pub fn run(spec: &Spec) -> Row {
     row.ours = merge(&ours);
     match (failure, &row.reference, &row.ours) {
         (None, Some(r), Some(o)) => {
-            let (ratio, verdict) = compare::judge(r, o, &spec.tolerance);
+            let (ratio, verdict) = judge::judge(r, o, &spec.tolerance);
             row.ratio = Some(ratio);
             row.verdict = verdict;
         }

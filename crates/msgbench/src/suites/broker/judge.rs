@@ -90,7 +90,7 @@ pub fn judge(rows: &[BrokerRow]) -> Vec<String> {
     sizes.dedup();
     let mut out = Vec::new();
     for &n in &sizes {
-        out.extend(dbus::answer::sentences(rows, n));
+        out.extend(dbus::judge::sentences(rows, n));
         out.extend(answer(rows, n));
     }
     out.extend(goals(rows));

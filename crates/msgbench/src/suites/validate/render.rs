@@ -2,7 +2,7 @@
 //! notes of rows that could not be compared under it), then how each row
 //! was measured.
 
-use super::compare::{Figure, Row};
+use super::judge::{Figure, Row};
 use crate::report::table::{Align, Table};
 
 /// A figure as printed: the average, with the minimum where known.
@@ -72,7 +72,7 @@ pub fn details(rows: &[Row], notes: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::compare::{Tolerance, Verdict, LATENCY, ROUND_TRIP};
+    use super::super::judge::{Tolerance, Verdict, LATENCY, ROUND_TRIP};
     use super::*;
     use crate::report::table::{render, Format, Section};
 

@@ -4,7 +4,7 @@
 
 use super::options::AdderPlan;
 use super::row::{Measured, Row};
-use super::{verdict, Mode, Placement};
+use super::{judge, Mode, Placement};
 use crate::measure::hist::fmt_ns;
 use crate::measure::placement::{cpu_count, format_list};
 use crate::report::table::{Align, Section, Table};
@@ -53,8 +53,8 @@ pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section>
             }
         }
     }
-    out.extend(verdict::verdict(&results.rows, cpu_count()).map(Section::Text));
-    out.extend(verdict::models(&results.rows, cpu_count()).map(Section::Text));
+    out.extend(judge::verdict(&results.rows, cpu_count()).map(Section::Text));
+    out.extend(judge::models(&results.rows, cpu_count()).map(Section::Text));
     out.push(Section::Text(legend(&plan.modes)));
     out.extend(footnotes(&results.rows).into_iter().map(Section::Text));
     out

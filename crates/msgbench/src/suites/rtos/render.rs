@@ -2,7 +2,7 @@
 //! observed events under it, a summary line) and as generic figures.
 
 use super::options::Plan;
-use super::outcome::{Group, Outcome, TestResult, Timing, Unit};
+use super::row::{Group, Outcome, TestResult, Timing, Unit};
 use crate::report::envelope::{Better, Figure};
 use crate::report::table::{Align, Section, Table};
 

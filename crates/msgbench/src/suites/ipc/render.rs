@@ -2,8 +2,13 @@
 //! median round trip, the winners marked, rows without figures last with
 //! why; with `--format csv` one flat table of every row in raw units.
 
-use super::results::Timing;
-use super::results::{Api, GroupSummary, Placement, Row, Status, WaitClass};
+pub mod figures;
+pub mod ipcbench;
+pub mod notes;
+pub mod scale;
+
+use super::row::Timing;
+use super::row::{Api, GroupSummary, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorReport;
@@ -130,7 +135,7 @@ pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorRep
         c.push(r.note());
         t.row(c);
     }
-    t.notes = super::notes::warnings(rows);
+    t.notes = notes::warnings(rows);
     t
 }
 
@@ -230,7 +235,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
         "cpu_total_ns",
         "vs_floor",
     ];
-    head.extend(super::scale_table::csv_head(rows));
+    head.extend(scale::csv_head(rows));
     head.push("note");
     let mut t = Table::new("", &head);
     for r in rows {
@@ -244,7 +249,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
             status_name(r.status).to_string(),
         ];
         c.extend(raw_figures(r, floor));
-        c.extend(super::scale_table::csv_cells(rows, r));
+        c.extend(scale::csv_cells(rows, r));
         c.push(r.reason.clone().unwrap_or_default());
         t.row(c);
     }
