@@ -22,46 +22,16 @@ mod render;
 use std::time::Duration;
 
 use anyhow::Result;
-use clap::Args;
-use serde::Serialize;
 
 pub use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow, RUNS};
+pub use options::{FloorArgs, FloorPlan};
 
-use super::{OutputArgs, Results, RunContext, Suite};
+use super::{Results, RunContext, Suite};
 use crate::measure::placement::format_list;
 use crate::measure::sched::SchedArgs;
 use crate::pingpong::floor::{self as measurement, BUDGET, QUICK_BUDGET};
 use crate::report::envelope::{Better, Figure};
 use crate::report::table::Section;
-
-/// Options of `msgbench floor`.
-#[derive(Debug, Clone, Default, Args)]
-pub struct FloorArgs {
-    /// A short run (about a second), each figure over fewer round trips.
-    #[arg(long = "quick")]
-    pub quick: bool,
-    /// CPUs to measure between, e.g. 0-3,6 [default: every online CPU].
-    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
-    /// Scheduling controls: --fifo (spinning rows are then left out),
-    /// --mlock, --dma-latency.
-    #[command(flatten)]
-    pub sched: SchedArgs,
-    /// --format, --json.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// The checked settings of `msgbench floor`.
-#[derive(Debug, Clone, Serialize)]
-pub struct FloorPlan {
-    /// `--quick`.
-    pub quick: bool,
-    /// The CPUs measured between, in order.
-    pub cpus: Vec<usize>,
-    /// Runs behind each figure.
-    pub runs_per_figure: usize,
-}
 
 /// `msgbench floor`.
 pub struct Floor;
@@ -73,12 +43,7 @@ impl Suite for Floor {
     type Row = FloorRow;
 
     fn plan(args: &FloorArgs) -> Result<FloorPlan> {
-        args.sched.parse()?;
-        Ok(FloorPlan {
-            quick: args.quick,
-            cpus: options::cpus(args.cpus.as_deref())?,
-            runs_per_figure: RUNS,
-        })
+        options::plan(args)
     }
 
     fn sched(args: &FloorArgs) -> Option<&SchedArgs> {
