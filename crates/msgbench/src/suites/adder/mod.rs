@@ -28,7 +28,7 @@ pub use row::{DiscardedRun, Measured, Row};
 use super::{Results, RunContext, Suite};
 use crate::measure::placement;
 use crate::measure::sched::SchedArgs;
-use crate::report::envelope::{Better, Figure};
+use crate::report::envelope::Figure;
 use crate::report::table::Section;
 
 /// `msgbench adder`.
@@ -73,47 +73,6 @@ impl Suite for Adder {
     }
 
     fn figures(results: &Results<Row>) -> Vec<Figure> {
-        results.rows.iter().flat_map(figures).collect()
+        results.rows.iter().flat_map(render::row_figures).collect()
     }
-}
-
-/// A row's figures, keyed by transport, mode, threads and placement,
-/// plus `api: copy` for the copying rows of `--copy` (so the default
-/// in-place rows keep the keys of earlier results; docs/results.md); a
-/// failed row has none.
-fn figures(r: &Row) -> Vec<Figure> {
-    let Some(m) = &r.measured else {
-        return Vec::new();
-    };
-    let key = vec![
-        ("transport", r.transport.clone()),
-        ("api", r.api.key().to_string()),
-        ("mode", r.mode.key().to_string()),
-        ("threads", r.threads.to_string()),
-        ("placement", r.placement.key().to_string()),
-    ];
-    let mut out = vec![
-        Figure::new(
-            &key,
-            "rate_per_thread",
-            m.rate_per_thread,
-            "msg/s",
-            Better::Higher,
-        ),
-        Figure::new(
-            &key,
-            "aggregate_rate",
-            m.aggregate_rate,
-            "msg/s",
-            Better::Higher,
-        ),
-    ];
-    if let Some(b) = m.busy_pct {
-        out.push(Figure::new(&key, "cpu_busy", b, "%", Better::Neither));
-    }
-    if let Some(l) = &m.latency {
-        out.push(Figure::new(&key, "p50_ns", l.p50_ns, "ns", Better::Lower));
-        out.push(Figure::new(&key, "p99_ns", l.p99_ns, "ns", Better::Lower));
-    }
-    out
 }

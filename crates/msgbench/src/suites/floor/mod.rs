@@ -18,6 +18,7 @@
 
 mod options;
 mod render;
+mod run;
 
 use std::time::Duration;
 
@@ -29,8 +30,8 @@ pub use options::{FloorArgs, FloorPlan};
 use super::{Results, RunContext, Suite};
 use crate::measure::placement::format_list;
 use crate::measure::sched::SchedArgs;
-use crate::pingpong::floor::{self as measurement, BUDGET, QUICK_BUDGET};
-use crate::report::envelope::{Better, Figure};
+use crate::pingpong::floor::{BUDGET, QUICK_BUDGET};
+use crate::report::envelope::Figure;
 use crate::report::table::Section;
 
 /// `msgbench floor`.
@@ -67,12 +68,7 @@ impl Suite for Floor {
     }
 
     fn run(plan: &FloorPlan, cx: &RunContext) -> Result<Results<FloorRow>> {
-        cx.progress.start("ping-pongs and costs");
-        let floor = measurement::measure_until(plan.quick, &plan.cpus, &cx.stop)?;
-        cx.progress.done(Self::estimate(plan));
-        let mut r = Results::new(floor.rows);
-        r.outcome.interrupted = cx.stopped();
-        Ok(r)
+        run::run(plan, cx, Self::estimate(plan))
     }
 
     fn sections(_: &FloorPlan, results: &Results<FloorRow>) -> Vec<Section> {
@@ -83,19 +79,6 @@ impl Suite for Floor {
     }
 
     fn figures(results: &Results<FloorRow>) -> Vec<Figure> {
-        results.rows.iter().map(figure).collect()
+        results.rows.iter().map(render::figure).collect()
     }
-}
-
-/// A floor row as a generic figure: keyed by what and between which CPUs.
-fn figure(r: &FloorRow) -> Figure {
-    let cpus = r.cpus.map_or("-".into(), |(a, b)| format!("{a}->{b}"));
-    Figure::new(
-        &[("floor", r.what.clone()), ("cpus", cpus)],
-        &format!("ns_per_{}", r.unit),
-        r.ns,
-        "ns",
-        Better::Lower,
-    )
-    .with_repeats(r.runs_ns.clone())
 }

@@ -16,6 +16,7 @@
 
 mod ctx;
 mod def;
+mod judge;
 mod options;
 mod render;
 mod row;
@@ -35,15 +36,14 @@ mod rtthread;
 mod sem;
 mod thr; // threads with explicit scheduling, futex gate (CAL, CLK, THR)
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
 
 pub use ctx::{Ctx, SemKind};
 pub use def::{TestDef, Variant};
+pub use judge::Summary;
 pub use options::{Plan, RtosArgs};
-pub use render::Summary;
 pub use row::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
 pub use run::catalogue;
 
@@ -96,25 +96,7 @@ impl Suite for Rtos {
     }
 
     fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
-        let mut ctx = Ctx::new(
-            plan.quick,
-            plan.sem,
-            plan.duration,
-            cx.clock,
-            Arc::clone(&cx.stop),
-        );
-        ctx.msg_inherit = plan.msg_inherit;
-        let mut rows = Vec::new();
-        for def in &plan.tests {
-            if cx.stopped() {
-                break;
-            }
-            cx.progress.start(def.id);
-            rows.extend(run::run_one(def, &ctx));
-            cx.progress
-                .done(run::planned(def, plan.quick, plan.duration));
-        }
-        Ok(results(rows, cx.stopped()))
+        run::run(plan, cx)
     }
 
     fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {
@@ -124,16 +106,4 @@ impl Suite for Rtos {
     fn figures(results: &Results<TestResult>) -> Vec<Figure> {
         results.rows.iter().flat_map(render::figures).collect()
     }
-}
-
-/// The rows with their outcome: FAIL verdicts and errors failed, skipped
-/// tests skipped, the summary line as a note.
-fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
-    let s = Summary::of(&rows);
-    let mut r = Results::new(rows);
-    r.outcome.failed = s.failed + s.errors;
-    r.outcome.skipped = s.skipped;
-    r.outcome.interrupted = interrupted;
-    r.notes.push(format!("summary: {}", s.line(interrupted)));
-    r
 }

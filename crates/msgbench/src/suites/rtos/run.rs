@@ -1,12 +1,19 @@
-//! The catalogue: every test ID with its group, and how one is run.
+//! Running `msgbench rtos`: the catalogue (every test ID with its group),
+//! how one test is run, and a plan's tests run in order into rows with
+//! their outcome.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use anyhow::Result;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
+use super::judge::Summary;
+use super::options::Plan;
 use super::row::{Outcome, TestResult};
+use crate::suites::{Results, RunContext};
 
 /// Every test, in catalogue order.
 pub fn catalogue() -> &'static [TestDef] {
@@ -122,6 +129,41 @@ pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
             row(v)
         })
         .collect()
+}
+
+/// Runs every test of `plan` in order, one progress item each, until the
+/// run is stopped.
+pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
+    let mut ctx = Ctx::new(
+        plan.quick,
+        plan.sem,
+        plan.duration,
+        cx.clock,
+        Arc::clone(&cx.stop),
+    );
+    ctx.msg_inherit = plan.msg_inherit;
+    let mut rows = Vec::new();
+    for def in &plan.tests {
+        if cx.stopped() {
+            break;
+        }
+        cx.progress.start(def.id);
+        rows.extend(run_one(def, &ctx));
+        cx.progress.done(planned(def, plan.quick, plan.duration));
+    }
+    Ok(results(rows, cx.stopped()))
+}
+
+/// The rows with their outcome: FAIL verdicts and errors failed, skipped
+/// tests skipped, the summary line as a note.
+fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
+    let s = Summary::of(&rows);
+    let mut r = Results::new(rows);
+    r.outcome.failed = s.failed + s.errors;
+    r.outcome.skipped = s.skipped;
+    r.outcome.interrupted = interrupted;
+    r.notes.push(format!("summary: {}", s.line(interrupted)));
+    r
 }
 
 #[cfg(test)]

@@ -1,57 +1,8 @@
-//! One comparison row: the reference figure, ours, their ratio and the
-//! verdict under a documented tolerance (docs/methodology.md,
+//! The verdict of a comparison: the ratio of ours to the reference, and
+//! whether it falls in the documented tolerance band (docs/methodology.md,
 //! "Validation").
 
-use serde::Serialize;
-
-use super::handover::Latency;
-
-/// A figure, microseconds: the average always, min and max when the tool
-/// reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Figure {
-    /// Smallest sample.
-    pub min_us: Option<f64>,
-    /// The compared statistic: mean per operation.
-    pub avg_us: f64,
-    /// Largest sample (reported, never compared: it is noise).
-    pub max_us: Option<f64>,
-}
-
-impl From<Latency> for Figure {
-    fn from(l: Latency) -> Figure {
-        Figure {
-            min_us: Some(l.min_us),
-            avg_us: l.avg_us,
-            max_us: Some(l.max_us),
-        }
-    }
-}
-
-impl Figure {
-    /// A figure with only an average (perf).
-    pub fn avg(avg_us: f64) -> Figure {
-        Figure {
-            min_us: None,
-            avg_us,
-            max_us: None,
-        }
-    }
-}
-
-/// The band of agreeing ratios: ours agrees with the reference when
-/// `low <= ours / reference <= high`, or when the two averages differ by
-/// at most `slack_us` (the reference's resolution). Every row carries
-/// its own, so that a reader can draw the ratio inside its band.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Tolerance {
-    /// Lowest agreeing ratio (ours / reference).
-    pub low: f64,
-    /// Highest agreeing ratio (ours / reference).
-    pub high: f64,
-    /// Absolute difference that always agrees, microseconds.
-    pub slack_us: f64,
-}
+use super::row::{Figure, Tolerance, Verdict};
 
 /// Latency averages of the rt-tests tools and cyclictest, which print
 /// whole microseconds.
@@ -67,77 +18,6 @@ pub const ROUND_TRIP: Tolerance = Tolerance {
     high: 1.5,
     slack_us: 0.0,
 };
-
-/// The outcome of a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Within the tolerance.
-    Agree,
-    /// Outside it: reported, not an error.
-    Disagree,
-    /// The reference tool is not installed.
-    Missing,
-    /// The tool failed, its output could not be parsed, or ours failed.
-    Error,
-}
-
-impl Tolerance {
-    /// The band as printed: `0.67-1.50`, with `or +-1 us` where there is
-    /// slack.
-    pub fn label(&self) -> String {
-        let band = format!("{:.2}-{:.2}", self.low, self.high);
-        if self.slack_us > 0.0 {
-            format!("{band} or +-{} us", self.slack_us)
-        } else {
-            band
-        }
-    }
-}
-
-impl Verdict {
-    /// As printed in the table.
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Agree => "agree",
-            Verdict::Disagree => "DISAGREE",
-            Verdict::Missing => "missing",
-            Verdict::Error => "ERROR",
-        }
-    }
-}
-
-/// One comparison.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    /// What is compared.
-    pub name: String,
-    /// The reference tool.
-    pub tool: String,
-    /// The reference command line as run (each of `runs` times).
-    pub command: String,
-    /// Alternating runs of the reference and of ours; figures merge them.
-    pub runs: u64,
-    /// How msgbench measures the same quantity.
-    pub ours_method: String,
-    /// Where both sides ran.
-    pub placement: String,
-    /// Their scheduling.
-    pub priority: String,
-    /// The reference figure.
-    pub reference: Option<Figure>,
-    /// Ours.
-    pub ours: Option<Figure>,
-    /// ours / reference, averages.
-    pub ratio: Option<f64>,
-    /// The band `ratio` must fall in to agree (`low`, `high`, and the
-    /// absolute `slack_us` that always agrees).
-    pub tolerance: Tolerance,
-    /// The outcome.
-    pub verdict: Verdict,
-    /// Why the row is `missing` or `error`.
-    pub note: Option<String>,
-}
 
 /// Ratio of the averages and whether they agree under `tol`.
 pub fn judge(reference: &Figure, ours: &Figure, tol: &Tolerance) -> (f64, Verdict) {

@@ -23,6 +23,7 @@ mod options;
 mod parse;
 mod pmq;
 mod render;
+mod row;
 mod run;
 mod sched;
 mod sigwait;
@@ -34,11 +35,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use judge::{Figure, Row, Tolerance, Verdict};
 pub use options::{Plan, ValidateArgs};
+pub use row::{Figure, Row, Tolerance, Verdict};
 
 use super::{Results, RunContext, Suite};
-use crate::report::envelope::{self, Better};
+use crate::report::envelope;
 use crate::report::table::Section;
 
 /// `msgbench validate`.
@@ -67,25 +68,7 @@ impl Suite for Validate {
     }
 
     fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
-        let memory_locked = sched::lock_memory();
-        let mut rows = Vec::new();
-        for spec in run::specs(plan) {
-            if cx.stopped() {
-                break;
-            }
-            cx.progress.start(spec.name);
-            rows.push(run::run(&spec));
-            cx.progress.done(spec.planned);
-        }
-        let mut r = Results::new(rows);
-        r.outcome.failed = count(&r.rows, Verdict::Error);
-        r.outcome.skipped = count(&r.rows, Verdict::Missing);
-        r.outcome.interrupted = cx.stopped();
-        r.notes.push(format!(
-            "memory locked (as the tools' -m): {}",
-            if memory_locked { "yes" } else { "no" }
-        ));
-        Ok(r)
+        run::run(plan, cx)
     }
 
     fn sections(_: &Plan, results: &Results<Row>) -> Vec<Section> {
@@ -96,13 +79,8 @@ impl Suite for Validate {
     }
 
     fn figures(results: &Results<Row>) -> Vec<envelope::Figure> {
-        results.rows.iter().flat_map(figures).collect()
+        results.rows.iter().flat_map(render::figures).collect()
     }
-}
-
-/// Rows with `verdict`.
-fn count(rows: &[Row], verdict: Verdict) -> usize {
-    rows.iter().filter(|r| r.verdict == verdict).count()
 }
 
 /// What is run, where, at which priority, how long.
@@ -127,86 +105,9 @@ fn banner(plan: &Plan) -> String {
     )
 }
 
-/// A row as generic figures: the ratio (keyed by `check`), and each
-/// side's average (keyed by `check` and `side`), where measured.
-fn figures(r: &Row) -> Vec<envelope::Figure> {
-    let check = || ("check", r.name.clone());
-    let mut v = Vec::new();
-    if let Some(x) = r.ratio {
-        v.push(envelope::Figure::new(
-            &[check()],
-            "ratio",
-            x,
-            "ratio",
-            Better::Neither,
-        ));
-    }
-    for (side, f) in [("reference", &r.reference), ("ours", &r.ours)] {
-        if let Some(f) = f {
-            v.push(envelope::Figure::new(
-                &[check(), ("side", side.to_string())],
-                "avg_us",
-                f.avg_us,
-                "us",
-                Better::Lower,
-            ));
-        }
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(verdict: Verdict, measured: bool) -> Row {
-        Row {
-            name: "pipe".into(),
-            tool: "perf".into(),
-            command: "perf".into(),
-            runs: 4,
-            ours_method: "ours".into(),
-            placement: "CPU 0".into(),
-            priority: "normal".into(),
-            reference: measured.then(|| Figure::avg(10.0)),
-            ours: measured.then(|| Figure::avg(12.0)),
-            ratio: measured.then_some(1.2),
-            tolerance: judge::ROUND_TRIP,
-            verdict,
-            note: None,
-        }
-    }
-
-    #[test]
-    fn a_compared_row_gives_its_ratio_and_both_sides() {
-        let f = figures(&row(Verdict::Agree, true));
-        let got: Vec<(String, &str, f64)> = f
-            .iter()
-            .map(|f| (f.key_text(), f.metric.as_str(), f.value))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                ("check=pipe".to_string(), "ratio", 1.2),
-                ("check=pipe side=reference".to_string(), "avg_us", 10.0),
-                ("check=pipe side=ours".to_string(), "avg_us", 12.0),
-            ]
-        );
-        assert_eq!(f[0].better, Better::Neither);
-        assert_eq!(f[1].unit, "us");
-        assert!(figures(&row(Verdict::Missing, false)).is_empty());
-    }
-
-    #[test]
-    fn errors_fail_and_missing_tools_skip() {
-        let rows = [
-            row(Verdict::Error, false),
-            row(Verdict::Missing, false),
-            row(Verdict::Disagree, true),
-        ];
-        assert_eq!(count(&rows, Verdict::Error), 1);
-        assert_eq!(count(&rows, Verdict::Missing), 1);
-    }
 
     #[test]
     fn every_row_is_planned_and_the_banner_tells_the_plan() {
