@@ -1,6 +1,6 @@
 //! The study's question answered from the rows: per D-Bus library, how a
 //! call through dbus-daemon splits into the daemon, the library and the
-//! transport ([`dbus::answer`]); what the daemon adds per call, how much
+//! transport ([`dbus::judge`]); what the daemon adds per call, how much
 //! of it validation explains, and how the header-routing broker compares
 //! with direct calls and with the daemon (on the study's library, libdbus,
 //! when it was measured); and the two goals judged. Every sentence is computed from

@@ -4,15 +4,15 @@
 //! lab's QNX 6.5 figure), by test ID or group.
 //!
 //! Layout: `def.rs` says what a test is ([`TestDef`], [`Variant`]);
-//! `catalogue.rs` lists every test and runs one; each group lives
-//! in its own file (`cal.rs`, `clk.rs`, `thr.rs`, `sem.rs`, `mutex.rs`,
-//! `irq.rs`, `mem.rs`, `msg.rs` with `msginv.rs`) and returns its
-//! definitions; `msgpeer.rs` is the MSG tests' server process (the hidden
-//! `msgbench rtos-peer`); `outcome.rs` holds what
-//! a test produces; `ctx.rs` what a test is given; `rt.rs` the real-time
-//! helpers (SCHED_FIFO threads, pinning); `report.rs` draws the tables
-//! and the generic figures; [`Rtos`] runs it all through the suite
-//! pipeline ([`crate::suites::execute`]).
+//! `run.rs` lists every test, runs one, and runs a plan's tests in order;
+//! each group lives in its own file (`cal.rs`, `clk.rs`, `thr.rs`,
+//! `sem.rs`, `mutex.rs`, `irq.rs`, `mem.rs`, `msg.rs` with `msginv.rs`) and
+//! returns its definitions; `msgpeer.rs` is the MSG tests' server process
+//! (the hidden `msgbench rtos-peer`); `row.rs` holds what a test produces;
+//! `ctx.rs` what a test is given; `rt.rs` the real-time helpers
+//! (SCHED_FIFO threads, pinning); `judge.rs` counts the outcomes;
+//! `render.rs` draws the tables and the generic figures; [`Rtos`] runs it
+//! all through the suite pipeline ([`crate::suites::execute`]).
 
 mod ctx;
 mod def;
