@@ -36,6 +36,7 @@ mod rtthread;
 mod sem;
 mod thr; // threads with explicit scheduling, futex gate (CAL, CLK, THR)
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -96,7 +97,15 @@ impl Suite for Rtos {
     }
 
     fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
-        run::run(plan, cx)
+        let mut ctx = Ctx::new(
+            plan.quick,
+            plan.sem,
+            plan.duration,
+            cx.clock,
+            Arc::clone(&cx.stop),
+        );
+        ctx.msg_inherit = plan.msg_inherit;
+        run::run(&plan.tests, &ctx, cx)
     }
 
     fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {

@@ -3,7 +3,7 @@
 //! their outcome.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -11,7 +11,6 @@ use anyhow::Result;
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
 use super::judge::Summary;
-use super::options::Plan;
 use super::row::{Outcome, TestResult};
 use crate::suites::{Results, RunContext};
 
@@ -131,25 +130,17 @@ pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
         .collect()
 }
 
-/// Runs every test of `plan` in order, one progress item each, until the
-/// run is stopped.
-pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<TestResult>> {
-    let mut ctx = Ctx::new(
-        plan.quick,
-        plan.sem,
-        plan.duration,
-        cx.clock,
-        Arc::clone(&cx.stop),
-    );
-    ctx.msg_inherit = plan.msg_inherit;
+/// Runs `tests` in order with `ctx` (the plan's settings), one progress
+/// item each, until the run is stopped.
+pub fn run(tests: &[&TestDef], ctx: &Ctx, cx: &RunContext) -> Result<Results<TestResult>> {
     let mut rows = Vec::new();
-    for def in &plan.tests {
+    for def in tests {
         if cx.stopped() {
             break;
         }
         cx.progress.start(def.id);
-        rows.extend(run_one(def, &ctx));
-        cx.progress.done(planned(def, plan.quick, plan.duration));
+        rows.extend(run_one(def, ctx));
+        cx.progress.done(planned(def, ctx.quick, ctx.duration));
     }
     Ok(results(rows, cx.stopped()))
 }
