@@ -1,16 +1,186 @@
-//! The checked settings of `msgbench adder`: every option is checked here,
-//! before a server starts or a directory is made.
+//! The options of `msgbench adder` ([`AdderArgs`], with its [`Mode`] and
+//! [`Placement`] values) and their checked settings ([`AdderPlan`]): every
+//! option is checked here, before a server starts or a directory is made.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use super::{AdderArgs, Mode, Placement};
 use crate::devctl::options::{check_samples, Api};
 use crate::devctl::MAX_INSTANCES;
 use crate::measure::placement::{self, CpuList};
+use crate::measure::sched::SchedArgs;
+use crate::suites::OutputArgs;
+
+/// How the X server threads are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// One server process with X threads, each serving its own path
+    /// (adder/0..adder/X-1), client thread k calling adder/k (the seed's).
+    One,
+    /// X server processes, one path each; client thread k calls adder/k
+    /// (the seed's).
+    Multi,
+    /// One server process serving the one path adder/0 from a pool of X
+    /// threads (1 to 64), every client thread calling that path (QNX's
+    /// multithreaded resource manager).
+    Pool,
+}
+
+impl Mode {
+    /// The table's label (the seed's for `one` and `multi`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::One => "One process",
+            Mode::Multi => "Multi-process",
+            Mode::Pool => "Thread pool (one path)",
+        }
+    }
+
+    /// The figures' key value: `one`, `multi` or `pool`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Mode::One => "one",
+            Mode::Multi => "multi",
+            Mode::Pool => "pool",
+        }
+    }
+
+    /// What it means, for the legend under the tables.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::One => "one server process, X threads, each serving its own path",
+            Mode::Multi => "X server processes, one path each",
+            Mode::Pool => {
+                "one server process serving the one path adder/0 from a pool of X threads, \
+                 every client thread calling that path"
+            }
+        }
+    }
+
+    /// True when every client thread calls the one path adder/0.
+    pub fn one_path(self) -> bool {
+        self == Mode::Pool
+    }
+}
+
+/// Where clients and servers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Client thread k and server instance (or pool thread) k pinned: to
+    /// the k-th CPU of --client-cpus / --server-cpus, or both to the k-th
+    /// online CPU (one client/server pair per CPU) when those are not
+    /// given.
+    Pinned,
+    /// Every thread left to the scheduler.
+    Unpinned,
+}
+
+impl Placement {
+    /// The figures' key value: `pinned` or `unpinned`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Placement::Pinned => "pinned",
+            Placement::Unpinned => "unpinned",
+        }
+    }
+}
+
+/// Options of `msgbench adder`.
+#[derive(Debug, Clone, Args)]
+pub struct AdderArgs {
+    /// Thread counts X to run, e.g. 1,2,4 or 1-6 (1 to 128; 1 to 64 with
+    /// pool mode) [default: 1 to CPUs+2, within those bounds].
+    #[arg(long = "threads", value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Transports, comma-separated; one table each.
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "shm"
+    )]
+    pub transports: Vec<String>,
+    /// Round trips per thread for every row [default: picked so a row takes about --row-secs].
+    #[arg(short = 'S', value_name = "SAMPLES")]
+    pub samples: Option<u64>,
+    /// Target duration of one row when -S is not given.
+    #[arg(
+        long = "row-secs",
+        value_name = "SECS",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub row_secs: f64,
+    /// Length of the idle baseline measured once before the runs (0: skip;
+    /// else 0.1 to 600).
+    #[arg(
+        long = "idle-secs",
+        value_name = "SECS",
+        default_value_t = 2.0,
+        allow_negative_numbers = true
+    )]
+    pub idle_secs: f64,
+    /// Server models to run at every X, comma-separated, each once: one,
+    /// multi, pool (the tables' Mode column).
+    #[arg(
+        long = "modes",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "one,multi,pool"
+    )]
+    pub modes: Vec<Mode>,
+    /// Placements to run, in order: pinned (--client-cpus/--server-cpus,
+    /// else one client/server pair per CPU), unpinned [default: pinned
+    /// when --client-cpus or --server-cpus is given, else unpinned].
+    #[arg(long = "placement", value_name = "LIST", value_delimiter = ',')]
+    pub placements: Vec<Placement>,
+    /// Pin client thread k to the k-th CPU of LIST (pinned rows).
+    #[arg(long = "client-cpus", value_name = "LIST")]
+    pub client_cpus: Option<String>,
+    /// Pin server instance (or pool thread) k to the k-th CPU of LIST
+    /// (pinned rows).
+    #[arg(long = "server-cpus", value_name = "LIST")]
+    pub server_cpus: Option<String>,
+    /// Namespace under which a private run directory is made.
+    #[arg(long = "ns", value_name = "DIR")]
+    pub ns: Option<PathBuf>,
+    /// Hybrid waiting: spin budget in microseconds.
+    #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
+    pub spin_us: u64,
+    /// Time whole runs only (no per-request timestamps).
+    #[arg(long = "no-timestamps")]
+    pub no_timestamps: bool,
+    /// Also run every row with the copying API (Connection::call /
+    /// Request::reply with buffers of our own), each right after its
+    /// in-place twin, side by side in the tables [default: in place only].
+    #[arg(long = "copy")]
+    pub copy: bool,
+    /// Scheduling controls: --fifo, --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl Default for AdderArgs {
+    fn default() -> AdderArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: AdderArgs,
+        }
+        Wrap::parse_from(["msgbench"]).a
+    }
+}
 
 /// The checked settings (the envelope's `settings`).
 #[derive(Debug, Clone, Serialize)]

@@ -17,14 +17,14 @@
 //!   talked to and stopped through `measure::peers`; `cell`: one
 //!   measurement.
 //! - `options`: the command line and the plan; `sweep`: every cell,
-//!   repeated and interleaved, into rows ([`row::BrokerRow`]); `answer`:
+//!   repeated and interleaved, into rows ([`row::BrokerRow`]); `judge`:
 //!   the study's question and the goals judged; `render`: tables and
 //!   figures.
 
-pub mod answer;
 pub mod cell;
 pub mod client;
 pub mod dbus;
+pub mod judge;
 pub mod options;
 pub mod proto;
 pub mod render;
@@ -78,7 +78,7 @@ impl Suite for Broker {
 
     fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
         let mut r = sweep::run(plan, cx)?;
-        r.notes = answer::judge(&r.rows);
+        r.notes = judge::judge(&r.rows);
         Ok(r)
     }
 

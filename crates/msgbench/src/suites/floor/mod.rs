@@ -17,51 +17,22 @@
 //! other suites call to embed a floor in their results.
 
 mod options;
-mod table;
+mod render;
+mod run;
 
 use std::time::Duration;
 
 use anyhow::Result;
-use clap::Args;
-use serde::Serialize;
 
 pub use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow, RUNS};
+pub use options::{FloorArgs, FloorPlan};
 
-use super::{OutputArgs, Results, RunContext, Suite};
+use super::{Results, RunContext, Suite};
 use crate::measure::placement::format_list;
 use crate::measure::sched::SchedArgs;
-use crate::pingpong::floor::{self as measurement, BUDGET, QUICK_BUDGET};
-use crate::report::envelope::{Better, Figure};
+use crate::pingpong::floor::{BUDGET, QUICK_BUDGET};
+use crate::report::envelope::Figure;
 use crate::report::table::Section;
-
-/// Options of `msgbench floor`.
-#[derive(Debug, Clone, Default, Args)]
-pub struct FloorArgs {
-    /// A short run (about a second), each figure over fewer round trips.
-    #[arg(long = "quick")]
-    pub quick: bool,
-    /// CPUs to measure between, e.g. 0-3,6 [default: every online CPU].
-    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
-    /// Scheduling controls: --fifo (spinning rows are then left out),
-    /// --mlock, --dma-latency.
-    #[command(flatten)]
-    pub sched: SchedArgs,
-    /// --format, --json.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// The checked settings of `msgbench floor`.
-#[derive(Debug, Clone, Serialize)]
-pub struct FloorPlan {
-    /// `--quick`.
-    pub quick: bool,
-    /// The CPUs measured between, in order.
-    pub cpus: Vec<usize>,
-    /// Runs behind each figure.
-    pub runs_per_figure: usize,
-}
 
 /// `msgbench floor`.
 pub struct Floor;
@@ -73,12 +44,7 @@ impl Suite for Floor {
     type Row = FloorRow;
 
     fn plan(args: &FloorArgs) -> Result<FloorPlan> {
-        args.sched.parse()?;
-        Ok(FloorPlan {
-            quick: args.quick,
-            cpus: options::cpus(args.cpus.as_deref())?,
-            runs_per_figure: RUNS,
-        })
+        options::plan(args)
     }
 
     fn sched(args: &FloorArgs) -> Option<&SchedArgs> {
@@ -102,35 +68,17 @@ impl Suite for Floor {
     }
 
     fn run(plan: &FloorPlan, cx: &RunContext) -> Result<Results<FloorRow>> {
-        cx.progress.start("ping-pongs and costs");
-        let floor = measurement::measure_until(plan.quick, &plan.cpus, &cx.stop)?;
-        cx.progress.done(Self::estimate(plan));
-        let mut r = Results::new(floor.rows);
-        r.outcome.interrupted = cx.stopped();
-        Ok(r)
+        run::run(plan, cx, Self::estimate(plan))
     }
 
     fn sections(_: &FloorPlan, results: &Results<FloorRow>) -> Vec<Section> {
         vec![
-            Section::Table(table::table(&results.rows)),
-            Section::Text(table::legend()),
+            Section::Table(render::table(&results.rows)),
+            Section::Text(render::legend()),
         ]
     }
 
     fn figures(results: &Results<FloorRow>) -> Vec<Figure> {
-        results.rows.iter().map(figure).collect()
+        results.rows.iter().map(render::figure).collect()
     }
-}
-
-/// A floor row as a generic figure: keyed by what and between which CPUs.
-fn figure(r: &FloorRow) -> Figure {
-    let cpus = r.cpus.map_or("-".into(), |(a, b)| format!("{a}->{b}"));
-    Figure::new(
-        &[("floor", r.what.clone()), ("cpus", cpus)],
-        &format!("ns_per_{}", r.unit),
-        r.ns,
-        "ns",
-        Better::Lower,
-    )
-    .with_repeats(r.runs_ns.clone())
 }

@@ -1,9 +1,55 @@
-//! The options of `msgbench floor`: the CPU list, checked with one-line
-//! errors naming the option.
+//! The options of `msgbench floor` ([`FloorArgs`]) and their checked
+//! settings ([`FloorPlan`]): the CPU list, checked with one-line errors
+//! naming the option.
 
 use anyhow::{anyhow, Result};
+use clap::Args;
+use serde::Serialize;
 
 use crate::measure::placement::cpus_option;
+use crate::measure::sched::SchedArgs;
+use crate::pingpong::floor::RUNS;
+use crate::suites::OutputArgs;
+
+/// Options of `msgbench floor`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FloorArgs {
+    /// A short run (about a second), each figure over fewer round trips.
+    #[arg(long = "quick")]
+    pub quick: bool,
+    /// CPUs to measure between, e.g. 0-3,6 [default: every online CPU].
+    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Scheduling controls: --fifo (spinning rows are then left out),
+    /// --mlock, --dma-latency.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// --format, --json.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The checked settings of `msgbench floor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloorPlan {
+    /// `--quick`.
+    pub quick: bool,
+    /// The CPUs measured between, in order.
+    pub cpus: Vec<usize>,
+    /// Runs behind each figure.
+    pub runs_per_figure: usize,
+}
+
+/// The checked settings of `args`: the scheduling controls and the CPU
+/// list.
+pub fn plan(args: &FloorArgs) -> Result<FloorPlan> {
+    args.sched.parse()?;
+    Ok(FloorPlan {
+        quick: args.quick,
+        cpus: cpus(args.cpus.as_deref())?,
+        runs_per_figure: RUNS,
+    })
+}
 
 /// The CPUs to measure between: `list` (ranges allowed, repeats dropped,
 /// every CPU online) or, without it, every online CPU.

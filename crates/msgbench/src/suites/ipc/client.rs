@@ -15,8 +15,8 @@ use super::echo::{call_error, Echo};
 use super::protocol::{
     ack_fold, body, stamp, SumBase, ACK_LEN, CMD_ACK, CMD_CPU, CMD_STOP, CMD_SUM, SUM_SEQ_BYTES,
 };
-use super::results::{Api, Timing};
-use super::results::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
+use super::row::{Api, Timing};
+use super::row::{CpuCost, ExactStats, LatencyRun, ThroughputRun};
 use super::stats::{exact, histogram, subtract_overhead};
 use crate::measure::clock::Clock;
 use crate::measure::cpu::{process_cpu_ns, thread_cpu_ns};

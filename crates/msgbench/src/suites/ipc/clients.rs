@@ -13,10 +13,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::client::Stop;
+use super::one_row::{conclude_stop, RowContext, SERVER_STOP_LIMIT};
 use super::options::RowSpec;
 use super::peer;
-use super::results::{Row, Status};
-use super::row::{conclude_stop, RowContext, SERVER_STOP_LIMIT};
+use super::row::{Row, Status};
 use super::server::ServerThread;
 use super::stats::median;
 use crate::measure::peers::Peer;

@@ -11,7 +11,7 @@ use super::protocol::{
     all_stamps, body, body_mismatch, echo_mismatch, in_place_expected, stamp, stamp_ends,
     stamps_mismatch, stamps_seq, CMD_ECHO, ECHO_MASK, STAMP,
 };
-use super::results::Api;
+use super::row::Api;
 use crate::measure::clock::Clock;
 
 /// Open loop: sleep (rather than spin) towards a send time further away

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::client::Stop;
+use super::one_row::RowContext;
 use super::peer;
-use super::row::RowContext;
 use super::scale;
 use crate::measure::footprint::{open_fds, rss_bytes};
 use crate::measure::peers::Peer;

@@ -21,40 +21,37 @@
 mod client;
 mod clients;
 mod echo;
-mod figures;
 mod idle;
-mod ipcbench;
+mod judge;
 mod load;
-mod notes;
+mod one_row;
 mod options;
 pub mod peer;
 mod protocol;
-mod results;
+mod render;
 mod row;
 mod run;
 mod scale;
-mod scale_table;
 mod server;
 mod stats;
-mod table;
 
 use std::time::Duration;
 
 use anyhow::Result;
 
+pub use judge::GroupSummary;
 pub use options::{IpcArgs, Plan, RowSpec};
 pub use peer::PeerArgs;
-pub use results::{
-    Api, CpuCost, CpuMethod, ExactStats, GroupSummary, LatencyRun, Placement, Row, Status,
-    ThroughputRun, WaitClass,
+pub use row::{
+    Api, CpuCost, CpuMethod, ExactStats, LatencyRun, Placement, Row, Status, ThroughputRun,
+    WaitClass,
 };
 
 use super::{Results, RunContext, Suite};
-use crate::measure::clock::Clock;
 use crate::measure::placement;
 use crate::measure::sched::SchedArgs;
 use crate::report::envelope::Figure;
-use crate::report::table::{Format, Section};
+use crate::report::table::Section;
 
 /// `msgbench ipc`.
 pub struct Ipc;
@@ -108,66 +105,12 @@ impl Suite for Ipc {
     }
 
     fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
-        sections(plan, results)
+        render::sections(plan, results)
     }
 
     fn figures(results: &Results<Row>) -> Vec<Figure> {
-        figures::figures(&results.rows, results.floor.as_ref())
+        render::figures::figures(&results.rows, results.floor.as_ref())
     }
-}
-
-/// The text output. Table and markdown: a table per size, placement and
-/// count of idle clients (with `--ipcbench-block`, the old study's blocks
-/// after each); with `--idle-clients`, each transport's p50 against the
-/// count per size and placement; with `--clients`, the active-clients
-/// table per size and placement; then the legends and the run's notes.
-/// CSV: one flat table of every row.
-fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
-    let floor = results.floor.as_ref();
-    if plan.format == Format::Csv {
-        return vec![Section::Table(table::flat(&results.rows, floor))];
-    }
-    let (active, single): (Vec<Row>, Vec<Row>) = results
-        .rows
-        .iter()
-        .cloned()
-        .partition(|r| r.clients.is_some());
-    let cpus = |r: Option<&Row>| r.and_then(|r| plan.cpus_for(r.placement).ok());
-    let mut out = Vec::new();
-    for g in single.chunk_by(|a, b| {
-        (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)
-    }) {
-        out.push(Section::Table(table::group(g, cpus(g.first()), floor)));
-        if plan.ipcbench_block {
-            let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
-            out.push(Section::Text(blocks.join("\n")));
-        }
-    }
-    if !plan.idle_clients.is_empty() {
-        for g in single.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
-            out.push(Section::Table(scale_table::idle_summary(
-                g,
-                cpus(g.first()),
-            )));
-        }
-    }
-    for g in active.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
-        out.push(Section::Table(scale_table::active(g, cpus(g.first()))));
-    }
-    // The clock of the run: Clock::best() is chosen once per process.
-    let clock = Clock::best();
-    out.push(Section::Text(table::legend(&single, &clock, plan.row_secs)));
-    if let Some(l) = scale_table::legend(&results.rows) {
-        out.push(Section::Text(l));
-    }
-    if let Some(f) = floor {
-        out.push(Section::Text(table::floor_legend(f)));
-    }
-    out.push(Section::Text(notes::legend(plan, &clock)));
-    if !results.notes.is_empty() {
-        out.push(Section::Text(results.notes.join("\n")));
-    }
-    out
 }
 
 #[cfg(test)]

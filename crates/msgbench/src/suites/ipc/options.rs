@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::results::{Api, Placement, Timing};
+use super::row::{Api, Placement, Timing};
 use super::scale;
 use super::server::Fault;
 use crate::measure::placement;

@@ -34,7 +34,7 @@ use super::client::{open_then, OverConnection};
 use super::clients::ClientReport;
 use super::echo::Echo;
 use super::protocol::{echo_transform, CMD_PING, PING_MAX};
-use super::results::Api;
+use super::row::Api;
 use super::scale::CHILD_SLACK_FDS;
 use crate::measure::clock::Clock;
 use crate::measure::footprint::open_fds;

@@ -1,255 +1,489 @@
-//! One row: start the server thread (and, with `--idle-clients`, the
-//! idle clients beside it), run the client thread under a hard time
-//! limit, stop the server, and turn what happened into a [`Row`].
+//! What `msgbench ipc` measures, as kept in memory and in `--json`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use serde::Serialize;
 
-use msgpass::{Namespace, Options};
+use super::clients::ActiveRun;
+use super::idle::IdleCost;
+use super::load::OtherLoad;
+use super::options::RowSpec;
+use crate::measure::hist::LatencySummary;
 
-use super::client::{self, ClientConfig, Stop};
-use super::idle::IdleClients;
-use super::load::LoadMeter;
-use super::options::{Plan, RowSpec};
-use super::results::{LatencyRun, Row, Status, WaitClass};
-use super::server::{Fault, ServerThread};
-use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
-use crate::measure::clock::Clock;
-use crate::measure::peers::Peer;
-
-/// Longest the server may take to stop once the client is done.
-pub const SERVER_STOP_LIMIT: Duration = Duration::from_secs(3);
-
-/// What a row needs from the run.
-pub struct RowContext<'a> {
-    /// The run's private namespace.
-    pub ns: &'a Namespace,
-    /// msgpass tuning (wait for the endpoint, spin budget).
-    pub opts: &'a Options,
-    /// Target seconds per measured run.
-    pub row_secs: f64,
-    /// Timestamp source.
-    pub clock: Clock,
-    /// Set by SIGINT/SIGTERM.
-    pub stop: &'a Arc<AtomicBool>,
-    /// Test hook: the reply every server breaks.
-    pub fault: Option<Fault>,
-    /// The checked options (warm-up, repeats, timing, rate).
-    pub plan: &'a Plan,
+/// Where the client and server threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Both threads pinned to one CPU.
+    Same,
+    /// Client and server pinned to two different CPUs.
+    Cross,
 }
 
-impl RowContext<'_> {
-    /// The next line of helper process `p` within `limit`;
-    /// [`Stop::Interrupted`] once the run's stop flag is set.
-    pub fn line_of(&self, p: &mut Peer, limit: Duration) -> Result<String, Stop> {
-        match p.line_unless(limit, self.stop) {
-            Ok(Some(line)) => Ok(line),
-            Ok(None) => Err(Stop::Interrupted),
-            Err(e) => Err(Stop::Failed(format!("{e:#}"))),
+impl Placement {
+    /// The option value (`same`, `cross`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Same => "same",
+            Placement::Cross => "cross",
+        }
+    }
+}
+
+/// How a transport waits for its peer: msgpass's transport table says
+/// ([`msgpass::transport::Wait`]); this is its name in results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitClass {
+    /// Both sides poll shared memory (burn a CPU each while waiting).
+    Polling,
+    /// Spin for a bounded time, then block (polling + blocking).
+    Hybrid,
+    /// Sleep in the kernel until woken.
+    Blocking,
+}
+
+impl WaitClass {
+    /// The wait class of the transport named `transport` (a name or an
+    /// alias) in msgpass's transport table; a name it lacks (which no
+    /// option lets through) counts as blocking.
+    pub fn of(transport: &str) -> WaitClass {
+        msgpass::transport::info(transport).map_or(WaitClass::Blocking, |t| t.wait.into())
+    }
+
+    /// Short label for the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            WaitClass::Polling => "poll",
+            WaitClass::Hybrid => "hybrid",
+            WaitClass::Blocking => "block",
+        }
+    }
+}
+
+impl From<msgpass::transport::Wait> for WaitClass {
+    fn from(w: msgpass::transport::Wait) -> WaitClass {
+        match w {
+            msgpass::transport::Wait::Spin => WaitClass::Polling,
+            msgpass::transport::Wait::Hybrid => WaitClass::Hybrid,
+            msgpass::transport::Wait::Block => WaitClass::Blocking,
+        }
+    }
+}
+
+/// Which msgpass API a row's client and server use for the echo exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// In place (zero-copy): `Connection::call_with` and
+    /// `Request::reply_with`, only the stamps rewritten and transformed
+    /// (the default).
+    InPlace,
+    /// Copying: `Connection::call` and `Request::reply`, every byte
+    /// transformed and checked (`--copy` adds these rows).
+    Copy,
+}
+
+impl Api {
+    /// The table's label (`in place`, `copy`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::InPlace => "in place",
+            Api::Copy => "copy",
         }
     }
 
-    /// Longest a row may take in all: its phases are capped by time (per
-    /// repeat a warm-up of at most the longer of `--warmup` and a row and
-    /// a latency run of 2 rows; throughput 2 rows), so only a call that
-    /// never returns reaches this.
-    pub fn hard_limit(&self) -> Duration {
-        let warm = self.plan.warmup_secs.unwrap_or(0.0).max(self.row_secs);
-        let per_repeat = warm + self.row_secs * 2.0;
-        Duration::from_secs_f64(
-            per_repeat * self.plan.repeats.max(1) as f64 + self.row_secs * 3.0 + 5.0,
-        )
+    /// The name in the JSON and CSV (`in-place`, `copy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::InPlace => "in-place",
+            Api::Copy => "copy",
+        }
     }
 }
 
-/// Runs row `spec` (one client, and its idle clients if it has any)
-/// with the client on `cpus.0` and the server on `cpus.1`, as endpoint
-/// `endpoint`.
-pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize)) -> Row {
-    let mut row = Row::for_spec(spec);
-    let (transport, api, size) = (spec.transport, spec.api, spec.size);
-    if crate::measure::sched::in_effect().fifo_priority.is_some() && row.wait == WaitClass::Polling
-    {
-        return row.end(
-            Status::Skipped,
-            "spins, and a spinning SCHED_FIFO thread never yields its CPU",
-        );
+/// How a latency run is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// A timestamp before and after each call: a distribution.
+    PerMessage,
+    /// The clock read only at the start and end: the mean only.
+    Whole,
+}
+
+impl Timing {
+    /// The option value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::PerMessage => "per-message",
+            Timing::Whole => "whole",
+        }
     }
-    if spec.clients.is_some() {
-        return super::clients::run(ctx, endpoint, spec, cpus);
+}
+
+/// How a row ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Measured; every reply checked.
+    Ok,
+    /// A call failed or a reply was wrong (corrupted, lost, mismatched).
+    Failed,
+    /// The transport cannot carry this message size.
+    NotApplicable,
+    /// The transport (or the placement) could not be set up here.
+    Skipped,
+    /// Stopped by SIGINT/SIGTERM.
+    Interrupted,
+}
+
+/// How [`CpuCost::total_ns`] was counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuMethod {
+    /// Client and server are threads of this one process: the total is
+    /// the process CPU clock (CLOCK_PROCESS_CPUTIME_ID) over the run, so
+    /// every thread of both sides counts, the library's helper threads too
+    /// (fuse's reader, sysv-msg's ticker, the pokers of signal, eventfd
+    /// and pipe).
+    #[default]
+    ProcessClock,
+}
+
+/// CPU time per message, ns: the client and server threads from their
+/// thread CPU clocks, and every thread of both sides from the process CPU
+/// clock.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CpuCost {
+    /// How `total_ns` was counted.
+    pub method: CpuMethod,
+    /// The client thread (it reads its own clock around the run).
+    pub client_ns: f64,
+    /// The server's serving thread (it reads its own clock when asked,
+    /// before and after the run, and replies with it).
+    pub server_ns: f64,
+    /// Every other thread of the process over the run: the transports'
+    /// helper threads (the main thread only waits). The process clock less
+    /// the two threads above, at least 0.
+    pub other_ns: f64,
+    /// Every thread of both sides: client + server + other.
+    pub total_ns: f64,
+}
+
+impl CpuCost {
+    /// From the client and server threads' CPU time and the process's
+    /// (all its threads) over `messages`. The server's figure spans a
+    /// little more than the process's (its clock is read while it answers
+    /// the CPU requests around the run), so `other` is clamped at 0 and
+    /// the total never falls below the two threads.
+    pub fn per_message(client_ns: u64, server_ns: u64, process_ns: u64, messages: u64) -> CpuCost {
+        let m = messages.max(1) as f64;
+        let other = process_ns.saturating_sub(client_ns + server_ns);
+        CpuCost {
+            method: CpuMethod::ProcessClock,
+            client_ns: client_ns as f64 / m,
+            server_ns: server_ns as f64 / m,
+            other_ns: other as f64 / m,
+            total_ns: (client_ns + server_ns + other) as f64 / m,
+        }
     }
-    let server = match ServerThread::start(
-        ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault, api,
-    ) {
-        Ok(s) => s,
-        Err(reason) => return row.end(Status::Skipped, reason),
-    };
-    (row.client_cpu, row.server_cpu) = (Some(cpus.0), Some(cpus.1));
-    let idle = match spec.idle.filter(|&n| n > 0) {
-        None => None,
-        Some(n) => match IdleClients::start(ctx, endpoint, transport, n) {
-            Ok(i) => {
-                row.idle = Some(i.cost.clone());
-                Some(i)
+}
+
+/// Exact figures over the raw samples (the old study's statistics).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ExactStats {
+    /// Smallest round trip.
+    pub min_ns: f64,
+    /// Largest round trip.
+    pub max_ns: f64,
+    /// Mean round trip.
+    pub mean_ns: f64,
+    /// Population standard deviation.
+    pub stddev_ns: f64,
+}
+
+/// A latency run: round trips of `size` bytes each way, timed per message
+/// (one timestamp before and one after each call, or from each intended
+/// send time in open loop) or as a whole (mean only).
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyRun {
+    /// How it was timed: `per-message` (percentiles) or `whole` (the
+    /// percentiles are null, only the mean is known).
+    pub timing: Timing,
+    /// Open loop: the fixed send rate, messages per second (latency from
+    /// each intended send time); null: closed loop.
+    pub rate: Option<f64>,
+    /// Subtracted from each per-message sample (one timestamp's cost; a
+    /// sample is clamped at 0), ns; 0 with whole-run timing.
+    pub overhead_subtracted_ns: f64,
+    /// Round trips asked for (sized from the warm-up's rate).
+    pub target: u64,
+    /// Round trips done (fewer when time-capped).
+    pub samples: u64,
+    /// The time cap stopped the run before `target`.
+    pub time_capped: bool,
+    /// Wall time of the run, ns.
+    pub duration_ns: f64,
+    /// Percentiles from the HDR histogram (3 significant digits).
+    pub summary: LatencySummary,
+    /// Exact min, max, mean and standard deviation.
+    pub exact: ExactStats,
+    /// The HDR histogram: (bucket value in ns, count) for each non-empty
+    /// bucket, in increasing order.
+    pub histogram: Vec<(f64, u64)>,
+    /// CPU per round trip.
+    pub cpu: CpuCost,
+}
+
+impl LatencyRun {
+    /// The run's central figure: the p50, or the mean with whole-run timing.
+    pub fn central_ns(&self) -> f64 {
+        match self.timing {
+            Timing::PerMessage => self.summary.p50_ns,
+            Timing::Whole => self.summary.mean_ns,
+        }
+    }
+}
+
+/// How the repeats of a row's latency run agree (`-r N`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RepeatStats {
+    /// Each repeat's central figure (p50, or mean with `--timing whole`), ns.
+    pub central_ns: Vec<f64>,
+    /// Their median: the row's figure, by which tables are sorted.
+    pub median_ns: f64,
+    /// (max - min) / median, percent.
+    pub spread_pct: f64,
+    /// The first repeat is off the others' median by more than the
+    /// warning threshold while the others agree within it.
+    pub first_outlier: bool,
+}
+
+/// The throughput run: `size` bytes one way, a 4-byte checksum back.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputRun {
+    /// Messages in flight at most: `--window` W where the transport has
+    /// one-way messages (W-1 one-way, then a call acknowledging them), else
+    /// 1 (each message waits for its reply).
+    pub window: u32,
+    /// Messages asked for.
+    pub target: u64,
+    /// Messages done, every checksum verified.
+    pub messages: u64,
+    /// The time cap stopped the run before `target`.
+    pub time_capped: bool,
+    /// Wall time, ns.
+    pub duration_ns: f64,
+    /// Messages per second.
+    pub msgs_per_s: f64,
+    /// Payload megabytes (10^6 bytes) per second, one way.
+    pub mb_per_s: f64,
+    /// CPU per message.
+    pub cpu: CpuCost,
+}
+
+/// One transport at one size and placement.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The transport as selected (`-t`).
+    pub transport: String,
+    /// Its canonical name (`shm` is `shm-hybrid`).
+    pub mechanism: String,
+    /// The API measured: `in-place` (`call_with`/`reply_with`) or `copy`
+    /// (`call`/`reply`, with `--copy`).
+    pub api: Api,
+    /// How it waits.
+    pub wait: WaitClass,
+    /// Message size, bytes.
+    pub size: usize,
+    /// Placement.
+    pub placement: Placement,
+    /// CPU of the client thread (pinned and verified), when it got that far.
+    pub client_cpu: Option<usize>,
+    /// CPU of the server thread (pinned and verified).
+    pub server_cpu: Option<usize>,
+    /// Outcome.
+    pub status: Status,
+    /// Why it is not `ok`.
+    pub reason: Option<String>,
+    /// Largest message the connection takes, when connected.
+    pub max_msg: Option<usize>,
+    /// Latency figures (status `ok`): the repeat whose figure is the
+    /// median (the lower of the middle two for an even count).
+    pub latency: Option<LatencyRun>,
+    /// The latency run's distribution (of `latency`, the median repeat):
+    /// `[upper_ns, count]` for each non-empty bucket of its HDR histogram,
+    /// in increasing order, every sample counted once; empty without
+    /// per-message timing or figures.
+    pub histogram: Vec<(f64, u64)>,
+    /// Every latency run of the row, in order (`-r N`).
+    pub repeats: Vec<LatencyRun>,
+    /// How the repeats agree.
+    pub repeat_stats: Option<RepeatStats>,
+    /// What else used the CPUs while the row ran.
+    pub other_load: Option<OtherLoad>,
+    /// Warnings about the row's figures (noise, spread, outliers).
+    pub warnings: Vec<String>,
+    /// Throughput figures (status `ok`).
+    pub throughput: Option<ThroughputRun>,
+    /// `--idle-clients`: how many idle, connected clients (other
+    /// processes) the row's server held while it was measured; absent
+    /// without the option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_clients: Option<u32>,
+    /// What those idle connections cost the server (this process), when
+    /// there were any and they all connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleCost>,
+    /// `--clients`: a row of this many active clients (processes) on one
+    /// server instead of the single client of the other rows; absent on
+    /// those.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
+    /// The active clients' figures (status `ok`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active: Option<ActiveRun>,
+}
+
+impl Row {
+    /// A row with no figures yet.
+    pub fn new(
+        transport: &str,
+        mechanism: &str,
+        api: Api,
+        size: usize,
+        placement: Placement,
+    ) -> Row {
+        Row {
+            transport: transport.to_string(),
+            mechanism: mechanism.to_string(),
+            api,
+            wait: WaitClass::of(mechanism),
+            size,
+            placement,
+            client_cpu: None,
+            server_cpu: None,
+            status: Status::Ok,
+            reason: None,
+            max_msg: None,
+            latency: None,
+            histogram: Vec::new(),
+            repeats: Vec::new(),
+            repeat_stats: None,
+            other_load: None,
+            warnings: Vec::new(),
+            throughput: None,
+            idle_clients: None,
+            idle: None,
+            clients: None,
+            active: None,
+        }
+    }
+
+    /// A row with no figures yet for the plan's row `spec`.
+    pub fn for_spec(spec: &RowSpec) -> Row {
+        let t = spec.transport;
+        let mechanism = msgpass::transport::by_name(t).map_or(t, |t| t.name());
+        let mut row = Row::new(t, mechanism, spec.api, spec.size, spec.placement);
+        row.idle_clients = spec.idle;
+        row.clients = spec.clients;
+        row
+    }
+
+    /// Ends the row with `status` and `reason`.
+    pub fn end(mut self, status: Status, reason: impl Into<String>) -> Row {
+        self.status = status;
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// The transport, with `(copy)` after it for a copying-API row and the
+    /// number of idle or active clients where the row has one: how
+    /// warnings and the old study's blocks name the row.
+    pub fn label(&self) -> String {
+        let mut l = self.transport.clone();
+        if self.api == Api::Copy {
+            l.push_str(" (copy)");
+        }
+        if let Some(n) = self.idle_clients {
+            l.push_str(&format!(" ({n} idle)"));
+        }
+        if let Some(n) = self.clients {
+            l.push_str(&format!(" ({n} clients)"));
+        }
+        l
+    }
+
+    /// Median round trip, when measured: with repeats, the median of their
+    /// p50s (of their means with `--timing whole`).
+    pub fn p50_ns(&self) -> Option<f64> {
+        match (&self.status, &self.latency, &self.repeat_stats) {
+            (Status::Ok, Some(_), Some(r)) => Some(r.median_ns),
+            (Status::Ok, Some(l), None) => Some(l.central_ns()),
+            _ => None,
+        }
+    }
+
+    /// What the table prints instead of figures, e.g. `FAILED: ...`.
+    pub fn note(&self) -> String {
+        let r = self.reason.as_deref().unwrap_or("");
+        match self.status {
+            Status::Ok => String::new(),
+            Status::Failed => format!("FAILED: {r}"),
+            Status::NotApplicable => format!("n/a: {r}"),
+            Status::Skipped => format!("skipped: {r}"),
+            Status::Interrupted => "interrupted".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_busy_helper_thread_counts_in_the_total() {
+        use crate::measure::cpu::{process_cpu_ns, thread_cpu_ns};
+        // As the client reads the clocks around a run, with a helper thread
+        // (as fuse's reader or a poker) doing the work meanwhile.
+        let p0 = process_cpu_ns();
+        let c0 = thread_cpu_ns();
+        let helper = std::thread::spawn(|| {
+            let t0 = thread_cpu_ns();
+            let mut x = 0u64;
+            while thread_cpu_ns() - t0 < 30_000_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
             }
-            Err(stop) => {
-                let stopped = server.stop(SERVER_STOP_LIMIT);
-                return conclude_stop(row, transport, stop, stopped);
-            }
-        },
-    };
-    let cfg = ClientConfig {
-        ns: ctx.ns.clone(),
-        endpoint: endpoint.to_string(),
-        transport: transport.to_string(),
-        api,
-        opts: ctx.opts.clone(),
-        size,
-        cpu: cpus.0,
-        row_secs: ctx.row_secs,
-        clock: ctx.clock,
-        stop: Arc::clone(ctx.stop),
-        warmup_secs: ctx.plan.warmup_secs,
-        repeats: ctx.plan.repeats,
-        timing: ctx.plan.timing,
-        rate: ctx.plan.rate,
-        window: ctx.plan.window,
-    };
-    let meter = LoadMeter::start();
-    let outcome = run_client(cfg, ctx.hard_limit());
-    row.other_load = meter.finish();
-    // The client has sent CMD_STOP when all went well; otherwise the flag
-    // makes the server return within one tick.
-    let stopped = server.stop(SERVER_STOP_LIMIT);
-    // Stopped after the server: nothing they do can touch the figures.
-    let stopped = match idle.map(IdleClients::stop) {
-        Some(Err(e)) => Err(match stopped {
-            Err(s) => format!("{s}; {e}"),
-            Ok(()) => e,
-        }),
-        _ => stopped,
-    };
-    conclude(row, transport, outcome, stopped)
-}
-
-/// The row as the client's `outcome` and the server's stop (`stopped`)
-/// leave it: figures, or the status and reason it ended with.
-fn conclude(
-    mut row: Row,
-    transport: &str,
-    outcome: Result<client::Measured, Stop>,
-    stopped: Result<(), String>,
-) -> Row {
-    match outcome {
-        Ok(m) => {
-            row.max_msg = Some(m.max_msg);
-            set_repeats(&mut row, m.latency);
-            row.throughput = Some(m.throughput);
-            if let Some(w) = row.other_load.as_ref().and_then(|l| l.warning()) {
-                row.warnings.push(w);
-            }
-            match stopped {
-                Ok(()) => row,
-                Err(e) => row.end(Status::Failed, e),
-            }
-        }
-        Err(stop) => conclude_stop(row, transport, stop, stopped),
-    }
-}
-
-/// The row ended by `stop` before it had figures, the server's stop
-/// (`stopped`) added to a failure's reason.
-pub fn conclude_stop(
-    mut row: Row,
-    transport: &str,
-    stop: Stop,
-    stopped: Result<(), String>,
-) -> Row {
-    let reason = |r: String| match &stopped {
-        Err(e) => format!("{r}; {e}"),
-        Ok(()) => r,
-    };
-    match stop {
-        Stop::NotApplicable(max) => {
-            row.max_msg = Some(max);
-            row.end(
-                Status::NotApplicable,
-                format!("{transport} max message {max} bytes"),
-            )
-        }
-        Stop::Skipped(r) => row.end(Status::Skipped, r),
-        Stop::Failed(r) => row.end(Status::Failed, reason(r)),
-        Stop::Interrupted => row.end(Status::Interrupted, "interrupted"),
-    }
-}
-
-/// Keeps every repeat, the median one as the row's latency, and warns
-/// about a wide spread or an outlying first repeat.
-fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
-    let central: Vec<f64> = runs.iter().map(LatencyRun::central_ns).collect();
-    row.latency = runs.get(median_index(&central)).cloned();
-    row.histogram = row
-        .latency
-        .as_ref()
-        .map_or_else(Vec::new, |l| l.histogram.clone());
-    row.repeat_stats = repeat_stats(&central);
-    if let Some(r) = &row.repeat_stats {
-        let figures = || {
-            r.central_ns
-                .iter()
-                .map(|v| crate::measure::hist::fmt_ns(*v))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if r.spread_pct > REPEAT_WARN_PCT {
-            row.warnings.push(format!(
-                "repeats spread {:.0}% (limit {REPEAT_WARN_PCT:.0}%): {}",
-                r.spread_pct,
-                figures()
-            ));
-        }
-        if r.first_outlier {
-            row.warnings.push(format!(
-                "first repeat is an outlier (more than {REPEAT_WARN_PCT:.0}% off the others, \
-                 which agree; warm-up too short?): {}",
-                figures()
-            ));
-        }
-    }
-    row.repeats = runs;
-}
-
-/// Runs the client in its own thread and waits at most `limit` for it. A
-/// thread stuck in a call is left behind: stopping the server makes its
-/// call return (the peer closed) within a tick.
-fn run_client(cfg: ClientConfig, limit: Duration) -> Result<client::Measured, Stop> {
-    let (tx, rx) = mpsc::channel();
-    let stop = Arc::clone(&cfg.stop);
-    let spawned = std::thread::Builder::new()
-        .name("ipc-client".into())
-        .spawn(move || {
-            let _ = tx.send(client::run(&cfg));
+            thread_cpu_ns() - t0
         });
-    let handle = match spawned {
-        Ok(h) => h,
-        Err(e) => return Err(Stop::Failed(format!("cannot start a client thread: {e}"))),
-    };
-    match rx.recv_timeout(limit) {
-        Ok(r) => {
-            let _ = handle.join();
-            r
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            let _ = handle.join();
-            Err(Stop::Failed("the client thread panicked".into()))
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => {
-            Err(Stop::Interrupted)
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(Stop::Failed(format!(
-            "no reply within the row's hard limit of {:.1} s (a call hung)",
-            limit.as_secs_f64()
-        ))),
+        let burnt = helper.join().expect("helper");
+        let c1 = thread_cpu_ns();
+        let p1 = process_cpu_ns();
+        let cost = super::CpuCost::per_message(c1 - c0, 0, p1 - p0, 1);
+        assert_eq!(cost.method, super::CpuMethod::ProcessClock);
+        // Other test threads may run meanwhile: at least the helper counts.
+        assert!(
+            cost.other_ns >= burnt as f64 * 0.99,
+            "{cost:?}, helper {burnt} ns"
+        );
+        assert!(cost.total_ns >= cost.client_ns + cost.other_ns, "{cost:?}");
+        assert!(cost.total_ns >= burnt as f64, "{cost:?}, helper {burnt} ns");
+    }
+
+    #[test]
+    fn the_total_never_falls_below_the_two_threads() {
+        // The server's window is a little wider than the process clock's.
+        let cost = super::CpuCost::per_message(400, 700, 1000, 10);
+        assert_eq!((cost.other_ns, cost.total_ns), (0.0, 110.0));
+        let cost = super::CpuCost::per_message(400, 600, 1500, 10);
+        assert_eq!((cost.other_ns, cost.total_ns), (50.0, 150.0));
+    }
+
+    use super::*;
+
+    #[test]
+    fn classifies_by_the_transport_table() {
+        assert_eq!(WaitClass::of("shm-spin"), WaitClass::Polling);
+        assert_eq!(WaitClass::of("shm"), WaitClass::Hybrid);
+        assert_eq!(WaitClass::of("shm-hybrid"), WaitClass::Hybrid);
+        assert_eq!(WaitClass::of("shm-block"), WaitClass::Blocking);
+        assert_eq!(WaitClass::of("uds"), WaitClass::Blocking);
     }
 }

@@ -9,9 +9,9 @@ use anyhow::Result;
 use msgpass::Namespace;
 
 use super::load::LoadMeter;
+use super::one_row::{self, RowContext};
 use super::options::{Plan, RowSpec};
-use super::results::{Api, Row, Status};
-use super::row::{self, RowContext};
+use super::row::{Api, Row, Status};
 use crate::measure::rundir::RunDir;
 use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
 use crate::suites::{Results, RunContext};
@@ -162,7 +162,7 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
 /// cannot be had here.
 fn one_row(ctx: &RowContext, index: usize, spec: &RowSpec) -> Row {
     match ctx.plan.cpus_for(spec.placement) {
-        Ok(cpus) => row::run(ctx, &format!("row-{index}"), spec, cpus),
+        Ok(cpus) => one_row::run(ctx, &format!("row-{index}"), spec, cpus),
         Err(reason) => Row::for_spec(spec).end(Status::Skipped, reason),
     }
 }

@@ -15,7 +15,7 @@ use super::protocol::{
     ack_fold, all_stamps, checksum, echo_ends, echo_transform, CMD_ACK, CMD_CPU, CMD_ECHO,
     CMD_PING, CMD_STOP, CMD_SUM, PING_MAX, STAMP,
 };
-use super::results::Api;
+use super::row::Api;
 use crate::measure::cpu::thread_cpu_ns;
 use crate::measure::placement::pin_current_thread;
 

@@ -2,7 +2,7 @@
 //! cost taken out, the HDR summary and buckets, the exact figures the old
 //! study printed; and how a row's repeats agree.
 
-use super::results::{ExactStats, RepeatStats};
+use super::row::{ExactStats, RepeatStats};
 use crate::measure::clock::Clock;
 use crate::measure::hist::{LatencySummary, Recorder};
 

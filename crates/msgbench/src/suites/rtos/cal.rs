@@ -7,8 +7,8 @@ use anyhow::{anyhow, Result};
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference, Timing, Unit};
+use super::row::Group;
+use super::row::{Outcome, Reference, Timing, Unit};
 
 /// The group's tests.
 pub fn tests() -> Vec<TestDef> {

@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference, Timing, Unit};
+use super::row::Group;
+use super::row::{Outcome, Reference, Timing, Unit};
 use super::rtthread::test_cpu;
 
 /// Priority of the measuring threads when SCHED_FIFO is allowed.

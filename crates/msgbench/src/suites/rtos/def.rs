@@ -2,7 +2,7 @@
 //! result its `run` returns.
 
 use super::ctx::Ctx;
-use super::outcome::{Group, Outcome, Reference};
+use super::row::{Group, Outcome, Reference};
 
 /// One variant of a test's result, as a test's `run` returns it.
 #[derive(Debug, Clone)]

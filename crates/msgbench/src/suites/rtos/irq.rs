@@ -32,8 +32,8 @@ use oslayer::{eventfd, thread};
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference, Timing, Unit};
+use super::row::Group;
+use super::row::{Outcome, Reference, Timing, Unit};
 use super::rt;
 use crate::measure::clock::monotonic_ns;
 

@@ -26,8 +26,8 @@ use oslayer::sem::{NamedSem, PosixSem};
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference};
+use super::row::Group;
+use super::row::{Outcome, Reference};
 use crate::measure::footprint::{count_dir, open_fds, rss_bytes};
 
 /// Largest growth of resident memory accepted after the warm-up, KiB.

@@ -4,23 +4,24 @@
 //! lab's QNX 6.5 figure), by test ID or group.
 //!
 //! Layout: `def.rs` says what a test is ([`TestDef`], [`Variant`]);
-//! `catalogue.rs` lists every test and runs one; each group lives
-//! in its own file (`cal.rs`, `clk.rs`, `thr.rs`, `sem.rs`, `mutex.rs`,
-//! `irq.rs`, `mem.rs`, `msg.rs` with `msginv.rs`) and returns its
-//! definitions; `msgpeer.rs` is the MSG tests' server process (the hidden
-//! `msgbench rtos-peer`); `outcome.rs` holds what
-//! a test produces; `ctx.rs` what a test is given; `rt.rs` the real-time
-//! helpers (SCHED_FIFO threads, pinning); `report.rs` draws the tables
-//! and the generic figures; [`Rtos`] runs it all through the suite
-//! pipeline ([`crate::suites::execute`]).
+//! `run.rs` lists every test, runs one, and runs a plan's tests in order;
+//! each group lives in its own file (`cal.rs`, `clk.rs`, `thr.rs`,
+//! `sem.rs`, `mutex.rs`, `irq.rs`, `mem.rs`, `msg.rs` with `msginv.rs`) and
+//! returns its definitions; `msgpeer.rs` is the MSG tests' server process
+//! (the hidden `msgbench rtos-peer`); `row.rs` holds what a test produces;
+//! `ctx.rs` what a test is given; `rt.rs` the real-time helpers
+//! (SCHED_FIFO threads, pinning); `judge.rs` counts the outcomes;
+//! `render.rs` draws the tables and the generic figures; [`Rtos`] runs it
+//! all through the suite pipeline ([`crate::suites::execute`]).
 
-mod catalogue;
 mod ctx;
 mod def;
+mod judge;
 mod options;
-mod outcome;
-mod report;
+mod render;
+mod row;
 pub mod rt;
+mod run;
 
 mod cal;
 mod clk;
@@ -40,12 +41,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use catalogue::catalogue;
 pub use ctx::{Ctx, SemKind};
 pub use def::{TestDef, Variant};
+pub use judge::Summary;
 pub use options::{Plan, RtosArgs};
-pub use outcome::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
-pub use report::Summary;
+pub use row::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
+pub use run::catalogue;
 
 use super::{Results, RunContext, Suite};
 use crate::measure::sched::SchedArgs;
@@ -77,7 +78,7 @@ impl Suite for Rtos {
     fn estimate(plan: &Plan) -> Duration {
         plan.tests
             .iter()
-            .map(|t| catalogue::planned(t, plan.quick, plan.duration))
+            .map(|t| run::planned(t, plan.quick, plan.duration))
             .sum()
     }
 
@@ -104,36 +105,14 @@ impl Suite for Rtos {
             Arc::clone(&cx.stop),
         );
         ctx.msg_inherit = plan.msg_inherit;
-        let mut rows = Vec::new();
-        for def in &plan.tests {
-            if cx.stopped() {
-                break;
-            }
-            cx.progress.start(def.id);
-            rows.extend(catalogue::run_one(def, &ctx));
-            cx.progress
-                .done(catalogue::planned(def, plan.quick, plan.duration));
-        }
-        Ok(results(rows, cx.stopped()))
+        run::run(&plan.tests, &ctx, cx)
     }
 
     fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {
-        report::sections(plan, &results.rows, results.outcome.interrupted)
+        render::sections(plan, &results.rows, results.outcome.interrupted)
     }
 
     fn figures(results: &Results<TestResult>) -> Vec<Figure> {
-        results.rows.iter().flat_map(report::figures).collect()
+        results.rows.iter().flat_map(render::figures).collect()
     }
-}
-
-/// The rows with their outcome: FAIL verdicts and errors failed, skipped
-/// tests skipped, the summary line as a note.
-fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
-    let s = Summary::of(&rows);
-    let mut r = Results::new(rows);
-    r.outcome.failed = s.failed + s.errors;
-    r.outcome.skipped = s.skipped;
-    r.outcome.interrupted = interrupted;
-    r.notes.push(format!("summary: {}", s.line(interrupted)));
-    r
 }

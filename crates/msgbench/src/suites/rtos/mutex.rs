@@ -10,11 +10,11 @@ use anyhow::{anyhow, bail, Result};
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::prims::pi_mutex::PthreadMutex;
 use super::prims::semaphore::{FutexSem, Semaphore};
 use super::prims::{controlled, join, rt_thread, test_cpu, wait_until};
+use super::row::Group;
+use super::row::{Outcome, Reference, Timing, Unit};
 use super::sem::Log;
 
 /// Longest any wait of these tests may take before the test fails.

@@ -7,10 +7,10 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde::{Serialize, Serializer};
 
-use super::catalogue::catalogue;
 use super::ctx::SemKind;
 use super::def::TestDef;
-use super::outcome::Group;
+use super::row::Group;
+use super::run::catalogue;
 use crate::measure::sched::SchedArgs;
 use crate::suites::OutputArgs;
 

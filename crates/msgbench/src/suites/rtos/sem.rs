@@ -11,10 +11,10 @@ use anyhow::{anyhow, bail, Result};
 
 use super::ctx::{Ctx, SemKind};
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference, Timing, Unit};
 use super::prims::semaphore::{new_sem, Semaphore};
 use super::prims::{controlled, join, rt_thread, test_cpu, wait_until};
+use super::row::Group;
+use super::row::{Outcome, Reference, Timing, Unit};
 
 /// Longest any wait of these tests may take before the test fails.
 const BOUND: Duration = Duration::from_secs(3);

@@ -15,8 +15,8 @@ use anyhow::{anyhow, Result};
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::Group;
-use super::outcome::{Outcome, Reference, Timing, Unit};
+use super::row::Group;
+use super::row::{Outcome, Reference, Timing, Unit};
 use super::rtthread::{rr_interval, run_on, spawn, spin_for, test_cpu, yield_now, Gate, Policy};
 use crate::measure::clock::Clock;
 

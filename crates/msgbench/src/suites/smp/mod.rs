@@ -27,13 +27,13 @@
 //!
 //! - `options`: the command line and the plan; `memory` and `wire`: one
 //!   cell measured on each path, into one [`cell::CellRun`]; `sweep`: every cell, repeated and
-//!   interleaved, into rows ([`row::SmpRow`]); `lessons`: the study's
+//!   interleaved, into rows ([`row::SmpRow`]); `judge`: the study's
 //!   three lessons judged from the rows; `render`: tables and figures.
 
 pub mod cell;
 pub mod fib;
 pub mod forwarder;
-pub mod lessons;
+pub mod judge;
 pub mod lpm;
 pub mod memory;
 pub mod options;
@@ -97,15 +97,12 @@ impl Suite for Smp {
 
     fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
         let mut r = sweep::run(plan, cx)?;
-        r.notes = lessons::judge(&r.rows)
-            .into_iter()
-            .map(|v| v.text)
-            .collect();
+        r.notes = judge::judge(&r.rows).into_iter().map(|v| v.text).collect();
         Ok(r)
     }
 
     fn sections(plan: &SmpPlan, results: &Results<SmpRow>) -> Vec<Section> {
-        render::sections(plan, &results.rows, &lessons::judge(&results.rows))
+        render::sections(plan, &results.rows, &judge::judge(&results.rows))
     }
 
     fn figures(results: &Results<SmpRow>) -> Vec<Figure> {

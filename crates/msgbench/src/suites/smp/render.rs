@@ -2,7 +2,7 @@
 //! columns mean, the study's lessons judged, and the rows' notes; and the
 //! generic figures for `compare` and `report`.
 
-use super::lessons::Verdict;
+use super::judge::Verdict;
 use super::options::{describe_flows, PortsMode, SmpPlan};
 use super::row::SmpRow;
 use crate::report::envelope::{Better, Figure};

@@ -16,17 +16,18 @@
 //! then 1. The suite runs through [`crate::suites::execute`], like every
 //! suite.
 
-mod compare;
 mod handover;
+mod judge;
 mod mutex;
 mod options;
 mod parse;
 mod pmq;
-mod rows;
+mod render;
+mod row;
+mod run;
 mod sched;
 mod sigwait;
 mod svsem;
-mod table;
 mod timer;
 mod tools;
 
@@ -34,11 +35,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-pub use compare::{Figure, Row, Tolerance, Verdict};
 pub use options::{Plan, ValidateArgs};
+pub use row::{Figure, Row, Tolerance, Verdict};
 
 use super::{Results, RunContext, Suite};
-use crate::report::envelope::{self, Better};
+use crate::report::envelope;
 use crate::report::table::Section;
 
 /// `msgbench validate`.
@@ -59,7 +60,7 @@ impl Suite for Validate {
     }
 
     fn estimate(plan: &Plan) -> Duration {
-        rows::specs(plan).iter().map(|s| s.planned).sum()
+        run::specs(plan).iter().map(|s| s.planned).sum()
     }
 
     fn banner(plan: &Plan, _: &RunContext) -> String {
@@ -67,42 +68,19 @@ impl Suite for Validate {
     }
 
     fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
-        let memory_locked = sched::lock_memory();
-        let mut rows = Vec::new();
-        for spec in rows::specs(plan) {
-            if cx.stopped() {
-                break;
-            }
-            cx.progress.start(spec.name);
-            rows.push(rows::run(&spec));
-            cx.progress.done(spec.planned);
-        }
-        let mut r = Results::new(rows);
-        r.outcome.failed = count(&r.rows, Verdict::Error);
-        r.outcome.skipped = count(&r.rows, Verdict::Missing);
-        r.outcome.interrupted = cx.stopped();
-        r.notes.push(format!(
-            "memory locked (as the tools' -m): {}",
-            if memory_locked { "yes" } else { "no" }
-        ));
-        Ok(r)
+        run::run(plan, cx)
     }
 
     fn sections(_: &Plan, results: &Results<Row>) -> Vec<Section> {
         vec![
-            Section::Table(table::table(&results.rows)),
-            Section::Text(table::details(&results.rows, &results.notes)),
+            Section::Table(render::table(&results.rows)),
+            Section::Text(render::details(&results.rows, &results.notes)),
         ]
     }
 
     fn figures(results: &Results<Row>) -> Vec<envelope::Figure> {
-        results.rows.iter().flat_map(figures).collect()
+        results.rows.iter().flat_map(render::figures).collect()
     }
-}
-
-/// Rows with `verdict`.
-fn count(rows: &[Row], verdict: Verdict) -> usize {
-    rows.iter().filter(|r| r.verdict == verdict).count()
 }
 
 /// What is run, where, at which priority, how long.
@@ -127,86 +105,9 @@ fn banner(plan: &Plan) -> String {
     )
 }
 
-/// A row as generic figures: the ratio (keyed by `check`), and each
-/// side's average (keyed by `check` and `side`), where measured.
-fn figures(r: &Row) -> Vec<envelope::Figure> {
-    let check = || ("check", r.name.clone());
-    let mut v = Vec::new();
-    if let Some(x) = r.ratio {
-        v.push(envelope::Figure::new(
-            &[check()],
-            "ratio",
-            x,
-            "ratio",
-            Better::Neither,
-        ));
-    }
-    for (side, f) in [("reference", &r.reference), ("ours", &r.ours)] {
-        if let Some(f) = f {
-            v.push(envelope::Figure::new(
-                &[check(), ("side", side.to_string())],
-                "avg_us",
-                f.avg_us,
-                "us",
-                Better::Lower,
-            ));
-        }
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(verdict: Verdict, measured: bool) -> Row {
-        Row {
-            name: "pipe".into(),
-            tool: "perf".into(),
-            command: "perf".into(),
-            runs: 4,
-            ours_method: "ours".into(),
-            placement: "CPU 0".into(),
-            priority: "normal".into(),
-            reference: measured.then(|| Figure::avg(10.0)),
-            ours: measured.then(|| Figure::avg(12.0)),
-            ratio: measured.then_some(1.2),
-            tolerance: compare::ROUND_TRIP,
-            verdict,
-            note: None,
-        }
-    }
-
-    #[test]
-    fn a_compared_row_gives_its_ratio_and_both_sides() {
-        let f = figures(&row(Verdict::Agree, true));
-        let got: Vec<(String, &str, f64)> = f
-            .iter()
-            .map(|f| (f.key_text(), f.metric.as_str(), f.value))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                ("check=pipe".to_string(), "ratio", 1.2),
-                ("check=pipe side=reference".to_string(), "avg_us", 10.0),
-                ("check=pipe side=ours".to_string(), "avg_us", 12.0),
-            ]
-        );
-        assert_eq!(f[0].better, Better::Neither);
-        assert_eq!(f[1].unit, "us");
-        assert!(figures(&row(Verdict::Missing, false)).is_empty());
-    }
-
-    #[test]
-    fn errors_fail_and_missing_tools_skip() {
-        let rows = [
-            row(Verdict::Error, false),
-            row(Verdict::Missing, false),
-            row(Verdict::Disagree, true),
-        ];
-        assert_eq!(count(&rows, Verdict::Error), 1);
-        assert_eq!(count(&rows, Verdict::Missing), 1);
-    }
 
     #[test]
     fn every_row_is_planned_and_the_banner_tells_the_plan() {
@@ -218,7 +119,7 @@ mod tests {
         .plan()
         .unwrap();
         // One CPU: no two-CPU pipe row; 4 hand-overs and the timer.
-        let specs = rows::specs(&plan);
+        let specs = run::specs(&plan);
         assert_eq!(specs.len(), 6);
         assert!(specs.iter().all(|s| s.planned > Duration::ZERO));
         // Each latency row: 4 runs of 10 loops, both sides, 1 ms apart.

@@ -21,9 +21,9 @@
 //!   the same service, client and marshalling cost on those libraries.
 
 pub mod address;
-pub mod answer;
 pub mod bus;
 pub mod client;
+pub mod judge;
 #[cfg(feature = "libdbus")]
 pub mod libdbus;
 pub mod library;

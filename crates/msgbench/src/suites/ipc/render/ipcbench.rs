@@ -3,8 +3,8 @@
 //! from the latency run: exact mean, min, max and standard deviation of
 //! the round trips, total wall time, and round trips per second.
 
-use super::results::{Row, Status};
-use super::table::title;
+use super::super::row::{Row, Status};
+use super::title;
 
 /// The figures of one block.
 #[derive(Debug, Clone, Copy)]

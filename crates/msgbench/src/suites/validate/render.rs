@@ -2,7 +2,8 @@
 //! notes of rows that could not be compared under it), then how each row
 //! was measured.
 
-use super::compare::{Figure, Row};
+use super::row::{Figure, Row};
+use crate::report::envelope::{self, Better};
 use crate::report::table::{Align, Table};
 
 /// A figure as printed: the average, with the minimum where known.
@@ -70,34 +71,40 @@ pub fn details(rows: &[Row], notes: &[String]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::compare::{Tolerance, Verdict, LATENCY, ROUND_TRIP};
-    use super::*;
-    use crate::report::table::{render, Format, Section};
-
-    fn row(name: &str, verdict: Verdict, tolerance: Tolerance, note: Option<&str>) -> Row {
-        let measured = verdict != Verdict::Missing;
-        Row {
-            name: name.into(),
-            tool: "tool".into(),
-            command: "tool -q".into(),
-            runs: 4,
-            ours_method: "ours".into(),
-            placement: "CPU 0".into(),
-            priority: "normal".into(),
-            reference: measured.then(|| Figure::avg(10.0)),
-            ours: measured.then_some(Figure {
-                min_us: Some(9.0),
-                avg_us: 12.0,
-                max_us: Some(30.0),
-            }),
-            ratio: measured.then_some(1.2),
-            tolerance,
-            verdict,
-            note: note.map(Into::into),
+/// A row as generic figures: the ratio (keyed by `check`), and each
+/// side's average (keyed by `check` and `side`), where measured.
+pub fn figures(r: &Row) -> Vec<envelope::Figure> {
+    let check = || ("check", r.name.clone());
+    let mut v = Vec::new();
+    if let Some(x) = r.ratio {
+        v.push(envelope::Figure::new(
+            &[check()],
+            "ratio",
+            x,
+            "ratio",
+            Better::Neither,
+        ));
+    }
+    for (side, f) in [("reference", &r.reference), ("ours", &r.ours)] {
+        if let Some(f) = f {
+            v.push(envelope::Figure::new(
+                &[check(), ("side", side.to_string())],
+                "avg_us",
+                f.avg_us,
+                "us",
+                Better::Lower,
+            ));
         }
     }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::judge::{LATENCY, ROUND_TRIP};
+    use super::super::row::{example as row, Verdict};
+    use super::*;
+    use crate::report::table::{render, Format, Section};
 
     #[test]
     fn rows_show_figures_ratio_band_and_verdict() {
@@ -125,5 +132,24 @@ mod tests {
         );
         assert!(d.contains("pipe: 4 x [tool -q] | ours: ours"), "{d}");
         assert!(d.ends_with("memory locked: yes\n"), "{d}");
+    }
+    #[test]
+    fn a_compared_row_gives_its_ratio_and_both_sides() {
+        let f = figures(&row("pipe", Verdict::Agree, ROUND_TRIP, None));
+        let got: Vec<(String, &str, f64)> = f
+            .iter()
+            .map(|f| (f.key_text(), f.metric.as_str(), f.value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("check=pipe".to_string(), "ratio", 1.2),
+                ("check=pipe side=reference".to_string(), "avg_us", 10.0),
+                ("check=pipe side=ours".to_string(), "avg_us", 12.0),
+            ]
+        );
+        assert_eq!(f[0].better, Better::Neither);
+        assert_eq!(f[1].unit, "us");
+        assert!(figures(&row("pipe", Verdict::Missing, ROUND_TRIP, None)).is_empty());
     }
 }

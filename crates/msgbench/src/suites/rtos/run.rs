@@ -1,12 +1,18 @@
-//! The catalogue: every test ID with its group, and how one is run.
+//! Running `msgbench rtos`: the catalogue (every test ID with its group),
+//! how one test is run, and a plan's tests run in order into rows with
+//! their outcome.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use anyhow::Result;
+
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::outcome::{Outcome, TestResult};
+use super::judge::Summary;
+use super::row::{Outcome, TestResult};
+use crate::suites::{Results, RunContext};
 
 /// Every test, in catalogue order.
 pub fn catalogue() -> &'static [TestDef] {
@@ -122,6 +128,33 @@ pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
             row(v)
         })
         .collect()
+}
+
+/// Runs `tests` in order with `ctx` (the plan's settings), one progress
+/// item each, until the run is stopped.
+pub fn run(tests: &[&TestDef], ctx: &Ctx, cx: &RunContext) -> Result<Results<TestResult>> {
+    let mut rows = Vec::new();
+    for def in tests {
+        if cx.stopped() {
+            break;
+        }
+        cx.progress.start(def.id);
+        rows.extend(run_one(def, ctx));
+        cx.progress.done(planned(def, ctx.quick, ctx.duration));
+    }
+    Ok(results(rows, cx.stopped()))
+}
+
+/// The rows with their outcome: FAIL verdicts and errors failed, skipped
+/// tests skipped, the summary line as a note.
+fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
+    let s = Summary::of(&rows);
+    let mut r = Results::new(rows);
+    r.outcome.failed = s.failed + s.errors;
+    r.outcome.skipped = s.skipped;
+    r.outcome.interrupted = interrupted;
+    r.notes.push(format!("summary: {}", s.line(interrupted)));
+    r
 }
 
 #[cfg(test)]

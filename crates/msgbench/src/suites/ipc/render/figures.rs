@@ -7,9 +7,9 @@
 //! figures (not `ok`) give none, nor do figures a timing mode does not
 //! measure.
 
-use super::clients::ActiveRun;
-use super::results::{Row, Status, Timing};
-use super::table::vs_floor;
+use super::super::clients::ActiveRun;
+use super::super::row::{Row, Status, Timing};
+use super::vs_floor;
 use crate::pingpong::floor::FloorReport;
 use crate::report::envelope::{Better, Figure};
 

@@ -1,6 +1,5 @@
-//! One comparison row: the reference figure, ours, their ratio and the
-//! verdict under a documented tolerance (docs/methodology.md,
-//! "Validation").
+//! One comparison row: the reference figure, ours, their ratio, the
+//! tolerance band it is judged under and the verdict.
 
 use serde::Serialize;
 
@@ -52,21 +51,6 @@ pub struct Tolerance {
     /// Absolute difference that always agrees, microseconds.
     pub slack_us: f64,
 }
-
-/// Latency averages of the rt-tests tools and cyclictest, which print
-/// whole microseconds.
-pub const LATENCY: Tolerance = Tolerance {
-    low: 0.67,
-    high: 1.5,
-    slack_us: 1.0,
-};
-
-/// perf's pipe round trip (printed to the nanosecond).
-pub const ROUND_TRIP: Tolerance = Tolerance {
-    low: 0.67,
-    high: 1.5,
-    slack_us: 0.0,
-};
 
 /// The outcome of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -139,42 +123,33 @@ pub struct Row {
     pub note: Option<String>,
 }
 
-/// Ratio of the averages and whether they agree under `tol`.
-pub fn judge(reference: &Figure, ours: &Figure, tol: &Tolerance) -> (f64, Verdict) {
-    let ratio = ours.avg_us / reference.avg_us;
-    let agree = (tol.low..=tol.high).contains(&ratio)
-        || (ours.avg_us - reference.avg_us).abs() <= tol.slack_us;
-    (
-        ratio,
-        if agree {
-            Verdict::Agree
-        } else {
-            Verdict::Disagree
-        },
-    )
-}
-
+/// A row for the tests: reference 10 us, ours 12 us (min 9, max 30),
+/// ratio 1.2, unless `verdict` is `Missing` (nothing measured).
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts() {
-        let r = Figure::avg(10.0);
-        assert_eq!(judge(&r, &Figure::avg(12.0), &ROUND_TRIP).1, Verdict::Agree);
-        assert_eq!(judge(&r, &Figure::avg(15.0), &ROUND_TRIP).1, Verdict::Agree);
-        assert_eq!(
-            judge(&r, &Figure::avg(16.0), &ROUND_TRIP).1,
-            Verdict::Disagree
-        );
-        assert_eq!(
-            judge(&r, &Figure::avg(6.0), &ROUND_TRIP).1,
-            Verdict::Disagree
-        );
-        // Whole-microsecond tools: within 1 us agrees whatever the ratio.
-        let r = Figure::avg(2.0);
-        assert_eq!(judge(&r, &Figure::avg(3.0), &LATENCY).1, Verdict::Agree);
-        assert_eq!(judge(&r, &Figure::avg(3.5), &LATENCY).1, Verdict::Disagree);
-        assert_eq!(judge(&r, &Figure::avg(3.0), &LATENCY).0, 1.5);
+pub(super) fn example(
+    name: &str,
+    verdict: Verdict,
+    tolerance: Tolerance,
+    note: Option<&str>,
+) -> Row {
+    let measured = verdict != Verdict::Missing;
+    Row {
+        name: name.into(),
+        tool: "tool".into(),
+        command: "tool -q".into(),
+        runs: 4,
+        ours_method: "ours".into(),
+        placement: "CPU 0".into(),
+        priority: "normal".into(),
+        reference: measured.then(|| Figure::avg(10.0)),
+        ours: measured.then_some(Figure {
+            min_us: Some(9.0),
+            avg_us: 12.0,
+            max_us: Some(30.0),
+        }),
+        ratio: measured.then_some(1.2),
+        tolerance,
+        verdict,
+        note: note.map(Into::into),
     }
 }

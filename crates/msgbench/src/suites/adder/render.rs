@@ -1,12 +1,13 @@
 //! The text of `msgbench adder`: one table per placement and transport
 //! (pinned first when both ran), the verdict sentence, the legend and the
-//! footnotes.
+//! footnotes; and the rows as generic figures.
 
 use super::options::AdderPlan;
 use super::row::{Measured, Row};
-use super::{verdict, Mode, Placement};
+use super::{judge, Mode, Placement};
 use crate::measure::hist::fmt_ns;
 use crate::measure::placement::{cpu_count, format_list};
+use crate::report::envelope::{Better, Figure};
 use crate::report::table::{Align, Section, Table};
 use crate::report::thousands;
 use crate::suites::Results;
@@ -53,8 +54,8 @@ pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section>
             }
         }
     }
-    out.extend(verdict::verdict(&results.rows, cpu_count()).map(Section::Text));
-    out.extend(verdict::models(&results.rows, cpu_count()).map(Section::Text));
+    out.extend(judge::verdict(&results.rows, cpu_count()).map(Section::Text));
+    out.extend(judge::models(&results.rows, cpu_count()).map(Section::Text));
     out.push(Section::Text(legend(&plan.modes)));
     out.extend(footnotes(&results.rows).into_iter().map(Section::Text));
     out
@@ -211,6 +212,47 @@ fn footnotes(rows: &[Row]) -> Vec<String> {
     out
 }
 
+/// A row's figures, keyed by transport, mode, threads and placement,
+/// plus `api: copy` for the copying rows of `--copy` (so the default
+/// in-place rows keep the keys of earlier results; docs/results.md); a
+/// failed row has none.
+pub(super) fn row_figures(r: &Row) -> Vec<Figure> {
+    let Some(m) = &r.measured else {
+        return Vec::new();
+    };
+    let key = vec![
+        ("transport", r.transport.clone()),
+        ("api", r.api.key().to_string()),
+        ("mode", r.mode.key().to_string()),
+        ("threads", r.threads.to_string()),
+        ("placement", r.placement.key().to_string()),
+    ];
+    let mut out = vec![
+        Figure::new(
+            &key,
+            "rate_per_thread",
+            m.rate_per_thread,
+            "msg/s",
+            Better::Higher,
+        ),
+        Figure::new(
+            &key,
+            "aggregate_rate",
+            m.aggregate_rate,
+            "msg/s",
+            Better::Higher,
+        ),
+    ];
+    if let Some(b) = m.busy_pct {
+        out.push(Figure::new(&key, "cpu_busy", b, "%", Better::Neither));
+    }
+    if let Some(l) = &m.latency {
+        out.push(Figure::new(&key, "p50_ns", l.p50_ns, "ns", Better::Lower));
+        out.push(Figure::new(&key, "p99_ns", l.p99_ns, "ns", Better::Lower));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,7 +305,7 @@ mod tests {
             .as_str()
             .is_some_and(|e| e.contains("wrong reply")));
         assert!(json.get("rate_per_thread").is_none(), "{json}");
-        assert!(super::super::figures(&r).is_empty());
+        assert!(row_figures(&r).is_empty());
     }
 
     #[test]
@@ -279,12 +321,12 @@ mod tests {
         assert_eq!(json["api"], "copy", "{json}");
         let json = serde_json::to_value(row(None)).expect("serialises");
         assert_eq!(json["api"], "in-place", "{json}");
-        let keys: Vec<_> = super::super::figures(&r)
+        let keys: Vec<_> = row_figures(&r)
             .into_iter()
             .map(|f| serde_json::to_value(f).expect("serialises")["key"].clone())
             .collect();
         assert!(keys.iter().all(|k| k["api"] == "copy"), "{keys:?}");
-        assert!(super::super::figures(&row(None))
+        assert!(row_figures(&row(None))
             .into_iter()
             .all(|f| serde_json::to_value(f).expect("serialises")["key"]["api"] == "in-place"));
     }
@@ -306,7 +348,7 @@ mod tests {
         assert_eq!(cells(&r, true, false)[0], "Thread pool (one path)");
         let json = serde_json::to_value(&r).expect("serialises");
         assert_eq!(json["mode"], "pool", "{json}");
-        let keys: Vec<_> = super::super::figures(&r)
+        let keys: Vec<_> = row_figures(&r)
             .into_iter()
             .map(|f| f.key["mode"].clone())
             .collect();
@@ -320,8 +362,7 @@ mod tests {
     fn compare_pairs_a_pool_row_with_the_same_pool_row() {
         use crate::report::compare::match_rows;
         use crate::report::compare::verdict::DEFAULT_THRESHOLD_PCT;
-        let figures =
-            |rows: &[Row]| -> Vec<_> { rows.iter().flat_map(super::super::figures).collect() };
+        let figures = |rows: &[Row]| -> Vec<_> { rows.iter().flat_map(row_figures).collect() };
         let base = figures(&[at_two(Mode::One, 2e6), at_two(Mode::Pool, 1e6)]);
         let new = figures(&[at_two(Mode::Pool, 3e6), at_two(Mode::One, 2e6)]);
         let paired = match_rows(&base, &new, DEFAULT_THRESHOLD_PCT);

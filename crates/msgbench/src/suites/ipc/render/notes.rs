@@ -2,11 +2,11 @@
 //! (timing mode, loop mode, timestamp cost, repeats) and the warnings
 //! under each table (noisy rows, repeats that disagree).
 
-use super::load::{OTHER_WARN_PCT, STEAL_WARN_PCT};
-use super::options::Plan;
-use super::results::Row;
-use super::results::Timing;
-use super::stats::REPEAT_WARN_PCT;
+use super::super::load::{OTHER_WARN_PCT, STEAL_WARN_PCT};
+use super::super::options::Plan;
+use super::super::row::Row;
+use super::super::row::Timing;
+use super::super::stats::REPEAT_WARN_PCT;
 use crate::measure::clock::Clock;
 
 /// Legend lines on the measurement mode of the run.

@@ -5,9 +5,9 @@
 //! (aggregate rate, the clients' p50 and p99, fairness); their legend,
 //! and their CSV columns.
 
-use super::clients::ActiveRun;
-use super::results::{Api, Placement, Row, Status};
-use super::table::{idle_cells, title, title_with, FDS_CONN, RSS_CONN};
+use super::super::clients::ActiveRun;
+use super::super::row::{Api, Placement, Row, Status};
+use super::{idle_cells, title, title_with, FDS_CONN, RSS_CONN};
 use crate::measure::hist::fmt_ns;
 use crate::report::table::{Align, Table};
 use crate::report::thousands;

@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::compare::{self, Figure, Row, Tolerance, Verdict};
 use super::handover::{self, sender_prio, Mechanism, Setup};
+use super::judge;
 use super::options::{Plan, CHUNKS, INTERVAL};
+use super::row::{Figure, Row, Tolerance, Verdict};
 use super::{mutex, parse, pmq, sched, sigwait, svsem, timer, tools};
 use crate::pingpong;
+use crate::suites::{Results, RunContext};
 
 /// About how long one pipe round trip takes, for the progress estimate.
 const PIPE_ROUND_TRIP: Duration = Duration::from_micros(5);
@@ -91,7 +93,7 @@ fn pipe_specs(plan: &Plan) -> Vec<Spec> {
         ours_method: "pingpong::pipe, two threads pinned to the CPU",
         placement: format!("both on CPU {cpu}"),
         priority: both_priority(fifo),
-        tolerance: compare::ROUND_TRIP,
+        tolerance: judge::ROUND_TRIP,
         parse: |o| parse::perf_pipe(o).map(Figure::avg),
         ours: Box::new(move || pipe_in(&[cpu], fifo, (Some(cpu), Some(cpu)), n)),
         limit,
@@ -105,7 +107,7 @@ fn pipe_specs(plan: &Plan) -> Vec<Spec> {
             ours_method: "pingpong::pipe, two unpinned threads in that CPU set",
             placement: format!("floating on CPUs {a},{b} (perf cannot pin each task)"),
             priority: both_priority(fifo),
-            tolerance: compare::ROUND_TRIP,
+            tolerance: judge::ROUND_TRIP,
             parse: |o| parse::perf_pipe(o).map(Figure::avg),
             ours: Box::new(move || pipe_in(&[a, b], fifo, (None, None), n)),
             limit,
@@ -198,7 +200,7 @@ fn handover_specs(plan: &Plan) -> Vec<Spec> {
                 ours_method: method,
                 placement: format!("both threads on CPU {cpu}"),
                 priority: priority.clone(),
-                tolerance: compare::LATENCY,
+                tolerance: judge::LATENCY,
                 parse: |o| parse::rt_handover(o).map(Figure::from),
                 ours: Box::new(move || {
                     let m = make()?;
@@ -227,7 +229,7 @@ fn timer_spec(plan: &Plan) -> Spec {
             Some(p) => format!("SCHED_FIFO {p}"),
             None => "normal (SCHED_OTHER)".to_string(),
         },
-        tolerance: compare::LATENCY,
+        tolerance: judge::LATENCY,
         parse: |o| parse::cyclictest(o).map(Figure::from),
         ours: Box::new(move || {
             let _dma = sched::DmaLatency::request();
@@ -281,7 +283,7 @@ fn merge(chunks: &[Figure]) -> Option<Figure> {
 
 /// Runs one comparison: [`CHUNKS`] alternations of a reference run and
 /// ours, so that a change of machine load between the two shows in both.
-pub fn run(spec: &Spec) -> Row {
+pub fn run_one(spec: &Spec) -> Row {
     let mut row = Row {
         name: spec.name.to_string(),
         tool: spec.tool.to_string(),
@@ -307,7 +309,7 @@ pub fn run(spec: &Spec) -> Row {
     row.ours = merge(&ours);
     match (failure, &row.reference, &row.ours) {
         (None, Some(r), Some(o)) => {
-            let (ratio, verdict) = compare::judge(r, o, &spec.tolerance);
+            let (ratio, verdict) = judge::judge(r, o, &spec.tolerance);
             row.ratio = Some(ratio);
             row.verdict = verdict;
         }
@@ -353,8 +355,40 @@ fn alternate(spec: &Spec) -> (Vec<Figure>, Vec<Figure>, Option<String>) {
     (refs, ours, None)
 }
 
+/// Runs every comparison of `plan` in order, one progress item each,
+/// until the run is stopped: errors fail, missing tools skip, and whether
+/// memory was locked is noted.
+pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
+    let memory_locked = sched::lock_memory();
+    let mut rows = Vec::new();
+    for spec in specs(plan) {
+        if cx.stopped() {
+            break;
+        }
+        cx.progress.start(spec.name);
+        rows.push(run_one(&spec));
+        cx.progress.done(spec.planned);
+    }
+    let mut r = Results::new(rows);
+    r.outcome.failed = count(&r.rows, Verdict::Error);
+    r.outcome.skipped = count(&r.rows, Verdict::Missing);
+    r.outcome.interrupted = cx.stopped();
+    r.notes.push(format!(
+        "memory locked (as the tools' -m): {}",
+        if memory_locked { "yes" } else { "no" }
+    ));
+    Ok(r)
+}
+
+/// Rows with `verdict`.
+fn count(rows: &[Row], verdict: Verdict) -> usize {
+    rows.iter().filter(|r| r.verdict == verdict).count()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::judge::LATENCY;
+    use super::super::row::example as row;
     use super::*;
 
     #[test]
@@ -380,5 +414,15 @@ mod tests {
         let p = merge(&[Figure::avg(2.0), Figure::avg(4.0)]).unwrap();
         assert_eq!((p.min_us, p.avg_us), (None, 3.0));
         assert!(merge(&[]).is_none());
+    }
+    #[test]
+    fn errors_fail_and_missing_tools_skip() {
+        let rows = [
+            row("a", Verdict::Error, LATENCY, None),
+            row("b", Verdict::Missing, LATENCY, None),
+            row("c", Verdict::Disagree, LATENCY, None),
+        ];
+        assert_eq!(count(&rows, Verdict::Error), 1);
+        assert_eq!(count(&rows, Verdict::Missing), 1);
     }
 }

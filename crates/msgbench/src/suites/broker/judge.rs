@@ -1,6 +1,6 @@
 //! The study's question answered from the rows: per D-Bus library, how a
 //! call through dbus-daemon splits into the daemon, the library and the
-//! transport ([`dbus::answer`]); what the daemon adds per call, how much
+//! transport ([`dbus::judge`]); what the daemon adds per call, how much
 //! of it validation explains, and how the header-routing broker compares
 //! with direct calls and with the daemon (on the study's library, libdbus,
 //! when it was measured); and the two goals judged. Every sentence is computed from
@@ -90,7 +90,7 @@ pub fn judge(rows: &[BrokerRow]) -> Vec<String> {
     sizes.dedup();
     let mut out = Vec::new();
     for &n in &sizes {
-        out.extend(dbus::answer::sentences(rows, n));
+        out.extend(dbus::judge::sentences(rows, n));
         out.extend(answer(rows, n));
     }
     out.extend(goals(rows));

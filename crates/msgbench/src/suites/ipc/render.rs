@@ -1,14 +1,76 @@
 //! The text output: one table per (size, placement), rows sorted by
 //! median round trip, the winners marked, rows without figures last with
 //! why; with `--format csv` one flat table of every row in raw units.
+//! The scale axes' tables ([`scale`]), the legends on how the figures
+//! were taken ([`notes`]), the old study's blocks ([`ipcbench`]) and the
+//! generic figures ([`figures`]) are its submodules.
 
-use super::results::Timing;
-use super::results::{Api, GroupSummary, Placement, Row, Status, WaitClass};
+pub mod figures;
+pub mod ipcbench;
+pub mod notes;
+pub mod scale;
+
+use super::judge::GroupSummary;
+use super::options::Plan;
+use super::row::Timing;
+use super::row::{Api, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorReport;
-use crate::report::table::{Align, Table};
+use crate::report::table::{Align, Format, Section, Table};
 use crate::report::thousands;
+use crate::suites::Results;
+
+/// The text output. Table and markdown: a table per size, placement and
+/// count of idle clients (with `--ipcbench-block`, the old study's blocks
+/// after each); with `--idle-clients`, each transport's p50 against the
+/// count per size and placement; with `--clients`, the active-clients
+/// table per size and placement; then the legends and the run's notes.
+/// CSV: one flat table of every row.
+pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
+    let floor = results.floor.as_ref();
+    if plan.format == Format::Csv {
+        return vec![Section::Table(flat(&results.rows, floor))];
+    }
+    let (active, single): (Vec<Row>, Vec<Row>) = results
+        .rows
+        .iter()
+        .cloned()
+        .partition(|r| r.clients.is_some());
+    let cpus = |r: Option<&Row>| r.and_then(|r| plan.cpus_for(r.placement).ok());
+    let mut out = Vec::new();
+    for g in single.chunk_by(|a, b| {
+        (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)
+    }) {
+        out.push(Section::Table(group(g, cpus(g.first()), floor)));
+        if plan.ipcbench_block {
+            let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
+            out.push(Section::Text(blocks.join("\n")));
+        }
+    }
+    if !plan.idle_clients.is_empty() {
+        for g in single.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
+            out.push(Section::Table(scale::idle_summary(g, cpus(g.first()))));
+        }
+    }
+    for g in active.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
+        out.push(Section::Table(scale::active(g, cpus(g.first()))));
+    }
+    // The clock of the run: Clock::best() is chosen once per process.
+    let clock = Clock::best();
+    out.push(Section::Text(legend(&single, &clock, plan.row_secs)));
+    if let Some(l) = scale::legend(&results.rows) {
+        out.push(Section::Text(l));
+    }
+    if let Some(f) = floor {
+        out.push(Section::Text(floor_legend(f)));
+    }
+    out.push(Section::Text(notes::legend(plan, &clock)));
+    if !results.notes.is_empty() {
+        out.push(Section::Text(results.notes.join("\n")));
+    }
+    out
+}
 
 /// The figure columns after the mark, the transport and its wait class.
 const FIGURES: [&str; 10] = [
@@ -130,7 +192,7 @@ pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorRep
         c.push(r.note());
         t.row(c);
     }
-    t.notes = super::notes::warnings(rows);
+    t.notes = notes::warnings(rows);
     t
 }
 
@@ -230,7 +292,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
         "cpu_total_ns",
         "vs_floor",
     ];
-    head.extend(super::scale_table::csv_head(rows));
+    head.extend(scale::csv_head(rows));
     head.push("note");
     let mut t = Table::new("", &head);
     for r in rows {
@@ -244,7 +306,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
             status_name(r.status).to_string(),
         ];
         c.extend(raw_figures(r, floor));
-        c.extend(super::scale_table::csv_cells(rows, r));
+        c.extend(scale::csv_cells(rows, r));
         c.push(r.reason.clone().unwrap_or_default());
         t.row(c);
     }

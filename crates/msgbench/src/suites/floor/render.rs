@@ -1,8 +1,9 @@
-//! The printed table of `msgbench floor`.
+//! The printed table of `msgbench floor`, and its rows as generic figures.
 
 use super::RUNS;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorRow;
+use crate::report::envelope::{Better, Figure};
 use crate::report::table::{Align, Table};
 
 /// "0 -> 1" for a ping-pong (side A -> side B), "-" for a cost.
@@ -49,6 +50,19 @@ pub fn legend() -> String {
          futex: process-shared FUTEX_WAIT/FUTEX_WAKE on a memfd word, both sides asleep at once.\n\
          clock and system call: back-to-back calls in a tight loop, unpinned."
     )
+}
+
+/// A floor row as a generic figure: keyed by what and between which CPUs.
+pub fn figure(r: &FloorRow) -> Figure {
+    let cpus = r.cpus.map_or("-".into(), |(a, b)| format!("{a}->{b}"));
+    Figure::new(
+        &[("floor", r.what.clone()), ("cpus", cpus)],
+        &format!("ns_per_{}", r.unit),
+        r.ns,
+        "ns",
+        Better::Lower,
+    )
+    .with_repeats(r.runs_ns.clone())
 }
 
 #[cfg(test)]

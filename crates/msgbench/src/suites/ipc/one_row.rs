@@ -1,0 +1,255 @@
+//! One row: start the server thread (and, with `--idle-clients`, the
+//! idle clients beside it), run the client thread under a hard time
+//! limit, stop the server, and turn what happened into a [`Row`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use msgpass::{Namespace, Options};
+
+use super::client::{self, ClientConfig, Stop};
+use super::idle::IdleClients;
+use super::load::LoadMeter;
+use super::options::{Plan, RowSpec};
+use super::row::{LatencyRun, Row, Status, WaitClass};
+use super::server::{Fault, ServerThread};
+use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
+use crate::measure::clock::Clock;
+use crate::measure::peers::Peer;
+
+/// Longest the server may take to stop once the client is done.
+pub const SERVER_STOP_LIMIT: Duration = Duration::from_secs(3);
+
+/// What a row needs from the run.
+pub struct RowContext<'a> {
+    /// The run's private namespace.
+    pub ns: &'a Namespace,
+    /// msgpass tuning (wait for the endpoint, spin budget).
+    pub opts: &'a Options,
+    /// Target seconds per measured run.
+    pub row_secs: f64,
+    /// Timestamp source.
+    pub clock: Clock,
+    /// Set by SIGINT/SIGTERM.
+    pub stop: &'a Arc<AtomicBool>,
+    /// Test hook: the reply every server breaks.
+    pub fault: Option<Fault>,
+    /// The checked options (warm-up, repeats, timing, rate).
+    pub plan: &'a Plan,
+}
+
+impl RowContext<'_> {
+    /// The next line of helper process `p` within `limit`;
+    /// [`Stop::Interrupted`] once the run's stop flag is set.
+    pub fn line_of(&self, p: &mut Peer, limit: Duration) -> Result<String, Stop> {
+        match p.line_unless(limit, self.stop) {
+            Ok(Some(line)) => Ok(line),
+            Ok(None) => Err(Stop::Interrupted),
+            Err(e) => Err(Stop::Failed(format!("{e:#}"))),
+        }
+    }
+
+    /// Longest a row may take in all: its phases are capped by time (per
+    /// repeat a warm-up of at most the longer of `--warmup` and a row and
+    /// a latency run of 2 rows; throughput 2 rows), so only a call that
+    /// never returns reaches this.
+    pub fn hard_limit(&self) -> Duration {
+        let warm = self.plan.warmup_secs.unwrap_or(0.0).max(self.row_secs);
+        let per_repeat = warm + self.row_secs * 2.0;
+        Duration::from_secs_f64(
+            per_repeat * self.plan.repeats.max(1) as f64 + self.row_secs * 3.0 + 5.0,
+        )
+    }
+}
+
+/// Runs row `spec` (one client, and its idle clients if it has any)
+/// with the client on `cpus.0` and the server on `cpus.1`, as endpoint
+/// `endpoint`.
+pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize)) -> Row {
+    let mut row = Row::for_spec(spec);
+    let (transport, api, size) = (spec.transport, spec.api, spec.size);
+    if crate::measure::sched::in_effect().fifo_priority.is_some() && row.wait == WaitClass::Polling
+    {
+        return row.end(
+            Status::Skipped,
+            "spins, and a spinning SCHED_FIFO thread never yields its CPU",
+        );
+    }
+    if spec.clients.is_some() {
+        return super::clients::run(ctx, endpoint, spec, cpus);
+    }
+    let server = match ServerThread::start(
+        ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault, api,
+    ) {
+        Ok(s) => s,
+        Err(reason) => return row.end(Status::Skipped, reason),
+    };
+    (row.client_cpu, row.server_cpu) = (Some(cpus.0), Some(cpus.1));
+    let idle = match spec.idle.filter(|&n| n > 0) {
+        None => None,
+        Some(n) => match IdleClients::start(ctx, endpoint, transport, n) {
+            Ok(i) => {
+                row.idle = Some(i.cost.clone());
+                Some(i)
+            }
+            Err(stop) => {
+                let stopped = server.stop(SERVER_STOP_LIMIT);
+                return conclude_stop(row, transport, stop, stopped);
+            }
+        },
+    };
+    let cfg = ClientConfig {
+        ns: ctx.ns.clone(),
+        endpoint: endpoint.to_string(),
+        transport: transport.to_string(),
+        api,
+        opts: ctx.opts.clone(),
+        size,
+        cpu: cpus.0,
+        row_secs: ctx.row_secs,
+        clock: ctx.clock,
+        stop: Arc::clone(ctx.stop),
+        warmup_secs: ctx.plan.warmup_secs,
+        repeats: ctx.plan.repeats,
+        timing: ctx.plan.timing,
+        rate: ctx.plan.rate,
+        window: ctx.plan.window,
+    };
+    let meter = LoadMeter::start();
+    let outcome = run_client(cfg, ctx.hard_limit());
+    row.other_load = meter.finish();
+    // The client has sent CMD_STOP when all went well; otherwise the flag
+    // makes the server return within one tick.
+    let stopped = server.stop(SERVER_STOP_LIMIT);
+    // Stopped after the server: nothing they do can touch the figures.
+    let stopped = match idle.map(IdleClients::stop) {
+        Some(Err(e)) => Err(match stopped {
+            Err(s) => format!("{s}; {e}"),
+            Ok(()) => e,
+        }),
+        _ => stopped,
+    };
+    conclude(row, transport, outcome, stopped)
+}
+
+/// The row as the client's `outcome` and the server's stop (`stopped`)
+/// leave it: figures, or the status and reason it ended with.
+fn conclude(
+    mut row: Row,
+    transport: &str,
+    outcome: Result<client::Measured, Stop>,
+    stopped: Result<(), String>,
+) -> Row {
+    match outcome {
+        Ok(m) => {
+            row.max_msg = Some(m.max_msg);
+            set_repeats(&mut row, m.latency);
+            row.throughput = Some(m.throughput);
+            if let Some(w) = row.other_load.as_ref().and_then(|l| l.warning()) {
+                row.warnings.push(w);
+            }
+            match stopped {
+                Ok(()) => row,
+                Err(e) => row.end(Status::Failed, e),
+            }
+        }
+        Err(stop) => conclude_stop(row, transport, stop, stopped),
+    }
+}
+
+/// The row ended by `stop` before it had figures, the server's stop
+/// (`stopped`) added to a failure's reason.
+pub fn conclude_stop(
+    mut row: Row,
+    transport: &str,
+    stop: Stop,
+    stopped: Result<(), String>,
+) -> Row {
+    let reason = |r: String| match &stopped {
+        Err(e) => format!("{r}; {e}"),
+        Ok(()) => r,
+    };
+    match stop {
+        Stop::NotApplicable(max) => {
+            row.max_msg = Some(max);
+            row.end(
+                Status::NotApplicable,
+                format!("{transport} max message {max} bytes"),
+            )
+        }
+        Stop::Skipped(r) => row.end(Status::Skipped, r),
+        Stop::Failed(r) => row.end(Status::Failed, reason(r)),
+        Stop::Interrupted => row.end(Status::Interrupted, "interrupted"),
+    }
+}
+
+/// Keeps every repeat, the median one as the row's latency, and warns
+/// about a wide spread or an outlying first repeat.
+fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
+    let central: Vec<f64> = runs.iter().map(LatencyRun::central_ns).collect();
+    row.latency = runs.get(median_index(&central)).cloned();
+    row.histogram = row
+        .latency
+        .as_ref()
+        .map_or_else(Vec::new, |l| l.histogram.clone());
+    row.repeat_stats = repeat_stats(&central);
+    if let Some(r) = &row.repeat_stats {
+        let figures = || {
+            r.central_ns
+                .iter()
+                .map(|v| crate::measure::hist::fmt_ns(*v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if r.spread_pct > REPEAT_WARN_PCT {
+            row.warnings.push(format!(
+                "repeats spread {:.0}% (limit {REPEAT_WARN_PCT:.0}%): {}",
+                r.spread_pct,
+                figures()
+            ));
+        }
+        if r.first_outlier {
+            row.warnings.push(format!(
+                "first repeat is an outlier (more than {REPEAT_WARN_PCT:.0}% off the others, \
+                 which agree; warm-up too short?): {}",
+                figures()
+            ));
+        }
+    }
+    row.repeats = runs;
+}
+
+/// Runs the client in its own thread and waits at most `limit` for it. A
+/// thread stuck in a call is left behind: stopping the server makes its
+/// call return (the peer closed) within a tick.
+fn run_client(cfg: ClientConfig, limit: Duration) -> Result<client::Measured, Stop> {
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::clone(&cfg.stop);
+    let spawned = std::thread::Builder::new()
+        .name("ipc-client".into())
+        .spawn(move || {
+            let _ = tx.send(client::run(&cfg));
+        });
+    let handle = match spawned {
+        Ok(h) => h,
+        Err(e) => return Err(Stop::Failed(format!("cannot start a client thread: {e}"))),
+    };
+    match rx.recv_timeout(limit) {
+        Ok(r) => {
+            let _ = handle.join();
+            r
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let _ = handle.join();
+            Err(Stop::Failed("the client thread panicked".into()))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => {
+            Err(Stop::Interrupted)
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(Stop::Failed(format!(
+            "no reply within the row's hard limit of {:.1} s (a call hung)",
+            limit.as_secs_f64()
+        ))),
+    }
+}
