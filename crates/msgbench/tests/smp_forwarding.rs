@@ -322,8 +322,8 @@ fn check_frames(s: &Setup, label: &str, run: &TrialRun<Recorder>, h: &History) -
     t
 }
 
-/// 2. Rewritten as a router must (TTL down by one, checksum redone), the
-/// rest as sent.
+/// Check 2: rewritten as a router must (TTL down by one, checksum
+/// redone), the rest as sent.
 fn check_rewrite(s: &Setup, at: &str, f: &[u8], in_port: usize, seq: u64) {
     let k = (seq % POOL as u64) as usize;
     let sent = &s.frames[in_port][k];
@@ -341,7 +341,8 @@ fn check_rewrite(s: &Setup, at: &str, f: &[u8], in_port: usize, seq: u64) {
     assert_eq!(f[REST], sent[REST], "{at}: payload");
 }
 
-/// 1. The right port for its route, the right route for its destination.
+/// Check 1: the right port for its route, the right route for its
+/// destination.
 fn check_route(s: &Setup, h: &History, at: &str, f: &[u8], route: RouteId, out: u16) {
     let dst = packet::dst(f).unwrap_or_else(|| panic!("{at}: not a valid frame"));
     let first = s.routes.get(route as usize);
@@ -370,7 +371,7 @@ fn check_route(s: &Setup, h: &History, at: &str, f: &[u8], route: RouteId, out: 
     }
 }
 
-/// 4. Every packet received accounted for, port by port.
+/// Check 4: every packet received accounted for, port by port.
 fn check_rx(s: &Setup, label: &str, r: &TrialReport, t: &Tally, h: &History) {
     for (p, c) in r.rx.iter().enumerate() {
         let at = format!("{label}: rx port {p}: {c:?}");
