@@ -263,7 +263,7 @@ fn wrong_transport_client_does_not_disturb_the_server() {
     dir.assert_ns_clean();
 }
 
-/// Spec: anything but ADDER_INCREMENT with a u32 gets an error reply
+/// Anything but ADDER_INCREMENT with a u32 gets an error reply
 /// (ENOTTY for an unknown command), never a crash; the adder wraps at
 /// u32::MAX. Talks to the real dev-adder through the msgpass library.
 fn odd_requests(transport: &str) {
