@@ -265,15 +265,44 @@ fn two_cpus() -> anyhow::Result<(usize, Option<usize>)> {
 /// Every row, in table order: same-CPU rows on `c0`, different-CPU rows on
 /// `c0,c1` (left out when `c1` is `None`).
 fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
-    let mut rows = vec![];
-    let mut add_sized = |transport, floor_name, floor: FloorFn, target, same: bool, size, api| {
+    let mut rows = RowsOn {
+        c0,
+        c1,
+        rows: vec![],
+    };
+    shm_rows(&mut rows);
+    kernel_rows(&mut rows);
+    with_unpaced_twins(rows.rows)
+}
+
+/// A transport, the name of its floor, and the floor.
+type Pair = (&'static str, &'static str, FloorFn);
+
+/// The rows being built, on CPU `c0` (same-CPU rows) and `c0,c1`.
+struct RowsOn {
+    c0: usize,
+    c1: Option<usize>,
+    rows: Vec<Row>,
+}
+
+impl RowsOn {
+    /// Adds a paced row of `size` bytes on `api`, same-CPU or not (left out
+    /// when there is no second CPU).
+    fn sized(
+        &mut self,
+        (transport, floor_name, floor): Pair,
+        target: Option<f64>,
+        same: bool,
+        size: usize,
+        api: Api,
+    ) {
         let cpus = if same {
-            Some((c0, c0))
+            Some((self.c0, self.c0))
         } else {
-            c1.map(|c1| (c0, c1))
+            self.c1.map(|c1| (self.c0, c1))
         };
         if let Some(cpus) = cpus {
-            rows.push(Row {
+            self.rows.push(Row {
                 transport,
                 floor_name,
                 floor,
@@ -284,34 +313,27 @@ fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
                 target,
             });
         }
-    };
-    let procs: FloorFn = pingpong::cacheline_processes;
+    }
+
+    /// Adds a judged 4-byte row of the copying API.
+    fn copying(&mut self, pair: Pair, target: f64, same: bool) {
+        self.sized(pair, Some(target), same, 4, Api::Copy);
+    }
+}
+
+/// The shared-memory rows: shm-spin between processes at 8 and 64 bytes
+/// (in place judged, copying shown), shm-block against the futex in both
+/// placements and both APIs.
+fn shm_rows(r: &mut RowsOn) {
+    let procs: Pair = ("shm-spin", "cacheline_procs", pingpong::cacheline_processes);
     for size in [8, 64] {
-        add_sized(
-            "shm-spin",
-            "cacheline_procs",
-            procs,
-            Some(1.5),
-            false,
-            size,
-            Api::InPlace,
-        );
-        add_sized(
-            "shm-spin",
-            "cacheline_procs",
-            procs,
-            None,
-            false,
-            size,
-            Api::Copy,
-        );
+        r.sized(procs, Some(1.5), false, size, Api::InPlace);
+        r.sized(procs, None, false, size, Api::Copy);
     }
     for same in [true, false] {
         for api in [Api::InPlace, Api::Copy] {
-            add_sized(
-                "shm-block",
-                "futex",
-                pingpong::futex,
+            r.sized(
+                ("shm-block", "futex", pingpong::futex),
                 Some(1.15),
                 same,
                 8,
@@ -319,22 +341,14 @@ fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
             );
         }
     }
-    let mut add = |transport, floor_name, floor: FloorFn, target, same: bool| {
-        add_sized(
-            transport,
-            floor_name,
-            floor,
-            Some(target),
-            same,
-            4,
-            Api::Copy,
-        );
-    };
-    add("uds", "seqpacket", pingpong::seqpacket, 1.10, true);
-    add("uds", "seqpacket", pingpong::seqpacket, 1.10, false);
-    // The kernel transports, each against the bare ping-pong over the same
-    // mechanism, in both placements.
-    let kernel: [(&'static str, &'static str, FloorFn); 9] = [
+}
+
+/// uds, then the kernel transports, each against the bare ping-pong over
+/// the same mechanism, in both placements.
+fn kernel_rows(r: &mut RowsOn) {
+    r.copying(("uds", "seqpacket", pingpong::seqpacket), 1.10, true);
+    r.copying(("uds", "seqpacket", pingpong::seqpacket), 1.10, false);
+    let kernel: [Pair; 9] = [
         ("uds-stream", "uds_stream", pingpong::uds_stream),
         ("uds-dgram", "uds_dgram", pingpong::uds_dgram),
         ("pipe", "pipe", pingpong::pipe),
@@ -345,11 +359,10 @@ fn all_rows(c0: usize, c1: Option<usize>) -> Vec<Row> {
         ("tcp", "tcp", pingpong::tcp),
         ("udp", "udp", pingpong::udp),
     ];
-    for (transport, floor_name, f) in kernel {
-        add(transport, floor_name, f, 1.10, true);
-        add(transport, floor_name, f, 1.10, false);
+    for pair in kernel {
+        r.copying(pair, 1.10, true);
+        r.copying(pair, 1.10, false);
     }
-    with_unpaced_twins(rows)
 }
 
 /// Follows each judged shm-spin row with its unpaced twin (shown, not

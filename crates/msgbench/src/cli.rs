@@ -16,6 +16,13 @@ pub fn finish(prog: &str, result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// Checks `MSGBENCH_CLOCK` before a program starts measuring: a value
+/// other than `auto` or `monotonic` is an error naming the variable.
+pub fn check_clock_env() -> anyhow::Result<()> {
+    crate::measure::clock::ClockChoice::from_env()?;
+    Ok(())
+}
+
 /// A number as given back in an error message: as written when short,
 /// in exponent form when long (`--wait 1e300`, not 301 digits).
 pub fn show_num(v: f64) -> String {

@@ -28,7 +28,8 @@ use msgbench::suites::{self, OutputArgs};
     name = "msgbench",
     version,
     about = "Message-passing and IPC benchmarks for Linux",
-    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory, a pipe and Unix sockets, with embedded servers in three models (one process with a thread and a path per client thread, a process per client thread, a thread pool on one path), one client/server pair pinned per CPU and then unpinned for contrast."
+    long_about = "Message-passing and IPC benchmarks for Linux.\n\nRun with no arguments for a short tour (about a minute): the QNX devctl adder benchmark over shared memory, a pipe and Unix sockets, with embedded servers in three models (one process with a thread and a path per client thread, a process per client thread, a thread pool on one path), one client/server pair pinned per CPU and then unpinned for contrast.",
+    after_long_help = msgbench::measure::clock::ENV_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -78,7 +79,8 @@ fn main() -> ExitCode {
     if let Some(Cmd::Compare(a)) = &cli.cmd {
         return compare::main(a);
     }
-    let result = cli::stop_on_signals().and_then(|stop| match cli.cmd {
+    let started = cli::check_clock_env().and_then(|()| cli::stop_on_signals());
+    let result = started.and_then(|stop| match cli.cmd {
         None => tour(stop),
         Some(Cmd::Adder(a)) => suites::execute::<Adder>(&a, &a.output, stop).map(|_| ()),
         Some(Cmd::Ipc(a)) => suites::execute::<Ipc>(&a, &a.output, stop).map(|_| ()),

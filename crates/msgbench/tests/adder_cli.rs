@@ -206,6 +206,17 @@ fn check_results(stdout: &str, threads: usize, samples: u64) -> (Option<f64>, Op
     if let Some(i) = idle {
         assert_busy_range(i, "Total CPU Busy (Idle Test)");
     }
+    check_durations(stdout, rest, threads);
+    for j in 0..threads {
+        check_latency_line(stdout, rest, j, samples);
+    }
+    check_trailer(stdout, rest);
+    (idle, busy)
+}
+
+/// One "Thread duration: <n>ms (<n> msgs/sec)" line per thread, each rate
+/// positive.
+fn check_durations(stdout: &str, rest: &[&str], threads: usize) {
     let durations: Vec<&str> = rest
         .iter()
         .filter_map(|l| l.strip_prefix("Thread duration: "))
@@ -224,35 +235,41 @@ fn check_results(stdout: &str, threads: usize, samples: u64) -> (Option<f64>, Op
             .unwrap_or_else(|| panic!("bad rate in {d:?}"));
         assert!(rate > 0.0, "{d}");
     }
-    for j in 0..threads {
-        let prefix = format!("Thread {j} latency: ");
-        let l = rest
-            .iter()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .unwrap_or_else(|| panic!("no {prefix:?} line: {stdout}"));
-        // "p50 X, p99 X, p99.9 X, max X (N samples...)"
-        let (figs, count) = l
-            .split_once(" (")
-            .unwrap_or_else(|| panic!("bad latency line {l:?}"));
-        assert!(
-            count.starts_with(&format!("{samples} samples")),
-            "latency sample count in {l:?}"
-        );
-        let parts: Vec<(&str, f64)> = figs
-            .split(", ")
-            .map(|p| {
-                let (k, v) = p
-                    .split_once(' ')
-                    .unwrap_or_else(|| panic!("bad figure {p:?}"));
-                (k, parse_dur_ns(v))
-            })
-            .collect();
-        let keys: Vec<&str> = parts.iter().map(|p| p.0).collect();
-        assert_eq!(keys, ["p50", "p99", "p99.9", "max"], "{l}");
-        for w in parts.windows(2) {
-            assert!(w[0].1 <= w[1].1, "percentiles out of order: {l}");
-        }
+}
+
+/// Thread `j`'s "Thread j latency: p50 X, p99 X, p99.9 X, max X (N
+/// samples...)" line: every sample counted, the percentiles in order.
+fn check_latency_line(stdout: &str, rest: &[&str], j: usize, samples: u64) {
+    let prefix = format!("Thread {j} latency: ");
+    let l = rest
+        .iter()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line: {stdout}"));
+    let (figs, count) = l
+        .split_once(" (")
+        .unwrap_or_else(|| panic!("bad latency line {l:?}"));
+    assert!(
+        count.starts_with(&format!("{samples} samples")),
+        "latency sample count in {l:?}"
+    );
+    let parts: Vec<(&str, f64)> = figs
+        .split(", ")
+        .map(|p| {
+            let (k, v) = p
+                .split_once(' ')
+                .unwrap_or_else(|| panic!("bad figure {p:?}"));
+            (k, parse_dur_ns(v))
+        })
+        .collect();
+    let keys: Vec<&str> = parts.iter().map(|p| p.0).collect();
+    assert_eq!(keys, ["p50", "p99", "p99.9", "max"], "{l}");
+    for w in parts.windows(2) {
+        assert!(w[0].1 <= w[1].1, "percentiles out of order: {l}");
     }
+}
+
+/// The clock line, one API line, and no line of an unknown kind.
+fn check_trailer(stdout: &str, rest: &[&str]) {
     assert!(
         rest.iter().any(|l| l.starts_with("Clock: ")),
         "no Clock line: {stdout}"
@@ -269,7 +286,6 @@ fn check_results(stdout: &str, threads: usize, samples: u64) -> (Option<f64>, Op
             "unexpected line {l:?} in {stdout}"
         );
     }
-    (idle, busy)
 }
 
 /// Checks the client's JSON report: thread j talked to instance j, or

@@ -4,9 +4,14 @@
 //! at once checking every value (and every reply's serial), daemons gone
 //! and reaped after stop, a service killed (SIGKILL, in a child process:
 //! this test binary re-run as `helper_service`) showing up at the client
-//! as an error within 1 s while the daemon goes on serving, and the
-//! daemons dying with the process that started them (`helper_bus`,
-//! killed; this test process is made a child subreaper so it reaps them).
+//! as an error (not a hang, and long before the libraries' 25 s call
+//! timeout) while the daemon goes on serving, and the daemons dying with
+//! the process that started them (`helper_bus`, killed; this test process
+//! is made a child subreaper so it reaps them).
+//!
+//! Every wait for an event after a kill is bounded by [`EVENT_LIMIT`], a
+//! liveness bound for a loaded 2-CPU machine, not a speed: the event
+//! itself (the error, the exit, the reaping) is what each test checks.
 //!
 //! A daemon not installed, or a library not built in, skips its test with
 //! a reason, except under CI (env CI set), where it fails.
@@ -29,6 +34,23 @@ const HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_TARGET";
 const BUS_HELPER_ENV: &str = "MSGBENCH_DBUS_HELPER_BUS";
 const SIZES: [u32; 3] = [1, 256, 4096];
 const ROUNDS: usize = 30;
+/// Longest wait for what must follow a kill or a stop (an error at the
+/// client, a service's return, a daemon's end): well under the D-Bus
+/// libraries' default call timeout (25 s), so an error that only came
+/// from a timeout still fails, and far above what a loaded machine needs.
+const EVENT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Runs `f` on a thread and waits up to [`EVENT_LIMIT`] for its result;
+/// panics naming `what` when it does not come (the thread is left behind:
+/// the test fails anyway).
+fn within_limit<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(EVENT_LIMIT)
+        .unwrap_or_else(|e| panic!("{what}: nothing within {EVENT_LIMIT:?} ({e})"))
+}
 
 /// Ok to go on, or false after printing why the daemon is skipped; panics
 /// under CI.
@@ -184,7 +206,12 @@ fn dropping_a_bus_stops_it() {
             let target = Target::Bus(bus.address().to_string());
             let stop = Arc::new(AtomicBool::new(false));
             let s = stop.clone();
-            let service = std::thread::spawn(move || lib.serve(&target, 0, &s));
+            let (done, service_ended) = std::sync::mpsc::channel();
+            let service = std::thread::spawn(move || {
+                let r = lib.serve(&target, 0, &s);
+                let _ = done.send(());
+                r
+            });
             let mut client = lib
                 .connect(&Target::Bus(bus.address().to_string()), 0)
                 .expect("connect");
@@ -192,14 +219,17 @@ fn dropping_a_bus_stops_it() {
             let dropped = Instant::now();
             drop(bus);
             assert_gone(&pids);
-            let err = service.join().expect("service thread").unwrap_err();
             let what = format!("{} with {}", kind.name(), lib.name());
-            assert!(
-                dropped.elapsed() < Duration::from_secs(3),
-                "{what}: {:?}",
+            // The service's return is the event; the bound only turns a
+            // hang into a failure.
+            service_ended
+                .recv_timeout(EVENT_LIMIT)
+                .unwrap_or_else(|_| panic!("{what}: the service still serves a dead bus"));
+            let err = service.join().expect("service thread").unwrap_err();
+            eprintln!(
+                "{what}: the service saw after {:?}: {err:#}",
                 dropped.elapsed()
             );
-            eprintln!("{what}: the service saw: {err:#}");
             assert!(client.get_integer(1).is_err(), "{what}");
         }
     }
@@ -254,32 +284,39 @@ impl Drop for Helper {
 }
 
 /// Kills the service (on `lib`) mid-run and returns how long the client
-/// took to see an error, and the error.
+/// took to see an error, and the error. The client's error, and the error
+/// of its next call, are the events waited for (each up to
+/// [`EVENT_LIMIT`]).
 fn killed_service(lib: DbusLib, target: &Target, spec: &str) -> (Duration, String) {
     let mut helper = Helper::start(&format!("{}/{spec}", lib.name()));
     let mut client = lib.connect(target, 0).expect("connect to the helper");
     client.get_integer(256).expect("a first call");
+    let (first_err, seen) = std::sync::mpsc::channel();
     let calling = std::thread::spawn(move || loop {
         if let Err(e) = client.get_integer(4096) {
-            let at = Instant::now();
-            // A second call fails too, and as fast.
-            let t = Instant::now();
-            let again = client
-                .get_integer(1)
-                .expect_err("a call to a dead service succeeded");
-            let again_took = t.elapsed();
-            assert!(again_took < Duration::from_millis(1100), "{again_took:?}");
-            return (
-                at,
-                format!("{e:#}; the next call, after {again_took:?}: {again:#}"),
-            );
+            let _ = first_err.send(Instant::now());
+            // A second call fails too, without waiting for a timeout.
+            let again = within_limit("the call after the first error", move || {
+                let t = Instant::now();
+                let r = client.get_integer(1).map(|_| ());
+                (r, t.elapsed())
+            });
+            let (again, again_took) = again;
+            let again = again.expect_err("a call to a dead service succeeded");
+            return format!("{e:#}; the next call, after {again_took:?}: {again:#}");
         }
     });
     std::thread::sleep(Duration::from_millis(300));
     let killed = Instant::now();
     helper.0.kill().expect("SIGKILL the helper");
     helper.0.wait().expect("reap the helper");
-    let (at, err) = calling.join().expect("client thread");
+    let at = seen.recv_timeout(EVENT_LIMIT).unwrap_or_else(|_| {
+        panic!(
+            "{} {spec}: no error at the client {EVENT_LIMIT:?} after its service was killed",
+            lib.name()
+        )
+    });
+    let err = calling.join().expect("client thread");
     let took = at.saturating_duration_since(killed);
     eprintln!(
         "{} {spec}: killed service seen after {took:?}: {err}",
@@ -289,21 +326,16 @@ fn killed_service(lib: DbusLib, target: &Target, spec: &str) -> (Duration, Strin
 }
 
 #[test]
-fn killed_service_is_an_error_within_a_second() {
+fn killed_service_is_an_error_and_the_daemon_goes_on() {
     let _one = serial();
     let dir = TestDir::new("kill");
     let libs = libs();
     for &lib in &libs {
         let path = dir.file(&format!("{}.sock", lib.name()));
-        let (took, _) = killed_service(
+        killed_service(
             lib,
             &Target::P2p(path.clone()),
             &format!("p2p:{}", path.display()),
-        );
-        assert!(
-            took < Duration::from_secs(1),
-            "p2p {}: {took:?}",
-            lib.name()
         );
     }
     for kind in DaemonKind::ALL {
@@ -316,9 +348,7 @@ fn killed_service_is_an_error_within_a_second() {
         let target = Target::Bus(bus.address().to_string());
         for &lib in &libs {
             let spec = format!("bus:{}", bus.address());
-            let (took, _) = killed_service(lib, &target, &spec);
-            let what = format!("{} with {}", kind.name(), lib.name());
-            assert!(took < Duration::from_secs(1), "{what}: {took:?}");
+            killed_service(lib, &target, &spec);
             // The daemon goes on serving the others.
             exchange(lib, &target);
         }
@@ -414,7 +444,7 @@ fn daemons_die_with_their_parent() {
         assert!(!pids.is_empty());
         helper.0.kill().expect("SIGKILL the helper");
         helper.0.wait().expect("reap the helper");
-        let deadline = Instant::now() + Duration::from_secs(3);
+        let deadline = Instant::now() + EVENT_LIMIT;
         let mut left = pids.clone();
         while !left.is_empty() && Instant::now() < deadline {
             left.retain(|&p| !reap_if_ours(p));

@@ -60,33 +60,42 @@ fn ipc_quick_rows_na_and_json() {
         ),
     );
     o.assert_ok();
+    check_quick_tables(&o.stdout);
+    check_quick_envelope(&read_json(&json));
+    dir.assert_ns_clean();
+}
 
+/// The tables of the quick shm-block,uds run at 1 and 70000 bytes: both
+/// transports measured at 1 B, n/a at 70000 B, in every placement.
+fn check_quick_tables(stdout: &str) {
     for p in placements() {
-        let g = group(&o.stdout, &format!("1 B, {p} CPU"));
+        let g = group(stdout, &format!("1 B, {p} CPU"));
         for col in ["Transport", "Wait", "Samples", "p50", "p99", "CPU all"] {
-            assert!(g[0].contains(col), "header lacks {col}: {}", o.stdout);
+            assert!(g[0].contains(col), "header lacks {col}: {stdout}");
         }
         for t in ["shm-block", "uds"] {
             let row = g
                 .iter()
                 .find(|l| l.split_whitespace().any(|w| w == t))
-                .unwrap_or_else(|| panic!("no {t} row at 1 B {p}: {}", o.stdout));
+                .unwrap_or_else(|| panic!("no {t} row at 1 B {p}: {stdout}"));
             assert!(!row.contains("FAILED"), "{row}");
             assert!(row.contains("block"), "{row}");
         }
-        let g = group(&o.stdout, &format!("70000 B, {p} CPU"));
+        let g = group(stdout, &format!("70000 B, {p} CPU"));
         for t in ["shm-block", "uds"] {
             let want = format!("n/a: {t} max message 65536 bytes");
             assert!(
                 g.iter().any(|l| l.contains(&want)),
-                "no {want:?} at {p}: {}",
-                o.stdout
+                "no {want:?} at {p}: {stdout}"
             );
         }
     }
-    assert!(o.stdout.contains("window 1"), "legend: {}", o.stdout);
+    assert!(stdout.contains("window 1"), "legend: {stdout}");
+}
 
-    let v = read_json(&json);
+/// The envelope of that run: header, every row (n/a or measured), the
+/// outcome and one p50 figure per measured row.
+fn check_quick_envelope(v: &serde_json::Value) {
     assert_eq!(v["schema"].as_u64(), Some(1), "{v}");
     assert_eq!(v["suite"], "ipc", "{v}");
     assert!(v["environment"]["kernel"].is_string(), "{v}");
@@ -105,40 +114,8 @@ fn ipc_quick_rows_na_and_json() {
             continue;
         }
         assert_eq!(status, "ok", "{r}");
-        let l = &r["latency"];
-        let n = l["samples"].as_u64().expect("samples");
-        assert!(n > 0, "{r}");
-        check_latency(&l["summary"], n);
-        let hist: u64 = l["histogram"]
-            .as_array()
-            .expect("histogram")
-            .iter()
-            .map(|b| b[1].as_u64().expect("bucket count"))
-            .sum();
-        assert_eq!(hist, n, "histogram holds every sample: {r}");
-        assert_eq!(r["histogram"], l["histogram"], "the row's histogram: {r}");
-        let cpu = &l["cpu"];
-        let (c, s, o, t) = (
-            num(cpu, "client_ns"),
-            num(cpu, "server_ns"),
-            num(cpu, "other_ns"),
-            num(cpu, "total_ns"),
-        );
-        assert!(
-            c > 0.0 && s > 0.0 && o >= 0.0,
-            "both sides' CPU per message: {cpu}"
-        );
-        // Every thread of both sides: the total is the two threads and the rest.
-        assert!((c + s + o - t).abs() <= 1e-6 * t.max(1.0), "{cpu}");
-        assert_eq!(cpu["method"], "process-clock", "{cpu}");
-        let tp = &r["throughput"];
-        // The default window where one-way messages exist, else 1.
-        let want_w = if r["transport"] == "uds" { 16 } else { 1 };
-        assert_eq!(tp["window"].as_u64(), Some(want_w), "{tp}");
-        assert!(tp["messages"].as_u64().unwrap_or(0) > 0, "{tp}");
-        assert!(num(tp, "msgs_per_s") > 0.0, "{tp}");
-        assert!(num(&tp["cpu"], "server_ns") > 0.0, "{tp}");
-        assert_eq!(r["client_cpu"].is_u64(), r["server_cpu"].is_u64(), "{r}");
+        check_measured_latency(r);
+        check_measured_throughput(r);
     }
     let s = &v["outcome"];
     assert_eq!(s["failed"].as_u64(), Some(0), "{s}");
@@ -156,7 +133,50 @@ fn ipc_quick_rows_na_and_json() {
         2 * placements().len(),
         "one p50 per measured row: {v}"
     );
-    dir.assert_ns_clean();
+}
+
+/// A measured row's latency run: its samples, its histogram (holding every
+/// sample, also as the row's) and its CPU per message.
+fn check_measured_latency(r: &serde_json::Value) {
+    let l = &r["latency"];
+    let n = l["samples"].as_u64().expect("samples");
+    assert!(n > 0, "{r}");
+    check_latency(&l["summary"], n);
+    let hist: u64 = l["histogram"]
+        .as_array()
+        .expect("histogram")
+        .iter()
+        .map(|b| b[1].as_u64().expect("bucket count"))
+        .sum();
+    assert_eq!(hist, n, "histogram holds every sample: {r}");
+    assert_eq!(r["histogram"], l["histogram"], "the row's histogram: {r}");
+    let cpu = &l["cpu"];
+    let (c, s, o, t) = (
+        num(cpu, "client_ns"),
+        num(cpu, "server_ns"),
+        num(cpu, "other_ns"),
+        num(cpu, "total_ns"),
+    );
+    assert!(
+        c > 0.0 && s > 0.0 && o >= 0.0,
+        "both sides' CPU per message: {cpu}"
+    );
+    // Every thread of both sides: the total is the two threads and the rest.
+    assert!((c + s + o - t).abs() <= 1e-6 * t.max(1.0), "{cpu}");
+    assert_eq!(cpu["method"], "process-clock", "{cpu}");
+}
+
+/// A measured row's throughput run: its window, messages, rate and the
+/// server's CPU.
+fn check_measured_throughput(r: &serde_json::Value) {
+    let tp = &r["throughput"];
+    // The default window where one-way messages exist, else 1.
+    let want_w = if r["transport"] == "uds" { 16 } else { 1 };
+    assert_eq!(tp["window"].as_u64(), Some(want_w), "{tp}");
+    assert!(tp["messages"].as_u64().unwrap_or(0) > 0, "{tp}");
+    assert!(num(tp, "msgs_per_s") > 0.0, "{tp}");
+    assert!(num(&tp["cpu"], "server_ns") > 0.0, "{tp}");
+    assert_eq!(r["client_cpu"].is_u64(), r["server_cpu"].is_u64(), "{r}");
 }
 
 #[test]

@@ -123,58 +123,15 @@ fn check_sus(res: &[Value], target: u64) {
     match (o["kind"].as_str(), o["pass"].as_bool()) {
         (Some("behaviour"), Some(true)) => {
             let h = headline.unwrap_or_else(|| panic!("a PASS without a headline: {sus:?}"));
-            let period = num(&h["outcome"], "avg");
-            let trials: Vec<(f64, u64, u64)> = o["observed"]
-                .as_array()
-                .expect("observed")
-                .iter()
-                .map(|l| sus_trial(l.as_str().expect("a line")))
-                .collect();
-            assert!(
-                trials.iter().any(|&(achieved, events, lost)| {
-                    events >= target && lost == 0 && (achieved - period).abs() < 0.01
-                }),
-                "the headline {period} us is not the achieved period of a loss-free run of \
-                 {target} events: {trials:?}"
-            );
-            assert!(h["note"].as_str().unwrap_or("").contains("achieved"), "{h}");
+            check_sus_pass(o, h, target);
         }
         (Some("behaviour"), Some(false)) => {
             assert!(headline.is_none(), "a FAIL with a headline: {sus:?}");
-            // Every period tried lost events in some trial.
-            let lines: Vec<&str> = o["observed"]
-                .as_array()
-                .expect("observed")
-                .iter()
-                .map(|l| l.as_str().expect("a line"))
-                .collect();
-            let requested = |l: &str| l.split(" us").next().unwrap_or("").to_string();
-            for l in &lines {
-                assert!(
-                    lines
-                        .iter()
-                        .any(|m| requested(m) == requested(l) && sus_trial(m).2 > 0),
-                    "a FAIL with a clean period: {l} in {lines:?}"
-                );
-            }
+            check_sus_fail(o);
         }
         (Some("inconclusive"), _) => {
             assert!(headline.is_none(), "inconclusive with a headline: {sus:?}");
-            let reason = o["reason"].as_str().unwrap_or("");
-            assert!(reason.starts_with("no loss-free run of "), "{losses}");
-            // It says what was tried, and no trial reached the target clean.
-            let trials: Vec<(f64, u64, u64)> = o["observed"]
-                .as_array()
-                .expect("observed")
-                .iter()
-                .map(|l| sus_trial(l.as_str().expect("a line")))
-                .collect();
-            assert!(
-                !trials
-                    .iter()
-                    .any(|&(_, events, lost)| events >= target && lost == 0),
-                "inconclusive although a trial reached the target clean: {trials:?}"
-            );
+            check_sus_inconclusive(o, losses, target);
         }
         (Some("skipped"), _) => {
             assert!(headline.is_none(), "skipped with a headline: {sus:?}");
@@ -187,6 +144,65 @@ fn check_sus(res: &[Value], target: u64) {
         other => panic!("IRQ-S-SUS: unexpected outcome {other:?}: {losses}"),
     }
     assert_eq!(rows("losses by period"), 1, "{sus:?}");
+}
+
+/// The trials of the losses-by-period row `o`: (achieved period, events,
+/// lost) each.
+fn sus_trials(o: &Value) -> Vec<(f64, u64, u64)> {
+    o["observed"]
+        .as_array()
+        .expect("observed")
+        .iter()
+        .map(|l| sus_trial(l.as_str().expect("a line")))
+        .collect()
+}
+
+/// A PASS: the headline `h` is the achieved period of a loss-free trial of
+/// at least `target` events.
+fn check_sus_pass(o: &Value, h: &Value, target: u64) {
+    let period = num(&h["outcome"], "avg");
+    let trials = sus_trials(o);
+    assert!(
+        trials.iter().any(|&(achieved, events, lost)| {
+            events >= target && lost == 0 && (achieved - period).abs() < 0.01
+        }),
+        "the headline {period} us is not the achieved period of a loss-free run of \
+         {target} events: {trials:?}"
+    );
+    assert!(h["note"].as_str().unwrap_or("").contains("achieved"), "{h}");
+}
+
+/// A FAIL: every period tried lost events in some trial.
+fn check_sus_fail(o: &Value) {
+    let lines: Vec<&str> = o["observed"]
+        .as_array()
+        .expect("observed")
+        .iter()
+        .map(|l| l.as_str().expect("a line"))
+        .collect();
+    let requested = |l: &str| l.split(" us").next().unwrap_or("").to_string();
+    for l in &lines {
+        assert!(
+            lines
+                .iter()
+                .any(|m| requested(m) == requested(l) && sus_trial(m).2 > 0),
+            "a FAIL with a clean period: {l} in {lines:?}"
+        );
+    }
+}
+
+/// Inconclusive: it says what was tried, and no trial reached the target
+/// clean.
+fn check_sus_inconclusive(o: &Value, losses: &Value, target: u64) {
+    let reason = o["reason"].as_str().unwrap_or("");
+    assert!(reason.starts_with("no loss-free run of "), "{losses}");
+    let trials = sus_trials(o);
+    assert!(
+        !trials
+            .iter()
+            .any(|&(_, events, lost)| events >= target && lost == 0),
+        "inconclusive although a trial reached the target clean: {trials:?}"
+    );
 }
 
 /// "WHAT start A, end B" in MEM-B-LEK's observations: (A, B), or `None`

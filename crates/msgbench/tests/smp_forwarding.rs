@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use msgbench::measure::clock::Clock;
 use msgbench::suites::smp::fib::{Fib, Prefix, Reference, RouteId};
-use msgbench::suites::smp::forwarder::{self, ForwarderConfig, TrialRun};
+use msgbench::suites::smp::forwarder::{self, ForwarderConfig, TrialReport, TrialRun};
 use msgbench::suites::smp::lpm::Dir24;
 use msgbench::suites::smp::packet::{self, Spec};
 use msgbench::suites::smp::ports::{FrameSource, Offered, Pool, Sink};
@@ -273,12 +273,34 @@ fn check(
     let r = &run.report;
     assert_eq!((r.rx.len(), r.tx.len()), (PORTS, PORTS), "{label}");
     assert_eq!(run.sinks.len(), workers, "{label}");
+    let tally = check_frames(s, label, run, h);
+    check_rx(s, label, r, &tally, h);
+    check_tx(label, r, &tally);
+    check_totals(label, workers, r, totals, &tally);
+}
+
+/// What the recorded frames add up to: per input port, per output port,
+/// per route.
+struct Tally {
+    by_in: [u64; PORTS],
+    by_out: [u64; PORTS],
+    by_route: HashMap<RouteId, u64>,
+}
+
+/// Checks every recorded frame (3: never twice, and one that was sent;
+/// 2: rewritten as a router must; 1: the right port and route) and counts
+/// them.
+fn check_frames(s: &Setup, label: &str, run: &TrialRun<Recorder>, h: &History) -> Tally {
+    let r = &run.report;
     let mut seen: Vec<Vec<bool>> =
         r.rx.iter()
             .map(|c| vec![false; c.generated as usize])
             .collect();
-    let (mut by_in, mut by_out) = ([0u64; PORTS], [0u64; PORTS]);
-    let mut by_route: HashMap<RouteId, u64> = HashMap::new();
+    let mut t = Tally {
+        by_in: [0; PORTS],
+        by_out: [0; PORTS],
+        by_route: HashMap::new(),
+    };
     for (out, f) in run.sinks.iter().flat_map(|k| &k.0) {
         let out = *out;
         let in_port = usize::from(u16::from_be_bytes([f[IN_PORT_AT], f[IN_PORT_AT + 1]]));
@@ -291,53 +313,66 @@ fn check(
         let slot = slot.unwrap_or_else(|| panic!("{at}: never generated"));
         assert!(!*slot, "{at}: left twice");
         *slot = true;
-        by_in[in_port] += 1;
-        by_out[usize::from(out)] += 1;
-        *by_route.entry(route).or_default() += 1;
-        // 2. Rewritten as a router must, the rest as sent.
-        let k = (seq % POOL as u64) as usize;
-        let sent = &s.frames[in_port][k];
-        assert_eq!(s.expect[in_port][k], Expect::Routed, "{at}: must not leave");
-        assert_eq!(packet::ttl(f), Some(sent[IP_TTL] - 1), "{at}: TTL");
-        let csum = u16::from_be_bytes([f[IP_CSUM], f[IP_CSUM + 1]]);
-        assert_eq!(
-            packet::ipv4_checksum(&f[IP..IP + packet::IPV4_HEADER]),
-            csum,
-            "{at}: checksum"
-        );
-        assert_eq!(f[..IP_TTL], sent[..IP_TTL], "{at}: headers");
-        assert_eq!(f[IP_TTL + 1..IP_CSUM], sent[IP_TTL + 1..IP_CSUM], "{at}");
-        assert_eq!(f[IP_CSUM + 2..SEQ_AT], sent[IP_CSUM + 2..SEQ_AT], "{at}");
-        assert_eq!(f[REST], sent[REST], "{at}: payload");
-        // 1. The right port for its route, the right route for its
-        // destination.
-        let dst = packet::dst(f).unwrap_or_else(|| panic!("{at}: not a valid frame"));
-        let first = s.routes.get(route as usize);
-        let first = first.unwrap_or_else(|| panic!("{at}: no such route"));
-        assert!(
-            out == first.port || h.next_hops.contains(&(route, out)),
-            "{at}: route {route} never left by port {out} (first {})",
-            first.port
-        );
-        assert!(
-            first.prefix.contains(dst)
-                || h.inserts
-                    .iter()
-                    .any(|&(p, r)| r == route && p.contains(dst)),
-            "{at}: route {route} never covered {dst:#010x}"
-        );
-        if !h.touched.iter().any(|p| p.contains(dst)) {
-            assert_eq!(
-                s.reference.lookup(dst),
-                Some(route),
-                "{at}: not the longest match of {dst:#010x}"
-            );
-        }
-        if h.applied == 0 {
-            assert_eq!(out, first.port, "{at}: not the route's port");
-        }
+        t.by_in[in_port] += 1;
+        t.by_out[usize::from(out)] += 1;
+        *t.by_route.entry(route).or_default() += 1;
+        check_rewrite(s, &at, f, in_port, seq);
+        check_route(s, h, &at, f, route, out);
     }
-    // 4. Every packet accounted for.
+    t
+}
+
+/// Check 2: rewritten as a router must (TTL down by one, checksum
+/// redone), the rest as sent.
+fn check_rewrite(s: &Setup, at: &str, f: &[u8], in_port: usize, seq: u64) {
+    let k = (seq % POOL as u64) as usize;
+    let sent = &s.frames[in_port][k];
+    assert_eq!(s.expect[in_port][k], Expect::Routed, "{at}: must not leave");
+    assert_eq!(packet::ttl(f), Some(sent[IP_TTL] - 1), "{at}: TTL");
+    let csum = u16::from_be_bytes([f[IP_CSUM], f[IP_CSUM + 1]]);
+    assert_eq!(
+        packet::ipv4_checksum(&f[IP..IP + packet::IPV4_HEADER]),
+        csum,
+        "{at}: checksum"
+    );
+    assert_eq!(f[..IP_TTL], sent[..IP_TTL], "{at}: headers");
+    assert_eq!(f[IP_TTL + 1..IP_CSUM], sent[IP_TTL + 1..IP_CSUM], "{at}");
+    assert_eq!(f[IP_CSUM + 2..SEQ_AT], sent[IP_CSUM + 2..SEQ_AT], "{at}");
+    assert_eq!(f[REST], sent[REST], "{at}: payload");
+}
+
+/// Check 1: the right port for its route, the right route for its
+/// destination.
+fn check_route(s: &Setup, h: &History, at: &str, f: &[u8], route: RouteId, out: u16) {
+    let dst = packet::dst(f).unwrap_or_else(|| panic!("{at}: not a valid frame"));
+    let first = s.routes.get(route as usize);
+    let first = first.unwrap_or_else(|| panic!("{at}: no such route"));
+    assert!(
+        out == first.port || h.next_hops.contains(&(route, out)),
+        "{at}: route {route} never left by port {out} (first {})",
+        first.port
+    );
+    assert!(
+        first.prefix.contains(dst)
+            || h.inserts
+                .iter()
+                .any(|&(p, r)| r == route && p.contains(dst)),
+        "{at}: route {route} never covered {dst:#010x}"
+    );
+    if !h.touched.iter().any(|p| p.contains(dst)) {
+        assert_eq!(
+            s.reference.lookup(dst),
+            Some(route),
+            "{at}: not the longest match of {dst:#010x}"
+        );
+    }
+    if h.applied == 0 {
+        assert_eq!(out, first.port, "{at}: not the route's port");
+    }
+}
+
+/// Check 4: every packet received accounted for, port by port.
+fn check_rx(s: &Setup, label: &str, r: &TrialReport, t: &Tally, h: &History) {
     for (p, c) in r.rx.iter().enumerate() {
         let at = format!("{label}: rx port {p}: {c:?}");
         // Workers keep going after the trial until their rings are empty,
@@ -350,7 +385,7 @@ fn check(
         );
         // The line rate is unlimited: a transmit ring takes every frame.
         assert_eq!(c.tx_dropped, 0, "{at}");
-        assert_eq!(c.forwarded, by_in[p], "{at}: forwarded but not recorded");
+        assert_eq!(c.forwarded, t.by_in[p], "{at}: forwarded but not recorded");
         // A worker drains its ring after the trial whatever happened
         // during it, so some packets always get through.
         assert!(c.forwarded > 0, "{at}: nothing forwarded");
@@ -366,12 +401,20 @@ fn check(
             assert!(c.unrouted <= doomed, "{at}: {doomed} doomed");
         }
     }
-    for (p, t) in r.tx.iter().enumerate() {
-        let at = format!("{label}: tx port {p}: {t:?}");
-        assert_eq!(t.forwarded, by_out[p], "{at}");
-        assert_eq!(t.bytes, by_out[p] * FRAME as u64, "{at}");
-        assert_eq!(t.tx_dropped, 0, "{at}");
+}
+
+/// Every packet sent accounted for, port by port.
+fn check_tx(label: &str, r: &TrialReport, t: &Tally) {
+    for (p, c) in r.tx.iter().enumerate() {
+        let at = format!("{label}: tx port {p}: {c:?}");
+        assert_eq!(c.forwarded, t.by_out[p], "{at}");
+        assert_eq!(c.bytes, t.by_out[p] * FRAME as u64, "{at}");
+        assert_eq!(c.tx_dropped, 0, "{at}");
     }
+}
+
+/// The totals agree: ports, workers and the table's route counters.
+fn check_totals(label: &str, workers: usize, r: &TrialReport, totals: &[Counts], t: &Tally) {
     let total = r.total();
     assert_eq!(
         r.tx.iter().map(|t| t.forwarded).sum::<u64>(),
@@ -391,7 +434,7 @@ fn check(
     // recorded frames, route by route.
     assert_eq!(totals.len(), ROUTES, "{label}");
     for (route, c) in totals.iter().enumerate() {
-        let want = by_route.get(&(route as RouteId)).copied().unwrap_or(0);
+        let want = t.by_route.get(&(route as RouteId)).copied().unwrap_or(0);
         assert_eq!(c.packets, want, "{label}: route {route} counted");
         assert_eq!(c.bytes, want * FRAME as u64, "{label}: route {route} bytes");
     }

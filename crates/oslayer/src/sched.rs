@@ -154,9 +154,96 @@ mod tests {
         assert_eq!(Policy::Rr(7).raw(), (libc::SCHED_RR, 7));
     }
 
+    /// Rounds of [`other_runs_across`].
+    const ROUNDS: usize = 100;
+
+    /// On one CPU, at SCHED_FIFO 1 (no time slices: a thread keeps the CPU
+    /// until it blocks or yields), a second thread at the same priority
+    /// bumps a counter and yields (rustix's `sched_yield` itself, so that
+    /// it never keeps the CPU whatever `give_up` is) in a loop; this thread
+    /// calls `give_up` `ROUNDS` times and returns, for each call, whether
+    /// the other thread ran during it (the counter moved). With a real
+    /// yield the other thread must run every time (POSIX: the caller goes
+    /// to the tail of its priority's queue); with a call that keeps the
+    /// CPU it can never run, so the answer is event-driven both ways, not
+    /// timed. `Err(EPERM)` without the right to SCHED_FIFO.
+    fn other_runs_across(give_up: fn()) -> io::Result<Vec<bool>> {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::{mpsc, Arc};
+        let one = *affinity()?.last().unwrap_or(&0);
+        set_affinity(&[one])?;
+        set_policy(Policy::Fifo(1))?;
+        let count = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = mpsc::channel();
+        let (c, s) = (Arc::clone(&count), Arc::clone(&stop));
+        // Inherits this thread's CPU and SCHED_FIFO 1.
+        let other = std::thread::spawn(move || {
+            let _ = ready_tx.send(());
+            while !s.load(Ordering::SeqCst) {
+                c.fetch_add(1, Ordering::SeqCst);
+                rustix::thread::sched_yield();
+            }
+        });
+        // Blocking here lets the other thread start; it then runs until
+        // its first `give_up`, this thread waiting at the queue's tail.
+        let started = ready.recv().is_ok();
+        let mut ran = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            let before = count.load(Ordering::SeqCst);
+            give_up();
+            ran.push(count.load(Ordering::SeqCst) != before);
+        }
+        // Stop the other thread before judging, so that a failed check
+        // never leaves a real-time thread spinning on this CPU.
+        stop.store(true, Ordering::SeqCst);
+        let joined = other.join().is_ok();
+        assert!(started && joined, "the other thread did not run to its end");
+        Ok(ran)
+    }
+
+    /// A no-op: what `yield_now` would be if it did not give up the CPU.
+    fn keep_the_cpu() {}
+
+    /// Runs `other_runs_across(give_up)` on its own thread; `None` (with
+    /// the reason printed) when SCHED_FIFO is refused and CI is not set.
+    fn yields_seen(give_up: fn()) -> Option<Vec<bool>> {
+        // One at a time: the two tests' threads would share the CPU.
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        match on_thread(move || other_runs_across(give_up)) {
+            Ok(ran) => Some(ran),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "sched_yield's test needs SCHED_FIFO (CAP_SYS_NICE; CI is set)"
+                );
+                eprintln!("skipped: sched_yield's test needs SCHED_FIFO (CAP_SYS_NICE): {e}");
+                None
+            }
+            Err(e) => panic!("setting up the yield test: {e}"),
+        }
+    }
+
     #[test]
-    fn yield_now_returns() {
-        yield_now();
+    fn yield_now_lets_an_equal_fifo_thread_on_its_cpu_run() {
+        if let Some(ran) = yields_seen(yield_now) {
+            let idle = ran.iter().filter(|&&r| !r).count();
+            assert_eq!(idle, 0, "{idle} of {ROUNDS} yields let nobody run");
+        }
+    }
+
+    /// The check above can fail: a "yield" that keeps the CPU never lets
+    /// the other thread run.
+    #[test]
+    fn a_call_that_keeps_the_cpu_lets_nobody_run() {
+        if let Some(ran) = yields_seen(keep_the_cpu) {
+            let ran = ran.iter().filter(|&&r| r).count();
+            assert_eq!(
+                ran, 0,
+                "the other thread ran during {ran} of {ROUNDS} calls"
+            );
+        }
     }
 
     #[test]

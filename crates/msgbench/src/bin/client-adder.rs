@@ -8,5 +8,8 @@ use msgbench::devctl::client_adder::{self, ClientArgs};
 
 fn main() -> ExitCode {
     let args = ClientArgs::parse();
-    cli::finish("client-adder", client_adder::main(&args))
+    cli::finish(
+        "client-adder",
+        cli::check_clock_env().and_then(|()| client_adder::main(&args)),
+    )
 }

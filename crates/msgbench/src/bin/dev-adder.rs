@@ -10,6 +10,8 @@ fn main() -> ExitCode {
     let args = ServerArgs::parse();
     cli::finish(
         "dev-adder",
-        cli::stop_on_signals().and_then(|stop| server::run(&args, stop)),
+        cli::check_clock_env()
+            .and_then(|()| cli::stop_on_signals())
+            .and_then(|stop| server::run(&args, stop)),
     )
 }

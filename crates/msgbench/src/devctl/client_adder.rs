@@ -21,7 +21,8 @@ use crate::measure::cpu::CpuUsage;
     name = "client-adder",
     version,
     about = "The adder client of the QNX devctl benchmark: N threads, each doing S synchronous round trips",
-    long_about = "The adder client of the QNX devctl benchmark.\n\nStarts N threads; thread j connects to adder/<K+j>, waits on a start barrier, then runs value = 0; while value < S { value = devctl(INCREMENT, value) }, checking every reply. Prints the seed's results block plus per-thread latency percentiles.\n\nStart the server first, e.g.: dev-adder -n 2 & client-adder -n 2\n\nAcross hosts: dev-adder -t tcp --listen ADDR:PORT on one, client-adder -t tcp --connect ADDR:PORT on the other (instance k on port PORT+k)."
+    long_about = "The adder client of the QNX devctl benchmark.\n\nStarts N threads; thread j connects to adder/<K+j>, waits on a start barrier, then runs value = 0; while value < S { value = devctl(INCREMENT, value) }, checking every reply. Prints the seed's results block plus per-thread latency percentiles.\n\nStart the server first, e.g.: dev-adder -n 2 & client-adder -n 2\n\nAcross hosts: dev-adder -t tcp --listen ADDR:PORT on one, client-adder -t tcp --connect ADDR:PORT on the other (instance k on port PORT+k).",
+    after_long_help = crate::measure::clock::ENV_HELP
 )]
 pub struct ClientArgs {
     #[command(flatten)]

@@ -1,5 +1,9 @@
 //! The timestamp source: the TSC when the kernel trusts it, otherwise
 //! `CLOCK_MONOTONIC`, with its calibrated tick length and per-read cost.
+//! `MSGBENCH_CLOCK=monotonic` ([`ENV_CLOCK`]) switches the TSC path off,
+//! so the portable path (the only one on a board without a TSC, such as
+//! the seed's Raspberry Pi 4) can be run and checked on any machine; the
+//! cost of a read is measured and subtracted the same way on both.
 //!
 //! On x86_64 `now()` is `lfence; rdtsc`: the fence waits for every earlier
 //! instruction, so the read cannot run ahead of the load that saw the
@@ -28,12 +32,65 @@ pub enum ClockKind {
     Monotonic,
 }
 
+/// The environment variable that chooses the clock: `auto` (the default:
+/// the TSC when trustworthy) or `monotonic` (always `CLOCK_MONOTONIC`).
+pub const ENV_CLOCK: &str = "MSGBENCH_CLOCK";
+
+/// What `--help` says about [`ENV_CLOCK`].
+pub const ENV_HELP: &str = "Environment:\n  MSGBENCH_CLOCK=monotonic  time with clock_gettime(CLOCK_MONOTONIC) instead of the TSC: the portable path, the only one on a machine without a TSC (aarch64); its read cost is measured and subtracted as the TSC's is. auto (the default) uses the TSC when the kernel trusts it. The results record the choice (clock.requested) and the clock used (clock.name).";
+
+/// What [`ENV_CLOCK`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockChoice {
+    /// The TSC when the kernel trusts it, else `CLOCK_MONOTONIC`.
+    Auto,
+    /// `CLOCK_MONOTONIC` whatever the CPU has (the portable path).
+    Monotonic,
+}
+
+/// [`ENV_CLOCK`] holds something other than `auto` or `monotonic`.
+#[derive(Debug, thiserror::Error)]
+#[error("{ENV_CLOCK}={0:?}: not a clock (auto or monotonic)")]
+pub struct BadClockChoice(String);
+
+impl ClockChoice {
+    /// Parses a value of [`ENV_CLOCK`]; empty is `auto`.
+    pub fn parse(value: &str) -> Result<ClockChoice, BadClockChoice> {
+        match value.trim() {
+            "" | "auto" => Ok(ClockChoice::Auto),
+            "monotonic" => Ok(ClockChoice::Monotonic),
+            other => Err(BadClockChoice(other.to_string())),
+        }
+    }
+
+    /// The choice in the environment (unset is `auto`). The programs check
+    /// it at start, so a bad value is one line and exit status 1 there.
+    pub fn from_env() -> Result<ClockChoice, BadClockChoice> {
+        match std::env::var(ENV_CLOCK) {
+            Ok(v) => ClockChoice::parse(&v),
+            Err(std::env::VarError::NotPresent) => Ok(ClockChoice::Auto),
+            Err(std::env::VarError::NotUnicode(v)) => {
+                Err(BadClockChoice(v.to_string_lossy().into_owned()))
+            }
+        }
+    }
+
+    /// `"auto"` or `"monotonic"`, as in the results' `clock.requested`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockChoice::Auto => "auto",
+            ClockChoice::Monotonic => "monotonic",
+        }
+    }
+}
+
 /// A calibrated timestamp source. Cheap to copy; `now()` is one read.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     kind: ClockKind,
     ns_per_tick: f64,
     overhead_ns: f64,
+    requested: ClockChoice,
 }
 
 /// Rounds of TSC calibration, and the wait between the two ends of each.
@@ -43,38 +100,59 @@ const CAL_WAIT: Duration = Duration::from_millis(8);
 const CAL_MAX_SPREAD: f64 = 0.005;
 
 impl Clock {
-    /// TSC when trustworthy (x86_64, current clocksource `tsc`, cpuinfo
-    /// flags `constant_tsc` and `nonstop_tsc`, and a consistent
-    /// calibration), else `CLOCK_MONOTONIC`. Calibrated once per process
-    /// (about 40 ms); later calls return the cached clock.
+    /// The run's clock, as [`ENV_CLOCK`] chooses (a bad value counts as
+    /// `auto` here; the programs refuse it at start): `CLOCK_MONOTONIC`
+    /// for `monotonic`, else the TSC when trustworthy (x86_64, current
+    /// clocksource `tsc`, cpuinfo flags `constant_tsc` and `nonstop_tsc`,
+    /// and a consistent calibration), else `CLOCK_MONOTONIC`. Calibrated
+    /// once per process (about 40 ms); later calls return the cached clock.
     pub fn best() -> Clock {
         static BEST: OnceLock<Clock> = OnceLock::new();
-        *BEST.get_or_init(|| {
-            let source =
-                read_or_empty("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-            let cpuinfo = read_or_empty("/proc/cpuinfo");
-            if cfg!(target_arch = "x86_64") && tsc_trustworthy(&source, &cpuinfo) {
-                if let Some(ns_per_tick) = calibrate_tsc() {
-                    return Clock::with(ClockKind::Tsc, ns_per_tick);
+        *BEST.get_or_init(
+            || match ClockChoice::from_env().unwrap_or(ClockChoice::Auto) {
+                ClockChoice::Monotonic => {
+                    Clock::with(ClockKind::Monotonic, 1.0, ClockChoice::Monotonic)
                 }
+                ClockChoice::Auto => Clock::auto(),
+            },
+        )
+    }
+
+    /// The TSC when trustworthy, else `CLOCK_MONOTONIC`.
+    fn auto() -> Clock {
+        let source =
+            read_or_empty("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+        let cpuinfo = read_or_empty("/proc/cpuinfo");
+        if cfg!(target_arch = "x86_64") && tsc_trustworthy(&source, &cpuinfo) {
+            if let Some(ns_per_tick) = calibrate_tsc() {
+                return Clock::with(ClockKind::Tsc, ns_per_tick, ClockChoice::Auto);
             }
-            Clock::monotonic()
-        })
+        }
+        Clock::monotonic()
     }
 
     /// `CLOCK_MONOTONIC`, with its per-read overhead measured.
     pub fn monotonic() -> Clock {
-        Clock::with(ClockKind::Monotonic, 1.0)
+        Clock::with(ClockKind::Monotonic, 1.0, ClockChoice::Auto)
     }
 
-    fn with(kind: ClockKind, ns_per_tick: f64) -> Clock {
+    /// A clock of `kind`, its overhead measured the same way whatever the
+    /// kind ([`Clock::overhead_ns`]).
+    fn with(kind: ClockKind, ns_per_tick: f64, requested: ClockChoice) -> Clock {
         let mut c = Clock {
             kind,
             ns_per_tick,
             overhead_ns: 0.0,
+            requested,
         };
         c.overhead_ns = c.measure_overhead();
         c
+    }
+
+    /// What [`ENV_CLOCK`] asked for when this clock was chosen (`Auto` for
+    /// a clock made directly).
+    pub fn requested(&self) -> ClockChoice {
+        self.requested
     }
 
     /// Raw ticks: TSC cycles, or nanoseconds for the monotonic clock.
@@ -122,9 +200,14 @@ impl Clock {
                 self.ticks_per_us(),
                 self.overhead_ns
             ),
-            ClockKind::Monotonic => {
-                format!("clock_monotonic ({:.0} ns per timestamp)", self.overhead_ns)
-            }
+            ClockKind::Monotonic => format!(
+                "clock_monotonic ({}{:.0} ns per timestamp)",
+                match self.requested {
+                    ClockChoice::Monotonic => "MSGBENCH_CLOCK=monotonic, ",
+                    ClockChoice::Auto => "",
+                },
+                self.overhead_ns
+            ),
         }
     }
 
@@ -250,6 +333,31 @@ mod tests {
         assert!(!tsc_trustworthy("kvm-clock\n", good));
         assert!(!tsc_trustworthy("tsc", "flags\t: fpu tsc constant_tsc\n"));
         assert!(!tsc_trustworthy("tsc", ""));
+    }
+
+    #[test]
+    fn the_clock_choice_parses_or_names_the_variable() {
+        assert_eq!(ClockChoice::parse("").unwrap(), ClockChoice::Auto);
+        assert_eq!(ClockChoice::parse("auto").unwrap(), ClockChoice::Auto);
+        assert_eq!(
+            ClockChoice::parse("monotonic").unwrap(),
+            ClockChoice::Monotonic
+        );
+        let e = ClockChoice::parse("rdtsc").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "MSGBENCH_CLOCK=\"rdtsc\": not a clock (auto or monotonic)"
+        );
+    }
+
+    #[test]
+    fn a_monotonic_clock_measures_its_own_read_cost() {
+        let c = Clock::monotonic();
+        assert_eq!(c.kind(), ClockKind::Monotonic);
+        assert_eq!(c.ticks_per_us(), 1000.0);
+        // A vDSO read takes well over one nanosecond: the median of
+        // back-to-back reads is a real cost, never 0.
+        assert!(c.overhead_ns() >= 1.0, "{}", c.describe());
     }
 
     #[test]

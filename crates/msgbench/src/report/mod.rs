@@ -20,6 +20,15 @@ pub struct ClockInfo {
     pub ticks_per_us: f64,
     /// Measured cost of one timestamp, ns.
     pub overhead_ns: f64,
+    /// What `MSGBENCH_CLOCK` asked for: `auto` (the TSC when trustworthy)
+    /// or `monotonic` (the TSC path switched off). Runs from before it
+    /// was recorded read as `auto`.
+    #[serde(default = "auto")]
+    pub requested: String,
+}
+
+fn auto() -> String {
+    "auto".into()
 }
 
 impl ClockInfo {
@@ -29,6 +38,7 @@ impl ClockInfo {
             name: clock.name().to_string(),
             ticks_per_us: clock.ticks_per_us(),
             overhead_ns: clock.overhead_ns(),
+            requested: clock.requested().name().into(),
         }
     }
 }

@@ -94,7 +94,7 @@ impl Bin {
 }
 
 /// Serialises the tests of one binary that must not share the CPUs with each
-/// other (the ones that time a reaction against the spec's 1 s bound).
+/// other (the ones that wait for a reaction to a kill or a signal).
 pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())

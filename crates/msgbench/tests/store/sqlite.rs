@@ -305,39 +305,91 @@ fn trend(store: &str) {
 fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
     let dir = TestDir::new("store-fail");
     // A corrupted file, a foreign SQLite file, a store of a newer msgbench.
+    let (junk, foreign, newer) = (junk_store(&dir), foreign_store(&dir), newer_store(&dir));
+    let rows_before = dump(&newer);
+    let damaged = damaged_store(&dir);
+    let files = [&junk, &foreign, &damaged];
+    let files_before = files.map(|f| std::fs::read(f).unwrap());
+    for (i, (store, why)) in refusals(&junk, &damaged, &foreign, &newer)
+        .iter()
+        .enumerate()
+    {
+        refused_but_run_kept(&dir, i, store, why);
+    }
+    // --store names itself.
+    let mut a: Vec<&str> = FLOOR.to_vec();
+    a.extend(["--store", "redis://x"]);
+    let line = run(Bin::Msgbench, &a).assert_one_line_error(0);
+    assert!(
+        line.contains("--store redis://x: unknown kind of store"),
+        "{line}"
+    );
+    // Nothing was changed in the refused stores.
+    let files_after = files.map(|f| std::fs::read(f).unwrap());
+    assert!(files_before == files_after, "a refused file was changed");
+    assert_eq!(dump(&newer), rows_before, "the newer store was changed");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".db") || n.contains(".db-"))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["damaged.db", "foreign.db", "junk.db", "newer.db"],
+        "files beside the stores"
+    );
+}
+
+/// A file of junk bytes.
+fn junk_store(dir: &TestDir) -> std::path::PathBuf {
     let junk = dir.file("junk.db");
     let bytes: Vec<u8> = (0..16384u32).map(|i| (i * 7919 % 253) as u8).collect();
     std::fs::write(&junk, &bytes).unwrap();
+    junk
+}
+
+/// A SQLite database of something else.
+fn foreign_store(dir: &TestDir) -> std::path::PathBuf {
     let foreign = dir.file("foreign.db");
-    {
-        let c = rusqlite::Connection::open(&foreign).unwrap();
-        c.execute_batch("CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (7);")
-            .unwrap();
-    }
+    let c = rusqlite::Connection::open(&foreign).unwrap();
+    c.execute_batch("CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (7);")
+        .unwrap();
+    foreign
+}
+
+/// A real store that a newer msgbench (schema version 2) has written.
+fn newer_store(dir: &TestDir) -> std::path::PathBuf {
     let newer = dir.file("newer.db");
     floor_into(s(&newer), &dir.file("first.json"));
-    {
-        let c = rusqlite::Connection::open(&newer).unwrap();
-        c.execute(
-            "INSERT INTO msgbench_schema VALUES (2, 'a newer msgbench')",
-            [],
-        )
-        .unwrap();
-    }
-    let rows_before = dump(&newer);
-    let damaged = damaged_store(&dir);
-    let cases: [(&str, &str); 7] = [
-        (s(&junk), "cannot read it: file is not a database"),
+    let c = rusqlite::Connection::open(&newer).unwrap();
+    c.execute(
+        "INSERT INTO msgbench_schema VALUES (2, 'a newer msgbench')",
+        [],
+    )
+    .unwrap();
+    newer
+}
+
+/// Each store a run must refuse, with the words its one line must hold.
+fn refusals<'a>(
+    junk: &'a Path,
+    damaged: &'a Path,
+    foreign: &'a Path,
+    newer: &'a Path,
+) -> [(&'a str, &'static str); 7] {
+    [
+        (s(junk), "cannot read it: file is not a database"),
         (
-            s(&damaged),
+            s(damaged),
             "cannot read it: database disk image is malformed",
         ),
         (
-            s(&foreign),
+            s(foreign),
             "not a msgbench results store (a SQLite database holding table(s) invoices)",
         ),
         (
-            s(&newer),
+            s(newer),
             "its schema is version 2, newer than this msgbench knows (1)",
         ),
         (
@@ -352,42 +404,7 @@ fn a_store_that_cannot_be_written_costs_one_line_never_the_run() {
             "postgres://msgbench@127.0.0.1:1/none",
             "cannot connect: error connecting to server",
         ),
-    ];
-    let files_before = [
-        std::fs::read(&junk).unwrap(),
-        std::fs::read(&foreign).unwrap(),
-        std::fs::read(&damaged).unwrap(),
-    ];
-    for (i, (store, why)) in cases.iter().enumerate() {
-        refused_but_run_kept(&dir, i, store, why);
-    }
-    // --store names itself.
-    let mut a: Vec<&str> = FLOOR.to_vec();
-    a.extend(["--store", "redis://x"]);
-    let line = run(Bin::Msgbench, &a).assert_one_line_error(0);
-    assert!(
-        line.contains("--store redis://x: unknown kind of store"),
-        "{line}"
-    );
-    // Nothing was changed in the refused stores.
-    let files_after = [
-        std::fs::read(&junk).unwrap(),
-        std::fs::read(&foreign).unwrap(),
-        std::fs::read(&damaged).unwrap(),
-    ];
-    assert!(files_before == files_after, "a refused file was changed");
-    assert_eq!(dump(&newer), rows_before, "the newer store was changed");
-    let mut names: Vec<String> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".db") || n.contains(".db-"))
-        .collect();
-    names.sort();
-    assert_eq!(
-        names,
-        ["damaged.db", "foreign.db", "junk.db", "newer.db"],
-        "files beside the stores"
-    );
+    ]
 }
 
 /// A real store, its first two pages (header, schema and version table)

@@ -171,6 +171,7 @@ fn run(suite: &str, figures: Vec<Figure>) -> Run {
             name: "clock_monotonic".into(),
             ticks_per_us: 1000.0,
             overhead_ns: 20.0,
+            requested: "auto".into(),
         },
         floor: None,
         settings: serde_json::Value::Null,

@@ -12,8 +12,8 @@ use super::{chart_html, key, of_suite, para, series_label, Input, Section};
 
 /// The seed's published QNX figures: rate per thread (msg/s) for 1 to 6
 /// threads, `adder -n$X -I`, 2,000,000 round trips per thread, on a
-/// Raspberry Pi 4 (4 cores). Source: the project's adder specification
-/// (`spec/adder.md`, "Published reference figures").
+/// Raspberry Pi 4 (4 cores). Source: the seed's published results, as
+/// docs/methodology.md gives them ("The adder benchmark (QNX devctl)").
 pub const QNX: [(&str, &str, [f64; 6]); 4] = [
     (
         "QNX 8.0",
@@ -42,7 +42,7 @@ pub const QNX: [(&str, &str, [f64; 6]); 4] = [
 ];
 
 /// Where [`QNX`] comes from, as shown under the charts.
-pub const QNX_SOURCE: &str = "Grey crosses: the seed's published QNX figures (QNX 8.0 dark, QNX 7.1 light; Raspberry Pi 4, 4 cores, adder -n$X -I, 2,000,000 round trips per thread; from the adder specification, spec/adder.md). Aggregate = threads x rate per thread.";
+pub const QNX_SOURCE: &str = "Grey crosses: the seed's published QNX figures (QNX 8.0 dark, QNX 7.1 light; Raspberry Pi 4, 4 cores, adder -n$X -I, 2,000,000 round trips per thread; docs/methodology.md, \"The adder benchmark (QNX devctl)\"). Aggregate = threads x rate per thread.";
 
 /// The adder section, or `None` without adder figures.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {

@@ -15,7 +15,7 @@ use super::ipc::field;
 use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
 
 /// Where the study's figures come from, as shown under the tables.
-pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; see docs/methodology.md, broker). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
+pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; docs/methodology.md, \"The D-Bus broker study\"). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
 
 /// The D-Bus libraries in report order (the study's first), then any
 /// other.

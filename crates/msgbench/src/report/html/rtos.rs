@@ -53,7 +53,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
         html.push_str(&chart_html(&c));
     }
     html.push_str(&para(
-        "QNX 6.5: the independent lab's figure for the same test (Pentium MMX 200 MHz), as given in the rtos specification.",
+        "QNX 6.5: the independent lab's figure for the same test (Pentium MMX 200 MHz), as the lab gave it (docs/methodology.md, \"The RTOS catalogue\").",
     ));
     html.push_str(&result_table(&runs));
     Ok(Some(Section {

@@ -47,6 +47,7 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         name: "clock_monotonic".into(),
         ticks_per_us: 1000.0,
         overhead_ns: 20.0,
+        requested: "auto".into(),
     };
     let outcome = Outcome {
         rows: figures.len(),

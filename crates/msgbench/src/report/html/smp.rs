@@ -14,7 +14,7 @@ use super::ipc::field;
 use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
 
 /// Where the study's figures come from, as shown under the charts.
-pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit.";
+pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit (docs/methodology.md, \"SMP forwarding (RFC 2544)\").";
 
 /// The table variants in the study's order of interest, then any other.
 const ORDER: [&str; 5] = ["mutex", "rwlock", "rcu", "per-cpu", "kernel"];

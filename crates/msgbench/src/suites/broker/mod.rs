@@ -1,5 +1,5 @@
 //! `msgbench broker`: what a message broker costs, against real D-Bus
-//! (the D-Bus study: docs/methodology.md). The same method, `GetInteger(numInts)`,
+//! (docs/methodology.md, "The D-Bus broker study"). The same method, `GetInteger(numInts)`,
 //! called in every arrangement with real processes: straight to the
 //! service over a msgpass transport, through the msgbench broker (routing
 //! on a fixed header, or also validating every body as D-Bus), over

@@ -245,7 +245,7 @@ Routing: the msgbench broker's own time per call, timestamped inside it (the sen
 (De)serialisation: the row's D-Bus library marshalling and parsing the call's request and reply, timed alone ({}). \
 Daemon's share: the row's p50 minus peer-to-peer D-Bus's on the same library. \
 Rest: p50 minus all of those: for the broker, its second leg and waking a third process; for D-Bus, the library's own dispatch. \
-QNX column: the D-Bus study's figures (libdbus on QNX 6.4, BeagleBoard; docs/methodology.md, broker), per call or round trip.{}",
+QNX column: the D-Bus study's figures (libdbus on QNX 6.4, BeagleBoard; docs/methodology.md, \"The D-Bus broker study\"), per call or round trip.{}",
         plan.clients,
         crate::measure::placement::format_list(&plan.cpus),
         plan.repeats,

@@ -112,7 +112,7 @@ pub struct Reference {
     pub max: Option<f64>,
     /// Minimum, when given.
     pub min: Option<f64>,
-    /// The lab's figure as written in the spec (e.g. "12.7 / 12.1 us").
+    /// The lab's figure as the lab gave it (e.g. "12.7 / 12.1 us").
     pub text: &'static str,
 }
 

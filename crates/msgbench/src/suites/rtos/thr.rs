@@ -224,7 +224,10 @@ struct RrAnalysis {
     runs: Vec<(usize, u64, u64)>,
     /// Complete rounds used for the shares.
     rounds: usize,
-    /// Each thread's time over those rounds, ticks.
+    /// Each thread's time on the CPU over those rounds, ticks: the sum of
+    /// its uninterrupted runs, so time in which neither worker ran (RT
+    /// throttling, the host preempting the vCPU, an interrupt) is no one's
+    /// share, whoever it interrupted.
     shares: Vec<u64>,
     /// Lengths of the complete runs (the one cut by the end dropped), ticks.
     slices: Vec<u64>,
@@ -241,10 +244,19 @@ fn analyse_rr(per_thread: &[Vec<(u64, u64)>]) -> RrAnalysis {
         .collect();
     all.sort_by_key(|r| r.1);
     let mut runs: Vec<(usize, u64, u64)> = Vec::new();
+    // Each merged run's time on the CPU (its pieces, without the gaps).
+    let mut busy: Vec<u64> = Vec::new();
     for r in all {
-        match runs.last_mut() {
-            Some(last) if last.0 == r.0 => last.2 = last.2.max(r.2),
-            _ => runs.push(r),
+        let piece = r.2.saturating_sub(r.1);
+        match (runs.last_mut(), busy.last_mut()) {
+            (Some(last), Some(b)) if last.0 == r.0 => {
+                last.2 = last.2.max(r.2);
+                *b += piece;
+            }
+            _ => {
+                runs.push(r);
+                busy.push(piece);
+            }
         }
     }
     // The last run of the timeline was cut by the end of the test.
@@ -257,10 +269,10 @@ fn analyse_rr(per_thread: &[Vec<(u64, u64)>]) -> RrAnalysis {
     let rounds = counts.iter().copied().min().unwrap_or(0);
     let mut shares = vec![0u64; n];
     let mut taken = vec![0usize; n];
-    for r in complete {
+    for (r, b) in complete.iter().zip(&busy) {
         if taken[r.0] < rounds {
             taken[r.0] += 1;
-            shares[r.0] += r.2.saturating_sub(r.1);
+            shares[r.0] += b;
         }
     }
     let slices = complete.iter().map(|r| r.2.saturating_sub(r.1)).collect();
@@ -916,9 +928,33 @@ mod tests {
             vec![(0, 0, 100), (1, 100, 200), (0, 200, 300), (1, 300, 340)]
         );
         assert_eq!(a.rounds, 1);
-        assert_eq!(a.shares, vec![100, 100]);
+        // Thread 0's first run is two pieces (50 + 48) around a gap.
+        assert_eq!(a.shares, vec![98, 100]);
         assert_eq!(a.slices, vec![100, 100, 100]);
         assert!(fair(&a.shares, a.rounds, 0.2));
+    }
+
+    /// A stall inside one thread's slice (RT throttling, the host taking
+    /// the vCPU) is nobody's share: the threads still get equal time.
+    #[test]
+    fn a_stall_inside_a_slice_is_nobodys_share() {
+        let per = vec![
+            // Thread 0: 4 of its slice, a 50 stall, the 4 left; the
+            // last run is cut by the end.
+            vec![(0, 4), (54, 58), (66, 74), (82, 90)],
+            vec![(58, 66), (74, 82)],
+        ];
+        let a = analyse_rr(&per);
+        assert_eq!(a.rounds, 2);
+        // Timed from the first piece's start to the last's end, thread
+        // 0's first run would be 58 and the verdict unfair.
+        assert_eq!(a.shares, vec![16, 16]);
+        assert!(fair(&a.shares, a.rounds, 0.2));
+        // An unequal split is still seen as one.
+        let per = vec![vec![(0, 8), (16, 40), (48, 50)], vec![(8, 16), (40, 48)]];
+        let a = analyse_rr(&per);
+        assert_eq!(a.shares, vec![32, 16]);
+        assert!(!fair(&a.shares, a.rounds, 0.2));
     }
 
     #[test]
