@@ -198,6 +198,7 @@ fn plot(runs: &[&Input], clients: &str) -> XyPlot {
         x_log: true,
         y_log: false,
         series,
+        small: false,
     }
 }
 

@@ -228,6 +228,7 @@ fn plot(runs: &[&Input], g: &Group) -> XyPlot {
         x_log: false,
         y_log: true,
         series,
+        small: false,
     }
 }
 
