@@ -497,6 +497,38 @@ mod tests {
     }
 
     #[test]
+    fn only_the_dashed_series_line_is_dashed_and_a_floor_is_tagged() {
+        let mut unpinned = Series::data("u".into(), vec![(1.0, 5.0), (2.0, 6.0)], 0);
+        unpinned.dashed = true;
+        let p = XyPlot {
+            title: "t".into(),
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            x_log: false,
+            y_log: false,
+            series: vec![
+                Series::data("p".into(), vec![(1.0, 10.0), (2.0, 20.0)], 0),
+                unpinned,
+                Series::floor("floor".into(), vec![(1.0, 2.0), (2.0, 2.0)]),
+            ],
+            small: true,
+        };
+        let c = xy(&p).unwrap().unwrap();
+        let lines: Vec<&str> = c
+            .svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains(" class="))
+            .collect();
+        assert_eq!(lines.len(), 3, "the series' lines, not the axes: {}", c.svg);
+        assert!(!lines[0].contains("dasharray"), "{}", lines[0]);
+        assert!(lines[1].contains("stroke-dasharray"), "{}", lines[1]);
+        assert!(lines[2].contains("class=\"floor\""), "{}", lines[2]);
+        assert!(c.svg.contains("width=\"470\""), "small size");
+        let styles: Vec<Line> = c.legend.iter().map(|e| e.line).collect();
+        assert_eq!(styles, [Line::Solid, Line::Dashed, Line::Dashed]);
+    }
+
+    #[test]
     fn short_labels() {
         assert_eq!(short(1500.0), "1.5k");
         assert_eq!(short(2_000_000.0), "2M");
