@@ -7,7 +7,8 @@
 //!
 //! Without Chromium the test is skipped with the reason (a failure under
 //! CI: `.ci/run` installs it). Set `MSGBENCH_REPORT_SCREENSHOT=FILE` to
-//! keep the screenshot (docs/report.png is made this way).
+//! keep the screenshot (docs/report.png is the same browser's
+//! screenshot of a report of an adder and an ipc run: see README).
 
 mod common;
 

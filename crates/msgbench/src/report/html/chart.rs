@@ -353,10 +353,14 @@ where
             .y_label_area_size(64)
             .build_cartesian_2d(x, y)
             .map_err(err)?;
+        // Small multiples are shown near their drawn size: larger text.
+        let text = if p.small { 14 } else { 12 };
         chart
             .configure_mesh()
             .x_desc(p.x_desc.as_str())
             .y_desc(p.y_desc.as_str())
+            .label_style(("sans-serif", text))
+            .axis_desc_style(("sans-serif", text))
             .x_label_formatter(&|v| short(*v))
             .y_label_formatter(&|v| short(*v))
             .light_line_style(RGBColor(0xF0, 0xF0, 0xF0))

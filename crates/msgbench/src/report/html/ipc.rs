@@ -16,7 +16,7 @@ use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Inp
 use crate::measure::hist::fmt_ns;
 
 /// Blocking transports per panel, at most.
-const PER_PANEL: usize = 5;
+pub const PER_PANEL: usize = 5;
 
 /// What the line styles mean.
 pub const LINE_STYLES: &str = "Per panel: solid lines p50, dashed p99 (by size); in the distributions, solid the smallest size, dashed the largest. floor (dotted, near black): the run's bare round trip of the same kind of wait on the same placement (msgbench floor, measured with --vs-floor): a cache line between threads for polling and hybrid transports, a futex wait/wake for blocking ones.";

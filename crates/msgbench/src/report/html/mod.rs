@@ -8,7 +8,10 @@
 //! fields `docs/results.md` names: ipc `histogram`, rtos `reference` and
 //! `outcome`, validate `tolerance`, smp `reference` and the rest of its
 //! rows for the table, broker `reference` and the rest of its rows for
-//! the table; the run's `notes`); whatever is missing is left out.
+//! the table; the run's `notes`); whatever is missing is left out. Each
+//! section opens with the run's answers ([`answers`]: the sentences the
+//! terminal prints), then its charts, crowded ones as small multiples
+//! ([`multiples`]).
 //! Several runs given together are overlaid, each series labelled with
 //! its run. Every string that comes from a results file is escaped.
 
