@@ -102,66 +102,50 @@ fn ipc_marks(stdout: &str) -> Vec<(String, String, String)> {
     out
 }
 
-#[test]
-fn the_report_leads_with_the_answers_the_terminal_printed() {
-    let dir = TestDir::new("report-answers");
-    let (adder_out, adder) = suite_run(
-        &dir,
-        "adder",
-        &[
-            "adder",
-            "--threads",
-            "1,2",
-            "-t",
-            "shm",
-            "--placement",
-            "pinned",
-            "--modes",
-            "one,multi",
-            "--row-secs",
-            "0.1",
-            "--idle-secs",
-            "0",
-        ],
+/// A short adder run with pinned pairs to judge.
+const ADDER: [&str; 13] = [
+    "adder",
+    "--threads",
+    "1,2",
+    "-t",
+    "shm",
+    "--placement",
+    "pinned",
+    "--modes",
+    "one,multi",
+    "--row-secs",
+    "0.1",
+    "--idle-secs",
+    "0",
+];
+
+/// A short ipc run: blocking and hybrid transports, a floor.
+const IPC: [&str; 7] = [
+    "ipc",
+    "--quick",
+    "-t",
+    "uds,pipe,shm",
+    "--sizes",
+    "64",
+    "--vs-floor",
+];
+
+/// The answers block of section `id`, which must come before its first
+/// chart.
+fn lead(html: &str, id: &str) -> String {
+    let s = &html[html.find(&format!("<section id=\"{id}\">")).unwrap()..];
+    let v = s.find("<div class=\"verdict\">").expect("a verdict block");
+    assert!(
+        v < s.find("<svg").expect("a chart"),
+        "{id}: verdict after a chart"
     );
-    let (ipc_out, ipc) = suite_run(
-        &dir,
-        "ipc",
-        &[
-            "ipc",
-            "--quick",
-            "-t",
-            "uds,pipe,shm",
-            "--sizes",
-            "64",
-            "--vs-floor",
-        ],
-    );
-    let page = dir.file("report.html");
-    run(
-        Bin::Msgbench,
-        [
-            "report".to_string(),
-            adder.display().to_string(),
-            ipc.display().to_string(),
-            "-o".to_string(),
-            page.display().to_string(),
-        ],
-    )
-    .assert_ok();
-    let html = std::fs::read_to_string(&page).unwrap();
-    let lead = |id: &str| {
-        let s = &html[html.find(&format!("<section id=\"{id}\">")).unwrap()..];
-        let v = s.find("<div class=\"verdict\">").expect("a verdict block");
-        assert!(
-            v < s.find("<svg").expect("a chart"),
-            "{id}: verdict after a chart"
-        );
-        s[v..v + s[v..].find("</div>").unwrap()].to_string()
-    };
-    // The adder's verdict and server models, word for word (two CPUs or
-    // more: one CPU has no pinned pair to judge, then neither shows one).
-    let sentences: Vec<&str> = adder_out
+    s[v..v + s[v..].find("</div>").unwrap()].to_string()
+}
+
+/// The adder's verdict and server models, word for word (two CPUs or
+/// more: one CPU has no pinned pair to judge, then neither shows one).
+fn check_adder(stdout: &str, html: &str) {
+    let sentences: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("With each client/server") || l.starts_with("Server models"))
         .collect();
@@ -170,16 +154,19 @@ fn the_report_leads_with_the_answers_the_terminal_printed() {
             !html.contains("With each client/server"),
             "a verdict the terminal lacks"
         );
-    } else {
-        let v = lead("adder");
-        for s in sentences {
-            assert!(v.contains(&escaped(s)), "terminal: {s}\nreport: {v}");
-        }
+        return;
     }
-    // Ipc: the rows each table marks * and B are the ones named.
-    let v = lead("ipc");
-    let marks = ipc_marks(&ipc_out);
-    assert_eq!(marks.len(), 2, "a table per placement: {ipc_out}");
+    let v = lead(html, "adder");
+    for s in sentences {
+        assert!(v.contains(&escaped(s)), "terminal: {s}\nreport: {v}");
+    }
+}
+
+/// Ipc: the rows each table marks * and B are the ones named.
+fn check_ipc(stdout: &str, html: &str) {
+    let v = lead(html, "ipc");
+    let marks = ipc_marks(stdout);
+    assert_eq!(marks.len(), 2, "a table per placement: {stdout}");
     for (table, fastest, blocking) in marks {
         let (size, placement) = table.rsplit_once(' ').unwrap();
         let name = if placement == "same" {
@@ -202,6 +189,28 @@ fn the_report_leads_with_the_answers_the_terminal_printed() {
             );
         }
     }
+}
+
+#[test]
+fn the_report_leads_with_the_answers_the_terminal_printed() {
+    let dir = TestDir::new("report-answers");
+    let (adder_out, adder) = suite_run(&dir, "adder", &ADDER);
+    let (ipc_out, ipc) = suite_run(&dir, "ipc", &IPC);
+    let page = dir.file("report.html");
+    run(
+        Bin::Msgbench,
+        [
+            "report".to_string(),
+            adder.display().to_string(),
+            ipc.display().to_string(),
+            "-o".to_string(),
+            page.display().to_string(),
+        ],
+    )
+    .assert_ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    check_adder(&adder_out, &html);
+    check_ipc(&ipc_out, &html);
     // --vs-floor measured a floor: drawn in the ipc charts.
     assert!(html.contains("class=\"floor\""), "no floor line");
 }
