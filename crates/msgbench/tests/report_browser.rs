@@ -1,11 +1,14 @@
 //! `msgbench report` checked in a real browser: a report of short runs of
 //! every suite is rendered by headless Chromium, which must load it
-//! without a console message, draw data marks in every chart (checked in
-//! the DOM it dumps after loading), and take a screenshot.
+//! without a console message, draw data marks in every chart, open each
+//! suite's section with its answers before the first chart, split the
+//! adder's and ipc's charts into small multiples and draw ipc's floor
+//! (checked in the DOM it dumps after loading), and take a screenshot.
 //!
 //! Without Chromium the test is skipped with the reason (a failure under
 //! CI: `.ci/run` installs it). Set `MSGBENCH_REPORT_SCREENSHOT=FILE` to
-//! keep the screenshot (docs/report.png is made this way).
+//! keep the screenshot (docs/report.png is the same browser's
+//! screenshot of a report of an adder and an ipc run: see README).
 
 mod common;
 
@@ -39,7 +42,15 @@ const SUITES: [(&str, &[&str]); 7] = [
     ),
     (
         "ipc",
-        &["ipc", "--quick", "-t", "uds,pipe", "--sizes", "64,1024"],
+        &[
+            "ipc",
+            "--quick",
+            "-t",
+            "uds,pipe,shm",
+            "--sizes",
+            "64,1024",
+            "--vs-floor",
+        ],
     ),
     ("rtos", &["rtos", "--quick"]),
     ("validate", &["validate", "--quick"]),
@@ -186,6 +197,45 @@ fn check_dom(dom: &str, charts: usize) {
     }
 }
 
+/// The section `id` of the DOM.
+fn section<'a>(dom: &'a str, id: &str) -> &'a str {
+    let at = dom
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no {id} section in the DOM"));
+    let rest = &dom[at..];
+    &rest[..rest.find("</section>").expect("a closed section")]
+}
+
+/// Checks the order in the DOM: each suite's answers (`verdict` block)
+/// before its first chart (the adder's only with two CPUs or more: one
+/// CPU has no pinned pair to judge); small multiples of two charts or
+/// more in adder and ipc, with dashed lines; ipc's floor drawn.
+fn check_structure(dom: &str) {
+    let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    for id in ["adder", "ipc", "rtos", "smp", "broker", "validate"] {
+        let s = section(dom, id);
+        let chart = s.find("<svg").unwrap_or_else(|| panic!("{id}: no chart"));
+        match s.find("<div class=\"verdict\">") {
+            Some(v) => assert!(v < chart, "{id}: the answers after the first chart"),
+            None => assert!(id == "adder" && !two_cpus, "{id}: no answers"),
+        }
+    }
+    for id in ["adder", "ipc"] {
+        let s = section(dom, id);
+        let grids: Vec<&str> = s.split("<div class=\"multiples\">").skip(1).collect();
+        assert!(!grids.is_empty(), "{id}: no small multiples");
+        let most = grids.iter().map(|g| g.matches("<svg").count()).max();
+        assert!(most >= Some(2), "{id}: no grid of two charts or more");
+        assert!(s.contains("stroke-dasharray"), "{id}: no dashed line");
+    }
+    let ipc = section(dom, "ipc");
+    assert!(ipc.contains("class=\"floor\""), "ipc: no floor line");
+    assert!(
+        ipc.contains("floor: futex wait/wake"),
+        "ipc: no floor in a legend"
+    );
+}
+
 #[test]
 fn the_report_of_every_suite_renders_in_chromium() {
     let Some(browser) = chromium() else {
@@ -211,6 +261,7 @@ fn the_report_of_every_suite_renders_in_chromium() {
         console_lines(&log)
     );
     check_dom(&dom, charts);
+    check_structure(&dom);
 
     let png = dir.file("report.png");
     browse(

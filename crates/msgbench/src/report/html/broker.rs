@@ -2,8 +2,8 @@
 //! `GetInteger(numInts)` against numInts, one line per run and
 //! arrangement (`direct/uds`, `broker/uds`, `dbus-daemon/libdbus`, ...); a
 //! table of the rows next to the D-Bus study's figure; the D-Bus libraries
-//! side by side; then each run's notes (the study's question answered per
-//! library and the goals judged).
+//! side by side; each run's notes (the study's question answered per
+//! library and the goals judged) first.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::chart::{self, Series, XyPlot};
 use super::ipc::field;
-use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
+use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
 
 /// Where the study's figures come from, as shown under the tables.
 pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; docs/methodology.md, \"The D-Bus broker study\"). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
@@ -112,7 +112,11 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     if groups.is_empty() {
         return Ok(None);
     }
-    let mut html = String::new();
+    let answers: Vec<(&str, Vec<String>)> = runs
+        .iter()
+        .map(|i| (i.label.as_str(), i.run.notes.clone()))
+        .collect();
+    let mut html = verdicts(&answers);
     for (_, c) in &groups {
         html.push_str(&format!(
             "<h3>{} client(s)</h3>\n",
@@ -125,35 +129,11 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
         html.push_str(&libraries_table(&runs, c));
     }
     html.push_str(&para(STUDY_SOURCE));
-    html.push_str(&notes(&runs));
     Ok(Some(Section {
         id: "broker",
         title: "Broker overhead (D-Bus study)",
         html,
     }))
-}
-
-/// Each run's notes (the answer and the goals' verdicts) as paragraphs.
-fn notes(runs: &[&Input]) -> String {
-    let overlaid = runs.len() > 1;
-    let mut html = String::new();
-    for input in runs {
-        if input.run.notes.is_empty() {
-            continue;
-        }
-        if overlaid {
-            html.push_str(&format!(
-                "<h3>Answer: {}</h3>\n",
-                super::escape(&input.label)
-            ));
-        } else {
-            html.push_str("<h3>Answer</h3>\n");
-        }
-        for n in &input.run.notes {
-            html.push_str(&para(n));
-        }
-    }
-    html
 }
 
 /// p50 (microseconds) against numInts for `clients`: one line per run
@@ -198,6 +178,7 @@ fn plot(runs: &[&Input], clients: &str) -> XyPlot {
         x_log: true,
         y_log: false,
         series,
+        small: false,
     }
 }
 

@@ -16,6 +16,9 @@ use plotters::prelude::*;
 /// Size of every chart, pixels (the page scales it to its width).
 pub const SIZE: (u32, u32) = (900, 400);
 
+/// Size of a chart in a grid of small multiples (two to a row).
+pub const SMALL: (u32, u32) = (470, 330);
+
 /// Colours of data series, in order (never black or grey).
 pub const PALETTE: [(u8, u8, u8); 20] = [
     (0x1F, 0x77, 0xB4),
@@ -44,6 +47,10 @@ pub const PALETTE: [(u8, u8, u8); 20] = [
 pub const REFERENCE: [(u8, u8, u8); 3] =
     [(0x55, 0x55, 0x55), (0x99, 0x99, 0x99), (0xD8, 0xD8, 0xD8)];
 
+/// Colour of a floor line (the machine's bare round trip measured in the
+/// same run): near black, neither a data colour nor a reference grey.
+pub const FLOOR: (u8, u8, u8) = (0x11, 0x11, 0x11);
+
 /// How a series' points are marked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marker {
@@ -71,8 +78,12 @@ pub struct Series {
     pub colour: usize,
     /// A reference mark rather than data.
     pub reference: bool,
+    /// The run's floor (drawn in [`FLOOR`], tagged `class="floor"`).
+    pub floor: bool,
     /// Join the points with a line.
     pub line: bool,
+    /// Draw that line dashed (unpinned beside pinned, p99 beside p50).
+    pub dashed: bool,
     /// How points are marked.
     pub marker: Marker,
 }
@@ -85,7 +96,9 @@ impl Series {
             points,
             colour,
             reference: false,
+            floor: false,
             line: true,
+            dashed: false,
             marker: Marker::Circle,
         }
     }
@@ -97,14 +110,42 @@ impl Series {
             points,
             colour: grey,
             reference: true,
+            floor: false,
             line: false,
+            dashed: false,
             marker: Marker::Cross,
+        }
+    }
+
+    /// A floor line through `points` (two ends of a level), dotted, no
+    /// markers; its label should say "floor".
+    pub fn floor(label: String, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label,
+            points,
+            colour: 0,
+            reference: true,
+            floor: true,
+            line: true,
+            dashed: true,
+            marker: Marker::None,
+        }
+    }
+
+    /// How its line is drawn, for the legend.
+    pub fn line_style(&self) -> Line {
+        match (self.line, self.dashed) {
+            (false, _) => Line::None,
+            (true, false) => Line::Solid,
+            (true, true) => Line::Dashed,
         }
     }
 
     /// Its colour.
     pub fn rgb(&self) -> RGBColor {
-        let (r, g, b) = if self.reference {
+        let (r, g, b) = if self.floor {
+            FLOOR
+        } else if self.reference {
             REFERENCE[self.colour % REFERENCE.len()]
         } else {
             PALETTE[self.colour % PALETTE.len()]
@@ -123,6 +164,30 @@ pub fn hex(c: RGBColor) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }
 
+/// How a series' line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    /// No line (points only).
+    None,
+    /// A solid line.
+    Solid,
+    /// A dashed line.
+    Dashed,
+}
+
+/// One legend entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Colour, `#RRGGBB`.
+    pub colour: String,
+    /// Marker of the points.
+    pub marker: Marker,
+    /// Line style.
+    pub line: Line,
+    /// Label (escaped by the page).
+    pub label: String,
+}
+
 /// A drawn chart: its title, the SVG and the legend entries.
 #[derive(Debug, Clone)]
 pub struct Chart {
@@ -130,8 +195,10 @@ pub struct Chart {
     pub title: String,
     /// The SVG element, data marks tagged.
     pub svg: String,
-    /// Legend: colour (`#RRGGBB`), marker and label of each series.
-    pub legend: Vec<(String, Marker, String)>,
+    /// Legend: one entry per labelled series.
+    pub legend: Vec<Entry>,
+    /// Drawn at [`SMALL`], for a grid of small multiples.
+    pub small: bool,
 }
 
 /// An x/y chart to draw.
@@ -149,6 +216,8 @@ pub struct XyPlot {
     pub y_log: bool,
     /// The series, drawn in order.
     pub series: Vec<Series>,
+    /// Draw at [`SMALL`] (one of a grid of small multiples), else [`SIZE`].
+    pub small: bool,
 }
 
 /// An anyhow error from a plotters error.
@@ -216,20 +285,52 @@ pub fn xy(p: &XyPlot) -> Result<Option<Chart>> {
         (false, true) => draw_xy(p, x0..x1, (y0..y1).log_scale()),
         (true, true) => draw_xy(p, (x0..x1).log_scale(), (y0..y1).log_scale()),
     }?;
+    let dashes: Vec<bool> = p
+        .series
+        .iter()
+        .filter(|s| s.line && s.points.len() > 1)
+        .map(|s| s.dashed)
+        .collect();
     Ok(Some(Chart {
         title: p.title.clone(),
-        svg: tag_marks(&svg),
+        svg: dash_lines(&tag_marks(&svg), &dashes),
         legend: legend(&p.series),
+        small: p.small,
     }))
 }
 
 /// The legend of `series`, one entry per label.
-pub fn legend(series: &[Series]) -> Vec<(String, Marker, String)> {
-    let mut out: Vec<(String, Marker, String)> = Vec::new();
+pub fn legend(series: &[Series]) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
     for s in series {
-        if !s.label.is_empty() && !out.iter().any(|e| e.2 == s.label) {
-            out.push((s.hex(), s.marker, s.label.clone()));
+        if !s.label.is_empty() && !out.iter().any(|e| e.label == s.label) {
+            out.push(Entry {
+                colour: s.hex(),
+                marker: s.marker,
+                line: s.line_style(),
+                label: s.label.clone(),
+            });
         }
+    }
+    out
+}
+
+/// Dashes the series lines of `svg` whose flag in `dashes` is set: the
+/// tagged `<polyline>`s are the series' lines, in the order drawn (one
+/// per series with a line and two points or more).
+pub fn dash_lines(svg: &str, dashes: &[bool]) -> String {
+    let mut flags = dashes.iter();
+    let mut out = String::with_capacity(svg.len() + 64 * dashes.len());
+    for line in svg.lines() {
+        let series_line = line.starts_with("<polyline class=\"");
+        match (series_line, series_line.then(|| flags.next()).flatten()) {
+            (true, Some(true)) => {
+                out.push_str("<polyline stroke-dasharray=\"7 4\"");
+                out.push_str(&line["<polyline".len()..]);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
     }
     out
 }
@@ -243,7 +344,8 @@ where
 {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let size = if p.small { SMALL } else { SIZE };
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
@@ -251,10 +353,14 @@ where
             .y_label_area_size(64)
             .build_cartesian_2d(x, y)
             .map_err(err)?;
+        // Small multiples are shown near their drawn size: larger text.
+        let text = if p.small { 14 } else { 12 };
         chart
             .configure_mesh()
             .x_desc(p.x_desc.as_str())
             .y_desc(p.y_desc.as_str())
+            .label_style(("sans-serif", text))
+            .axis_desc_style(("sans-serif", text))
             .x_label_formatter(&|v| short(*v))
             .y_label_formatter(&|v| short(*v))
             .light_line_style(RGBColor(0xF0, 0xF0, 0xF0))
@@ -306,8 +412,9 @@ where
     r.map_err(|e| err(format!("{e:?}")))
 }
 
-/// Adds `class="data-series"` to every element drawn in a palette colour
-/// and `class="reference"` to every one in a reference grey; drops the
+/// Adds `class="data-series"` to every element drawn in a palette colour,
+/// `class="reference"` to every one in a reference grey and
+/// `class="floor"` to every one in the floor colour; drops the
 /// `xmlns` attribute (inline SVG in HTML needs none, and the page then
 /// holds no address at all).
 pub fn tag_marks(svg: &str) -> String {
@@ -319,6 +426,7 @@ pub fn tag_marks(svg: &str) -> String {
         .iter()
         .map(|&(r, g, b)| hex(RGBColor(r, g, b)))
         .collect();
+    let floor = [hex(RGBColor(FLOOR.0, FLOOR.1, FLOOR.2))];
     let paints = |line: &str, set: &[String]| {
         set.iter().any(|c| {
             line.contains(&format!("stroke=\"{c}\"")) || line.contains(&format!("fill=\"{c}\""))
@@ -335,6 +443,8 @@ pub fn tag_marks(svg: &str) -> String {
             Some("data-series")
         } else if paints(line, &refs) {
             Some("reference")
+        } else if paints(line, &floor) {
+            Some("floor")
         } else {
             None
         };
@@ -367,6 +477,7 @@ mod tests {
                 Series::data("a".into(), vec![(1.0, 10.0), (2.0, 100.0)], 0),
                 Series::reference("r".into(), vec![(1.0, 50.0)], 0),
             ],
+            small: false,
         };
         let c = xy(&p).unwrap().unwrap();
         assert!(c.svg.contains("class=\"data-series\""), "{}", c.svg);
@@ -384,8 +495,41 @@ mod tests {
             x_log: false,
             y_log: false,
             series: vec![Series::reference("r".into(), vec![(1.0, 1.0)], 0)],
+            small: false,
         };
         assert!(xy(&p).unwrap().is_none());
+    }
+
+    #[test]
+    fn only_the_dashed_series_line_is_dashed_and_a_floor_is_tagged() {
+        let mut unpinned = Series::data("u".into(), vec![(1.0, 5.0), (2.0, 6.0)], 0);
+        unpinned.dashed = true;
+        let p = XyPlot {
+            title: "t".into(),
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            x_log: false,
+            y_log: false,
+            series: vec![
+                Series::data("p".into(), vec![(1.0, 10.0), (2.0, 20.0)], 0),
+                unpinned,
+                Series::floor("floor".into(), vec![(1.0, 2.0), (2.0, 2.0)]),
+            ],
+            small: true,
+        };
+        let c = xy(&p).unwrap().unwrap();
+        let lines: Vec<&str> = c
+            .svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains(" class="))
+            .collect();
+        assert_eq!(lines.len(), 3, "the series' lines, not the axes: {}", c.svg);
+        assert!(!lines[0].contains("dasharray"), "{}", lines[0]);
+        assert!(lines[1].contains("stroke-dasharray"), "{}", lines[1]);
+        assert!(lines[2].contains("class=\"floor\""), "{}", lines[2]);
+        assert!(c.svg.contains("width=\"470\""), "small size");
+        let styles: Vec<Line> = c.legend.iter().map(|e| e.line).collect();
+        assert_eq!(styles, [Line::Solid, Line::Dashed, Line::Dashed]);
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub fn dots(p: &DotPlot) -> Result<Option<Chart>> {
         title: p.title.clone(),
         svg: tag_marks(&svg),
         legend: legend(&p.series),
+        small: false,
     }))
 }
 

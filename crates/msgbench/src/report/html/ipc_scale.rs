@@ -102,6 +102,7 @@ fn against(runs: &[&Input], axis: &str, metric: &str, size: &str, placement: &st
         x_log,
         y_log: true,
         series,
+        small: false,
     }
 }
 

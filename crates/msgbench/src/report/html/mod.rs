@@ -8,11 +8,15 @@
 //! fields `docs/results.md` names: ipc `histogram`, rtos `reference` and
 //! `outcome`, validate `tolerance`, smp `reference` and the rest of its
 //! rows for the table, broker `reference` and the rest of its rows for
-//! the table; the run's `notes`); whatever is missing is left out.
+//! the table; the run's `notes`); whatever is missing is left out. Each
+//! section opens with the run's answers ([`answers`]: the sentences the
+//! terminal prints), then its charts, crowded ones as small multiples
+//! ([`multiples`]).
 //! Several runs given together are overlaid, each series labelled with
 //! its run. Every string that comes from a results file is escaped.
 
 pub mod adder;
+pub mod answers;
 pub mod broker;
 pub mod chart;
 pub mod dots;
@@ -35,7 +39,7 @@ use super::envelope::{Figure, Run};
 use crate::history::{self, trend::Key};
 use crate::store::refs::{self, Loaded, Source};
 use crate::store::{Filter, StoreArgs};
-use chart::{Chart, Marker};
+use chart::{Chart, Line, Marker};
 
 /// `msgbench report` options.
 #[derive(Debug, Clone, Default, Args)]
@@ -316,16 +320,29 @@ pub fn chart_html(c: &Chart) -> String {
     let items: String = c
         .legend
         .iter()
-        .map(|(colour, marker, label)| {
-            let shape = match marker {
+        .map(|e| {
+            let shape = match e.marker {
                 Marker::Cross => "cross",
                 Marker::Triangle => "triangle",
                 Marker::Square => "square",
-                Marker::Circle | Marker::None => "dot",
+                Marker::Circle => "dot",
+                Marker::None => "none",
+            };
+            let line = match e.line {
+                Line::None => String::new(),
+                Line::Solid => format!(
+                    "<span class=\"line solid\" style=\"color:{}\"></span>",
+                    e.colour
+                ),
+                Line::Dashed => format!(
+                    "<span class=\"line dashed\" style=\"color:{}\"></span>",
+                    e.colour
+                ),
             };
             format!(
-                "<li><span class=\"swatch {shape}\" style=\"color:{colour}\"></span>{}</li>",
-                escape(label)
+                "<li>{line}<span class=\"swatch {shape}\" style=\"color:{}\"></span>{}</li>",
+                e.colour,
+                escape(&e.label)
             )
         })
         .collect();
@@ -334,6 +351,34 @@ pub fn chart_html(c: &Chart) -> String {
         escape(&c.title),
         c.svg
     )
+}
+
+/// Charts side by side as small multiples (a grid, two to a row), each
+/// with its own legend; "" without charts.
+pub fn multiples(charts: &[Chart]) -> String {
+    if charts.is_empty() {
+        return String::new();
+    }
+    let inner: String = charts.iter().map(chart_html).collect();
+    format!("<div class=\"multiples\">\n{inner}</div>\n")
+}
+
+/// The answers a section opens with: each sentence a paragraph in one
+/// `verdict` block, under a heading per run when several are overlaid;
+/// "" without sentences.
+pub fn verdicts(runs: &[(&str, Vec<String>)]) -> String {
+    let overlaid = runs.len() > 1;
+    let mut inner = String::new();
+    for (label, sentences) in runs.iter().filter(|r| !r.1.is_empty()) {
+        if overlaid {
+            inner.push_str(&format!("<h3>{}</h3>\n", escape(label)));
+        }
+        inner.extend(sentences.iter().map(|s| para(s)));
+    }
+    if inner.is_empty() {
+        return String::new();
+    }
+    format!("<div class=\"verdict\">\n{inner}</div>\n")
 }
 
 /// A paragraph of escaped text.

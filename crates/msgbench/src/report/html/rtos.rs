@@ -1,4 +1,5 @@
-//! Rtos: each test's result next to the QNX 6.5 column (the lab's
+//! Rtos: the summary line first (passed, failed, ... as the terminal
+//! prints it), then each test's result next to the QNX 6.5 column (the lab's
 //! figure): timing tests' averages as dots with the QNX 6.5 average as a
 //! grey cross, and a table of every test with its verdict.
 
@@ -8,7 +9,7 @@ use serde_json::Value;
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
 use super::ipc::field;
-use super::{chart_html, key, of_suite, para, table, Input, Section};
+use super::{answers, chart_html, key, of_suite, para, table, verdicts, Input, Section};
 use crate::report::envelope::Figure;
 
 /// Microseconds per unit, for the units timing tests use.
@@ -48,7 +49,11 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     {
         return Ok(None);
     }
-    let mut html = String::new();
+    let answers: Vec<(&str, Vec<String>)> = runs
+        .iter()
+        .map(|i| (i.label.as_str(), answers::rtos(&i.run)))
+        .collect();
+    let mut html = verdicts(&answers);
     if let Some(c) = dots(&timing_plot(&runs))? {
         html.push_str(&chart_html(&c));
     }

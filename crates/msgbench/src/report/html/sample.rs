@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::measure::env::Environment;
+use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow};
 use crate::report::envelope::{self, Better, Envelope, Figure, Outcome};
 use crate::report::ClockInfo;
 
@@ -17,7 +18,10 @@ pub const SUITES: [&str; 7] = ["adder", "ipc", "floor", "rtos", "validate", "smp
 /// measured value (so two samples differ). `None` for an unknown suite.
 pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
     let (suite, rows, figures): (&'static str, Vec<Value>, Vec<Figure>) = match suite {
-        "adder" => ("adder", Vec::new(), adder(scale)),
+        "adder" => {
+            let (r, f) = adder(scale);
+            ("adder", r, f)
+        }
         "ipc" => {
             let (r, f) = ipc(scale);
             ("ipc", r, f)
@@ -53,6 +57,7 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         rows: figures.len(),
         ..Outcome::default()
     };
+    let floor = (suite == "ipc").then(|| floor_report(scale));
     let env = Envelope {
         schema: envelope::SCHEMA_VERSION,
         suite,
@@ -61,7 +66,7 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         finished: envelope::now(),
         environment: &Environment::capture(),
         clock: &clock,
-        floor: None,
+        floor: floor.as_ref(),
         settings: &json!({"sample": true}),
         rows: &rows,
         figures: &figures,
@@ -97,25 +102,67 @@ fn fig(key: &[(&str, String)], metric: &str, v: f64, unit: &str, b: Better) -> F
     Figure::new(key, metric, v, unit, b)
 }
 
-fn adder(scale: f64) -> Vec<Figure> {
-    let mut out = Vec::new();
-    for (t, base) in [("shm", 400_000.0), ("uds", 120_000.0)] {
-        for (mode, m) in [("one", 1.0), ("multi", 0.85), ("pool", 0.95)] {
-            for threads in 1..=4u32 {
-                let per = scale * base * m / f64::from(threads).sqrt();
-                let k = [
-                    ("transport", t.to_string()),
-                    ("mode", mode.to_string()),
-                    ("threads", threads.to_string()),
-                    ("placement", "unpinned".to_string()),
-                ];
-                out.push(fig(&k, "rate_per_thread", per, "msg/s", Better::Higher));
-                let agg = per * f64::from(threads);
-                out.push(fig(&k, "aggregate_rate", agg, "msg/s", Better::Higher));
+/// Adder rows and figures: shm and uds, every mode, 1 to 4 threads,
+/// pinned (scaling 98% per added thread) and unpinned (rate per thread
+/// falling as 1/sqrt(threads)).
+fn adder(scale: f64) -> (Vec<Value>, Vec<Figure>) {
+    let (mut rows, mut out) = (Vec::new(), Vec::new());
+    for placement in ["pinned", "unpinned"] {
+        for (t, base) in [("shm", 400_000.0), ("uds", 120_000.0)] {
+            for (mode, m) in [("one", 1.0), ("multi", 0.85), ("pool", 0.95)] {
+                for threads in 1..=4u32 {
+                    let x = f64::from(threads);
+                    let eff = if placement == "pinned" {
+                        1.0 - 0.02 * (x - 1.0)
+                    } else {
+                        1.0 / x.sqrt()
+                    };
+                    let per = scale * base * m * eff;
+                    let agg = per * x;
+                    let k = [
+                        ("transport", t.to_string()),
+                        ("mode", mode.to_string()),
+                        ("threads", threads.to_string()),
+                        ("placement", placement.to_string()),
+                    ];
+                    out.push(fig(&k, "rate_per_thread", per, "msg/s", Better::Higher));
+                    out.push(fig(&k, "aggregate_rate", agg, "msg/s", Better::Higher));
+                    rows.push(json!({"transport": t, "placement": placement, "mode": mode,
+                        "threads": threads, "api": "in-place", "error": null,
+                        "samples_per_thread": 100000, "idle_pct": null,
+                        "rate_per_thread": per, "aggregate_rate": agg, "efficiency": eff}));
+                }
             }
         }
     }
-    out
+    (rows, out)
+}
+
+/// An ipc run's floor: a cache line and a futex round trip between
+/// threads, on one CPU and on two.
+fn floor_report(scale: f64) -> FloorReport {
+    let row = |kind: FloorKind, same: bool, ns: f64| FloorRow {
+        kind,
+        what: kind.describe(Some(same)).to_string(),
+        unit: "round_trip",
+        cpus: Some(if same { (0, 0) } else { (0, 1) }),
+        same_cpu: Some(same),
+        count: 1000,
+        ns: ns * scale,
+        spread: 0.05,
+        runs_ns: vec![ns * scale; 5],
+    };
+    FloorReport {
+        quick: true,
+        runs_per_figure: 5,
+        cpus: vec![0, 1],
+        rows: vec![
+            row(FloorKind::CachelineThreads, true, 900.0),
+            row(FloorKind::CachelineThreads, false, 180.0),
+            row(FloorKind::Futex, true, 1500.0),
+            row(FloorKind::Futex, false, 2100.0),
+        ],
+    }
 }
 
 fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {

@@ -1,8 +1,8 @@
 //! Smp: for each kind of ports and frame size, the zero-loss throughput
 //! against workers, one line per run and table variant (the kernel's own
 //! forwarding as a flat grey line), the QNX study's figure as grey
-//! crosses; a table of the rows next to the study's column; then each
-//! run's lessons (its `notes`).
+//! crosses; a table of the rows next to the study's column; each run's
+//! lessons (its `notes`, the suite's judged lessons) first.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::chart::{self, Marker, Series, XyPlot};
 use super::ipc::field;
-use super::{chart_html, key, of_suite, para, series_label, table, Input, Section};
+use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
 
 /// Where the study's figures come from, as shown under the charts.
 pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit (docs/methodology.md, \"SMP forwarding (RFC 2544)\").";
@@ -94,7 +94,11 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     if groups.is_empty() {
         return Ok(None);
     }
-    let mut html = String::new();
+    let lessons: Vec<(&str, Vec<String>)> = runs
+        .iter()
+        .map(|i| (i.label.as_str(), i.run.notes.clone()))
+        .collect();
+    let mut html = verdicts(&lessons);
     for g in &groups {
         html.push_str(&format!(
             "<h3>{} ports, {} B frames</h3>\n",
@@ -107,23 +111,6 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
         html.push_str(&rows_table(&runs, g));
     }
     html.push_str(&para(STUDY_SOURCE));
-    let overlaid = runs.len() > 1;
-    for input in &runs {
-        if input.run.notes.is_empty() {
-            continue;
-        }
-        if overlaid {
-            html.push_str(&format!(
-                "<h3>Lessons: {}</h3>\n",
-                super::escape(&input.label)
-            ));
-        } else {
-            html.push_str("<h3>Lessons</h3>\n");
-        }
-        for n in &input.run.notes {
-            html.push_str(&para(n));
-        }
-    }
     Ok(Some(Section {
         id: "smp",
         title: "SMP forwarding",
@@ -135,10 +122,52 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
 /// table variant, the kernel flat across the workers drawn, the study's
 /// figures as crosses.
 fn plot(runs: &[&Input], g: &Group) -> XyPlot {
+    let (mut series, kernels) = lines(runs, g);
+    let xs = || {
+        series
+            .iter()
+            .flat_map(|s: &Series| s.points.iter().map(|p| p.0))
+    };
+    let (lo, hi) = (
+        xs().fold(f64::INFINITY, f64::min),
+        xs().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let (lo, hi) = if lo.is_finite() {
+        (lo, hi.max(lo + 1.0))
+    } else {
+        (1.0, 2.0)
+    };
+    for (n, (label, pps)) in kernels.into_iter().enumerate() {
+        let mut s = Series::reference(label, vec![(lo, pps), (hi, pps)], n);
+        s.line = true;
+        s.marker = Marker::None;
+        series.push(s);
+    }
+    let study = study_points(runs, g);
+    if !study.is_empty() {
+        series.push(Series::reference(
+            "QNX study (dual-core MIPS, QNX 6.2.1)".into(),
+            study,
+            0,
+        ));
+    }
+    XyPlot {
+        title: format!("SMP, {} ports, {} B: zero-loss throughput", g.0, g.2),
+        x_desc: "workers".into(),
+        y_desc: "pps, all input ports (log)".into(),
+        x_log: false,
+        y_log: true,
+        series,
+        small: false,
+    }
+}
+
+/// The data lines of group `g` (one per run and table variant) and the
+/// kernel's figures (label, pps) of each run that measured it.
+fn lines(runs: &[&Input], g: &Group) -> (Vec<Series>, Vec<(String, f64)>) {
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
     let mut kernels: Vec<(String, f64)> = Vec::new();
-    let mut study: BTreeMap<(String, u64), (f64, f64)> = BTreeMap::new();
     for input in runs {
         let mut lines: BTreeMap<(usize, String), Vec<(f64, f64)>> = BTreeMap::new();
         for f in
@@ -171,6 +200,15 @@ fn plot(runs: &[&Input], g: &Group) -> XyPlot {
             }
             series.push(s);
         }
+    }
+    (series, kernels)
+}
+
+/// The study's figure for each of its columns and worker counts in
+/// group `g` (per port times the row's input ports), as (workers, pps).
+fn study_points(runs: &[&Input], g: &Group) -> Vec<(f64, f64)> {
+    let mut study: BTreeMap<(String, u64), (f64, f64)> = BTreeMap::new();
+    for input in runs {
         for r in input
             .run
             .rows
@@ -193,42 +231,7 @@ fn plot(runs: &[&Input], g: &Group) -> XyPlot {
                 .or_insert((n as f64, per_port * ports));
         }
     }
-    let xs = || {
-        series
-            .iter()
-            .flat_map(|s: &Series| s.points.iter().map(|p| p.0))
-    };
-    let (lo, hi) = (
-        xs().fold(f64::INFINITY, f64::min),
-        xs().fold(f64::NEG_INFINITY, f64::max),
-    );
-    let (lo, hi) = if lo.is_finite() {
-        (lo, hi.max(lo + 1.0))
-    } else {
-        (1.0, 2.0)
-    };
-    for (n, (label, pps)) in kernels.into_iter().enumerate() {
-        let mut s = Series::reference(label, vec![(lo, pps), (hi, pps)], n);
-        s.line = true;
-        s.marker = Marker::None;
-        series.push(s);
-    }
-    if !study.is_empty() {
-        let points: Vec<(f64, f64)> = study.into_values().collect();
-        series.push(Series::reference(
-            "QNX study (dual-core MIPS, QNX 6.2.1)".into(),
-            points,
-            0,
-        ));
-    }
-    XyPlot {
-        title: format!("SMP, {} ports, {} B: zero-loss throughput", g.0, g.2),
-        x_desc: "workers".into(),
-        y_desc: "pps, all input ports (log)".into(),
-        x_log: false,
-        y_log: true,
-        series,
-    }
+    study.into_values().collect()
 }
 
 /// The rows of group `g`, every run: throughput, flat out, lock wait and
@@ -242,59 +245,12 @@ fn rows_table(runs: &[&Input], g: &Group) -> String {
             .iter()
             .filter(|r| group(&field(r, "ports"), &size(r)) == *g)
         {
-            let fw = forwarder(r);
-            let w = workers(r);
-            let reference = match r.get("reference").filter(|q| !q.is_null()) {
-                Some(q) => {
-                    let column = q.get("column").and_then(Value::as_str).unwrap_or("");
-                    if q.get("line_rate").and_then(Value::as_bool) == Some(true) {
-                        format!("line rate ({column})")
-                    } else {
-                        format!("{} ({column})", si(num(q, "pps_per_port")))
-                    }
-                }
-                None => "-".into(),
-            };
-            let error = r.get("error").and_then(Value::as_str);
-            let (zero_loss, per_port, mbit, flat, wait) = match error {
-                Some(e) => {
-                    let what = if r.get("skipped").and_then(Value::as_bool) == Some(true) {
-                        "skipped"
-                    } else {
-                        "FAILED"
-                    };
-                    (
-                        format!("{what}: {e}"),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                    )
-                }
-                None => (
-                    si(num(r, "pps")),
-                    si(num(r, "pps_per_port")),
-                    num(r, "mbit_s").map_or(String::new(), |m| format!("{m:.0}")),
-                    si(num(r, "capacity_pps")),
-                    lock_wait(input, g, &fw, &w),
-                ),
-            };
-            let order = w.parse::<u64>().unwrap_or(u64::MAX);
-            rows.push((
-                n * 100 + rank(&fw),
-                order,
-                vec![
-                    input.label.clone(),
-                    fw,
-                    w,
-                    zero_loss,
-                    per_port,
-                    mbit,
-                    flat,
-                    wait,
-                    reference,
-                ],
-            ));
+            let (fw, w) = (forwarder(r), workers(r));
+            let order = (n * 100 + rank(&fw), w.parse::<u64>().unwrap_or(u64::MAX));
+            let mut cells = vec![input.label.clone(), fw.clone(), w.clone()];
+            cells.extend(measured_cells(input, g, r, &fw, &w));
+            cells.push(reference_cell(r));
+            rows.push((order.0, order.1, cells));
         }
     }
     rows.sort_by_key(|r| (r.0, r.1));
@@ -313,6 +269,42 @@ fn rows_table(runs: &[&Input], g: &Group) -> String {
         ],
         &rows,
     )
+}
+
+/// The study's column for a row: `167k (1 CPU)`, `line rate (1 CPU)`,
+/// or `-`.
+fn reference_cell(r: &Value) -> String {
+    let Some(q) = r.get("reference").filter(|q| !q.is_null()) else {
+        return "-".into();
+    };
+    let column = q.get("column").and_then(Value::as_str).unwrap_or("");
+    if q.get("line_rate").and_then(Value::as_bool) == Some(true) {
+        format!("line rate ({column})")
+    } else {
+        format!("{} ({column})", si(num(q, "pps_per_port")))
+    }
+}
+
+/// The five measured cells of a row (zero-loss pps, per port, Mbit/s,
+/// flat out, lock wait); for a row skipped or failed, why, then empties.
+fn measured_cells(input: &Input, g: &Group, r: &Value, fw: &str, w: &str) -> Vec<String> {
+    if let Some(e) = r.get("error").and_then(Value::as_str) {
+        let what = if r.get("skipped").and_then(Value::as_bool) == Some(true) {
+            "skipped"
+        } else {
+            "FAILED"
+        };
+        let mut cells = vec![format!("{what}: {e}")];
+        cells.extend(std::iter::repeat_n(String::new(), 4));
+        return cells;
+    }
+    vec![
+        si(num(r, "pps")),
+        si(num(r, "pps_per_port")),
+        num(r, "mbit_s").map_or(String::new(), |m| format!("{m:.0}")),
+        si(num(r, "capacity_pps")),
+        lock_wait(input, g, fw, w),
+    ]
 }
 
 /// The run's `lock_wait_ns_per_packet` figure for a row, or "".

@@ -112,12 +112,20 @@ fn two_runs_overlay_with_both_labels() {
     let b = dir.write("after.json", &envelope_json("adder", 1.3).unwrap());
     let page = page(&load(&[a, b]).unwrap()).unwrap();
     let charts = chart_figures(&page);
-    assert_eq!(charts.len(), 2, "per-thread and aggregate charts");
+    assert_eq!(charts.len(), 4, "per-thread and aggregate, shm and uds");
     for c in charts {
-        assert!(c.contains("before: shm, one process"), "no 'before' series");
-        assert!(c.contains("after: shm, one process"), "no 'after' series");
+        assert!(
+            c.contains("before: one process, pinned"),
+            "no 'before' series"
+        );
+        assert!(
+            c.contains("after: one process, unpinned"),
+            "no 'after' series"
+        );
         assert!(c.contains("QNX 8.0"), "no QNX reference");
     }
+    let s = section(&page, "adder");
+    assert!(s.contains("<h3>before</h3>") && s.contains("<h3>after</h3>"));
 }
 
 #[test]
@@ -125,20 +133,255 @@ fn the_adder_charts_draw_the_pool_beside_the_two_modes() {
     let dir = Dir::new("pool");
     let page = sample_page(&dir, "adder");
     let charts = chart_figures(&page);
-    assert_eq!(charts.len(), 2, "per-thread and aggregate charts");
+    assert_eq!(charts.len(), 4, "per-thread and aggregate, shm and uds");
     for c in charts {
-        for (series, shape) in [
-            ("shm, one process, unpinned", "dot"),
-            ("shm, multi-process, unpinned", "triangle"),
-            ("shm, thread pool (one path), unpinned", "square"),
+        for (series, shape, line) in [
+            ("one process, unpinned", "dot", "dashed"),
+            ("multi-process, unpinned", "triangle", "dashed"),
+            ("thread pool (one path), unpinned", "square", "dashed"),
+            ("one process, pinned", "dot", "solid"),
+            ("thread pool (one path), pinned", "square", "solid"),
         ] {
             let item = c
                 .split("<li>")
                 .find(|li| li.contains(&format!("</span>{series}</li>")))
                 .unwrap_or_else(|| panic!("no {series:?} in the legend: {c}"));
             assert!(item.contains(&format!("swatch {shape}")), "{item}");
+            assert!(item.contains(&format!("class=\"line {line}\"")), "{item}");
         }
     }
+}
+
+/// The section `id` of `page`.
+fn section<'a>(page: &'a str, id: &str) -> &'a str {
+    let at = page
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no {id} section"));
+    let rest = &page[at..];
+    &rest[..rest.find("</section>").unwrap()]
+}
+
+/// The verdict block of a section, which must come before its first
+/// chart.
+fn verdict_first(s: &str) -> &str {
+    let v = s.find("<div class=\"verdict\">").expect("a verdict block");
+    let chart = s.find("<figure").expect("a chart");
+    assert!(v < chart, "the verdict after a chart: {s}");
+    &s[v..v + s[v..].find("</div>").unwrap()]
+}
+
+#[test]
+fn every_section_with_an_answer_opens_with_it() {
+    let dir = Dir::new("lead");
+    let page = page(&load(&every_suite(&dir, "", 1.0)).unwrap()).unwrap();
+    for (id, words) in [
+        ("adder", "nothing suggests a global lock"),
+        ("ipc", "lowest p50"),
+        ("rtos", "Summary: 1 passed, 0 failed"),
+        ("validate", "2 of 2 comparisons agree"),
+        ("smp", "Lesson 1 ("),
+        ("broker", "Goal, broker within 2.2x"),
+    ] {
+        let v = verdict_first(section(&page, id));
+        assert!(v.contains(words), "{id}: no {words:?} in {v}");
+    }
+    assert!(!section(&page, "floor").contains("class=\"verdict\""));
+}
+
+/// The sample `suite` run, edited by `edit`, as a page.
+fn edited_page(dir: &Dir, suite: &str, edit: impl Fn(&mut serde_json::Value)) -> String {
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json(suite, 1.0).unwrap()).unwrap();
+    edit(&mut run);
+    let p = dir.write(&format!("{suite}.json"), &run.to_string());
+    page(&load(&[p]).unwrap()).unwrap()
+}
+
+#[test]
+fn the_adder_verdict_comes_out_either_way_from_the_rows() {
+    let dir = Dir::new("adder-verdict");
+    let four = |run: &mut serde_json::Value| run["environment"]["cpu_count"] = 4.into();
+    let page = edited_page(&dir, "adder", four);
+    let v = verdict_first(section(&page, "adder"));
+    assert!(
+        v.contains(
+            "scaled best (94% at 4 threads) and every transport kept at least 94% of linear \
+             scaling, so nothing suggests a global lock"
+        ),
+        "{v}"
+    );
+    assert!(
+        v.contains("Server models compared by aggregate rate"),
+        "{v}"
+    );
+    // uds pinned scaling 55% at 2 threads: a lock.
+    let page = edited_page(&dir, "adder", |run| {
+        four(run);
+        for r in run["rows"].as_array_mut().unwrap() {
+            if r["transport"] == "uds" && r["placement"] == "pinned" && r["threads"] == 2 {
+                r["efficiency"] = 0.55.into();
+            }
+        }
+    });
+    let v = verdict_first(section(&page, "adder"));
+    assert!(
+        v.contains("but uds reached only 55% at 2 threads (a fully serialised run reads 50%)"),
+        "{v}"
+    );
+    assert!(v.contains("suggests a global lock") && !v.contains("nothing suggests"));
+}
+
+#[test]
+fn ipc_names_the_lowest_p50_per_placement_either_way() {
+    let dir = Dir::new("ipc-best");
+    let page = sample_page(&dir, "ipc");
+    let v = verdict_first(section(&page, "ipc"));
+    let same = v.find("Same CPU").expect("same CPU first");
+    let cross = v.find("Cross CPU").expect("then cross CPU");
+    assert!(same < cross, "{v}");
+    assert!(v.contains("64 B: uds 3.02us (a blocking transport)"), "{v}");
+    // pipe made the faster at 64 bytes on one CPU, and a spinning one
+    // faster still on two.
+    let page = edited_page(&dir, "ipc", |run| {
+        for f in run["figures"].as_array_mut().unwrap() {
+            let k = &f["key"];
+            if k["transport"] == "pipe" && k["size"] == "64" && f["metric"] == "p50_ns" {
+                f["value"] = 1000.0.into();
+            }
+        }
+        let mut spin = run["figures"][0].clone();
+        spin["key"]["transport"] = "shm-spin".into();
+        spin["key"]["placement"] = "cross".into();
+        spin["value"] = 500.0.into();
+        run["figures"].as_array_mut().unwrap().push(spin);
+        let row = serde_json::json!({"transport": "shm-spin", "wait": "polling",
+            "placement": "cross", "size": 64, "status": "ok"});
+        run["rows"].as_array_mut().unwrap().push(row);
+    });
+    let v = verdict_first(section(&page, "ipc"));
+    assert!(
+        v.contains("one CPU), lowest p50: 64 B: pipe 1.00us (a blocking"),
+        "{v}"
+    );
+    assert!(
+        v.contains("two CPUs), lowest p50: 64 B: shm-spin 500ns (blocking: pipe 1.00us)"),
+        "{v}"
+    );
+}
+
+#[test]
+fn rtos_counts_its_verdicts_and_names_the_failures() {
+    let dir = Dir::new("rtos-count");
+    let page = edited_page(&dir, "rtos", |run| {
+        let mut failed = run["rows"][2].clone();
+        failed["id"] = "SEM-B-PRI".into();
+        failed["outcome"]["pass"] = false.into();
+        run["rows"].as_array_mut().unwrap().push(failed);
+    });
+    let v = verdict_first(section(&page, "rtos"));
+    assert!(
+        v.contains("Summary: 1 passed, 1 failed, 0 inconclusive, 2 measured, 0 skipped, 0 errors"),
+        "{v}"
+    );
+    assert!(v.contains("Failed: SEM-B-PRI."), "{v}");
+}
+
+/// The small-multiple grids of a section, each as its HTML.
+fn grids(s: &str) -> Vec<&str> {
+    s.split("<div class=\"multiples\">")
+        .skip(1)
+        .map(|g| &g[..g.find("</div>").unwrap()])
+        .collect()
+}
+
+#[test]
+fn the_adder_charts_are_small_multiples_with_unpinned_dashed() {
+    let dir = Dir::new("adder-multiples");
+    let page = sample_page(&dir, "adder");
+    let adder = section(&page, "adder");
+    let g = grids(adder);
+    assert_eq!(g.len(), 2, "a grid per metric");
+    for g in g {
+        assert_eq!(g.matches("<svg").count(), 2, "a chart per transport: {g}");
+        assert!(g.contains("shm</figcaption>") && g.contains("uds</figcaption>"));
+    }
+    assert!(
+        adder.contains("<polyline stroke-dasharray="),
+        "no dashed line"
+    );
+    assert!(
+        adder.contains("<polyline class=\"data-series\""),
+        "no solid line"
+    );
+    assert!(
+        adder.contains("solid = pinned"),
+        "no key to the line styles"
+    );
+}
+
+#[test]
+fn many_ipc_transports_split_into_panels_of_five() {
+    let dir = Dir::new("ipc-multiples");
+    // Eight blocking transports: uds, pipe and six copies of uds.
+    let page = edited_page(&dir, "ipc", |run| {
+        let figures = run["figures"].as_array_mut().unwrap();
+        let uds: Vec<serde_json::Value> = figures
+            .iter()
+            .filter(|f| f["key"]["transport"] == "uds")
+            .cloned()
+            .collect();
+        for n in 0..6 {
+            for f in &uds {
+                let mut f = f.clone();
+                f["key"]["transport"] = format!("t{n}").into();
+                f["value"] = (f["value"].as_f64().unwrap() * (2.0 + f64::from(n))).into();
+                figures.push(f);
+            }
+        }
+    });
+    let ipc = section(&page, "ipc");
+    let g = grids(ipc);
+    assert_eq!(
+        g.len(),
+        4,
+        "by size and distribution, same and cross: {ipc}"
+    );
+    let by_size = g[0];
+    assert_eq!(by_size.matches("<svg").count(), 2, "{by_size}");
+    assert!(by_size.contains("<figcaption>blocking, 1 to 5 by p50, placement same"));
+    assert!(by_size.contains("<figcaption>blocking, 6 to 8 by p50, placement same"));
+    let second = &by_size[by_size.find("6 to 8").unwrap()..];
+    for t in ["t4 p50", "t5 p50", "t3 p50"] {
+        assert!(second.contains(t), "the slowest three together: no {t}");
+    }
+    assert!(!second.contains("uds p50"), "the fastest apart");
+    assert!(
+        ipc.contains("solid lines p50, dashed p99"),
+        "no key to the line styles"
+    );
+}
+
+#[test]
+fn the_floor_is_drawn_where_the_run_has_one() {
+    let dir = Dir::new("ipc-floor");
+    let page = sample_page(&dir, "ipc");
+    let s = section(&page, "ipc");
+    let by_size = chart_figures(s)
+        .into_iter()
+        .find(|c| c.contains("blocking, placement same</figcaption>"))
+        .expect("the blocking panel of one CPU");
+    assert!(by_size.contains("class=\"floor\""), "no floor line");
+    assert!(
+        by_size.contains("floor: futex wait/wake, 1.50us"),
+        "{by_size}"
+    );
+    let page = edited_page(&dir, "ipc", |run| run["floor"] = serde_json::Value::Null);
+    let s = section(&page, "ipc");
+    assert!(!s.contains("class=\"floor\""), "a floor drawn without one");
+    assert!(
+        !s.contains("floor: futex"),
+        "a floor in the legend without one"
+    );
 }
 
 #[test]
@@ -209,8 +452,12 @@ fn the_smp_section_has_a_chart_and_table_per_size_and_the_lessons() {
     ] {
         assert!(s.contains(cell), "no {cell}");
     }
+    let lessons = verdict_first(s);
     for n in 1..=3 {
-        assert!(s.contains(&format!("<p>Lesson {n} (")), "no lesson {n}");
+        assert!(
+            lessons.contains(&format!("<p>Lesson {n} (")),
+            "no lesson {n}"
+        );
     }
 }
 
@@ -241,7 +488,8 @@ fn smp_runs_overlay_and_the_kernel_is_a_flat_grey_line() {
     );
     let second = &charts[1][..charts[1].find("</figure>").unwrap()];
     assert!(!second.contains("kernel"), "the kernel only where measured");
-    assert!(s.contains("<h3>Lessons: before</h3>") && s.contains("<h3>Lessons: after</h3>"));
+    let lessons = verdict_first(s);
+    assert!(lessons.contains("<h3>before</h3>") && lessons.contains("<h3>after</h3>"));
 }
 
 /// The broker section of `page`.
@@ -299,15 +547,13 @@ fn the_broker_section_has_its_chart_table_and_answer() {
         s.contains("OMAP3530") && s.contains("D-Bus 1.2.4"),
         "no source"
     );
-    assert!(s.contains("<h3>Answer</h3>"));
-    assert!(
-        s.contains("<p>GetInteger(1), libdbus (the study&#39;s library): dbus-daemon takes 56.0us")
-    );
-    assert!(s.contains("<p>GetInteger(1), libdbus: dbus-daemon adds 31.0us per call"));
-    assert!(
-        s.contains("<p>Goal, broker within 2.2x of direct over uds (GetInteger(1)): met: 1.85x")
-    );
-    assert!(s.contains("NOT met: 3.8x"));
+    let answer = verdict_first(s);
+    assert!(answer
+        .contains("<p>GetInteger(1), libdbus (the study&#39;s library): dbus-daemon takes 56.0us"));
+    assert!(answer.contains("<p>GetInteger(1), libdbus: dbus-daemon adds 31.0us per call"));
+    assert!(answer
+        .contains("<p>Goal, broker within 2.2x of direct over uds (GetInteger(1)): met: 1.85x"));
+    assert!(answer.contains("NOT met: 3.8x"));
 }
 
 #[test]
@@ -328,7 +574,8 @@ fn broker_runs_overlay_with_both_labels() {
     }
     assert!(s.contains("<td>before</td><td>1</td><td>broker/uds</td><td>14.8us</td>"));
     assert!(s.contains("<td>after</td><td>1</td><td>broker/uds</td><td>10.4us</td>"));
-    assert!(s.contains("<h3>Answer: before</h3>") && s.contains("<h3>Answer: after</h3>"));
+    let answer = verdict_first(s);
+    assert!(answer.contains("<h3>before</h3>") && answer.contains("<h3>after</h3>"));
 }
 
 #[test]
@@ -396,7 +643,7 @@ fn ipc_scale_axes_get_charts_of_their_own() {
     // with idle or active clients.
     let by_size = charts
         .iter()
-        .find(|c| c.contains("IPC latency p50 and p99 by size, placement same"))
+        .find(|c| c.contains("<figcaption>blocking, placement same</figcaption>"))
         .expect("the size chart");
     assert_eq!(by_size.matches("<circle").count(), 2 * 4, "{by_size}");
 }

@@ -78,6 +78,7 @@ pub fn section(key: &Key, all: &[Series]) -> Result<Option<Section>> {
             x_log: false,
             y_log: false,
             series: lines,
+            small: false,
         };
         if let Some(c) = chart::xy(&plot)? {
             html.push_str(&chart_html(&c));

@@ -1,4 +1,4 @@
-//! Validate: each check's ratio (ours / the reference tool's) as a dot
+//! Validate: the verdicts counted first, then each check's ratio (ours / the reference tool's) as a dot
 //! per run, over its tolerance band (grey) and the line at ratio 1.
 
 use anyhow::Result;
@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
 use super::ipc::field;
-use super::{chart_html, key, of_suite, table, Input, Section};
+use super::{answers, chart_html, key, of_suite, table, verdicts, Input, Section};
 use crate::report::envelope::Figure;
 
 fn check_name(f: &Figure) -> String {
@@ -64,7 +64,12 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     let Some(chart) = dots(&plot)? else {
         return Ok(None);
     };
-    let mut html = chart_html(&chart);
+    let answers: Vec<(&str, Vec<String>)> = runs
+        .iter()
+        .map(|i| (i.label.as_str(), answers::validate(&i.run)))
+        .collect();
+    let mut html = verdicts(&answers);
+    html.push_str(&chart_html(&chart));
     html.push_str(&table(
         &["run", "check", "ratio", "tolerance", "verdict"],
         &rows,
