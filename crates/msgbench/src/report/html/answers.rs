@@ -16,7 +16,7 @@ use crate::devctl::client::ClientRun;
 use crate::devctl::options::Api;
 use crate::measure::hist::fmt_ns;
 use crate::report::envelope::Run;
-use crate::suites::adder::{self, verdict, Measured};
+use crate::suites::adder::{self, judge, Measured};
 use crate::suites::rtos::Summary;
 
 /// The adder's verdict (does messaging scale, or is there a global
@@ -26,7 +26,7 @@ use crate::suites::rtos::Summary;
 pub fn adder(run: &Run) -> Vec<String> {
     let rows: Vec<adder::Row> = run.rows.iter().filter_map(adder_row).collect();
     let cpus = run.environment.cpu_count;
-    [verdict::verdict(&rows, cpus), verdict::models(&rows, cpus)]
+    [judge::verdict(&rows, cpus), judge::models(&rows, cpus)]
         .into_iter()
         .flatten()
         .collect()
