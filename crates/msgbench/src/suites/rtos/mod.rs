@@ -30,8 +30,8 @@ mod irq;
 mod mem;
 mod msg; // MSG: round trips between processes (MSG-P-SRR, MSG-P-PRI)
 mod msginv; // MSG-B-PRI
-mod msgserver; // the MSG tests' server process, connection and WORK call
 pub mod msgpeer; // the MSG tests' server process (`msgbench rtos-peer`)
+mod msgserver; // the MSG tests' server process, connection and WORK call
 mod mutex;
 pub mod prims; // SEM and MUT primitives (prims/)
 mod rtthread;
