@@ -42,6 +42,7 @@ pub mod ports;
 pub mod render;
 pub mod row;
 pub mod search;
+pub mod setup;
 pub mod sweep;
 pub mod synth;
 pub mod tables;
