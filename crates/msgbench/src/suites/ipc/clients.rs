@@ -10,15 +10,13 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use super::client::Stop;
-use super::one_row::{conclude_stop, RowContext, SERVER_STOP_LIMIT};
-use super::options::RowSpec;
+use super::context::{RowContext, SERVER_STOP_LIMIT};
+use super::crowd::{ActiveRun, ClientReport};
 use super::peer;
-use super::row::{Row, Status};
+use super::row::{Row, RowSpec, Status};
 use super::server::ServerThread;
 use super::stats::median;
+use super::stop::{conclude_stop, Stop};
 use crate::measure::peers::Peer;
 
 /// How long a client may take to start, connect and warm up, besides
@@ -31,54 +29,6 @@ const READY_PER_CLIENT: Duration = Duration::from_millis(100);
 const REPORT: Duration = Duration::from_secs(10);
 /// How long a client may take to exit once it reported.
 const GRACE: Duration = Duration::from_secs(3);
-
-/// What one active client measured: one JSON line from its process.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClientReport {
-    /// Its index (0 to N-1).
-    pub index: u32,
-    /// Round trips done, every reply checked.
-    pub calls: u64,
-    /// Wall time of its run, ns.
-    pub elapsed_ns: f64,
-    /// Its round trips per second.
-    pub msgs_per_s: f64,
-    /// Its median round trip, ns (CLOCK_MONOTONIC, one timestamp's cost
-    /// taken out).
-    pub p50_ns: f64,
-    /// Its 99th percentile, ns.
-    pub p99_ns: f64,
-    /// Its longest round trip, ns.
-    pub max_ns: f64,
-    /// Why it stopped early (a wrong, lost or stale reply), if it did.
-    pub error: Option<String>,
-}
-
-/// The figures of an active-clients row.
-#[derive(Debug, Clone, Serialize)]
-pub struct ActiveRun {
-    /// Clients (processes).
-    pub clients: u32,
-    /// Round trips of all clients.
-    pub calls: u64,
-    /// Aggregate rate: the clients' round trips per second, summed.
-    pub msgs_per_s: f64,
-    /// The median of the clients' p50s, ns.
-    pub p50_median_ns: f64,
-    /// The worst (highest) of the clients' p50s, ns.
-    pub p50_worst_ns: f64,
-    /// The median of the clients' p99s, ns.
-    pub p99_median_ns: f64,
-    /// The worst of the clients' p99s, ns.
-    pub p99_worst_ns: f64,
-    /// Fairness: the slowest client's rate / the fastest's (1 = even).
-    pub slowest_over_fastest: f64,
-    /// Fairness: the coefficient of variation of the clients' rates
-    /// (population standard deviation / mean; 0 = even).
-    pub rate_cv: f64,
-    /// Every client's report, by index.
-    pub per_client: Vec<ClientReport>,
-}
 
 /// The row's figures from its clients' reports (all without error).
 pub fn summarise(reports: Vec<ClientReport>) -> ActiveRun {

@@ -6,12 +6,12 @@
 use msgpass::transport::ClientConnection;
 use msgpass::Connection;
 
-use super::client::Stop;
 use super::protocol::{
     all_stamps, body, body_mismatch, echo_mismatch, in_place_expected, stamp, stamp_ends,
     stamps_mismatch, stamps_seq, CMD_ECHO, ECHO_MASK, STAMP,
 };
 use super::row::Api;
+use super::stop::Stop;
 use crate::measure::clock::Clock;
 
 /// Open loop: sleep (rather than spin) towards a send time further away

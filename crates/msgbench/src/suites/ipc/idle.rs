@@ -12,12 +12,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use super::client::Stop;
-use super::one_row::RowContext;
+use super::context::RowContext;
+use super::crowd::IdleCost;
 use super::peer;
 use super::scale;
+use super::stop::Stop;
 use crate::measure::footprint::{open_fds, rss_bytes};
 use crate::measure::peers::Peer;
 
@@ -31,32 +30,6 @@ const CONNECT: Duration = Duration::from_secs(30);
 const CONNECT_PER_CONN: Duration = Duration::from_millis(20);
 /// How long a child may take to exit once told to stop.
 const GRACE: Duration = Duration::from_secs(5);
-
-/// What a row's idle connections cost its server (this process).
-#[derive(Debug, Clone, Serialize)]
-pub struct IdleCost {
-    /// Idle connections, every one connected and answered once.
-    pub connections: u32,
-    /// Child processes holding them.
-    pub processes: u32,
-    /// Resident memory of this process before they connected, bytes.
-    pub rss_before_bytes: u64,
-    /// Resident memory once they all had, bytes.
-    pub rss_after_bytes: u64,
-    /// Open descriptors of this process before they connected.
-    pub fds_before: u64,
-    /// Open descriptors once they all had.
-    pub fds_after: u64,
-    /// (after - before) / connections, bytes (negative if memory was
-    /// given back meanwhile).
-    pub rss_bytes_per_conn: f64,
-    /// (after - before) / connections, descriptors.
-    pub fds_per_conn: f64,
-    /// Descriptors each connection took in the children, on average.
-    pub client_fds_per_conn: f64,
-    /// Time from the first connect to the last child's `ready`, s.
-    pub connect_secs: f64,
-}
 
 /// A row's idle clients, connected: the cost they were measured at, and
 /// the processes holding them (stopped by [`IdleClients::stop`], else on

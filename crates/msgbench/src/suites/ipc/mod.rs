@@ -20,6 +20,9 @@
 
 mod client;
 mod clients;
+mod connect;
+mod context;
+mod crowd;
 mod echo;
 mod idle;
 mod judge;
@@ -34,17 +37,18 @@ mod run;
 mod scale;
 mod server;
 mod stats;
+mod stop;
 
 use std::time::Duration;
 
 use anyhow::Result;
 
 pub use judge::GroupSummary;
-pub use options::{IpcArgs, Plan, RowSpec};
+pub use options::{IpcArgs, Plan};
 pub use peer::PeerArgs;
 pub use row::{
-    Api, CpuCost, CpuMethod, ExactStats, LatencyRun, Placement, Row, Status, ThroughputRun,
-    WaitClass,
+    Api, CpuCost, CpuMethod, ExactStats, LatencyRun, Placement, Row, RowSpec, Status,
+    ThroughputRun, WaitClass,
 };
 
 use super::{Results, RunContext, Suite};

@@ -2,66 +2,18 @@
 //! idle clients beside it), run the client thread under a hard time
 //! limit, stop the server, and turn what happened into a [`Row`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use msgpass::{Namespace, Options};
-
-use super::client::{self, ClientConfig, Stop};
+use super::client::{self, ClientConfig};
+use super::context::{RowContext, SERVER_STOP_LIMIT};
 use super::idle::IdleClients;
 use super::load::LoadMeter;
-use super::options::{Plan, RowSpec};
-use super::row::{LatencyRun, Row, Status, WaitClass};
-use super::server::{Fault, ServerThread};
+use super::row::{LatencyRun, Row, RowSpec, Status, WaitClass};
+use super::server::ServerThread;
 use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
-use crate::measure::clock::Clock;
-use crate::measure::peers::Peer;
-
-/// Longest the server may take to stop once the client is done.
-pub const SERVER_STOP_LIMIT: Duration = Duration::from_secs(3);
-
-/// What a row needs from the run.
-pub struct RowContext<'a> {
-    /// The run's private namespace.
-    pub ns: &'a Namespace,
-    /// msgpass tuning (wait for the endpoint, spin budget).
-    pub opts: &'a Options,
-    /// Target seconds per measured run.
-    pub row_secs: f64,
-    /// Timestamp source.
-    pub clock: Clock,
-    /// Set by SIGINT/SIGTERM.
-    pub stop: &'a Arc<AtomicBool>,
-    /// Test hook: the reply every server breaks.
-    pub fault: Option<Fault>,
-    /// The checked options (warm-up, repeats, timing, rate).
-    pub plan: &'a Plan,
-}
-
-impl RowContext<'_> {
-    /// The next line of helper process `p` within `limit`;
-    /// [`Stop::Interrupted`] once the run's stop flag is set.
-    pub fn line_of(&self, p: &mut Peer, limit: Duration) -> Result<String, Stop> {
-        match p.line_unless(limit, self.stop) {
-            Ok(Some(line)) => Ok(line),
-            Ok(None) => Err(Stop::Interrupted),
-            Err(e) => Err(Stop::Failed(format!("{e:#}"))),
-        }
-    }
-
-    /// Longest a row may take in all: its phases are capped by time (per
-    /// repeat a warm-up of at most the longer of `--warmup` and a row and
-    /// a latency run of 2 rows; throughput 2 rows), so only a call that
-    /// never returns reaches this.
-    pub fn hard_limit(&self) -> Duration {
-        let warm = self.plan.warmup_secs.unwrap_or(0.0).max(self.row_secs);
-        let per_repeat = warm + self.row_secs * 2.0;
-        Duration::from_secs_f64(
-            per_repeat * self.plan.repeats.max(1) as f64 + self.row_secs * 3.0 + 5.0,
-        )
-    }
-}
+use super::stop::{conclude_stop, Stop};
 
 /// Runs row `spec` (one client, and its idle clients if it has any)
 /// with the client on `cpus.0` and the server on `cpus.1`, as endpoint
@@ -155,32 +107,6 @@ fn conclude(
             }
         }
         Err(stop) => conclude_stop(row, transport, stop, stopped),
-    }
-}
-
-/// The row ended by `stop` before it had figures, the server's stop
-/// (`stopped`) added to a failure's reason.
-pub fn conclude_stop(
-    mut row: Row,
-    transport: &str,
-    stop: Stop,
-    stopped: Result<(), String>,
-) -> Row {
-    let reason = |r: String| match &stopped {
-        Err(e) => format!("{r}; {e}"),
-        Ok(()) => r,
-    };
-    match stop {
-        Stop::NotApplicable(max) => {
-            row.max_msg = Some(max);
-            row.end(
-                Status::NotApplicable,
-                format!("{transport} max message {max} bytes"),
-            )
-        }
-        Stop::Skipped(r) => row.end(Status::Skipped, r),
-        Stop::Failed(r) => row.end(Status::Failed, reason(r)),
-        Stop::Interrupted => row.end(Status::Interrupted, "interrupted"),
     }
 }
 

@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::row::{Api, Placement, Timing};
+use super::row::{Api, Placement, RowSpec, Timing};
 use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
@@ -207,23 +207,6 @@ pub struct Plan {
     /// `--clients`: the counts of the active-clients rows (absent: none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<u32>,
-}
-
-/// One row of the plan: what is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowSpec<'a> {
-    /// Message size, bytes.
-    pub size: usize,
-    /// Where client and server run.
-    pub placement: Placement,
-    /// Transport name as given.
-    pub transport: &'a str,
-    /// The API measured.
-    pub api: Api,
-    /// Idle clients beside the measured one (`--idle-clients`).
-    pub idle: Option<u32>,
-    /// Active clients instead of the single measured one (`--clients`).
-    pub clients: Option<u32>,
 }
 
 impl Plan {

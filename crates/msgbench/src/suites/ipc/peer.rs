@@ -30,8 +30,8 @@ use msgpass::transport::ClientConnection;
 use msgpass::{Connection, Namespace, Options};
 use oslayer::rlimit::{self, Resource};
 
-use super::client::{open_then, OverConnection};
-use super::clients::ClientReport;
+use super::connect::{open_then, OverConnection};
+use super::crowd::ClientReport;
 use super::echo::Echo;
 use super::protocol::{echo_transform, CMD_PING, PING_MAX};
 use super::row::Api;

@@ -2,11 +2,26 @@
 
 use serde::Serialize;
 
-use super::clients::ActiveRun;
-use super::idle::IdleCost;
+use super::crowd::{ActiveRun, IdleCost};
 use super::load::OtherLoad;
-use super::options::RowSpec;
 use crate::measure::hist::LatencySummary;
+
+/// One row of the plan: what is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSpec<'a> {
+    /// Message size, bytes.
+    pub size: usize,
+    /// Where client and server run.
+    pub placement: Placement,
+    /// Transport name as given.
+    pub transport: &'a str,
+    /// The API measured.
+    pub api: Api,
+    /// Idle clients beside the measured one (`--idle-clients`).
+    pub idle: Option<u32>,
+    /// Active clients instead of the single measured one (`--clients`).
+    pub clients: Option<u32>,
+}
 
 /// Where the client and server threads run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,10 +8,11 @@ use std::time::Duration;
 use anyhow::Result;
 use msgpass::Namespace;
 
+use super::context::RowContext;
 use super::load::LoadMeter;
-use super::one_row::{self, RowContext};
-use super::options::{Plan, RowSpec};
-use super::row::{Api, Row, Status};
+use super::one_row;
+use super::options::Plan;
+use super::row::{Api, Row, RowSpec, Status};
 use crate::measure::rundir::RunDir;
 use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
 use crate::suites::{Results, RunContext};

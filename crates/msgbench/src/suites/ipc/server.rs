@@ -235,12 +235,7 @@ fn reply_small<S: ServerChannel + ?Sized>(
 /// The server loop. Returns when told to stop; a failed receive or reply
 /// is the error.
 fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result<(), String> {
-    let Serve { size, fault, api } = cfg;
-    let mut out = vec![0u8; if api == Api::Copy { size } else { 0 }];
-    let mut prev = Stamps::default();
-    let (mut echoes, mut sums, mut oneways) = (0u64, 0u64, 0u64);
-    // The running check of the window since the last CMD_ACK.
-    let (mut count, mut check) = (0u32, 0u64);
+    let mut state = Served::new(cfg);
     loop {
         let Some(req) = chan
             .receive()
@@ -250,72 +245,9 @@ fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result
         };
         let (cmd, len) = (req.cmd(), req.data().len());
         let sent = match cmd {
-            CMD_ECHO if len <= size && api == Api::Copy => {
-                let broken = (echoes == FAULT_AT).then_some(fault).flatten();
-                echoes += 1;
-                // Stale: `out` still holds the previous reply.
-                if broken != Some(Fault::Stale) {
-                    echo_transform(req.data(), &mut out[..len]);
-                }
-                if broken == Some(Fault::Stall) {
-                    std::thread::sleep(STALL);
-                }
-                break_reply(&mut out[..len], broken);
-                req.reply(&out[..len])
-            }
-            CMD_ECHO if len <= size => {
-                let broken = (echoes == FAULT_AT).then_some(fault).flatten();
-                echoes += 1;
-                if broken == Some(Fault::Stall) {
-                    std::thread::sleep(STALL);
-                }
-                // The buffer starts with the request: only its stamps change.
-                req.reply_with(|buf| {
-                    let m = &mut buf[..len];
-                    if broken == Some(Fault::Stale) {
-                        prev.restore(m);
-                    } else {
-                        echo_ends(m);
-                    }
-                    break_reply(m, broken);
-                    prev.save(m);
-                    len
-                })
-            }
+            CMD_ECHO if len <= cfg.size => state.echo(req),
             CMD_ECHO => req.reply_error(libc::EMSGSIZE),
-            CMD_SUM | CMD_ACK => {
-                let mut sum = checksum(req.data());
-                if req.is_oneway() {
-                    if oneways == FAULT_AT && fault == Some(Fault::Oneway) {
-                        let mut bad = req.data().to_vec();
-                        if let Some(b) = bad.last_mut() {
-                            *b ^= 0x01;
-                        }
-                        sum = checksum(&bad);
-                    }
-                    oneways += 1;
-                }
-                if sums == FAULT_AT && fault == Some(Fault::Checksum) {
-                    sum ^= 0x8000_0000;
-                }
-                sums += 1;
-                if cmd == CMD_SUM && !req.is_oneway() {
-                    reply_small(req, api, &sum.to_le_bytes())
-                } else {
-                    count = count.wrapping_add(1);
-                    check = ack_fold(check, sum);
-                    if cmd == CMD_ACK {
-                        let mut out = [0u8; 12];
-                        out[..4].copy_from_slice(&count.to_le_bytes());
-                        out[4..].copy_from_slice(&check.to_le_bytes());
-                        (count, check) = (0, 0);
-                        reply_small(req, api, &out)
-                    } else {
-                        // One-way: nothing goes back.
-                        Ok(())
-                    }
-                }
-            }
+            CMD_SUM | CMD_ACK => state.sum(req),
             CMD_PING if len <= PING_MAX => {
                 let mut pong = [0u8; PING_MAX];
                 echo_transform(req.data(), &mut pong[..len]);
@@ -330,5 +262,130 @@ fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result
             _ => req.reply_error(libc::ENOTTY),
         };
         sent.map_err(|e| format!("server: reply to command {cmd} ({len} bytes): {e}"))?;
+    }
+}
+
+/// What the server loop keeps from one request to the next.
+struct Served {
+    /// The row's size, fault and API.
+    cfg: Serve,
+    /// The copying API's reply buffer (empty in place).
+    out: Vec<u8>,
+    /// The previous in-place echo reply's stamps ([`Fault::Stale`]).
+    prev: Stamps,
+    /// Echo requests so far (a fault strikes the [`FAULT_AT`]-th).
+    echoes: u64,
+    /// Checksum requests so far, one-way or not.
+    sums: u64,
+    /// One-way checksum messages so far.
+    oneways: u64,
+    /// Messages of the window since the last [`CMD_ACK`].
+    count: u32,
+    /// The running check of that window.
+    check: u64,
+}
+
+impl Served {
+    fn new(cfg: Serve) -> Served {
+        Served {
+            cfg,
+            out: vec![0u8; if cfg.api == Api::Copy { cfg.size } else { 0 }],
+            prev: Stamps::default(),
+            echoes: 0,
+            sums: 0,
+            oneways: 0,
+            count: 0,
+            check: 0,
+        }
+    }
+
+    /// Answers an echo request of at most the row's size, breaking it as
+    /// the fault says when it is the [`FAULT_AT`]-th.
+    #[inline(always)]
+    fn echo<S: ServerChannel + ?Sized>(
+        &mut self,
+        req: msgpass::Request<'_, S>,
+    ) -> msgpass::Result<()> {
+        let broken = (self.echoes == FAULT_AT)
+            .then_some(self.cfg.fault)
+            .flatten();
+        self.echoes += 1;
+        let len = req.data().len();
+        if self.cfg.api == Api::Copy {
+            // Stale: `out` still holds the previous reply.
+            if broken != Some(Fault::Stale) {
+                echo_transform(req.data(), &mut self.out[..len]);
+            }
+            if broken == Some(Fault::Stall) {
+                std::thread::sleep(STALL);
+            }
+            break_reply(&mut self.out[..len], broken);
+            return req.reply(&self.out[..len]);
+        }
+        if broken == Some(Fault::Stall) {
+            std::thread::sleep(STALL);
+        }
+        let prev = &mut self.prev;
+        // The buffer starts with the request: only its stamps change.
+        req.reply_with(|buf| {
+            let m = &mut buf[..len];
+            if broken == Some(Fault::Stale) {
+                prev.restore(m);
+            } else {
+                echo_ends(m);
+            }
+            break_reply(m, broken);
+            prev.save(m);
+            len
+        })
+    }
+
+    /// Answers a checksum request ([`CMD_SUM`] with its checksum), takes
+    /// a one-way one into the window, or closes the window ([`CMD_ACK`]:
+    /// its count and running check).
+    #[inline(always)]
+    fn sum<S: ServerChannel + ?Sized>(
+        &mut self,
+        req: msgpass::Request<'_, S>,
+    ) -> msgpass::Result<()> {
+        let sum = self.checksum(&req);
+        let api = self.cfg.api;
+        if req.cmd() == CMD_SUM && !req.is_oneway() {
+            return reply_small(req, api, &sum.to_le_bytes());
+        }
+        self.count = self.count.wrapping_add(1);
+        self.check = ack_fold(self.check, sum);
+        if req.cmd() != CMD_ACK {
+            // One-way: nothing goes back.
+            return Ok(());
+        }
+        let mut out = [0u8; 12];
+        out[..4].copy_from_slice(&self.count.to_le_bytes());
+        out[4..].copy_from_slice(&self.check.to_le_bytes());
+        (self.count, self.check) = (0, 0);
+        reply_small(req, api, &out)
+    }
+
+    /// The checksum of a checksum request, broken as the fault says
+    /// ([`Fault::Oneway`], [`Fault::Checksum`]) at the [`FAULT_AT`]-th.
+    #[inline(always)]
+    fn checksum<S: ServerChannel + ?Sized>(&mut self, req: &msgpass::Request<'_, S>) -> u32 {
+        let fault = self.cfg.fault;
+        let mut sum = checksum(req.data());
+        if req.is_oneway() {
+            if self.oneways == FAULT_AT && fault == Some(Fault::Oneway) {
+                let mut bad = req.data().to_vec();
+                if let Some(b) = bad.last_mut() {
+                    *b ^= 0x01;
+                }
+                sum = checksum(&bad);
+            }
+            self.oneways += 1;
+        }
+        if self.sums == FAULT_AT && fault == Some(Fault::Checksum) {
+            sum ^= 0x8000_0000;
+        }
+        self.sums += 1;
+        sum
     }
 }

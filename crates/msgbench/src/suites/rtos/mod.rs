@@ -8,7 +8,8 @@
 //! each group lives in its own file (`cal.rs`, `clk.rs`, `thr.rs`,
 //! `sem.rs`, `mutex.rs`, `irq.rs`, `mem.rs`, `msg.rs` with `msginv.rs`) and
 //! returns its definitions; `msgpeer.rs` is the MSG tests' server process
-//! (the hidden `msgbench rtos-peer`); `row.rs` holds what a test produces;
+//! (the hidden `msgbench rtos-peer`) and `msgserver.rs` the side both MSG
+//! files share (starting it, connecting, the WORK call); `row.rs` holds what a test produces;
 //! `ctx.rs` what a test is given; `rt.rs` the real-time helpers
 //! (SCHED_FIFO threads, pinning); `judge.rs` counts the outcomes;
 //! `render.rs` draws the tables and the generic figures; [`Rtos`] runs it
@@ -30,6 +31,7 @@ mod mem;
 mod msg; // MSG: round trips between processes (MSG-P-SRR, MSG-P-PRI)
 mod msginv; // MSG-B-PRI
 pub mod msgpeer; // the MSG tests' server process (`msgbench rtos-peer`)
+mod msgserver; // the MSG tests' server process, connection and WORK call
 mod mutex;
 pub mod prims; // SEM and MUT primitives (prims/)
 mod rtthread;

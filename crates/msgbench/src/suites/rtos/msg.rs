@@ -5,22 +5,19 @@
 //! inheritance through messages (MSG-P-PRI: what the boost costs), and
 //! the message-passing form of MUT-B-ARC ([`super::msginv`], MSG-B-PRI).
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use msgpass::{Connection, Namespace};
+use msgpass::Connection;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::msgpeer::{self, ECHO, TRANSPORT, WORK};
+use super::msgpeer::{ECHO, TRANSPORT};
+use super::msgserver::{connect, work, Server};
 use super::prims::{join, rt_thread, test_cpu};
 use super::row::{Group, Outcome, Reference, Timing, Unit};
 use crate::measure::clock::Clock;
-use crate::measure::peers::Peer;
-use crate::measure::rundir::RunDir;
 
 /// The client's SCHED_FIFO priority in the round-trip tests.
 const CLIENT_FIFO: i32 = 50;
@@ -30,10 +27,6 @@ const CLIENT_FIFO: i32 = 50;
 const SERVER_FIFO: u32 = 40;
 /// Untimed round trips before the timed ones.
 const WARMUP: usize = 200;
-/// The endpoint the server serves in the test's namespace.
-const ENDPOINT: &str = "msg/0";
-/// Longest a call of these tests may take.
-pub(crate) const CALL_LIMIT: Duration = Duration::from_secs(3);
 
 /// QNX 8.0's figure: the devctl adder, 2,000,000 calls in 12.1 s on a
 /// Raspberry Pi 4, 165,300 messages a second per thread.
@@ -57,61 +50,6 @@ pub fn tests() -> Vec<TestDef> {
         t("MSG-P-PRI", "the same round trip with priority inheritance through messages (each request boosts the server, each reply restores it)", p_pri),
         t("MSG-B-PRI", "priority inversion through messages avoided by inheritance (server busy for low L, high H calls, medium hog M must not delay H's reply)", super::msginv::b_pri),
     ]
-}
-
-/// A server process of an MSG test, in a namespace of its own (both
-/// gone on drop: the process stopped first, then the directory).
-pub(crate) struct Server {
-    peer: Peer,
-    dir: RunDir,
-}
-
-impl Server {
-    /// Starts `msgbench rtos-peer server` at SCHED_FIFO `fifo` on `cpu`,
-    /// with inheritance when `inherit`, and waits until it serves.
-    pub(crate) fn start(cpu: usize, fifo: u32, inherit: bool) -> Result<Server> {
-        let base = Namespace::resolve(None)?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = RunDir::create(&base, &format!("rtos-msg-{}-{nanos}", std::process::id()))?;
-        let args = msgpeer::server_args(dir.path(), ENDPOINT, cpu, fifo, inherit);
-        let mut peer = Peer::start(msgpeer::COMMAND, "the MSG server process", &args)?;
-        peer.expect("ready", Duration::from_secs(5))?;
-        Ok(Server { peer, dir })
-    }
-
-    /// Where a client finds it.
-    pub(crate) fn ns(&self) -> PathBuf {
-        self.dir.path().to_path_buf()
-    }
-
-    /// Stops it; an error when it did not end cleanly.
-    pub(crate) fn stop(mut self) -> Result<()> {
-        self.peer.stop(Duration::from_secs(3))
-    }
-}
-
-/// A connection to the server of namespace `ns` from the calling thread,
-/// every call bounded by [`CALL_LIMIT`].
-pub(crate) fn connect(ns: &Path) -> Result<Connection> {
-    let ns = Namespace::open(ns)?;
-    let t = msgpass::transport::by_name(TRANSPORT)?;
-    let mut c = Connection::open(&ns, ENDPOINT, &*t, &msgpeer::options(false))?;
-    c.set_timeout(Some(CALL_LIMIT))?;
-    Ok(c)
-}
-
-/// One WORK call of `us` microseconds: the server's FIFO priority when
-/// it began, the highest during the work, and at the reply.
-pub(crate) fn work(c: &mut Connection, us: u64) -> Result<[u32; 3]> {
-    let mut reply = [0u8; 12];
-    let n = c.call(WORK, &us.to_le_bytes(), &mut reply)?;
-    if n != 12 {
-        bail!("a WORK reply of {n} bytes, expected 12");
-    }
-    let p = |i: usize| u32::from_le_bytes([reply[i], reply[i + 1], reply[i + 2], reply[i + 3]]);
-    Ok([p(0), p(4), p(8)])
 }
 
 // ------------------------------------------------------ MSG-P-SRR and -PRI

@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Result};
 
 use super::ctx::Ctx;
 use super::def::Variant;
-use super::msg::{connect, work, Server};
+use super::msgserver::{connect, work, Server};
 use super::prims::{controlled, join, rt_thread, test_cpu, wait_until};
 use super::row::{Outcome, Reference};
 use super::rtthread::Gate;

@@ -13,20 +13,20 @@
 //! trial's books are checked (every frame that arrived was forwarded or
 //! counted as lost); one that does not balance fails the row.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::cell::{CellRun, FirstLoss};
-use super::fib::RouteId;
 use super::forwarder::{self, ForwarderConfig, TrialReport};
 use super::lpm::Dir24;
 use super::options::SmpPlan;
 use super::packet::{self, Spec};
 use super::ports::{Discard, Offered, Pool};
-use super::search::{bounds, try_search_raising, SearchParams, SearchResult};
-use super::synth::{self, Destinations, Route};
-use super::tables::{LockStats, Table, UpdatePlan, Updater, UpdaterReport, Variant, WorkerHandle};
+use super::search::{bounds, SearchParams, SearchResult};
+use super::setup::{by_size, search_unless_stopped, Routes, TRAFFIC_SEED};
+use super::synth::{Destinations, Route};
+use super::tables::{LockStats, UpdaterReport, Variant, WorkerHandle};
 use crate::measure::placement::CpuList;
 use crate::suites::RunContext;
 
@@ -37,19 +37,11 @@ const MIN_POOL: usize = 4096;
 const MAX_POOL: usize = 65_536;
 /// Longest flat-out probe.
 const PROBE_MS: u64 = 200;
-/// Seed of the synthetic table, of the traffic (plus the port) and of the
-/// route changes: the same on both paths, so every cell sees one table
-/// and one stream of changes.
-pub(super) const TABLE_SEED: u64 = 1;
-pub(super) const TRAFFIC_SEED: u64 = 100;
-const CHANGE_SEED: u64 = 7;
-
 /// What every cell of a run shares: the table and the traffic.
 pub struct Setup {
-    /// The synthetic routes (route id = index).
-    pub routes: Vec<Route>,
-    /// The FIB built from them; each cell's table starts from a copy.
-    pub fib: Dir24,
+    /// The synthetic routes (one output port per input port) and their
+    /// FIB; each cell's table starts from a copy.
+    pub routes: Routes,
     /// Input ports.
     pub ports: usize,
     /// Per frame size, one pool of frames per input port.
@@ -60,49 +52,19 @@ impl Setup {
     /// Builds the table and the frames of every size in `plan`.
     pub fn build(plan: &SmpPlan) -> Result<Setup> {
         let ports = plan.memory_ports();
-        let routes = synth::generate(plan.routes, ports as u16, TABLE_SEED);
-        let mut fib = Dir24::new();
-        synth::fill(&mut fib, &routes);
+        let routes = Routes::build(plan, ports as u16);
         let mut pools = Vec::new();
         for &size in &plan.sizes {
             let per_port = (0..ports)
-                .map(|p| pool(&routes, plan, size, p))
+                .map(|p| pool(&routes.routes, plan, size, p))
                 .collect::<Result<Vec<_>>>()?;
             pools.push((size, per_port));
         }
         Ok(Setup {
             routes,
-            fib,
             ports,
             pools,
         })
-    }
-
-    fn pools(&self, size: usize) -> Result<&[Pool]> {
-        self.pools
-            .iter()
-            .find(|(s, _)| *s == size)
-            .map(|(_, p)| p.as_slice())
-            .ok_or_else(|| anyhow!("no frames of {size} bytes were built"))
-    }
-
-    /// The route changes of a cell: the same stream for every cell.
-    fn update_plan(&self, rate: f64) -> UpdatePlan {
-        update_plan(&self.routes, rate, self.ports as u16)
-    }
-}
-
-/// `rate` changes per second to `routes` (route id = index) over `ports`
-/// output ports: the same stream for every cell of a run.
-pub(super) fn update_plan(routes: &[Route], rate: f64, ports: u16) -> UpdatePlan {
-    UpdatePlan {
-        rate,
-        seed: CHANGE_SEED,
-        prefixes: (routes.iter().enumerate())
-            .map(|(i, r)| (r.prefix, i as RouteId))
-            .collect(),
-        routes: routes.len() as u32,
-        ports,
     }
 }
 
@@ -168,9 +130,8 @@ pub fn measure(
     (size, variant, workers): (usize, Variant, usize),
     cx: &RunContext,
 ) -> Result<CellRun> {
-    let pools = setup.pools(size)?;
-    let ports: Vec<u16> = setup.routes.iter().map(|r| r.port).collect();
-    let table = Arc::new(Table::new(variant, setup.fib.clone(), ports, workers));
+    let pools = by_size(&setup.pools, size)?;
+    let table = setup.routes.table(variant, workers);
     let mut cfg = ForwarderConfig::new(workers, setup.ports, size, Offered::FlatOut, plan.trial());
     cfg.cpus = CpuList(plan.cpus.clone());
     cfg.rx_ring = plan.ring;
@@ -190,9 +151,7 @@ pub fn measure(
         }
     };
     let source = |p: u16| pools[usize::from(p)].clone();
-    let spare = spare_cpus(plan, workers);
-    let updater = Updater::start_on(Arc::clone(&table), &setup.update_plan(plan.updates), &spare)
-        .context("cannot start the route-update thread")?;
+    let updater = setup.routes.start_updates(&table, plan, workers)?;
     let searched = search(plan, &cfg, cx, |at| {
         let run = forwarder::run(at, &cx.clock, route, source, |_| Discard)?;
         let mut locks =
@@ -203,12 +162,6 @@ pub fn measure(
     let updates = updater.stop();
     let (search, capacity_pps, figures) = searched?;
     Ok(summarise(search, capacity_pps, &figures, workers, updates))
-}
-
-/// The CPUs of `--cpus` that `workers` workers leave free (the
-/// route-update thread runs there), or none when they take them all.
-pub fn spare_cpus(plan: &SmpPlan, workers: usize) -> Vec<usize> {
-    plan.cpus.iter().skip(workers).copied().collect()
 }
 
 /// The probe, then the search, each trial's books checked.
@@ -232,10 +185,7 @@ fn search(
     let (lo, hi) = bounds(line, Some(capacity / cfg.ports as f64));
     let mut figures = Vec::new();
     let params = SearchParams::new(lo, hi, plan.resolution);
-    let result = try_search_raising(params, line, |rate| {
-        if cx.stopped() {
-            bail!("interrupted");
-        }
+    let result = search_unless_stopped(params, line, cx, |rate| {
         let at = ForwarderConfig {
             offered: Offered::Rate(rate),
             ..cfg.clone()

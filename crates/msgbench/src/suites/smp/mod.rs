@@ -26,7 +26,8 @@
 //!   hold times, per-route counters, and the route-update thread.
 //!
 //! - `options`: the command line and the plan; `memory` and `wire`: one
-//!   cell measured on each path, into one [`cell::CellRun`]; `sweep`: every cell, repeated and
+//!   cell measured on each path, into one [`cell::CellRun`], both on
+//!   `setup` (the table, the route-update thread, the search loop); `sweep`: every cell, repeated and
 //!   interleaved, into rows ([`row::SmpRow`]); `judge`: the study's
 //!   three lessons judged from the rows; `render`: tables and figures.
 
@@ -42,6 +43,7 @@ pub mod ports;
 pub mod render;
 pub mod row;
 pub mod search;
+pub mod setup;
 pub mod sweep;
 pub mod synth;
 pub mod tables;

@@ -13,20 +13,19 @@
 //! of every veth figure here, and is said under the table.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::cell::CellRun;
 use super::lpm::Dir24;
-use super::memory::{update_plan, TABLE_SEED, TRAFFIC_SEED};
 use super::options::SmpPlan;
 use super::packet::{self, Spec, FCS};
 use super::row::Forwarder;
-use super::search::{try_search_raising, SearchParams, SearchResult, Trial as SearchTrial};
-use super::synth::{self, Destinations, Route};
-use super::tables::{LockStats, Table, Updater, UpdaterReport, Variant};
+use super::search::{SearchParams, SearchResult, Trial as SearchTrial};
+use super::setup::{by_size, search_unless_stopped, Routes, TRAFFIC_SEED};
+use super::synth::{Destinations, Route};
+use super::tables::{LockStats, Table, UpdaterReport, Variant};
 use super::veth::afpacket::{self, Relayed};
 use super::veth::kernel::{kernel_trial, run_trial, Outcome, Trial};
 use super::veth::topology::{Topology, FWD0, FWD1, GEN0, SINK0};
@@ -47,8 +46,8 @@ const FANOUT_GROUP: u16 = 0x5a1;
 pub struct Setup {
     /// The namespaces (removed when this is dropped).
     pub topo: Topology,
-    routes: Vec<Route>,
-    fib: Dir24,
+    /// The synthetic routes (one output port: the sink's side) and their FIB.
+    routes: Routes,
     pools: Vec<(usize, Vec<Vec<u8>>)>,
 }
 
@@ -71,27 +70,16 @@ impl Setup {
             bail!("{why}");
         }
         let topo = Topology::create()?;
-        let routes = synth::generate(plan.routes, 1, TABLE_SEED);
-        let mut fib = Dir24::new();
-        synth::fill(&mut fib, &routes);
+        let routes = Routes::build(plan, 1);
         let mut pools = Vec::new();
         for &size in &plan.sizes {
-            pools.push((size, frames(&routes, plan, size)?));
+            pools.push((size, frames(&routes.routes, plan, size)?));
         }
         Ok(Setup {
             topo,
             routes,
-            fib,
             pools,
         })
-    }
-
-    fn pool(&self, size: usize) -> Result<&[Vec<u8>]> {
-        self.pools
-            .iter()
-            .find(|(s, _)| *s == size)
-            .map(|(_, p)| p.as_slice())
-            .ok_or_else(|| anyhow!("no frames of {size} bytes were built"))
     }
 }
 
@@ -145,7 +133,7 @@ pub fn measure(
     (size, forwarder, workers): (usize, Forwarder, usize),
     cx: &RunContext,
 ) -> Result<CellRun> {
-    let pool = setup.pool(size)?;
+    let pool = by_size(&setup.pools, size)?;
     match forwarder {
         Forwarder::Kernel => search(plan, size, cx, |rate, d| {
             let t = Trial {
@@ -170,12 +158,8 @@ fn ours(
     pool: &[Vec<u8>],
     cx: &RunContext,
 ) -> Result<CellRun> {
-    let ports = vec![0u16; setup.routes.len()];
-    let table = Arc::new(Table::new(variant, setup.fib.clone(), ports, workers));
-    let changes = update_plan(&setup.routes, plan.updates, 1);
-    let spare = super::memory::spare_cpus(plan, workers);
-    let updater = Updater::start_on(Arc::clone(&table), &changes, &spare)
-        .context("cannot start the route-update thread")?;
+    let table = setup.routes.table(variant, workers);
+    let updater = setup.routes.start_updates(&table, plan, workers)?;
     let searched = search(plan, size, cx, |rate, d| {
         let t = Trial {
             size,
@@ -269,10 +253,7 @@ fn search(
     let hi = (crossed * 1.25).min(line);
     let mut figures = Vec::new();
     let params = SearchParams::new(hi / 1000.0, hi, plan.resolution);
-    let result = try_search_raising(params, line, |rate| {
-        if cx.stopped() {
-            bail!("interrupted");
-        }
+    let result = search_unless_stopped(params, line, cx, |rate| {
         let before = CpuStat::read().ok();
         let (out, locks, unrouted) = trial(rate, plan.trial())?;
         let busy = before

@@ -7,7 +7,7 @@
 //! figures (not `ok`) give none, nor do figures a timing mode does not
 //! measure.
 
-use super::super::clients::ActiveRun;
+use super::super::crowd::ActiveRun;
 use super::super::row::{Row, Status, Timing};
 use super::vs_floor;
 use crate::pingpong::floor::FloorReport;
@@ -200,7 +200,7 @@ mod tests {
     fn scale_rows_are_keyed_by_their_count() {
         let mut r = measured(Timing::PerMessage);
         r.idle_clients = Some(1000);
-        r.idle = Some(crate::suites::ipc::idle::IdleCost {
+        r.idle = Some(crate::suites::ipc::crowd::IdleCost {
             connections: 1000,
             processes: 1,
             rss_before_bytes: 0,

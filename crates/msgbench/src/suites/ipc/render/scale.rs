@@ -5,7 +5,7 @@
 //! (aggregate rate, the clients' p50 and p99, fairness); their legend,
 //! and their CSV columns.
 
-use super::super::clients::ActiveRun;
+use super::super::crowd::ActiveRun;
 use super::super::row::{Api, Placement, Row, Status};
 use super::{idle_cells, title, title_with, FDS_CONN, RSS_CONN};
 use crate::measure::hist::fmt_ns;
