@@ -46,6 +46,7 @@ mod reactor;
 pub(crate) mod rendezvous;
 mod server;
 mod sets;
+mod shared;
 pub mod shm;
 pub mod signal;
 pub(crate) mod slab;
