@@ -307,11 +307,11 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.once.head.cmd
     }
 
-    /// The request payload. On the shared-memory transports (the shm
-    /// family, eventfd, io-uring, signal) this is the connection's shared
-    /// memory itself, read in place: a client that breaks the
-    /// protocol can change these bytes while you read them, so copy out
-    /// any value you check before you rely on it (lengths, indices).
+    /// The request payload, in memory of the server's own: on the
+    /// shared-memory transports (the shm family, eventfd, io-uring,
+    /// signal) the library copied it out of the shared memory once its
+    /// length was checked, so a client that breaks the protocol cannot
+    /// change these bytes while you read them.
     #[inline]
     pub fn data(&self) -> &[u8] {
         self.once.to.0.data()

@@ -250,7 +250,8 @@ pub trait PoolWorker: Send {
 /// answered from any thread. A held request is answered at most once:
 /// after a reply, the next one is an error.
 pub trait HeldRequest: Send {
-    /// The request payload (on shared-memory transports, where it lies).
+    /// The request payload (private memory: on shared-memory transports,
+    /// copied out of it when the request was taken).
     fn data(&self) -> &[u8];
     /// Replies with `data`. A client known to be gone meanwhile is
     /// [`Error::Disconnected`] (the reply goes nowhere; nothing is kept).
@@ -287,7 +288,7 @@ pub trait ClientConnection: Send {
         None
     }
     /// Sends the first `len` bytes of [`request_buffer`] with command
-    /// `cmd`, blocks for the reply and returns it where it lies; called
+    /// `cmd`, blocks for the reply and returns it in the same buffer; called
     /// only when [`request_buffer`] is `Some` (the default refuses).
     ///
     /// [`request_buffer`]: ClientConnection::request_buffer

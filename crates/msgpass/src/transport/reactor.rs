@@ -59,10 +59,11 @@
 //! **Replies** of a single worker go to the connection whose lock it holds
 //! from the request on (`Current`): one thread, no other locker.
 //!
-//! **In place.** A wire whose messages lie in shared memory lends it (see
-//! [`Wire::recv_lent`]): the request is then read where it lies
-//! ([`Core::data`]) and the reply built there ([`Core::reply_buffer`]), on
-//! the connection the worker holds. A detached (pool) request copies its
+//! **In place.** A wire whose messages lie in shared memory lends a
+//! private buffer of its own (see [`Wire::recv_lent`]): the request is
+//! read there ([`Core::data`]), copied out of the shared memory once its
+//! header was checked, and the reply built there ([`Core::reply_buffer`]),
+//! on the connection the worker holds. A detached (pool) request copies its
 //! payload out and replies by copy.
 
 use std::collections::{HashSet, VecDeque};

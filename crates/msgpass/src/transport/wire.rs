@@ -144,13 +144,15 @@ pub(crate) trait Wire: Send {
     }
 
     // In place: wires whose messages lie in shared memory (`areas.rs`)
-    // lend it, so the in-place API copies no payload. The defaults copy.
+    // lend a private buffer, which each message is copied into or out of
+    // once (never the shared memory itself: see `shared.rs`), so the
+    // in-place API copies no payload through the frame. The defaults copy.
 
     /// Receives one message like [`Wire::recv`] (`timeout` `None`) or
     /// [`Wire::recv_timeout`]; a wire whose messages lie in shared memory
-    /// writes only the checked header to `frame[..HEAD]` and leaves the
-    /// payload where it lies, for [`Wire::received`]. The default receives
-    /// the whole message into `frame`.
+    /// writes only the checked header to `frame[..HEAD]` and copies the
+    /// payload into its own buffer, for [`Wire::received`]. The default
+    /// receives the whole message into `frame`.
     fn recv_lent(
         &mut self,
         frame: &mut [u8],
@@ -162,15 +164,15 @@ pub(crate) trait Wire: Send {
         }
     }
     /// The first `len` payload bytes (`len` as [`Wire::recv_lent`] returned
-    /// it) of the message it last received, where they lie; `None` (the
-    /// default) when they were received into the frame.
+    /// it) of the message it last received, in the wire's own buffer;
+    /// `None` (the default) when they were received into the frame.
     fn received(&self, _len: usize) -> Option<&[u8]> {
         None
     }
-    /// The payload room (at least the channel maximum) of the memory the
-    /// peer receives in, to build the next message in place, starting with
-    /// the first `keep` payload bytes of the message last received (a
-    /// server builds its reply over its request); sent by
+    /// The wire's own buffer (at least the channel maximum) to build the
+    /// next message in, starting with the first `keep` payload bytes of the
+    /// message last received (a server builds its reply over its request);
+    /// copied into the memory the peer receives in and sent by
     /// [`Wire::send_in_place`]. `None` (the default) on wires that copy.
     fn send_buffer(&mut self, _keep: usize) -> Option<&mut [u8]> {
         None

@@ -188,7 +188,9 @@ fn a_client_rewriting_its_slot_cannot_change_what_the_server_acts_on() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         bad.is_empty(),
-        "the server acted on unchecked bytes: {bad:?}"
+        "the server acted on unchecked bytes {} times, first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
     );
     assert!(
         seen.unchecked.is_empty(),
