@@ -1,14 +1,16 @@
 //! The server side: [`Channel`] and the [`Request`] it yields.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::answer::{Chan, Once};
 use crate::error::{Error, Result};
 use crate::names::{EndpointClaim, Namespace};
-use crate::pool::{HeldCount, Keep, OwnedRequest, PoolShared, Receiver, Spares, MAX_THREADS};
+use crate::pool::{
+    HeldCount, Keep, OwnedRequest, Place, PoolShared, Receiver, Spares, MAX_THREADS,
+};
 use crate::pulse::{pulse_of, Pulse};
 use crate::transport::core::{Copied, Unanswered};
 use crate::transport::{self, HeldRequest, Options, ServerChannel, Transport, Typed};
@@ -42,19 +44,6 @@ pub struct Channel<S: ServerChannel + ?Sized = dyn ServerChannel> {
 struct Deferred {
     count: Arc<HeldCount>,
     spares: Arc<Spares>,
-}
-
-/// Where a channel is served.
-pub(crate) enum Place {
-    /// An endpoint in a namespace, claimed for the channel's lifetime.
-    Endpoint(EndpointClaim),
-    /// A TCP address, with no namespace ([`Channel::listen_tcp`]).
-    Tcp {
-        /// `tcp://ADDR:PORT`, what [`Channel::path`] shows.
-        name: PathBuf,
-        /// The address listened on.
-        addr: SocketAddr,
-    },
 }
 
 impl Channel {
@@ -413,7 +402,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     }
 }
 
-impl<S: ServerChannel + ?Sized> crate::Received for Request<'_, S> {
+impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
     #[inline]
     fn cmd(&self) -> u32 {
         Request::cmd(self)

@@ -364,7 +364,8 @@ mod tests {
     /// the request in, starting with the request.
     #[test]
     fn the_area_transports_pass_messages_in_place() {
-        use crate::transport::{by_name, Options};
+        use crate::transport::api::Options;
+        use crate::transport::by_name;
         use std::sync::atomic::AtomicBool;
         for name in ["eventfd", "io-uring", "signal"] {
             let dir =

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::pulse::{PULSE, PULSE_LEN};
+use crate::transport::api::{ClientConnection, ONEWAY};
 use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID};
-use crate::transport::{ClientConnection, ONEWAY};
 
 /// What a [`WireClient`] knows of its mechanism.
 #[derive(Debug, Clone, Copy)]

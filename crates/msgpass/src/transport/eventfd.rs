@@ -46,12 +46,12 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::transport::api::Options;
 use crate::transport::areas::Areas;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{Wire, HEAD};
-use crate::transport::Options;
 
 /// Eventfd notification, shared-memory payload.
 #[derive(Debug, Clone, Copy, Default)]

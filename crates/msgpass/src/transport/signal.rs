@@ -101,6 +101,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
+use crate::transport::api::{
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+    ONEWAY,
+};
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
@@ -110,10 +114,6 @@ use crate::transport::server::{
 };
 use crate::transport::slab::Token;
 use crate::transport::wire::head;
-use crate::transport::{
-    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
-    ONEWAY,
-};
 use oslayer::poll::PollFd;
 use oslayer::signal::{self, SigInfo, SigSet};
 use oslayer::thread::gettid;

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::api::Status;
 use crate::transport::poker::{self, Target};
-use crate::transport::Status;
 
 /// Header length of every wire message.
 pub(crate) const HEAD: usize = 8;
@@ -22,7 +22,7 @@ pub(crate) const HEAD: usize = 8;
 /// `WireClient::hint_cpu`); the server keeps it and answers nothing. A
 /// one-way code no application can send (`call` and `send_oneway` refuse
 /// the one-way bit).
-pub(crate) const HINT: u32 = crate::transport::ONEWAY | 0x7fff_ffff;
+pub(crate) const HINT: u32 = crate::transport::api::ONEWAY | 0x7fff_ffff;
 
 /// The wire code of a client's calling thread: its thread id as a
 /// little-endian `i32`, sent before a request when the calling thread is
@@ -30,7 +30,7 @@ pub(crate) const HINT: u32 = crate::transport::ONEWAY | 0x7fff_ffff;
 /// a server with priority inheritance believes it only if the kernel lists
 /// that thread in the peer's process (see `priority.rs`), and answers
 /// nothing. Reserved like [`HINT`]: no application can send it.
-pub(crate) const TID: u32 = crate::transport::ONEWAY | crate::pulse::CALLER;
+pub(crate) const TID: u32 = crate::transport::api::ONEWAY | crate::pulse::CALLER;
 
 /// Builds a header.
 pub(crate) fn head(code: u32, len: usize) -> [u8; HEAD] {

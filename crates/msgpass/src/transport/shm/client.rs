@@ -12,11 +12,11 @@ use super::{
     FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SPINS, WAITER,
 };
 use crate::error::{Error, Result};
-use crate::pool::MAX_THREADS as MAX_WORKERS;
 use crate::pulse::{PULSE, PULSE_LEN};
+use crate::transport::api::MAX_THREADS as MAX_WORKERS;
+use crate::transport::api::{ClientConnection, Options, Status, ONEWAY};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{self, Family};
-use crate::transport::{ClientConnection, Options, Status, ONEWAY};
 
 /// The client side of an [`Shm`](super::Shm) connection (for
 /// [`Connection::open_typed`](crate::Connection::open_typed)): its slot,

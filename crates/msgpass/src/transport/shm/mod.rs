@@ -140,16 +140,15 @@ use std::path::Path;
 use std::sync::atomic::AtomicU32;
 
 use crate::error::{Error, Result};
-use crate::transport::rendezvous::Family;
+use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport, Typed};
 use crate::transport::shared;
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport, Typed};
 use oslayer::mman::Mapping;
 
 pub use client::ShmClient;
 pub use server::ShmServer;
 
 /// How a side waits for the other: the transport table's [`Wait`].
-pub use crate::transport::Wait;
+pub use crate::transport::api::Wait;
 
 /// The shared-memory transport with a given wait strategy.
 #[derive(Debug, Clone, Copy)]
@@ -161,16 +160,6 @@ impl Shm {
     /// The transport, waiting with `wait` on both sides.
     pub fn new(wait: Wait) -> Shm {
         Shm { wait }
-    }
-
-    /// The typed transport a name or alias of the transport table stands
-    /// for when it is one of the shared-memory family (`shm`, `shm-spin`,
-    /// `shm-block`, `shm-hybrid`), for programs that pick the transport at
-    /// run time but want the typed channels for shm; `None` for any other
-    /// transport (or an unknown name).
-    pub fn by_name(name: &str) -> Option<Shm> {
-        let info = crate::transport::info(name).ok()?;
-        (info.family == Some(Family::Shm)).then(|| Shm::new(info.wait))
     }
 }
 
@@ -210,7 +199,7 @@ pub const NAPPING: u32 = 3;
 const BELL_FLAGS: usize = 0;
 /// Size of the doorbell: the flags' line, then a line per thread, in
 /// whole pages.
-const BELL_LEN: usize = (64 * (crate::pool::MAX_THREADS + 1)).div_ceil(PAGE) * PAGE;
+const BELL_LEN: usize = (64 * (crate::transport::api::MAX_THREADS + 1)).div_ceil(PAGE) * PAGE;
 
 /// Offset of server thread `w`'s state word in the doorbell.
 fn bell_state(w: usize) -> usize {
@@ -364,7 +353,7 @@ mod tests {
 
     #[test]
     fn every_thread_of_the_largest_pool_has_a_line_of_the_doorbell() {
-        let last = crate::pool::MAX_THREADS - 1;
+        let last = crate::transport::api::MAX_THREADS - 1;
         assert!(bell_cpu(last) + 4 <= BELL_LEN);
         assert_eq!(bell_state(0) % 64, 0);
         assert_eq!(BELL_LEN % PAGE, 0, "the doorbell is whole pages");

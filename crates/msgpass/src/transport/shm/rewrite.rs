@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{slot_size, Shm, Wait, DATA, MASK, REPLY, REQUEST};
+use crate::transport::api::{Options, ServerChannel, Status, Transport};
 use crate::transport::rendezvous::{self, Family};
-use crate::transport::{Options, ServerChannel, Status, Transport};
 use oslayer::mman::Mapping;
 
 /// The payload length every hostile request is posted with; every length

@@ -22,15 +22,17 @@ use super::{
     WAITER, WATCH_MAX,
 };
 use crate::error::{Error, Result};
-use crate::pool::MAX_THREADS;
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
+use crate::transport::api::MAX_THREADS;
+use crate::transport::api::{
+    HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
+};
 use crate::transport::core::{Core, Single};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{Family, Listener};
 use crate::transport::server::{in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
-use crate::transport::{HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY};
 
 /// The server side of an [`Shm`](super::Shm) channel (for
 /// [`Channel::create_typed`](crate::Channel::create_typed)). Requests are
@@ -1079,8 +1081,8 @@ impl HeldRequest for ShmHeld {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::api::Transport;
     use crate::transport::rendezvous;
-    use crate::transport::Transport;
     use std::sync::mpsc;
 
     /// A client that maps what it was given and scribbles on every word it
