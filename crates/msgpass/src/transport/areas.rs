@@ -237,14 +237,7 @@ impl Areas {
     /// Copies the message announced in our area, header and payload, to
     /// `frame`, as a wire receives it; returns the payload length.
     pub(crate) fn take(&mut self, frame: &mut [u8]) -> io::Result<usize> {
-        let len = self.take_head(frame)?;
-        if HEAD + len > frame.len() {
-            return Err(too_long());
-        }
-        if !self.copied {
-            self.take_payload(&mut frame[HEAD..HEAD + len]);
-        }
-        Ok(len)
+        self.take_into(frame, false)
     }
 
     /// Copies the header of the message announced in our area, as checked
@@ -252,19 +245,31 @@ impl Areas {
     /// private buffer ([`Areas::received`]; a pulse's to the frame);
     /// returns the payload length.
     pub(crate) fn take_head(&mut self, frame: &mut [u8]) -> io::Result<usize> {
+        self.take_into(frame, true)
+    }
+
+    /// [`Areas::take`] (`lent` false) or [`Areas::take_head`] (true): the
+    /// header as checked goes to the frame, not as the peer may have
+    /// rewritten it since; the payload is copied once, before a server
+    /// marks the message taken (a client may write its next one then).
+    fn take_into(&mut self, frame: &mut [u8], lent: bool) -> io::Result<usize> {
         let (code, len) = self.head()?;
-        // The header as checked, not as the peer may have rewritten it since.
         frame[..HEAD].copy_from_slice(&crate::transport::wire::head(code, len));
         self.copied = self.server && crate::pulse::is_pulse(code);
-        if self.copied {
-            // Copied out before the client may write the next one.
+        let payload = if self.copied {
             let n = len.min(frame.len() - HEAD);
             self.take_payload(&mut frame[HEAD..HEAD + n]);
+            Ok(())
+        } else if lent {
+            self.keep_payload(len)
+        } else if HEAD + len > frame.len() {
+            Err(too_long())
         } else {
-            self.keep_payload(len)?;
-        }
+            self.take_payload(&mut frame[HEAD..HEAD + len]);
+            Ok(())
+        };
         self.mark_taken();
-        Ok(len)
+        payload.map(|()| len)
     }
 
     /// Copies the first `len` payload bytes (`len` as checked by
