@@ -23,13 +23,13 @@ mod common;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
 use common::holder::{head, Holder, HOSTILE};
 use common::*;
-use msgpass::{Channel, Connection, Namespace, Options, OwnedRequest, Pulse};
+use msgpass::{Connection, Namespace, Options, Pulse};
 
 /// How long a test may run.
 const LIMIT: Duration = Duration::from_secs(60);

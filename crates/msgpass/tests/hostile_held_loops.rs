@@ -23,17 +23,15 @@ mod common;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::holder::{head, Holder, HOSTILE};
 use common::*;
-use msgpass::{Channel, Connection, Namespace, Options, OwnedRequest, Pulse};
+use msgpass::{Connection, Namespace, Options, Pulse};
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgType};
 
-/// What the hostile client's requests carry.
-const HOSTILE: &[u8; 4] = b"EVIL";
 /// How long a test may run.
 const LIMIT: Duration = Duration::from_secs(60);
 /// How long one step may take: well within [`LIMIT`], so that a failing
