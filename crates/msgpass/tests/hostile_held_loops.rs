@@ -22,14 +22,13 @@
 mod common;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
-use common::holder::{head, Holder, HOSTILE};
+use common::holder::{head, pulse_flood, Holder, HOSTILE};
 use common::*;
-use msgpass::{Connection, Namespace, Options, Pulse};
+use msgpass::Pulse;
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgType};
 
 /// How long a test may run.
@@ -250,42 +249,7 @@ fn fuse_malformed_pulses_drop_their_connection() {
 /// once, refused when the path is full) beside an honest client.
 fn pulse_flood_beside_an_honest_client(transport: &'static str) {
     run(transport, "pulse flood", move |t| {
-        let (server, _path) = Holder::start(t, transport);
-        let stop = Arc::new(AtomicBool::new(false));
-        let (sent, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let flooder = {
-            let (stop, sent, refused) =
-                (Arc::clone(&stop), Arc::clone(&sent), Arc::clone(&refused));
-            let ns = Namespace::open(t.dir()).expect("namespace");
-            thread::spawn(move || {
-                let tr = msgpass::transport::by_name(transport).expect("transport");
-                let mut c = Connection::open(&ns, "hostile/0", &*tr, &Options::default())
-                    .expect("flooder open");
-                let mut v = 0u32;
-                while !stop.load(Ordering::Relaxed) {
-                    v = v.wrapping_add(1);
-                    match c.send_pulse(Pulse { code: 9, value: v }) {
-                        Ok(()) => sent.fetch_add(1, Ordering::Relaxed),
-                        Err(msgpass::Error::PulseQueueFull) => {
-                            refused.fetch_add(1, Ordering::Relaxed)
-                        }
-                        Err(e) => panic!("pulse: {e}"),
-                    };
-                }
-            })
-        };
-        while sent.load(Ordering::Relaxed) < 100 && refused.load(Ordering::Relaxed) == 0 {
-            thread::sleep(Duration::from_millis(1));
-        }
-        honest_calls_at(t.dir(), transport, 200, Duration::from_millis(20), LIMIT);
-        stop.store(true, Ordering::Relaxed);
-        flooder.join().expect("flooder");
-        println!(
-            "{transport}: {} pulses sent, {} refused, beside 200 honest calls",
-            sent.load(Ordering::Relaxed),
-            refused.load(Ordering::Relaxed)
-        );
-        drop(server);
+        pulse_flood(t, transport, LIMIT);
     });
 }
 

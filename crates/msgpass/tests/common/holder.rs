@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use msgpass::{Channel, OwnedRequest};
+use msgpass::{Channel, Connection, Namespace, Options, OwnedRequest, Pulse};
 
-use super::{echo_reply, tick_options, TestNs, MAX};
+use super::{echo_reply, honest_calls_at, tick_options, TestNs, MAX};
 
 /// What the hostile client's requests carry, to tell them from the
 /// honest client's.
@@ -94,4 +94,43 @@ impl Drop for Holder {
         }
         self.release();
     }
+}
+
+/// A client flooding pulses through the library (each send returns at
+/// once, refused when the path is full) beside an honest client of
+/// `transport` in `t`, who must be served within `limit`.
+pub fn pulse_flood(t: &TestNs, transport: &'static str, limit: Duration) {
+    let (server, _path) = Holder::start(t, transport);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let flooder = {
+        let (stop, sent, refused) = (Arc::clone(&stop), Arc::clone(&sent), Arc::clone(&refused));
+        let ns = Namespace::open(t.dir()).expect("namespace");
+        thread::spawn(move || {
+            let tr = msgpass::transport::by_name(transport).expect("transport");
+            let mut c = Connection::open(&ns, "hostile/0", &*tr, &Options::default())
+                .expect("flooder open");
+            let mut v = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                v = v.wrapping_add(1);
+                match c.send_pulse(Pulse { code: 9, value: v }) {
+                    Ok(()) => sent.fetch_add(1, Ordering::Relaxed),
+                    Err(msgpass::Error::PulseQueueFull) => refused.fetch_add(1, Ordering::Relaxed),
+                    Err(e) => panic!("pulse: {e}"),
+                };
+            }
+        })
+    };
+    while sent.load(Ordering::Relaxed) < 100 && refused.load(Ordering::Relaxed) == 0 {
+        thread::sleep(Duration::from_millis(1));
+    }
+    honest_calls_at(t.dir(), transport, 200, Duration::from_millis(20), limit);
+    stop.store(true, Ordering::Relaxed);
+    flooder.join().expect("flooder");
+    println!(
+        "{transport}: {} pulses sent, {} refused, beside 200 honest calls",
+        sent.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed)
+    );
+    drop(server);
 }
