@@ -4,7 +4,7 @@
 //! and the `EIO` a request dropped unanswered sends are written here once.
 
 use crate::error::{Error, Result};
-use crate::transport::{HeldRequest, Incoming, ServerChannel, Status};
+use crate::transport::api::{HeldRequest, Incoming, ServerChannel, Status};
 
 /// Where a request's answer goes: a channel's current request, or a held
 /// one.

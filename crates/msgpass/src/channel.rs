@@ -1,14 +1,16 @@
 //! The server side: [`Channel`] and the [`Request`] it yields.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::answer::{Chan, Once};
 use crate::error::{Error, Result};
 use crate::names::{EndpointClaim, Namespace};
-use crate::pool::{HeldCount, Keep, OwnedRequest, PoolShared, Receiver, Spares, MAX_THREADS};
+use crate::pool::{
+    HeldCount, Keep, OwnedRequest, Place, PoolShared, Receiver, Spares, MAX_THREADS,
+};
 use crate::pulse::{pulse_of, Pulse};
 use crate::transport::core::{Copied, Unanswered};
 use crate::transport::{self, HeldRequest, Options, ServerChannel, Transport, Typed};
@@ -42,19 +44,6 @@ pub struct Channel<S: ServerChannel + ?Sized = dyn ServerChannel> {
 struct Deferred {
     count: Arc<HeldCount>,
     spares: Arc<Spares>,
-}
-
-/// Where a channel is served.
-pub(crate) enum Place {
-    /// An endpoint in a namespace, claimed for the channel's lifetime.
-    Endpoint(EndpointClaim),
-    /// A TCP address, with no namespace ([`Channel::listen_tcp`]).
-    Tcp {
-        /// `tcp://ADDR:PORT`, what [`Channel::path`] shows.
-        name: PathBuf,
-        /// The address listened on.
-        addr: SocketAddr,
-    },
 }
 
 impl Channel {
@@ -307,11 +296,11 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.once.head.cmd
     }
 
-    /// The request payload. On the shared-memory transports (the shm
-    /// family, eventfd, io-uring, signal) this is the connection's shared
-    /// memory itself, read in place: a client that breaks the
-    /// protocol can change these bytes while you read them, so copy out
-    /// any value you check before you rely on it (lengths, indices).
+    /// The request payload, in memory of the server's own: on the
+    /// shared-memory transports (the shm family, eventfd, io-uring,
+    /// signal) the library copied it out of the shared memory once its
+    /// length was checked, so a client that breaks the protocol cannot
+    /// change these bytes while you read them.
     #[inline]
     pub fn data(&self) -> &[u8] {
         self.once.to.0.data()
@@ -413,7 +402,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     }
 }
 
-impl<S: ServerChannel + ?Sized> crate::Received for Request<'_, S> {
+impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
     #[inline]
     fn cmd(&self) -> u32 {
         Request::cmd(self)

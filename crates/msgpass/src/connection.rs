@@ -190,15 +190,17 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// Calls in place: `fill` writes the request into the transport's
     /// request buffer ([`max_msg`](Connection::max_msg) bytes; what it held
     /// before is unspecified) and returns its length; the call then blocks
-    /// until the reply, which is returned where it lies. An error reply is
+    /// until the reply, which is returned in the same buffer. An error reply is
     /// [`Error::Remote`]; a length over the buffer is [`Error::TooLarge`]
     /// (nothing is sent).
     ///
     /// On the shared-memory transports (the shm family, eventfd,
-    /// io-uring, signal) nothing is copied: the request is written into
-    /// the connection's shared memory and the reply read from it. The
-    /// reply borrows the connection, so it cannot outlive the next call,
-    /// which reuses the slot (the compiler checks it):
+    /// io-uring, signal) the buffer is private memory of the connection:
+    /// the library copies the request into the shared memory and the reply
+    /// (its length checked first) out of it, so the server, another
+    /// process, cannot change the reply while you read it. The reply
+    /// borrows the connection, so it cannot outlive the next call, which
+    /// reuses the buffer (the compiler checks it):
     ///
     /// ```compile_fail
     /// # fn f(conn: &mut msgpass::Connection) -> msgpass::Result<()> {
@@ -208,10 +210,8 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     /// # Ok(()) }
     /// ```
     ///
-    /// On the other transports the buffers are the connection's own, and
-    /// the call copies as [`call`](Connection::call) does. On shared
-    /// memory the server (like any peer, untrusted) could change the reply
-    /// while you read it: copy out what you check before relying on it.
+    /// On the other transports the buffers are the connection's own too,
+    /// and the call copies as [`call`](Connection::call) does.
     #[inline]
     pub fn call_with(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
         if cmd >= RESERVED {

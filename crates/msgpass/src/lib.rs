@@ -10,24 +10,28 @@
 //!
 //! ## Two ways to pass a message
 //!
-//! | | copying | in place (zero-copy) |
+//! | | copying | in place |
 //! |---|---|---|
-//! | client | [`Connection::call`]: your request buffer in, the reply copied into yours | [`Connection::call_with`]: write the request into the transport's own buffer, read the reply where it lies |
+//! | client | [`Connection::call`]: your request buffer in, the reply copied into yours | [`Connection::call_with`]: write the request into the transport's own buffer, read the reply in it |
 //! | server | [`Request::data`], then [`Request::reply`] with your buffer | [`Request::data`], then [`Request::reply_with`]: write the reply into the transport's own buffer |
 //!
 //! On the shared-memory transports (`shm`, `shm-spin`, `shm-block`,
-//! `shm-hybrid`) the in-place calls move no byte at all: request and reply
-//! are read and written in the connection's shared slot. `eventfd`,
-//! `io-uring` and `signal` carry their messages in shared memory too, one
-//! area per direction, and lend those areas the same way; the only copy
-//! left is the request into the front of the reply area, which
-//! [`Request::reply_with`] promises. On every other transport the
-//! in-place calls work the same way over a buffer of the library's (the
-//! copying fallback), so generic code runs on any transport. The borrow
-//! checker keeps the rules: the reply [`Connection::call_with`] returns
-//! borrows the connection, so it is gone before the next call can reuse
-//! the slot, and the buffer [`Request::reply_with`] lends is only reachable
-//! inside its closure, before the reply is published.
+//! `shm-hybrid`, and `eventfd`, `io-uring` and `signal`, whose messages
+//! lie in shared memory too) the in-place calls lend a private buffer of
+//! the connection (or server thread), and the library moves each message
+//! once between it and the shared memory, with no system call and no
+//! allocation: the caller's own copy into and out of a buffer of its own
+//! is saved. Shared memory itself is never lent: the peer is another
+//! process that may write it at any moment, so the library copies a
+//! message out once its header is checked, and what you read cannot
+//! change under you (see `transport/shared.rs` for the rules). On every
+//! other transport the in-place calls work the same way over a buffer of
+//! the library's (the copying fallback), so generic code runs on any
+//! transport. The borrow checker keeps the rules: the reply
+//! [`Connection::call_with`] returns borrows the connection, so it is gone
+//! before the next call reuses the buffer, and the buffer
+//! [`Request::reply_with`] lends is only reachable inside its closure,
+//! before the reply is published.
 //!
 //! ```no_run
 //! use msgpass::{Channel, Connection, Namespace, Options};

@@ -299,80 +299,14 @@ impl EndpointClaim {
         let mut lock_path = path.clone().into_os_string();
         lock_path.push(".lock");
         let lock_path = PathBuf::from(lock_path);
-        // Every removal goes through these descriptors (see the module
-        // documentation).
-        let mut dirs = vec![(open_private(None, &ns.root, &ns.root)?, OsString::new())];
-        let mut shown = ns.root.clone();
+        let dirs = open_dirs(ns, name)?;
         let rel = Path::new(name);
-        if let Some(parent) = rel.parent() {
-            for c in parent.components() {
-                shown.push(c);
-                let (at, _) = dirs.last().expect("the root");
-                let fd = open_private(Some(at.as_fd()), Path::new(&c), &shown)?;
-                dirs.push((fd, c.as_os_str().to_owned()));
-            }
-        }
         let file = rel.file_name().expect("validated name").to_owned();
         let mut lock_file = file.clone();
         lock_file.push(".lock");
-        let lock = loop {
-            let mut f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&lock_path)
-                .map_err(|e| Error::io(format!("open {}", lock_path.display()), e))?;
-            let locked = oslayer::fs::try_lock_exclusive(f.as_fd())
-                .map_err(|e| Error::io(format!("lock {}", lock_path.display()), e))?;
-            if !locked {
-                let mut s = String::new();
-                let pid = f
-                    .read_to_string(&mut s)
-                    .ok()
-                    .and_then(|_| s.trim().parse().ok());
-                return Err(Error::AlreadyServed { path, pid });
-            }
-            // The previous owner may have unlinked the file between our open
-            // and our lock: only a lock on the file still at the path counts.
-            let held = f.metadata().map_err(|e| Error::io("fstat lock file", e))?;
-            match fs::symlink_metadata(&lock_path) {
-                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
-                    f.set_len(0)
-                        .map_err(|e| Error::io("truncate lock file", e))?;
-                    f.rewind().map_err(|e| Error::io("rewind lock file", e))?;
-                    write!(f, "{}", std::process::id())
-                        .map_err(|e| Error::io("write lock file", e))?;
-                    break f;
-                }
-                _ => continue,
-            }
-        };
-        // We hold the lock, so whoever left anything at or beside the path
-        // is dead: every transport's stale-endpoint hook clears its kind
-        // (a fuse server's dead mount, a sysv-msg server's queues, FIFOs).
-        let cleaned = crate::transport::table::clean_stale(&path);
-        let replaced_file = match fs::symlink_metadata(&path) {
-            Ok(md) if md.is_dir() => {
-                // Still holding the lock: leave no lock file behind.
-                let (at, _) = dirs.last().expect("the root");
-                let _ = oslayer::fs::unlink_at(at.as_fd(), Path::new(&lock_file));
-                return Err(Error::Namespace {
-                    path,
-                    reason: "a directory stands where the endpoint should be".into(),
-                });
-            }
-            Ok(_) => {
-                let (at, _) = dirs.last().expect("the root");
-                oslayer::fs::unlink_at(at.as_fd(), Path::new(&file))
-                    .map_err(|e| Error::io(format!("remove stale {}", path.display()), e))?;
-                true
-            }
-            Err(_) => false,
-        };
-        let replaced_stale = cleaned || replaced_file;
+        let lock = take_lock(&lock_path, &path)?;
+        let (at, _) = dirs.last().expect("the root");
+        let replaced_stale = clear_stale(&path, at.as_fd(), &file, &lock_file)?;
         Ok(EndpointClaim {
             path,
             dirs,
@@ -387,6 +321,98 @@ impl EndpointClaim {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Opens the directories from the namespace root down to endpoint
+/// `name`'s, each relative to the one before (every removal goes through
+/// these descriptors: see the module documentation), with each one's name
+/// in the one before (empty for the root).
+fn open_dirs(ns: &Namespace, name: &str) -> Result<Vec<(OwnedFd, OsString)>> {
+    let mut dirs = vec![(open_private(None, &ns.root, &ns.root)?, OsString::new())];
+    let mut shown = ns.root.clone();
+    if let Some(parent) = Path::new(name).parent() {
+        for c in parent.components() {
+            shown.push(c);
+            let (at, _) = dirs.last().expect("the root");
+            let fd = open_private(Some(at.as_fd()), Path::new(&c), &shown)?;
+            dirs.push((fd, c.as_os_str().to_owned()));
+        }
+    }
+    Ok(dirs)
+}
+
+/// Takes the exclusive lock of endpoint `path` at `lock_path` and writes
+/// our pid in it; [`Error::AlreadyServed`] (with the owner's pid, if it
+/// says) when a live server holds it.
+fn take_lock(lock_path: &Path, path: &Path) -> Result<File> {
+    loop {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(lock_path)
+            .map_err(|e| Error::io(format!("open {}", lock_path.display()), e))?;
+        let locked = oslayer::fs::try_lock_exclusive(f.as_fd())
+            .map_err(|e| Error::io(format!("lock {}", lock_path.display()), e))?;
+        if !locked {
+            let mut s = String::new();
+            let pid = f
+                .read_to_string(&mut s)
+                .ok()
+                .and_then(|_| s.trim().parse().ok());
+            return Err(Error::AlreadyServed {
+                path: path.to_owned(),
+                pid,
+            });
+        }
+        // The previous owner may have unlinked the file between our open
+        // and our lock: only a lock on the file still at the path counts.
+        let held = f.metadata().map_err(|e| Error::io("fstat lock file", e))?;
+        match fs::symlink_metadata(lock_path) {
+            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                f.set_len(0)
+                    .map_err(|e| Error::io("truncate lock file", e))?;
+                f.rewind().map_err(|e| Error::io("rewind lock file", e))?;
+                write!(f, "{}", std::process::id()).map_err(|e| Error::io("write lock file", e))?;
+                return Ok(f);
+            }
+            _ => continue,
+        }
+    }
+}
+
+/// With the lock held, so that whoever left anything at or beside `path`
+/// is dead: every transport's stale-endpoint hook clears its kind (a fuse
+/// server's dead mount, a sysv-msg server's queues, FIFOs), and a stale
+/// `file` in directory `at` is removed. True when something stale was
+/// found; a directory standing at the path is an error (and the lock
+/// file is removed, leaving nothing behind).
+fn clear_stale(
+    path: &Path,
+    at: BorrowedFd<'_>,
+    file: &OsString,
+    lock_file: &OsString,
+) -> Result<bool> {
+    let cleaned = crate::transport::table::clean_stale(path);
+    let replaced_file = match fs::symlink_metadata(path) {
+        Ok(md) if md.is_dir() => {
+            let _ = oslayer::fs::unlink_at(at, Path::new(lock_file));
+            return Err(Error::Namespace {
+                path: path.to_owned(),
+                reason: "a directory stands where the endpoint should be".into(),
+            });
+        }
+        Ok(_) => {
+            oslayer::fs::unlink_at(at, Path::new(file))
+                .map_err(|e| Error::io(format!("remove stale {}", path.display()), e))?;
+            true
+        }
+        Err(_) => false,
+    };
+    Ok(cleaned || replaced_file)
 }
 
 impl Drop for EndpointClaim {

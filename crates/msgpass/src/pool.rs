@@ -1,20 +1,33 @@
 //! A channel served by a pool of threads: [`Receiver`] (one per thread)
 //! and the [`OwnedRequest`] it yields. See [`Channel::into_pool`](crate::Channel::into_pool).
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::answer::{Held, Once};
-use crate::channel::Place;
 use crate::error::{Error, Result};
-use crate::transport::PoolWorker;
-use crate::transport::{HeldRequest, Incoming};
+use crate::names::EndpointClaim;
+use crate::transport::api::PoolWorker;
+use crate::transport::api::{HeldRequest, Incoming};
 
-/// Most threads a pool may have.
-pub const MAX_THREADS: usize = 64;
+pub use crate::transport::api::MAX_THREADS;
+
+/// Where a channel is served.
+pub(crate) enum Place {
+    /// An endpoint in a namespace, claimed for the channel's lifetime.
+    Endpoint(EndpointClaim),
+    /// A TCP address, with no namespace ([`Channel::listen_tcp`](crate::Channel::listen_tcp)).
+    Tcp {
+        /// `tcp://ADDR:PORT`, what [`Channel::path`](crate::Channel::path) shows.
+        name: PathBuf,
+        /// The address listened on.
+        addr: SocketAddr,
+    },
+}
 
 /// What the receivers of one pool share: the endpoint, claimed until the
 /// last receiver is dropped, and the stop flag.
@@ -245,7 +258,7 @@ impl OwnedRequest {
     }
 
     /// The pulse this is (see [`Request::pulse`](crate::Request::pulse)).
-    pub fn pulse(&self) -> Option<crate::Pulse> {
+    pub fn pulse(&self) -> Option<crate::pulse::Pulse> {
         crate::pulse::pulse_of(self.once.head, self.data())
     }
 
@@ -270,7 +283,7 @@ impl OwnedRequest {
     }
 }
 
-impl crate::Received for OwnedRequest {
+impl crate::answer::Received for OwnedRequest {
     #[inline]
     fn cmd(&self) -> u32 {
         OwnedRequest::cmd(self)

@@ -15,7 +15,7 @@
 //! and no queue grows without bound. Where the room is depends on the
 //! transport (see [`Connection::send_pulse`](crate::Connection::send_pulse)).
 
-use crate::transport::ONEWAY;
+use crate::transport::api::ONEWAY;
 
 /// The command code of a pulse on the wire (with [`ONEWAY`]): reserved,
 /// like every code from [`RESERVED`] up (0x7fff_ffff is the wire's CPU
@@ -33,8 +33,7 @@ pub(crate) const CALLER: u32 = 0x7fff_fffd;
 /// [`Connection::send_oneway`](crate::Connection::send_oneway).
 pub const RESERVED: u32 = CALLER;
 
-/// Bytes of a pulse's payload on the wire.
-pub(crate) const PULSE_LEN: usize = 8;
+pub(crate) use crate::transport::api::PULSE_LEN;
 
 /// A pulse: what the sender says (`code`) and a value that goes with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,7 +69,7 @@ impl Pulse {
 }
 
 /// The pulse a received request is, if it is one.
-pub(crate) fn pulse_of(head: crate::transport::Incoming, data: &[u8]) -> Option<Pulse> {
+pub(crate) fn pulse_of(head: crate::transport::api::Incoming, data: &[u8]) -> Option<Pulse> {
     match head.oneway && head.cmd == PULSE {
         true => Pulse::decode(data),
         false => None,

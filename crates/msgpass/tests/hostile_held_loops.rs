@@ -22,17 +22,15 @@
 mod common;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::holder::{head, pulse_flood, Holder, HOSTILE};
 use common::*;
-use msgpass::{Channel, Connection, Namespace, Options, OwnedRequest, Pulse};
+use msgpass::Pulse;
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgType};
 
-/// What the hostile client's requests carry.
-const HOSTILE: &[u8; 4] = b"EVIL";
 /// How long a test may run.
 const LIMIT: Duration = Duration::from_secs(60);
 /// How long one step may take: well within [`LIMIT`], so that a failing
@@ -42,84 +40,6 @@ const LIMIT: Duration = Duration::from_secs(60);
 const STEP: Duration = Duration::from_secs(20);
 /// The wire code of a pulse.
 const PULSE_WIRE: u32 = msgpass::PULSE | msgpass::ONEWAY;
-
-/// A wire header.
-fn head(code: u32, len: usize) -> [u8; 8] {
-    let mut h = [0u8; 8];
-    h[..4].copy_from_slice(&code.to_le_bytes());
-    h[4..].copy_from_slice(&(len as u32).to_le_bytes());
-    h
-}
-
-/// A server on `hostile/0` that holds every request carrying [`HOSTILE`]
-/// and echoes the others, until dropped; it counts what it holds.
-struct Holder {
-    stop: Arc<AtomicBool>,
-    held: Arc<Mutex<Vec<OwnedRequest>>>,
-    taken: Arc<AtomicUsize>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Holder {
-    fn start(t: &TestNs, transport: &str) -> (Holder, std::path::PathBuf) {
-        let tr = msgpass::transport::by_name(transport).expect("transport");
-        let opts = tick_options(Duration::from_millis(20));
-        let mut chan = Channel::create(&t.ns, "hostile/0", &*tr, &opts).expect("create");
-        let path = chan.path().to_path_buf();
-        let stop = chan.stop_flag();
-        let held = Arc::new(Mutex::new(Vec::new()));
-        let taken = Arc::new(AtomicUsize::new(0));
-        let thread = {
-            let (held, taken) = (Arc::clone(&held), Arc::clone(&taken));
-            thread::spawn(move || {
-                while let Ok(Some(req)) = chan.receive() {
-                    if req.data().starts_with(HOSTILE) {
-                        taken.fetch_add(1, Ordering::SeqCst);
-                        held.lock().expect("held").push(req.defer().expect("defer"));
-                    } else if req.pulse().is_none() {
-                        let out = echo_reply(req.cmd(), req.data(), MAX);
-                        let _ = req.reply(&out);
-                    }
-                }
-            })
-        };
-        let holder = Holder {
-            stop,
-            held,
-            taken,
-            thread: Some(thread),
-        };
-        (holder, path)
-    }
-
-    fn taken(&self) -> usize {
-        self.taken.load(Ordering::SeqCst)
-    }
-
-    /// Answers (drops: `EIO`) everything held.
-    fn release(&self) {
-        self.held.lock().expect("held").clear();
-    }
-
-    /// Waits until `n` hostile requests were taken (within the limit).
-    fn wait_taken(&self, n: usize) {
-        let deadline = Instant::now() + STEP;
-        while self.taken() < n {
-            assert!(Instant::now() < deadline, "{n} never taken");
-            thread::sleep(Duration::from_millis(2));
-        }
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.release();
-    }
-}
 
 /// Runs `body` for `transport` in a fresh namespace under the watchdog
 /// (skipped where the transport cannot run); nothing may be left behind.
@@ -178,7 +98,7 @@ fn sysv_msg_thousands_of_requests_while_one_is_held() {
         let (server, path) = Holder::start(t, "sysv-msg");
         let raw = RawSysv::connect(&path);
         assert!(raw.send(1, HOSTILE), "the first request");
-        server.wait_taken(1);
+        server.wait_taken(1, STEP);
         // Thousands more, as fast as the shared queue takes them.
         let mut sent = 0;
         for _ in 0..5000 {
@@ -269,7 +189,7 @@ fn fuse_a_hundred_calls_on_one_file_while_one_is_held() {
             })
             .collect();
         // One held, one waiting behind it; every other refused at once.
-        server.wait_taken(1);
+        server.wait_taken(1, STEP);
         for k in 0..THREADS - 2 {
             let status = answers.recv_timeout(STEP).expect("a refusal");
             assert_eq!(status, libc::EAGAIN as u32, "answer {k}");
@@ -279,7 +199,7 @@ fn fuse_a_hundred_calls_on_one_file_while_one_is_held() {
         // The answer (EIO) lets the waiting one in, and it only.
         server.release();
         assert_eq!(answers.recv_timeout(STEP), Ok(libc::EIO as u32));
-        server.wait_taken(2);
+        server.wait_taken(2, STEP);
         server.release();
         assert_eq!(answers.recv_timeout(STEP), Ok(libc::EIO as u32));
         for c in callers {
@@ -329,42 +249,7 @@ fn fuse_malformed_pulses_drop_their_connection() {
 /// once, refused when the path is full) beside an honest client.
 fn pulse_flood_beside_an_honest_client(transport: &'static str) {
     run(transport, "pulse flood", move |t| {
-        let (server, _path) = Holder::start(t, transport);
-        let stop = Arc::new(AtomicBool::new(false));
-        let (sent, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let flooder = {
-            let (stop, sent, refused) =
-                (Arc::clone(&stop), Arc::clone(&sent), Arc::clone(&refused));
-            let ns = Namespace::open(t.dir()).expect("namespace");
-            thread::spawn(move || {
-                let tr = msgpass::transport::by_name(transport).expect("transport");
-                let mut c = Connection::open(&ns, "hostile/0", &*tr, &Options::default())
-                    .expect("flooder open");
-                let mut v = 0u32;
-                while !stop.load(Ordering::Relaxed) {
-                    v = v.wrapping_add(1);
-                    match c.send_pulse(Pulse { code: 9, value: v }) {
-                        Ok(()) => sent.fetch_add(1, Ordering::Relaxed),
-                        Err(msgpass::Error::PulseQueueFull) => {
-                            refused.fetch_add(1, Ordering::Relaxed)
-                        }
-                        Err(e) => panic!("pulse: {e}"),
-                    };
-                }
-            })
-        };
-        while sent.load(Ordering::Relaxed) < 100 && refused.load(Ordering::Relaxed) == 0 {
-            thread::sleep(Duration::from_millis(1));
-        }
-        honest_calls_at(t.dir(), transport, 200, Duration::from_millis(20), LIMIT);
-        stop.store(true, Ordering::Relaxed);
-        flooder.join().expect("flooder");
-        println!(
-            "{transport}: {} pulses sent, {} refused, beside 200 honest calls",
-            sent.load(Ordering::Relaxed),
-            refused.load(Ordering::Relaxed)
-        );
-        drop(server);
+        pulse_flood(t, transport, LIMIT);
     });
 }
 

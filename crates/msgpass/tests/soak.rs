@@ -603,54 +603,76 @@ fn summary(
     b: &Snapshot,
     leaked: &[String],
 ) -> Vec<String> {
-    let mut failed = Vec::new();
-    let fmt = |m: &BTreeMap<String, u64>| {
-        m.iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     println!(
         "soak: {} transports for {main:?} after warm-up",
         targets.len()
     );
-    for t in targets {
-        let s = lock(&t.stats);
-        let bad: u64 = s.honest_failures.values().sum();
-        let verdict = if bad == 0 && s.server_errors.is_empty() {
-            "ok"
-        } else {
-            "FAIL"
-        };
-        println!(
-            "{:<10} {verdict:<4} honest calls {} (slowest {:.1?}) failed {bad} {}",
-            t.transport,
-            s.honest_calls,
-            s.slowest,
-            fmt(&s.honest_failures)
-        );
-        println!("           hostile {}", fmt(&s.hostile));
-        if !s.server_errors.is_empty() {
-            println!("           server errors {}", fmt(&s.server_errors));
-        }
-        for f in &s.first_failures {
-            println!("           first failures: {f}");
-        }
-        if bad > 0 || s.honest_calls == 0 {
-            failed.push(format!(
-                "{}: {bad} honest calls failed of {}",
-                t.transport,
-                s.honest_calls + bad
-            ));
-        }
-        if !s.server_errors.is_empty() {
-            failed.push(format!(
-                "{}: server errors {}",
-                t.transport,
-                fmt(&s.server_errors)
-            ));
-        }
+    let mut failed: Vec<String> = targets.iter().flat_map(transport_summary).collect();
+    print_resources(a, b);
+    if leaked.is_empty() {
+        println!("leaks: none");
     }
+    for l in leaked {
+        println!("LEAK: {l}");
+        failed.push(format!("leak: {l}"));
+    }
+    failed
+}
+
+/// `k=v` pairs of a count map, space-separated.
+fn counts(m: &BTreeMap<String, u64>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Prints one transport's lines of the summary; returns what failed.
+fn transport_summary(t: &Target) -> Vec<String> {
+    let mut failed = Vec::new();
+    let s = lock(&t.stats);
+    let bad: u64 = s.honest_failures.values().sum();
+    let verdict = if bad == 0 && s.server_errors.is_empty() {
+        "ok"
+    } else {
+        "FAIL"
+    };
+    println!(
+        "{:<10} {verdict:<4} honest calls {} (slowest {:.1?}) failed {bad} {}",
+        t.transport,
+        s.honest_calls,
+        s.slowest,
+        counts(&s.honest_failures)
+    );
+    println!("           hostile {}", counts(&s.hostile));
+    if !s.server_errors.is_empty() {
+        println!("           server errors {}", counts(&s.server_errors));
+    }
+    for f in &s.first_failures {
+        println!("           first failures: {f}");
+    }
+    if bad > 0 || s.honest_calls == 0 {
+        failed.push(format!(
+            "{}: {bad} honest calls failed of {}",
+            t.transport,
+            s.honest_calls + bad
+        ));
+    }
+    if !s.server_errors.is_empty() {
+        failed.push(format!(
+            "{}: server errors {}",
+            t.transport,
+            counts(&s.server_errors)
+        ));
+    }
+    failed
+}
+
+/// Prints the process's resources after the warm-up (`a`) and at the end
+/// (`b`).
+fn print_resources(a: &Snapshot, b: &Snapshot) {
+    let queues =
+        |m: &Option<BTreeSet<OsString>>| m.as_ref().map_or("?".into(), |m| m.len().to_string());
     println!(
         "resources after warm-up -> end: RSS {} -> {} kB, fds {} -> {}, threads {} -> {}, \
          SysV queues {} -> {}, POSIX queues {} -> {}, /dev/shm {} -> {}",
@@ -662,21 +684,9 @@ fn summary(
         b.threads,
         a.sysv.len(),
         b.sysv.len(),
-        a.mqueue
-            .as_ref()
-            .map_or("?".into(), |m| m.len().to_string()),
-        b.mqueue
-            .as_ref()
-            .map_or("?".into(), |m| m.len().to_string()),
+        queues(&a.mqueue),
+        queues(&b.mqueue),
         a.shm.len(),
         b.shm.len(),
     );
-    if leaked.is_empty() {
-        println!("leaks: none");
-    }
-    for l in leaked {
-        println!("LEAK: {l}");
-        failed.push(format!("leak: {l}"));
-    }
-    failed
 }

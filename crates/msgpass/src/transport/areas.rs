@@ -9,25 +9,29 @@
 //! header (code, length) followed by room for `max` payload bytes.
 //!
 //! The peer can write its area at any time, so nothing read from it is
-//! trusted: the length is read once and bounded by `max`, so a peer can send
-//! garbage, never make us read or write outside the mapping. At most one
+//! trusted, and it is only ever touched through the atomic copies of
+//! `transport::shared`, never through a reference (see that module for
+//! the rules): the header is copied once into private memory and checked
+//! there (the length bounded by `max`), so a peer can send garbage,
+//! never make us read or write outside the mapping. At most one
 //! message is outstanding per direction (request, then reply), and the
 //! announcing system call orders the copies: our stores happen before our
 //! announcement, the peer's loads after it sees it (the fences say so to
 //! the compiler as well).
 //!
 //! In place ([`Areas::lend`], [`Areas::put_head`], [`Areas::received`]):
-//! a message is built in the area the peer receives in and read where it
-//! lies in ours, so the in-place calls copy no payload (a server's reply
-//! buffer starts with a copy of the request, as the API promises). The
-//! peer can still rewrite what we read in place while we read it: that
-//! changes what we read, never where (the length was read once and
-//! bounded), the contract of every shared-memory transport.
+//! the in-place calls lend a private buffer, one per side of a
+//! connection. A message received for them is copied into it once its
+//! header is checked, so what the application reads cannot change under
+//! it; a message built in it is copied into the area the peer receives
+//! in when it is sent. A server's reply buffer is the same buffer, so it
+//! starts with the request, as the API promises.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 
+use crate::transport::shared;
 use crate::transport::wire::{parse_head, too_long, HEAD};
 use oslayer::mman::{self, Mapping};
 
@@ -67,6 +71,10 @@ pub(crate) struct Areas {
     /// The message last taken was a pulse, copied out (the client may
     /// write the next one at once): not to be read in place.
     copied: bool,
+    /// Private memory the in-place calls lend: the payload of the message
+    /// last taken by [`Areas::take_head`], and the next message built.
+    /// Grown on demand, up to `max`.
+    buf: Vec<u8>,
 }
 
 impl Areas {
@@ -115,6 +123,7 @@ impl Areas {
             max,
             server: c2s_is_rx,
             copied: false,
+            buf: Vec::new(),
         }
     }
 
@@ -156,21 +165,23 @@ impl Areas {
         }
         // The peer reads the area only after our announcement; if it
         // misbehaves it only corrupts the message it receives.
-        self.map.write_at(self.tx + HEAD, data);
+        shared::store(&self.map, self.tx + HEAD, data);
         self.publish(head);
         Ok(())
     }
 
-    /// Writes the header of a message whose payload is already in the
-    /// area the peer receives in (built in [`Areas::lend`]), before it is
-    /// announced. A length over the maximum is refused.
+    /// Copies the message built in [`Areas::lend`]'s buffer into the area
+    /// the peer receives in, under `head`, before it is announced. A
+    /// length over the maximum (or over what was lent) is refused.
     pub(crate) fn put_head(&self, head: &[u8; HEAD]) -> io::Result<()> {
-        if parse_head(head).1 > self.max {
+        let len = parse_head(head).1;
+        if len > self.max || len > self.buf.len() {
             return Err(over_max());
         }
         if !self.room() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        shared::store(&self.map, self.tx + HEAD, &self.buf[..len]);
         self.publish(head);
         Ok(())
     }
@@ -178,49 +189,29 @@ impl Areas {
     /// Writes `head` over the area the peer receives in, whose payload is
     /// in place: the message is ready to announce.
     fn publish(&self, head: &[u8; HEAD]) {
-        self.map.write_at(self.tx, head);
+        shared::store(&self.map, self.tx, head);
         fence(Ordering::Release);
     }
 
-    /// The payload room of the area the peer receives in (`max` bytes), to
-    /// build the next message in place (then [`Areas::put_head`]), starting
-    /// with a copy of the first `keep` payload bytes (at most the maximum)
-    /// of the message in our area: a server builds its reply over its
-    /// request.
-    pub(crate) fn lend(&mut self, keep: usize) -> &mut [u8] {
-        let keep = keep.min(self.max);
-        let (from, to) = (self.rx + HEAD, self.tx + HEAD);
-        assert!(from.max(to) + self.max <= self.map.len());
-        // SAFETY: both ranges lie inside the mapping (asserted), which
-        // outlives the borrow of `self`, in different areas (each area is
-        // `HEAD + max` bytes or more), so they do not overlap. The peer
-        // writes neither while we build a message (it waits for ours, or
-        // is done with its own) unless it breaks the protocol, which
-        // garbles bytes, never where we write. `&mut self` makes the slice the only
-        // view of the area this process hands out while it lives; bytes
-        // have no invalid values.
-        unsafe {
-            let base = self.map.ptr();
-            std::ptr::copy_nonoverlapping(base.add(from), base.add(to), keep);
-            std::slice::from_raw_parts_mut(base.add(to), self.max)
+    /// A private buffer of `max` bytes to build the next message in
+    /// (then [`Areas::put_head`]), starting with the payload of the
+    /// message last taken by [`Areas::take_head`]: a server builds its
+    /// reply over its request. `None` when the memory cannot be had.
+    pub(crate) fn lend(&mut self) -> Option<&mut [u8]> {
+        if !shared::grow(&mut self.buf, self.max) {
+            return None;
         }
+        Some(&mut self.buf[..self.max])
     }
 
-    /// The first `len` payload bytes of the message in our area, where
-    /// they lie; `len` comes from [`Areas::head`] (or [`Areas::take_head`]),
-    /// read once and bounded.
+    /// The first `len` payload bytes of the message last taken by
+    /// [`Areas::take_head`], which copied them into private memory once
+    /// their length was checked.
     ///
     /// # Panics
-    /// When `len` is over the maximum (a caller's bug).
+    /// When `len` is more than was taken (a caller's bug).
     pub(crate) fn received(&self, len: usize) -> &[u8] {
-        assert!(len <= self.max && self.rx + HEAD + self.max <= self.map.len());
-        // SAFETY: the range lies inside the mapping (asserted), which
-        // outlives the borrow of `self`; bytes have no invalid values. The
-        // peer may write them while we read only by breaking the protocol,
-        // which can change what we read, never where: the length was read
-        // once and bounded. This is the shared-memory contract documented
-        // at `Request::data` and `Connection::call_with`.
-        unsafe { std::slice::from_raw_parts(self.map.ptr().add(self.rx + HEAD), len) }
+        &self.buf[..len]
     }
 
     /// The header of the message announced in our area: (code, length),
@@ -228,7 +219,7 @@ impl Areas {
     pub(crate) fn head(&self) -> io::Result<(u32, usize)> {
         fence(Ordering::Acquire);
         let mut head = [0u8; HEAD];
-        self.map.read_at(self.rx, &mut head);
+        shared::load(&self.map, self.rx, &mut head);
         let (code, len) = parse_head(&head);
         if len > self.max {
             return Err(too_long());
@@ -240,40 +231,56 @@ impl Areas {
     /// the message in our area to `out`.
     pub(crate) fn take_payload(&self, out: &mut [u8]) {
         let n = out.len().min(self.max);
-        self.map.read_at(self.rx + HEAD, &mut out[..n]);
+        shared::load(&self.map, self.rx + HEAD, &mut out[..n]);
     }
 
     /// Copies the message announced in our area, header and payload, to
     /// `frame`, as a wire receives it; returns the payload length.
     pub(crate) fn take(&mut self, frame: &mut [u8]) -> io::Result<usize> {
-        let len = self.take_head(frame)?;
-        if HEAD + len > frame.len() {
-            return Err(too_long());
-        }
-        if !self.copied {
-            self.take_payload(&mut frame[HEAD..HEAD + len]);
-        }
-        Ok(len)
+        self.take_into(frame, false)
     }
 
     /// Copies the header of the message announced in our area, as checked
-    /// by [`Areas::head`], to `frame[..HEAD]`, leaving its payload where it
-    /// lies ([`Areas::received`]); returns the payload length.
+    /// by [`Areas::head`], to `frame[..HEAD]`, and its payload to our
+    /// private buffer ([`Areas::received`]; a pulse's to the frame);
+    /// returns the payload length.
     pub(crate) fn take_head(&mut self, frame: &mut [u8]) -> io::Result<usize> {
+        self.take_into(frame, true)
+    }
+
+    /// [`Areas::take`] (`lent` false) or [`Areas::take_head`] (true): the
+    /// header as checked goes to the frame, not as the peer may have
+    /// rewritten it since; the payload is copied once, before a server
+    /// marks the message taken (a client may write its next one then).
+    fn take_into(&mut self, frame: &mut [u8], lent: bool) -> io::Result<usize> {
         let (code, len) = self.head()?;
-        // The header as checked, not as the peer may have rewritten it since.
         frame[..HEAD].copy_from_slice(&crate::transport::wire::head(code, len));
-        self.copied = false;
-        if self.server {
-            if crate::pulse::is_pulse(code) {
-                // Copied out before the client may write the next one.
-                let n = len.min(frame.len() - HEAD);
-                self.take_payload(&mut frame[HEAD..HEAD + n]);
-                self.copied = true;
-            }
-            self.mark_taken();
+        self.copied = self.server && crate::pulse::is_pulse(code);
+        let payload = if self.copied {
+            let n = len.min(frame.len() - HEAD);
+            self.take_payload(&mut frame[HEAD..HEAD + n]);
+            Ok(())
+        } else if lent {
+            self.keep_payload(len)
+        } else if HEAD + len > frame.len() {
+            Err(too_long())
+        } else {
+            self.take_payload(&mut frame[HEAD..HEAD + len]);
+            Ok(())
+        };
+        self.mark_taken();
+        payload.map(|()| len)
+    }
+
+    /// Copies the first `len` payload bytes (`len` as checked by
+    /// [`Areas::head`]) of the message announced in our area into our
+    /// private buffer, for [`Areas::received`].
+    pub(crate) fn keep_payload(&mut self, len: usize) -> io::Result<()> {
+        if len > self.max || !shared::grow(&mut self.buf, len) {
+            return Err(io::ErrorKind::OutOfMemory.into());
         }
-        Ok(len)
+        shared::load(&self.map, self.rx + HEAD, &mut self.buf[..len]);
+        Ok(())
     }
 }
 
@@ -328,7 +335,7 @@ mod tests {
     fn a_message_is_built_and_read_in_place() {
         let (mem, mut server) = Areas::create("areas-test", PAGE, 100).expect("create");
         let mut client = Areas::adopt(mem.as_fd(), "areas-test", PAGE, 100).expect("adopt");
-        let buf = client.lend(0);
+        let buf = client.lend().expect("lent");
         assert_eq!(buf.len(), 100);
         buf[..5].copy_from_slice(b"hello");
         assert!(client
@@ -341,26 +348,29 @@ mod tests {
         assert_eq!(server.take_head(&mut frame).expect("take head"), 5);
         assert_eq!(parse_head(&frame), (7, 5));
         assert_eq!(server.received(5), b"hello");
-        // The reply is built over a copy of the request, in the other area.
-        let request = server.received(5).as_ptr();
-        let reply = server.lend(5);
+        // The request was copied out: rewriting the area no longer changes it.
+        shared::store(&client.map, client.tx + HEAD, b"HELLO");
+        assert_eq!(server.received(5), b"hello");
+        // The reply is built over the request, in the same private buffer.
+        let reply = server.lend().expect("lent");
         assert_eq!(&reply[..5], b"hello");
-        assert_eq!(reply.as_ptr(), request.wrapping_add(area_len(100)));
         reply[5] = b'!';
         server
             .put_head(&crate::transport::wire::head(0, 6))
             .expect("put head");
-        assert_eq!(client.head().expect("head"), (0, 6));
+        assert_eq!(client.take_head(&mut frame).expect("take head"), 6);
+        assert_eq!(parse_head(&frame), (0, 6));
         assert_eq!(client.received(6), b"hello!");
     }
 
-    /// Each transport whose messages lie in areas lends them on both
-    /// sides: the server reads the request where the client built it and
-    /// builds its reply, starting with the request, in the next area,
-    /// where the client reads it.
+    /// Each transport whose messages lie in areas lends a private buffer
+    /// on both sides: the client reads the reply in the buffer it built
+    /// its request in; the server builds its reply in the buffer it read
+    /// the request in, starting with the request.
     #[test]
     fn the_area_transports_pass_messages_in_place() {
-        use crate::transport::{by_name, Options};
+        use crate::transport::api::Options;
+        use crate::transport::by_name;
         use std::sync::atomic::AtomicBool;
         for name in ["eventfd", "io-uring", "signal"] {
             let dir =
@@ -369,7 +379,6 @@ mod tests {
             std::fs::create_dir_all(&dir).expect("dir");
             let path = dir.join("ep");
             let opts = Options::default();
-            let step = area_len(opts.max_msg);
             let mut server = by_name(name)
                 .expect(name)
                 .serve(&path, &opts)
@@ -384,16 +393,14 @@ mod tests {
                     let at = buf.as_ptr();
                     let reply = c.call_in_place(3, 5).expect("call");
                     assert_eq!(reply, b"HELLO!", "{name}");
-                    assert_eq!(reply.as_ptr(), at.wrapping_add(step), "{name}: reply");
+                    assert_eq!(reply.as_ptr(), at, "{name}: reply");
                 }
             });
             let stop = AtomicBool::new(false);
             let inc = server.receive(&stop).expect("receive").expect("request");
             assert_eq!((inc.cmd, inc.len), (3, 5), "{name}");
             assert_eq!(server.data(), b"hello", "{name}");
-            let request = server.data().as_ptr();
             let buf = server.reply_buffer().expect("reply buffer lent");
-            assert_eq!(buf.as_ptr(), request.wrapping_add(step), "{name}: buffer");
             assert_eq!(&buf[..5], b"hello", "{name}: starts with the request");
             buf[..5].make_ascii_uppercase();
             buf[5] = b'!';

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::pulse::{PULSE, PULSE_LEN};
+use crate::transport::api::{ClientConnection, ONEWAY};
 use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID};
-use crate::transport::{ClientConnection, ONEWAY};
 
 /// What a [`WireClient`] knows of its mechanism.
 #[derive(Debug, Clone, Copy)]
@@ -255,8 +255,8 @@ impl<W: Wire> WireClient<W> {
                 .is_some_and(|s| oslayer::socket::peer_gone(s.as_fd()))
     }
 
-    /// The payload of the reply last received (`len` bytes): where it lies
-    /// on a wire that lends its memory, else in our buffer after the header.
+    /// The payload of the reply last received (`len` bytes): in the wire's
+    /// own buffer on a wire that lends one, else in ours after the header.
     fn reply_payload(&self, len: usize) -> &[u8] {
         match self.wire.received(len) {
             Some(lent) => lent,

@@ -41,8 +41,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::transport::api::{HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
 use crate::transport::server::reply_parts;
-use crate::transport::{HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
 
 /// The shared part of a transport's server (see the module doc).
 pub(crate) trait Core: Send + Sync + Sized + 'static {

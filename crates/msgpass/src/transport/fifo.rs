@@ -51,10 +51,10 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::transport::api::Options;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::{Family, HANDSHAKE_TIMEOUT};
 use crate::transport::wire::{frame_head, head, poll_then_recv, Packets, StreamWire, Wire, HEAD};
-use crate::transport::Options;
 
 /// Name suffix of the client-to-server FIFO.
 const C2S: &str = ".c2s.lock.lock";

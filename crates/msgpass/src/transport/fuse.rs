@@ -111,13 +111,13 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{Pulse, PULSE, PULSE_LEN};
 use crate::transport::alarm::Alarm;
+use crate::transport::api::{
+    ClientConnection, HeldRequest, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+};
 use crate::transport::core::{Core, Single};
 use crate::transport::fuse_queue::{Kind, LetGo, Pending, Refused, State};
 use crate::transport::rendezvous::{self, Family};
 use crate::transport::server::{reply_parts, Guard};
-use crate::transport::{
-    ClientConnection, HeldRequest, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
-};
 
 /// Header at the start of every ioctl buffer: command (request) or status
 /// (reply), then payload length, both u32 little-endian.

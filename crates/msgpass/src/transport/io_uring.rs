@@ -65,12 +65,12 @@ use ::io_uring::{cqueue, opcode, squeue, types, IoUring as Ring, Probe};
 use oslayer::socket::{RecvFlags, SocketType};
 
 use crate::error::{Error, Result};
+use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport};
 use crate::transport::areas::Areas;
 use crate::transport::mechanism::WireTransport;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{parse_head, Wire, HEAD};
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
 const PAGE: usize = 4096;
 /// Submission entries of each ring (the completion queue has twice as
@@ -340,7 +340,10 @@ impl Wire for RingWire {
         if !self.areas.room() {
             return None;
         }
-        Some(self.areas.lend(keep))
+        // The lent buffer starts with the message last taken, whose
+        // length is `keep`.
+        let _ = keep;
+        self.areas.lend()
     }
 
     /// A pulse goes into the area once the server took the last message.
@@ -420,11 +423,13 @@ impl Mechanism for IoUring {
 pub(crate) struct IoUringTransport(WireTransport<IoUring>);
 
 impl IoUringTransport {
-    /// The transport `info` describes (the table's `io-uring`).
-    pub(crate) fn new(info: &'static TransportInfo) -> IoUringTransport {
+    /// The transport the table's `io-uring` entry describes: its `name`
+    /// and one-way support.
+    pub(crate) fn new(name: &'static str, oneway: bool) -> IoUringTransport {
         IoUringTransport(WireTransport {
             mech: IoUring,
-            info,
+            name,
+            oneway,
         })
     }
 }

@@ -14,12 +14,12 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse};
 use crate::transport::wire::Wire;
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport, TransportInfo};
 
 /// What a mechanism knows about the connection it is making.
 #[derive(Debug, Clone, Copy)]
@@ -68,13 +68,15 @@ pub(crate) trait Mechanism: Send + Sync + Clone + std::fmt::Debug + 'static {
 #[derive(Debug, Clone)]
 pub(crate) struct WireTransport<M: Mechanism> {
     pub(crate) mech: M,
-    /// Its entry in the transport table (name, one-way support).
-    pub(crate) info: &'static TransportInfo,
+    /// Its name in the transport table.
+    pub(crate) name: &'static str,
+    /// True when its connections carry one-way messages (the table says).
+    pub(crate) oneway: bool,
 }
 
 impl<M: Mechanism> Transport for WireTransport<M> {
     fn name(&self) -> &'static str {
-        self.info.name
+        self.name
     }
 
     fn max_msg(&self, requested: usize) -> usize {
@@ -104,10 +106,10 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         let wire = self
             .mech
             .client_side(fds, &hello.extra, opts)
-            .map_err(|e| Error::io(format!("{}: set up the client side", self.info.name), e))?;
+            .map_err(|e| Error::io(format!("{}: set up the client side", self.name), e))?;
         let traits = Traits {
             eof_on_death: M::EOF_ON_DEATH,
-            oneway: self.info.oneway,
+            oneway: self.oneway,
             pulse_credit: M::PULSE_CREDIT,
         };
         Ok(Box::new(WireClient::new(

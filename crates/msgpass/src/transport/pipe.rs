@@ -7,10 +7,10 @@
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
+use crate::transport::api::Options;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{Packets, StreamWire, HEAD};
-use crate::transport::Options;
 
 /// Anonymous pipes.
 #[derive(Debug, Clone, Copy, Default)]

@@ -41,10 +41,10 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
+use crate::transport::api::Options;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{too_long, Wire, HEAD};
-use crate::transport::Options;
 use oslayer::mqueue::Access;
 
 /// How many connections (two queues each) one user must be able to hold at

@@ -67,8 +67,8 @@ use oslayer::prio::{self, SchedAttr};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::transport::api::Options;
 use crate::transport::wire::{parse_head, HEAD, TID};
-use crate::transport::Options;
 
 /// The transports that carry priority inheritance.
 pub(crate) const SUPPORTED: &[&str] = &["uds", "uds-stream", "uds-dgram"];

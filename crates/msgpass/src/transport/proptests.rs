@@ -17,11 +17,12 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::error::Error;
+use crate::transport::api::Options;
 use crate::transport::areas::{Areas, MAX_AREA_MSG};
 use crate::transport::mechanism::Mechanism;
 use crate::transport::rendezvous::{self, Family, HELLO_LEN};
 use crate::transport::wire::{self, HEAD};
-use crate::transport::{eventfd::EventFd, fifo::Fifo, io_uring::IoUring, tcp, Options};
+use crate::transport::{eventfd::EventFd, fifo::Fifo, io_uring::IoUring, tcp};
 
 /// Arbitrary bytes, mostly short, up to the largest hello extra.
 fn bytes() -> impl Strategy<Value = Vec<u8>> {

@@ -59,10 +59,11 @@
 //! **Replies** of a single worker go to the connection whose lock it holds
 //! from the request on (`Current`): one thread, no other locker.
 //!
-//! **In place.** A wire whose messages lie in shared memory lends it (see
-//! [`Wire::recv_lent`]): the request is then read where it lies
-//! ([`Core::data`]) and the reply built there ([`Core::reply_buffer`]), on
-//! the connection the worker holds. A detached (pool) request copies its
+//! **In place.** A wire whose messages lie in shared memory lends a
+//! private buffer of its own (see [`Wire::recv_lent`]): the request is
+//! read there ([`Core::data`]), copied out of the shared memory once its
+//! header was checked, and the reply built there ([`Core::reply_buffer`]),
+//! on the connection the worker holds. A detached (pool) request copies its
 //! payload out and replies by copy.
 
 use std::collections::{HashSet, VecDeque};
@@ -76,8 +77,9 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 
 use crate::error::{Error, Result};
-use crate::pool::MAX_THREADS;
 use crate::pulse::{is_pulse, Pulse};
+use crate::transport::api::MAX_THREADS;
+use crate::transport::api::{HeldRequest, Incoming, Options, Status};
 use crate::transport::core::{Core, Single};
 use crate::transport::priority::{Boost, Boosts, Peer, Watched};
 use crate::transport::rendezvous::Listener;
@@ -85,7 +87,6 @@ use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVER
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
 use crate::transport::wire::{frame_head, head, Wire, HEAD, HINT, TID};
-use crate::transport::{HeldRequest, Incoming, Options, Status};
 
 /// One client of a server, as an acceptor makes it.
 pub(crate) struct Conn<W> {
@@ -325,7 +326,7 @@ pub(crate) struct Worker<W> {
 /// A new server taking clients from `listener` (if any) through
 /// `acceptor`, for messages up to `opts.max_msg` bytes, looking around
 /// every `opts.tick`, with priority inheritance if `opts` asks for it: the
-/// [`ServerChannel`](crate::transport::ServerChannel) of a
+/// [`ServerChannel`](crate::transport::api::ServerChannel) of a
 /// descriptor-driven transport.
 pub(crate) fn serve<A: Acceptor>(
     acceptor: A,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use oslayer::socket::{RecvFlags, SocketType};
 
 use crate::error::{Error, Result};
-use crate::transport::Options;
+use crate::transport::api::Options;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
 /// The protocol version: 2 since the shm transport passes each client a bell

@@ -14,9 +14,9 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use oslayer::poll::{self, PollFd};
 
 use crate::error::{Error, Result};
+use crate::transport::api::Status;
 use crate::transport::rendezvous::Listener;
 use crate::transport::slab::{Slab, Token};
-use crate::transport::Status;
 
 /// Requests between two looks at the listener while a single client keeps
 /// a server busy.

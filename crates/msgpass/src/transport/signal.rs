@@ -101,6 +101,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
+use crate::transport::api::{
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+    ONEWAY,
+};
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
@@ -110,10 +114,6 @@ use crate::transport::server::{
 };
 use crate::transport::slab::Token;
 use crate::transport::wire::head;
-use crate::transport::{
-    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
-    ONEWAY,
-};
 use oslayer::poll::PollFd;
 use oslayer::signal::{self, SigInfo, SigSet};
 use oslayer::thread::gettid;
@@ -235,6 +235,7 @@ impl Transport for Signal {
             pending: VecDeque::new(),
             tid: 0,
             len: 0,
+            buf: vec![0; opts.max_msg],
             pulse: None,
             recheck,
             guard: Guard::default(),
@@ -365,9 +366,12 @@ struct SignalServer {
     pending: VecDeque<(Token, Option<i32>)>,
     /// The tid published in every connection (0: none yet).
     tid: i32,
-    /// Length of the request being served, read once and bounded: its
-    /// payload is read where it lies.
+    /// Length of the request being served, read once and bounded.
     len: usize,
+    /// The request being served, copied out of its area once its length
+    /// was checked (the client can write the area at any moment), and the
+    /// reply built in place: `max_msg` bytes of our own.
+    buf: Vec<u8>,
     /// The request being served is a pulse, whose payload is this copy
     /// (taken before its area was handed back to the client).
     pulse: Option<[u8; PULSE_LEN]>,
@@ -517,7 +521,13 @@ impl SignalServer {
                     return None;
                 }
             },
-            false => None,
+            false => {
+                if !crate::transport::shared::grow(&mut self.buf, len) {
+                    return None;
+                }
+                areas.take_payload(&mut self.buf[..len]);
+                None
+            }
         };
         // The client waits for our reply before it writes again, or may
         // write its next message once a pulse is copied out.
@@ -591,7 +601,7 @@ impl ServerChannel for SignalServer {
             &self.pulse,
         ) {
             (Some(_), Some(p)) => p,
-            (Some(c), None) => c.link.conn.shared.areas.received(self.len),
+            (Some(_), None) => &self.buf[..self.len],
             (None, _) => &[],
         }
     }
@@ -606,14 +616,11 @@ impl ServerChannel for SignalServer {
         self.publish(t, put, verdict)
     }
 
-    /// The server-to-client area of the connection whose request is being
-    /// served, starting with the request (none once a request of it was
-    /// detached for a pool, which may still answer in that area).
+    /// Our private buffer, starting with the request being served; the
+    /// reply is copied into the connection's area when it goes.
     fn reply_buffer(&mut self) -> Option<&mut [u8]> {
-        let t = *self.guard.get()?;
-        let (max, len) = (self.opts.max_msg, self.len);
-        let conn = Arc::get_mut(&mut self.conns.get_mut(t)?.link.conn)?;
-        conn.shared.areas.lend(len).get_mut(..max)
+        self.guard.get()?;
+        self.buf.get_mut(..self.opts.max_msg)
     }
 
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
@@ -622,7 +629,12 @@ impl ServerChannel for SignalServer {
         let Some(c) = self.conns.get(t) else {
             return verdict;
         };
-        let put = c.link.conn.shared.areas.put_head(&head(code, len));
+        let put = c
+            .link
+            .conn
+            .shared
+            .areas
+            .put(&head(code, len), &self.buf[..len]);
         self.publish(t, put, verdict)
     }
 
@@ -639,7 +651,7 @@ impl ServerChannel for SignalServer {
             return Some(Copied::boxed(p.to_vec(), Unanswered, self.opts.max_msg));
         }
         let link = &self.conns.get(t)?.link;
-        let data = link.conn.shared.areas.received(self.len).to_vec();
+        let data = self.buf[..self.len].to_vec();
         link.conn.hold.store(HELD, Ordering::Release);
         let to = Announce {
             conn: Arc::clone(&link.conn),
@@ -996,12 +1008,16 @@ impl ClientConnection for SignalClient {
             return None;
         }
         let max = self.max_msg;
-        self.shared.areas.lend(0).get_mut(..max)
+        self.shared.areas.lend()?.get_mut(..max)
     }
 
     fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
         fits(len, self.max_msg)?;
         let len = self.round_trip(|a| a.put_head(&head(cmd, len)), self.max_msg)?;
+        self.shared
+            .areas
+            .keep_payload(len)
+            .map_err(|e| Error::io("copy the reply", e))?;
         Ok(self.shared.areas.received(len))
     }
 

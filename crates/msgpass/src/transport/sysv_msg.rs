@@ -109,15 +109,15 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::alarm::Alarm;
+use crate::transport::api::{
+    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
+    ONEWAY,
+};
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
 use crate::transport::slab::Token;
 use crate::transport::wire::{head, parse_head, HEAD};
-use crate::transport::{
-    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
-    ONEWAY,
-};
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 
 /// Type of the ticker's wake-up messages in a request queue (connections

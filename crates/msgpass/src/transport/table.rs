@@ -13,22 +13,12 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::transport::api::{Transport, Wait};
 use crate::transport::rendezvous::Family;
 use crate::transport::{
     eventfd, fifo, fuse, io_uring, mechanism, pipe, posix_mq, shm, signal, sysv_msg, tcp, udp, uds,
-    uds_pair, Transport,
+    uds_pair,
 };
-
-/// How the two sides of a transport wait for each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    /// Poll shared memory: lowest latency, burns a CPU for each waiting side.
-    Spin,
-    /// Sleep in the kernel until woken.
-    Block,
-    /// Spin for [`Options::spin`](super::Options::spin), then sleep.
-    Hybrid,
-}
 
 /// How a transport limits [`Options::max_msg`](super::Options::max_msg)
 /// (see [`Transport::max_msg`]).
@@ -114,7 +104,8 @@ fn wire_transport<M: mechanism::Mechanism + Default>(
 ) -> Box<dyn Transport> {
     Box::new(mechanism::WireTransport {
         mech: M::default(),
-        info,
+        name: info.name,
+        oneway: info.oneway,
     })
 }
 
@@ -265,7 +256,7 @@ pub const TRANSPORTS: &[TransportInfo] = &[
         // its ring, the client's ring (before the first request: the socket it comes on) and the session
         server_fds: 3,
         family: Some(Family::IoUring),
-        make: |info| Box::new(io_uring::IoUringTransport::new(info)),
+        make: |info| Box::new(io_uring::IoUringTransport::new(info.name, info.oneway)),
         ..BASE
     },
     TransportInfo {
@@ -320,7 +311,7 @@ pub fn info(name: &str) -> Result<&'static TransportInfo> {
         .find(|t| t.names().any(|n| n == name))
         .ok_or_else(|| Error::UnknownTransport {
             name: name.to_string(),
-            known: super::NAMES.join(", "),
+            known: NAME_LIST.join(", "),
         })
 }
 
@@ -371,6 +362,20 @@ pub(crate) fn served_by(path: &Path) -> Option<&'static str> {
         .iter()
         .find(|t| t.serves.is_some_and(|serves| serves(path)))
         .map(|t| t.name)
+}
+
+/// The shm family's typed transport by name: here, beside the table it
+/// reads, so that the transports never import the table above them.
+impl shm::Shm {
+    /// The typed transport a name or alias of the transport table stands
+    /// for when it is one of the shared-memory family (`shm`, `shm-spin`,
+    /// `shm-block`, `shm-hybrid`), for programs that pick the transport at
+    /// run time but want the typed channels for shm; `None` for any other
+    /// transport (or an unknown name).
+    pub fn by_name(name: &str) -> Option<shm::Shm> {
+        let info = info(name).ok()?;
+        (info.family == Some(Family::Shm)).then(|| shm::Shm::new(info.wait))
+    }
 }
 
 #[cfg(test)]
@@ -454,7 +459,7 @@ mod tests {
         use std::sync::Arc;
         let dir = std::env::temp_dir().join(format!("msgpass-table-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let opts = crate::transport::Options::default();
+        let opts = crate::transport::api::Options::default();
         for t in TRANSPORTS {
             let Some(family) = t.family else { continue };
             let path = dir.join(t.name);

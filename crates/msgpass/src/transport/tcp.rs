@@ -29,12 +29,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
 use crate::transport::server::{greeted, starved};
 use crate::transport::wire::StreamWire;
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
 /// Length of the per-connection token.
 const TOKEN: usize = 16;

@@ -13,11 +13,11 @@ use std::io;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::os::fd::{AsFd, OwnedFd};
 
+use crate::transport::api::Options;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::uds_pair::one_fd;
 use crate::transport::wire::{DatagramWire, HEAD};
-use crate::transport::Options;
 
 /// Largest UDP payload over IPv4: 65535 - 20 (IP header) - 8 (UDP header).
 const DATAGRAM_MAX: usize = 65507;

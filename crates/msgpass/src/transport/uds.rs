@@ -10,12 +10,12 @@
 use std::path::Path;
 
 use crate::error::Result;
+use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport};
 use crate::transport::client::{Traits, WireClient};
 use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::greeted;
 use crate::transport::wire::DatagramWire;
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport};
 
 /// A seqpacket peer's end reads as end of file, and a send to a full one
 /// blocks (never drops).

@@ -10,10 +10,10 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use oslayer::socket::SocketType;
 
+use crate::transport::api::Options;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::Family;
 use crate::transport::wire::{DatagramWire, StreamWire};
-use crate::transport::Options;
 
 /// The single socket a client's hello carried.
 pub(crate) fn one_fd(fds: Vec<OwnedFd>) -> io::Result<OwnedFd> {

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::transport::api::Status;
 use crate::transport::poker::{self, Target};
-use crate::transport::Status;
 
 /// Header length of every wire message.
 pub(crate) const HEAD: usize = 8;
@@ -22,7 +22,7 @@ pub(crate) const HEAD: usize = 8;
 /// `WireClient::hint_cpu`); the server keeps it and answers nothing. A
 /// one-way code no application can send (`call` and `send_oneway` refuse
 /// the one-way bit).
-pub(crate) const HINT: u32 = crate::transport::ONEWAY | 0x7fff_ffff;
+pub(crate) const HINT: u32 = crate::transport::api::ONEWAY | 0x7fff_ffff;
 
 /// The wire code of a client's calling thread: its thread id as a
 /// little-endian `i32`, sent before a request when the calling thread is
@@ -30,7 +30,7 @@ pub(crate) const HINT: u32 = crate::transport::ONEWAY | 0x7fff_ffff;
 /// a server with priority inheritance believes it only if the kernel lists
 /// that thread in the peer's process (see `priority.rs`), and answers
 /// nothing. Reserved like [`HINT`]: no application can send it.
-pub(crate) const TID: u32 = crate::transport::ONEWAY | crate::pulse::CALLER;
+pub(crate) const TID: u32 = crate::transport::api::ONEWAY | crate::pulse::CALLER;
 
 /// Builds a header.
 pub(crate) fn head(code: u32, len: usize) -> [u8; HEAD] {
@@ -144,13 +144,15 @@ pub(crate) trait Wire: Send {
     }
 
     // In place: wires whose messages lie in shared memory (`areas.rs`)
-    // lend it, so the in-place API copies no payload. The defaults copy.
+    // lend a private buffer, which each message is copied into or out of
+    // once (never the shared memory itself: see `shared.rs`), so the
+    // in-place API copies no payload through the frame. The defaults copy.
 
     /// Receives one message like [`Wire::recv`] (`timeout` `None`) or
     /// [`Wire::recv_timeout`]; a wire whose messages lie in shared memory
-    /// writes only the checked header to `frame[..HEAD]` and leaves the
-    /// payload where it lies, for [`Wire::received`]. The default receives
-    /// the whole message into `frame`.
+    /// writes only the checked header to `frame[..HEAD]` and copies the
+    /// payload into its own buffer, for [`Wire::received`]. The default
+    /// receives the whole message into `frame`.
     fn recv_lent(
         &mut self,
         frame: &mut [u8],
@@ -162,15 +164,15 @@ pub(crate) trait Wire: Send {
         }
     }
     /// The first `len` payload bytes (`len` as [`Wire::recv_lent`] returned
-    /// it) of the message it last received, where they lie; `None` (the
-    /// default) when they were received into the frame.
+    /// it) of the message it last received, in the wire's own buffer;
+    /// `None` (the default) when they were received into the frame.
     fn received(&self, _len: usize) -> Option<&[u8]> {
         None
     }
-    /// The payload room (at least the channel maximum) of the memory the
-    /// peer receives in, to build the next message in place, starting with
-    /// the first `keep` payload bytes of the message last received (a
-    /// server builds its reply over its request); sent by
+    /// The wire's own buffer (at least the channel maximum) to build the
+    /// next message in, starting with the first `keep` payload bytes of the
+    /// message last received (a server builds its reply over its request);
+    /// copied into the memory the peer receives in and sent by
     /// [`Wire::send_in_place`]. `None` (the default) on wires that copy.
     fn send_buffer(&mut self, _keep: usize) -> Option<&mut [u8]> {
         None

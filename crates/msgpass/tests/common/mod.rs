@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod holder;
+
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs;
@@ -458,22 +460,36 @@ pub fn answer<R: Received>(
     oneways: &mut (u64, u64),
 ) {
     let cmd = req.cmd();
-    let data = req.data();
     if req.is_oneway() {
         oneways.0 += 1;
-        oneways.1 = oneway_chain(oneways.1, cmd, data);
+        oneways.1 = oneway_chain(oneways.1, cmd, req.data());
     }
-    let u32_at = |d: &[u8], i: usize| {
-        d.get(i..i + 4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    let res = match cmd & IN_PLACE != 0 {
+        true => answer_in_place(req, max, hooks),
+        false => answer_copying(req, max, conns, hooks, oneways),
     };
-    let res = match (cmd & IN_PLACE != 0, cmd & !IN_PLACE) {
-        (false, 0..=ECHO_LAST) => {
-            let out = echo_reply(cmd, data, max);
-            req.reply(&out)
-        }
-        (true, 0..=ECHO_LAST) => {
-            // echo_reply, computed over the request where it lies.
+    // A client that vanished (a held request's reply says so) is not the
+    // server's failure; anything else is.
+    match res {
+        Ok(()) | Err(Error::Disconnected) => {}
+        Err(e) => panic!("server reply to command {cmd:#x} failed: {e}"),
+    }
+}
+
+/// The little-endian u32 at `i` of `d`, if `d` is long enough.
+fn u32_at(d: &[u8], i: usize) -> Option<u32> {
+    d.get(i..i + 4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+}
+
+/// [`answer`] for the commands with [`IN_PLACE`]: the reply is built in
+/// the buffer the transport lends (`reply_with`).
+fn answer_in_place<R: Received>(req: R, max: usize, hooks: &mut Hooks) -> msgpass::Result<()> {
+    let cmd = req.cmd();
+    let data = req.data();
+    match cmd & !IN_PLACE {
+        0..=ECHO_LAST => {
+            // echo_reply, computed over the request in the lent buffer.
             let len = data.len();
             reply_in_place(req, max, |buf| {
                 let sum = fnv64(&buf[..len]);
@@ -488,13 +504,7 @@ pub fn answer<R: Received>(
                 }
             })
         }
-        (false, CMD_GEN) => {
-            let len = u32_at(data, 0).expect("GEN request") as usize;
-            let seed = u64::from_le_bytes(data[4..12].try_into().expect("GEN seed"));
-            let out = Rng::new(seed).bytes(len);
-            req.reply(&out)
-        }
-        (true, CMD_GEN) => {
+        CMD_GEN => {
             assert!(data.len() >= 12, "GEN request of {} bytes", data.len());
             reply_in_place(req, max, |buf| {
                 let len = u32_at(buf, 0).expect("GEN request") as usize;
@@ -505,20 +515,7 @@ pub fn answer<R: Received>(
                 len
             })
         }
-        (false, CMD_ERR) => {
-            let code = u32_at(data, 0).expect("ERR request") as i32;
-            req.reply_error(code)
-        }
-        (false, CMD_DROP) => {
-            drop(req);
-            Ok(())
-        }
-        (false, CMD_OVERSIZE) => {
-            let r = req.reply(&vec![7u8; max + 1]);
-            (hooks.events)(Event::Oversize(r));
-            Ok(())
-        }
-        (true, CMD_OVERSIZE) => {
+        CMD_OVERSIZE => {
             let r = reply_in_place(req, max, |buf| {
                 buf.fill(7);
                 max + 1
@@ -526,13 +523,51 @@ pub fn answer<R: Received>(
             (hooks.events)(Event::Oversize(r));
             Ok(())
         }
-        (false, CMD_SLEEP) => {
+        _ => req.reply_error(libc::ENOTTY),
+    }
+}
+
+/// [`answer`] for the commands without [`IN_PLACE`]: copying replies.
+fn answer_copying<R: Received>(
+    req: R,
+    max: usize,
+    conns: usize,
+    hooks: &mut Hooks,
+    oneways: &mut (u64, u64),
+) -> msgpass::Result<()> {
+    let cmd = req.cmd();
+    let data = req.data();
+    match cmd {
+        0..=ECHO_LAST => {
+            let out = echo_reply(cmd, data, max);
+            req.reply(&out)
+        }
+        CMD_GEN => {
+            let len = u32_at(data, 0).expect("GEN request") as usize;
+            let seed = u64::from_le_bytes(data[4..12].try_into().expect("GEN seed"));
+            let out = Rng::new(seed).bytes(len);
+            req.reply(&out)
+        }
+        CMD_ERR => {
+            let code = u32_at(data, 0).expect("ERR request") as i32;
+            req.reply_error(code)
+        }
+        CMD_DROP => {
+            drop(req);
+            Ok(())
+        }
+        CMD_OVERSIZE => {
+            let r = req.reply(&vec![7u8; max + 1]);
+            (hooks.events)(Event::Oversize(r));
+            Ok(())
+        }
+        CMD_SLEEP => {
             let ms = u32_at(data, 0).expect("SLEEP request");
             (hooks.events)(Event::Busy);
             thread::sleep(Duration::from_millis(ms as u64));
             req.reply(&[])
         }
-        (false, CMD_HOLD) => {
+        CMD_HOLD => {
             (hooks.events)(Event::Held);
             match &hooks.release {
                 Some(rx) => {
@@ -542,20 +577,14 @@ pub fn answer<R: Received>(
             }
             req.reply(b"released")
         }
-        (false, CMD_CONNS) => req.reply(&(conns as u64).to_le_bytes()),
-        (false, CMD_ONEWAY_STATS) => {
+        CMD_CONNS => req.reply(&(conns as u64).to_le_bytes()),
+        CMD_ONEWAY_STATS => {
             let mut out = oneways.0.to_le_bytes().to_vec();
             out.extend_from_slice(&oneways.1.to_le_bytes());
             *oneways = (0, 0);
             req.reply(&out)
         }
         _ => req.reply_error(libc::ENOTTY),
-    };
-    // A client that vanished (a held request's reply says so) is not the
-    // server's failure; anything else is.
-    match res {
-        Ok(()) | Err(Error::Disconnected) => {}
-        Err(e) => panic!("server reply to command {cmd:#x} failed: {e}"),
     }
 }
 

@@ -12,11 +12,11 @@ use super::{
     FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SPINS, WAITER,
 };
 use crate::error::{Error, Result};
-use crate::pool::MAX_THREADS as MAX_WORKERS;
 use crate::pulse::{PULSE, PULSE_LEN};
+use crate::transport::api::MAX_THREADS as MAX_WORKERS;
+use crate::transport::api::{ClientConnection, Options, Status, ONEWAY};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{self, Family};
-use crate::transport::{ClientConnection, Options, Status, ONEWAY};
 
 /// The client side of an [`Shm`](super::Shm) connection (for
 /// [`Connection::open_typed`](crate::Connection::open_typed)): its slot,
@@ -46,6 +46,11 @@ pub struct ShmClient {
     pace: Pacer,
     /// Every call's deadline, from its start.
     timeout: Option<Duration>,
+    /// The buffer the in-place calls lend (`max_msg` bytes of our own,
+    /// made at the first in-place call): the request is built here and
+    /// copied into the slot when posted, the reply copied here once its
+    /// length is checked (the server can write the slot at any moment).
+    buf: Vec<u8>,
 }
 
 impl ShmClient {
@@ -82,6 +87,7 @@ impl ShmClient {
             unrung: Cell::new(false),
             pace: Pacer::new(opts.pace),
             timeout: None,
+            buf: Vec::new(),
         })
     }
 
@@ -377,15 +383,15 @@ impl ClientConnection for ShmClient {
         self.max_msg
     }
 
-    /// The slot, unless the server has it (a reply owed to a call that
-    /// timed out, a pulse not taken: the copying `call` waits for those).
+    /// Our buffer, unless the server has the slot (a reply owed to a call
+    /// that timed out, a pulse not taken: the copying `call` waits for
+    /// those).
     #[inline]
     fn request_buffer(&mut self) -> Option<&mut [u8]> {
-        if !self.free() {
+        if !self.free() || !crate::transport::shared::grow(&mut self.buf, self.max_msg) {
             return None;
         }
-        let max = self.max_msg;
-        Some(self.slot.payload_mut(max))
+        Some(&mut self.buf[..self.max_msg])
     }
 
     #[inline]
@@ -396,11 +402,18 @@ impl ClientConnection for ShmClient {
                 max: self.max_msg,
             });
         }
+        if !crate::transport::shared::grow(&mut self.buf, self.max_msg) {
+            return Err(Error::Protocol(
+                "call_in_place without request_buffer".into(),
+            ));
+        }
         let deadline = self.deadline();
+        self.slot.write(&self.buf[..len]);
         let me = self.post(cmd, len)?;
         self.wait_reply(me, deadline, Wanted::Reply)?;
         let len = self.reply_len()?;
-        Ok(self.slot.payload(len))
+        self.slot.read(&mut self.buf[..len]);
+        Ok(&self.buf[..len])
     }
 
     fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {

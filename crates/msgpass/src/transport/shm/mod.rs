@@ -95,10 +95,17 @@
 //! plain release stores.
 //!
 //! In place ([`Connection::call_with`](crate::Connection::call_with),
-//! [`Request::reply_with`](crate::Request::reply_with)): the payload is
-//! read and written in the slot itself, by both sides, so a round trip
-//! copies nothing; the copying calls copy in and out of the slot. The
-//! request is read in place in both cases ([`Request::data`](crate::Request::data)).
+//! [`Request::reply_with`](crate::Request::reply_with)): each side lends
+//! a private buffer of its own (the client's connection, the server
+//! thread), and the library copies the message between it and the slot
+//! once per direction, with the atomic copies of `transport::shared`: the
+//! slot is memory the peer can write at any moment, so nobody is handed a
+//! reference over it (see that module for the rules). A request is copied
+//! out of the slot once its length is checked, before the application
+//! sees it ([`Request::data`](crate::Request::data)), so what it reads
+//! cannot change under it; every header word is loaded once and checked
+//! as loaded. For the small messages in place is for, the copy moves the
+//! line the post brought anyway.
 //! After seeing its peer's post, each side's path to its own post is kept
 //! short (no clock, no system call, no locked instruction against a
 //! spinning peer): that path is all a spinning round trip adds to the
@@ -124,6 +131,8 @@
 //! session's hang-up at once, through the same epoll set.
 
 mod client;
+#[cfg(test)]
+mod rewrite;
 mod server;
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -131,15 +140,15 @@ use std::path::Path;
 use std::sync::atomic::AtomicU32;
 
 use crate::error::{Error, Result};
-use crate::transport::rendezvous::Family;
-use crate::transport::{ClientConnection, Options, ServerChannel, Transport, Typed};
+use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport, Typed};
+use crate::transport::shared;
 use oslayer::mman::Mapping;
 
 pub use client::ShmClient;
 pub use server::ShmServer;
 
 /// How a side waits for the other: the transport table's [`Wait`].
-pub use crate::transport::Wait;
+pub use crate::transport::api::Wait;
 
 /// The shared-memory transport with a given wait strategy.
 #[derive(Debug, Clone, Copy)]
@@ -151,16 +160,6 @@ impl Shm {
     /// The transport, waiting with `wait` on both sides.
     pub fn new(wait: Wait) -> Shm {
         Shm { wait }
-    }
-
-    /// The typed transport a name or alias of the transport table stands
-    /// for when it is one of the shared-memory family (`shm`, `shm-spin`,
-    /// `shm-block`, `shm-hybrid`), for programs that pick the transport at
-    /// run time but want the typed channels for shm; `None` for any other
-    /// transport (or an unknown name).
-    pub fn by_name(name: &str) -> Option<Shm> {
-        let info = crate::transport::info(name).ok()?;
-        (info.family == Some(Family::Shm)).then(|| Shm::new(info.wait))
     }
 }
 
@@ -200,7 +199,7 @@ pub const NAPPING: u32 = 3;
 const BELL_FLAGS: usize = 0;
 /// Size of the doorbell: the flags' line, then a line per thread, in
 /// whole pages.
-const BELL_LEN: usize = (64 * (crate::pool::MAX_THREADS + 1)).div_ceil(PAGE) * PAGE;
+const BELL_LEN: usize = (64 * (crate::transport::api::MAX_THREADS + 1)).div_ceil(PAGE) * PAGE;
 
 /// Offset of server thread `w`'s state word in the doorbell.
 fn bell_state(w: usize) -> usize {
@@ -247,8 +246,9 @@ fn slot_size(max_msg: usize) -> usize {
     (DATA + max_msg).div_ceil(PAGE) * PAGE
 }
 
-/// A mapped slot. All access goes through atomics and raw copies: the
-/// other side is another process we do not trust to follow the protocol.
+/// A mapped slot. All access goes through atomics and the atomic copies
+/// of `transport::shared`, never a reference over its bytes: the other
+/// side is another process we do not trust to follow the protocol.
 struct Slot {
     map: Mapping,
 }
@@ -301,89 +301,21 @@ impl Slot {
         self.word(24)
     }
 
-    /// Copies `src` into the payload area. The caller checked the size.
+    /// Copies `src` into the payload area (atomic stores: see
+    /// `transport::shared`). The caller checked the size. A slot is
+    /// written through a shared reference: the server's slot is shared by
+    /// the threads of a pool, which take turns by the request number.
     #[inline]
-    fn write(&mut self, src: &[u8]) {
-        assert!(DATA + src.len() <= self.map.len());
-        // SAFETY: the destination range lies inside the mapping (asserted);
-        // the peer does not touch the payload while we own the slot, and if
-        // it misbehaves it only corrupts its own message.
-        unsafe { copy(src.as_ptr(), self.map.ptr().add(DATA), src.len()) }
+    fn write(&self, src: &[u8]) {
+        shared::store(&self.map, DATA, src);
     }
 
-    /// Copies `src` into the payload area, through a shared reference (the
-    /// server's replies: a slot is shared by the threads of a pool, which
-    /// take turns by the request number).
-    #[inline]
-    fn write_shared(&self, src: &[u8]) {
-        self.map.write_at(DATA, src);
-    }
-
-    /// Copies the first `dst.len()` payload bytes into `dst`.
+    /// Copies the first `dst.len()` payload bytes into `dst`, our own
+    /// memory (atomic loads: see `transport::shared`), where they cannot
+    /// change under whoever reads them next.
     #[inline]
     fn read(&self, dst: &mut [u8]) {
-        assert!(DATA + dst.len() <= self.map.len());
-        // SAFETY: as in `write`; `dst` is our own memory.
-        unsafe { copy(self.map.ptr().add(DATA), dst.as_mut_ptr(), dst.len()) }
-    }
-
-    /// The first `len` payload bytes, in place.
-    #[inline]
-    fn payload(&self, len: usize) -> &[u8] {
-        assert!(DATA + len <= self.map.len());
-        // SAFETY: the range lies inside the mapping (asserted), which
-        // outlives the borrow of `self`; bytes have no invalid values. The
-        // peer may write them meanwhile only by breaking the protocol (it
-        // owns the slot only between its post and ours), which can change
-        // what we read, never where we read: the length was read once and
-        // bounded. This is the shared-memory contract of every zero-copy
-        // IPC library, documented at `Request::data` and `call_with`.
-        unsafe { std::slice::from_raw_parts(self.map.ptr().add(DATA), len) }
-    }
-
-    /// The first `len` payload bytes, in place, to write, through a shared
-    /// reference (a server's slot is shared by the threads of a pool).
-    ///
-    /// # Safety
-    /// The caller holds the slot's request (its number is the connection's
-    /// `served`, so no other thread answers it) and hands out no other view
-    /// of the payload until it publishes the reply.
-    #[inline]
-    #[allow(clippy::mut_from_ref)] // the caller's contract, above
-    unsafe fn payload_mut_shared(&self, len: usize) -> &mut [u8] {
-        assert!(DATA + len <= self.map.len());
-        // SAFETY: inside the mapping (asserted), which outlives the borrow;
-        // the caller guarantees this is the only view of the payload in
-        // this process; the peer writes it only by breaking the protocol.
-        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(DATA), len) }
-    }
-
-    /// The first `len` payload bytes, in place, to write.
-    #[inline]
-    fn payload_mut(&mut self, len: usize) -> &mut [u8] {
-        assert!(DATA + len <= self.map.len());
-        // SAFETY: as in `payload`; `&mut self` makes it the only view of
-        // the slot this process hands out until it ends.
-        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(DATA), len) }
-    }
-}
-
-/// Copies `len` bytes; payloads that fit the slot's first cache line are
-/// copied inline rather than through a call to memcpy, which costs more
-/// than the copy itself at these sizes.
-///
-/// # Safety
-/// `src` and `dst` must be valid for `len` bytes and not overlap.
-#[inline(always)]
-unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
-    if len <= 64 - DATA {
-        for i in 0..len {
-            // SAFETY: i < len, and the caller guarantees both ranges.
-            unsafe { dst.add(i).write(src.add(i).read()) }
-        }
-    } else {
-        // SAFETY: the caller guarantees both ranges and no overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+        shared::load(&self.map, DATA, dst);
     }
 }
 
@@ -421,7 +353,7 @@ mod tests {
 
     #[test]
     fn every_thread_of_the_largest_pool_has_a_line_of_the_doorbell() {
-        let last = crate::pool::MAX_THREADS - 1;
+        let last = crate::transport::api::MAX_THREADS - 1;
         assert!(bell_cpu(last) + 4 <= BELL_LEN);
         assert_eq!(bell_state(0) % 64, 0);
         assert_eq!(BELL_LEN % PAGE, 0, "the doorbell is whole pages");

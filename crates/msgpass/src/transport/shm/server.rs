@@ -22,15 +22,17 @@ use super::{
     WAITER, WATCH_MAX,
 };
 use crate::error::{Error, Result};
-use crate::pool::MAX_THREADS;
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
+use crate::transport::api::MAX_THREADS;
+use crate::transport::api::{
+    HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
+};
 use crate::transport::core::{Core, Single};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{Family, Listener};
 use crate::transport::server::{in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
-use crate::transport::{HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY};
 
 /// The server side of an [`Shm`](super::Shm) channel (for
 /// [`Channel::create_typed`](crate::Channel::create_typed)). Requests are
@@ -179,6 +181,10 @@ pub(crate) struct ShmWorker {
     cur: Option<Cur>,
     /// Length of the request held (read once, bounded).
     len: usize,
+    /// The request held, copied out of its slot once its length was
+    /// checked (the client can write the slot at any moment), and the
+    /// reply built in place: `max_msg` bytes of our own.
+    buf: Box<[u8]>,
     /// The payload of the pulse just taken, copied out of its slot (which
     /// its client may write again at once).
     pulse: Option<[u8; PULSE_LEN]>,
@@ -377,6 +383,7 @@ impl ShmCore {
                         None => continue,
                     }
                 }
+                c.slot.read(&mut w.buf[..len]);
                 self.hold(w, c, cmd, len);
                 return Some(Incoming {
                     cmd,
@@ -399,6 +406,7 @@ impl ShmCore {
                         None => continue,
                     }
                 }
+                w.watched[i].conn.slot.read(&mut w.buf[..len]);
                 w.cur = Some(Cur::Watched(i));
                 w.len = len;
                 return Some(Incoming {
@@ -739,7 +747,7 @@ fn reply_into(slot: &Slot, status: Status, data: &[u8], max: usize) {
     } else {
         (code, data)
     };
-    slot.write_shared(data);
+    slot.write(data);
     publish(slot, code, data.len());
 }
 
@@ -793,6 +801,7 @@ impl Core for ShmCore {
             sweep: 0,
             cur: None,
             len: 0,
+            buf: vec![0; self.opts.max_msg].into_boxed_slice(),
             pulse: None,
             pace: Pacer::new(self.opts.pace),
             epoch: 0,
@@ -895,9 +904,10 @@ impl Core for ShmCore {
 
     #[inline]
     fn data<'a>(&'a self, w: &'a ShmWorker) -> &'a [u8] {
-        match self.held(w) {
-            Some(c) => c.slot.payload(w.len),
-            None => w.pulse.as_ref().map_or(&[], |p| &p[..]),
+        match (&w.cur, &w.pulse) {
+            (Some(_), _) => &w.buf[..w.len],
+            (None, Some(p)) => &p[..],
+            (None, None) => &[],
         }
     }
 
@@ -913,11 +923,8 @@ impl Core for ShmCore {
 
     #[inline]
     fn reply_buffer<'a>(&'a self, w: &'a mut ShmWorker) -> Option<&'a mut [u8]> {
-        let c = self.held(w)?;
-        // SAFETY: `w` holds this connection's request (its number is in
-        // `served`, so no other thread takes it), and the borrow of `w`
-        // keeps this the only view of the payload until the reply.
-        Some(unsafe { c.slot.payload_mut_shared(self.opts.max_msg) })
+        w.cur.as_ref()?;
+        Some(&mut w.buf[..])
     }
 
     #[inline]
@@ -926,6 +933,7 @@ impl Core for ShmCore {
             .held(w)
             .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
         let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
+        c.slot.write(&w.buf[..len]);
         publish(&c.slot, code, len);
         w.cur = None;
         verdict
@@ -942,9 +950,9 @@ impl Core for ShmCore {
             // A pulse: nothing to answer, its payload copied already.
             return Some(ShmHeld {
                 conn: None,
+                buf: p.to_vec(),
                 len: PULSE_LEN,
                 max_msg: self.opts.max_msg,
-                pulse: Some(p),
                 receiver,
             });
         }
@@ -955,8 +963,8 @@ impl Core for ShmCore {
         conn.held.store(true, Relaxed);
         Some(ShmHeld {
             conn: Some(conn),
+            buf: w.buf[..w.len].to_vec(),
             len: w.len,
-            pulse: None,
             max_msg: self.opts.max_msg,
             receiver,
         })
@@ -994,15 +1002,16 @@ impl Drop for ShmCore {
     }
 }
 
-/// A request of an shm channel held apart from its thread: the client's
-/// slot, read and answered in place.
+/// A request of an shm channel held apart from its thread: a private copy
+/// of the request (or pulse), answered through the client's slot.
 pub(crate) struct ShmHeld {
-    /// `None` once answered (or a pulse).
+    /// `None` once answered (or a pulse: nothing to answer).
     conn: Option<Arc<ShmConn>>,
+    /// The request's payload, copied out of the slot when it was taken;
+    /// grown to `max_msg` when lent to build the reply in place.
+    buf: Vec<u8>,
     len: usize,
     max_msg: usize,
-    /// A pulse's payload (nothing to answer).
-    pulse: Option<[u8; PULSE_LEN]>,
     /// The pool thread that received it.
     receiver: Receiver,
 }
@@ -1044,11 +1053,7 @@ impl ShmHeld {
 
 impl HeldRequest for ShmHeld {
     fn data(&self) -> &[u8] {
-        match (&self.conn, &self.pulse) {
-            (Some(c), _) => c.slot.payload(self.len),
-            (None, Some(p)) => &p[..],
-            (None, None) => &[],
-        }
+        &self.buf[..self.len]
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -1058,16 +1063,16 @@ impl HeldRequest for ShmHeld {
     }
 
     fn reply_buffer(&mut self) -> Option<&mut [u8]> {
-        let c = self.conn.as_ref()?;
-        // SAFETY: this handle holds the connection's request (its number
-        // is in `served`: no thread takes it again), and the borrow of
-        // `self` keeps this the only view of the payload until the reply.
-        Some(unsafe { c.slot.payload_mut_shared(self.max_msg) })
+        self.conn.as_ref()?;
+        self.buf.resize(self.max_msg, 0);
+        Some(&mut self.buf[..])
     }
 
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
         let c = self.take()?;
         let (code, len, verdict) = in_place_parts(len, self.max_msg);
+        self.buf.resize(self.max_msg, 0);
+        c.slot.write(&self.buf[..len]);
         publish(&c.slot, code, len);
         verdict
     }
@@ -1076,8 +1081,8 @@ impl HeldRequest for ShmHeld {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::api::Transport;
     use crate::transport::rendezvous;
-    use crate::transport::Transport;
     use std::sync::mpsc;
 
     /// A client that maps what it was given and scribbles on every word it

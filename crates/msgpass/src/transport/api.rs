@@ -1,0 +1,343 @@
+//! What a transport is, to the rest of msgpass: the traits every
+//! transport implements ([`Transport`], [`ServerChannel`],
+//! [`ClientConnection`], [`HeldRequest`], [`PoolWorker`], [`Typed`]) and
+//! the types they speak in ([`Options`], [`Incoming`], [`Status`],
+//! [`Wait`]). The lowest layer of the transports: it imports no
+//! transport, and the table, the transports and the generic modules all
+//! import it (the transport module re-exports it for users).
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Most threads a pool may have.
+pub const MAX_THREADS: usize = 64;
+
+/// Bytes of a pulse's payload on the wire.
+pub(crate) const PULSE_LEN: usize = 8;
+
+/// How the two sides of a transport wait for each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Poll shared memory: lowest latency, burns a CPU for each waiting side.
+    Spin,
+    /// Sleep in the kernel until woken.
+    Block,
+    /// Spin for [`Options::spin`](super::Options::spin), then sleep.
+    Hybrid,
+}
+
+/// Tuning shared by every transport. The defaults suit most uses.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Largest request or reply payload, in bytes (default 65536).
+    pub max_msg: usize,
+    /// How long a hybrid waiter spins before it sleeps (default 20 us).
+    pub spin: Duration,
+    /// Longest a blocked side sleeps before it re-checks that its peer is
+    /// alive and that it has not been asked to stop (default 100 ms).
+    pub tick: Duration,
+    /// How long a client waits for the endpoint to appear (`None`: fail at
+    /// once if nobody serves it), like QNX `waitfor`.
+    pub wait: Option<Duration>,
+    /// Whether a spinning shared-memory waiter learns how long to hold back
+    /// before its first look at the peer's word, so that it does not take
+    /// the cache line from a peer about to write it (default true; false
+    /// looks at once, for measuring what the pacing buys).
+    pub pace: bool,
+    /// Most requests a server thread may hold unanswered at once: deferred
+    /// ([`Request::defer`](crate::Request::defer)) or, in a pool, received
+    /// and not yet answered (default 1024). Past it a request is answered
+    /// `EAGAIN` at once. Each connection has at most one held request
+    /// besides (a client has one call outstanding; a transport takes no
+    /// other request of a connection whose request is held), so a server
+    /// holds at most as many as it has clients.
+    pub max_held: usize,
+    /// The deadline of every call on a connection opened with these
+    /// options, from the call's start (`None`, the default: wait for
+    /// ever); see [`Connection::set_timeout`](crate::Connection::set_timeout).
+    pub call_timeout: Option<Duration>,
+    /// Priority inheritance through messages, for a server (default
+    /// false): the thread serving a request runs at the calling thread's
+    /// policy and priority until it replies, then at its own again, and a
+    /// server busy with a low caller's request is raised as soon as a
+    /// higher caller sends (see [`priority`](self::priority) for how the
+    /// caller is named by the kernel and never taken on its word). Only
+    /// on `uds`, `uds-stream` and `uds-dgram`, in a process that may use
+    /// SCHED_FIFO (CAP_SYS_NICE or an RLIMIT_RTPRIO above 0):
+    /// [`Channel::create`](crate::Channel::create) refuses it elsewhere
+    /// with [`Error::NoInheritance`], saying why.
+    pub inherit_priority: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_msg: 65536,
+            spin: Duration::from_micros(20),
+            tick: Duration::from_millis(100),
+            wait: None,
+            pace: true,
+            max_held: 1024,
+            call_timeout: None,
+            inherit_priority: false,
+        }
+    }
+}
+
+/// The bit of a command code that marks a one-way message on the wire.
+/// Application command codes must leave it clear: [`crate::Connection::call`]
+/// refuses them with [`Error::ReservedCommand`], and servers strip it (see
+/// [`Incoming::oneway`]).
+pub const ONEWAY: u32 = 1 << 31;
+
+/// The header of one incoming request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Incoming {
+    /// The command code the client sent (without the [`ONEWAY`] bit).
+    pub cmd: u32,
+    /// Length of the request payload, available from [`ServerChannel::data`].
+    pub len: usize,
+    /// True for a one-way message: the client waits for no reply, and none
+    /// may be sent.
+    pub oneway: bool,
+}
+
+impl Incoming {
+    /// The header of a request whose command code came off the wire
+    /// (perhaps with the [`ONEWAY`] bit set).
+    pub(crate) fn from_wire(code: u32, len: usize) -> Incoming {
+        Incoming {
+            cmd: code & !ONEWAY,
+            len,
+            oneway: code & ONEWAY != 0,
+        }
+    }
+}
+
+/// How a reply ends a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Success, with a payload.
+    Ok,
+    /// Failure with an errno-style code (positive), no payload.
+    Err(i32),
+}
+
+impl Status {
+    /// The status as it travels in a reply header (0, or the errno's bits)
+    /// and the payload that goes with it (none with an error).
+    pub(crate) fn encode(self, data: &[u8]) -> (u32, &[u8]) {
+        match self {
+            Status::Ok => (0, data),
+            Status::Err(c) => (c as u32, &[]),
+        }
+    }
+
+    /// What a client makes of a reply with wire status `status` and `len`
+    /// payload bytes for a caller's buffer of `cap`: the server's error, a
+    /// buffer too small, or fine.
+    pub(crate) fn check_reply(status: u32, len: usize, cap: usize) -> Result<()> {
+        if status != 0 {
+            return Err(Error::Remote {
+                code: status as i32,
+            });
+        }
+        if len > cap {
+            return Err(Error::ReplyTooLarge { len, cap });
+        }
+        Ok(())
+    }
+}
+
+/// Server side of a channel: receives requests from any connected client and
+/// replies to each before receiving the next.
+pub trait ServerChannel: Send {
+    /// Waits for the next request. Returns `Ok(None)` once `stop` is set.
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>>;
+    /// Payload of the request last returned by `receive`.
+    fn data(&self) -> &[u8];
+    /// Replies to the request last returned by `receive`. A client that has
+    /// gone away meanwhile is not an error: its connection is dropped.
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
+    /// The buffer to build the reply to the request last returned by
+    /// `receive` in, in place: at least [`Options::max_msg`] bytes,
+    /// starting with the request. `None` (the default) on transports
+    /// without one, for which [`Request::reply_with`](crate::Request::reply_with)
+    /// copies through a buffer of its own.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Replies with the first `len` bytes of [`reply_buffer`]; called only
+    /// when it is `Some` (the default refuses).
+    ///
+    /// [`reply_buffer`]: ServerChannel::reply_buffer
+    fn reply_in_place(&mut self, _len: usize) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "replies in place",
+            transport: "this transport",
+        })
+    }
+    /// Number of connected clients.
+    fn connections(&self) -> usize;
+    /// Takes the request last returned by `receive` out of the channel as
+    /// an owned handle, to be answered later from any thread while the
+    /// channel goes on receiving (a deferred reply: see
+    /// [`Request::defer`](crate::Request::defer)). The transport keeps at
+    /// most one request of a connection held: it takes no other request
+    /// of that connection until the held one is answered. `None` (the
+    /// default) where the transport cannot.
+    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        None
+    }
+    /// Serves the channel from `threads` threads instead: one worker per
+    /// thread, each receiving requests as owned handles (see
+    /// [`Channel::into_pool`](crate::Channel::into_pool)). The default
+    /// refuses.
+    fn into_pool(self: Box<Self>, _threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
+        Err(Error::Unsupported {
+            what: "a pool of threads on one channel",
+            transport: "this transport",
+        })
+    }
+}
+
+/// One thread's share of a channel served by a pool of threads (made by
+/// [`ServerChannel::into_pool`]): receives the next request any client
+/// sends, as an owned handle.
+pub trait PoolWorker: Send {
+    /// Waits for the next request; `Ok(None)` once `stop` is set (within
+    /// one [`Options::tick`]).
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<(Incoming, Box<dyn HeldRequest>)>>;
+    /// Number of connected clients (of the whole channel).
+    fn connections(&self) -> usize;
+}
+
+/// A received request held apart from the thread that received it, to be
+/// answered from any thread. A held request is answered at most once:
+/// after a reply, the next one is an error.
+pub trait HeldRequest: Send {
+    /// The request payload (private memory: on shared-memory transports,
+    /// copied out of it when the request was taken).
+    fn data(&self) -> &[u8];
+    /// Replies with `data`. A client known to be gone meanwhile is
+    /// [`Error::Disconnected`] (the reply goes nowhere; nothing is kept).
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
+    /// The memory to build the reply in place, starting with the request;
+    /// `None` (the default) where the transport lends none.
+    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Replies with the first `len` bytes of
+    /// [`reply_buffer`](HeldRequest::reply_buffer); called only when it is
+    /// `Some` (the default refuses).
+    fn reply_in_place(&mut self, _len: usize) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "replies in place",
+            transport: "this transport",
+        })
+    }
+}
+
+/// Client side of a connection.
+pub trait ClientConnection: Send {
+    /// Sends `req` with command `cmd`, blocks for the reply, copies it into
+    /// `reply` and returns its length.
+    fn call(&mut self, cmd: u32, req: &[u8], reply: &mut [u8]) -> Result<usize>;
+    /// Largest payload the server accepts.
+    fn max_msg(&self) -> usize;
+    /// The buffer to build the next request in, in place: at least
+    /// [`max_msg`](ClientConnection::max_msg) bytes. `None` (the default)
+    /// on transports without one, for which
+    /// [`Connection::call_with`](crate::Connection::call_with) copies
+    /// through buffers of its own.
+    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    /// Sends the first `len` bytes of [`request_buffer`] with command
+    /// `cmd`, blocks for the reply and returns it in the same buffer; called
+    /// only when [`request_buffer`] is `Some` (the default refuses).
+    ///
+    /// [`request_buffer`]: ClientConnection::request_buffer
+    fn call_in_place(&mut self, _cmd: u32, _len: usize) -> Result<&[u8]> {
+        Err(Error::Unsupported {
+            what: "calls in place",
+            transport: "this transport",
+        })
+    }
+    /// Sends `req` with command `cmd` as a one-way message (the wire
+    /// command is `cmd | ONEWAY`) and returns once it is queued, without
+    /// waiting for the server. Only transports whose [`oneway`] is true
+    /// implement it; the default is [`Error::Unsupported`].
+    ///
+    /// [`oneway`]: ClientConnection::oneway
+    fn send_oneway(&mut self, _cmd: u32, _req: &[u8]) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "one-way messages",
+            transport: "this transport",
+        })
+    }
+    /// True when [`send_oneway`](ClientConnection::send_oneway) works: the
+    /// channel queues several messages and a full one blocks the sender
+    /// (never drops a message).
+    fn oneway(&self) -> bool {
+        false
+    }
+    /// Gives every later call a deadline `timeout` after it starts (`None`:
+    /// none). A call past it returns [`Error::TimedOut`]; its reply, when
+    /// it comes, is discarded by the next call, which waits for it first
+    /// (a connection has one call at the server at a time). The default
+    /// refuses a timeout.
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        match timeout {
+            None => Ok(()),
+            Some(_) => Err(Error::Unsupported {
+                what: "call timeouts",
+                transport: "this transport",
+            }),
+        }
+    }
+    /// Sends a pulse (its wire payload) if the path to the server has room
+    /// for it now, else [`Error::PulseQueueFull`]; never waits for the
+    /// server. The default refuses.
+    fn send_pulse(&mut self, _payload: &[u8; PULSE_LEN]) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "pulses",
+            transport: "this transport",
+        })
+    }
+}
+
+/// A message-passing mechanism.
+pub trait Transport: Send + Sync + std::fmt::Debug {
+    /// Its name in the transport table ([`TransportInfo::name`](crate::transport::TransportInfo::name)).
+    fn name(&self) -> &'static str;
+    /// Serves the endpoint at `path` (already claimed by the caller).
+    fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>>;
+    /// Connects to the endpoint at `path`.
+    fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>>;
+    /// The largest payload this transport carries when `requested` is
+    /// asked for ([`Options::max_msg`]): most carry any size, a few (udp)
+    /// lower it. Servers enforce it; clients learn it on connecting.
+    fn max_msg(&self, requested: usize) -> usize {
+        requested
+    }
+}
+
+/// A transport whose server and client types are named at compile time,
+/// for [`Channel::create_typed`](crate::Channel::create_typed) and
+/// [`Connection::open_typed`](crate::Connection::open_typed): calls on
+/// them are direct, with no dynamic dispatch. [`Shm`](crate::transport::shm::Shm) is one;
+/// [`by_name`](crate::transport::by_name) keeps serving programs that choose at run time.
+pub trait Typed: Transport {
+    /// The server side.
+    type Server: ServerChannel + 'static;
+    /// The client side.
+    type Client: ClientConnection + 'static;
+    /// Serves the endpoint at `path` (already claimed by the caller).
+    fn serve_typed(&self, path: &Path, opts: &Options) -> Result<Self::Server>;
+    /// Connects to the endpoint at `path`.
+    fn connect_typed(&self, path: &Path, opts: &Options) -> Result<Self::Client>;
+}
