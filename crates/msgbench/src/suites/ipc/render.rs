@@ -477,10 +477,10 @@ fn api_legend(rows: &[Row]) -> String {
     let copy = rows.iter().any(|r| r.api == Api::Copy);
     let mut l = format!(
         "API {} = Connection::call_with, Request::reply_with (the default). On shm, shm-spin, shm-block and\n\
-         shm-hybrid (served and called through typed channels) request and reply stay in the shared slot, no byte\n\
-         copied; on eventfd, io-uring and signal they are read and written in the connection's two shared areas,\n\
-         one per direction, so the server's reply buffer starts with a copy of the request (one copy per round\n\
-         trip, against four); elsewhere msgpass's copying fallback. The echo request carries its sequence number in its first\n\
+         shm-hybrid (served and called through typed channels), eventfd, io-uring and signal each side is lent a\n\
+         private buffer that msgpass copies to or from the shared slot or area once (memory a peer can write is\n\
+         never lent as a slice: docs/architecture.md, \"Shared memory a peer can write\"), and the server's reply\n\
+         buffer starts with the request; elsewhere msgpass's copying fallback. The echo request carries its sequence number in its first\n\
          and last 8 bytes (up to 16 bytes these stamps cover the whole message); the server XORs only the stamps,\n\
          so the cost does not grow with the size. The client writes the body once (when each warm-up starts; every\n\
          call where the transport is not in place) and checks every reply's length and both stamps, its whole body\n\

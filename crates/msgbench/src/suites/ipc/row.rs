@@ -88,7 +88,7 @@ impl From<msgpass::transport::Wait> for WaitClass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Api {
-    /// In place (zero-copy): `Connection::call_with` and
+    /// In place: `Connection::call_with` and
     /// `Request::reply_with`, only the stamps rewritten and transformed
     /// (the default).
     InPlace,
