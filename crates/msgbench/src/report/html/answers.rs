@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use clap::ValueEnum;
 use serde_json::Value;
 
-use super::ipc::{field, placement_order};
+use super::fields::{field, placement_order};
 use super::key;
 use crate::devctl::client::ClientRun;
 use crate::devctl::options::Api;

@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::chart::{self, Series, XyPlot};
-use super::ipc::field;
+use super::fields::field;
 use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
 
 /// Where the study's figures come from, as shown under the tables.

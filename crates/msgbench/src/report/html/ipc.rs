@@ -12,6 +12,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::chart::{self, Chart, Marker, Series, XyPlot};
+use super::fields::{field, placement_order};
 use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Input, Section};
 use crate::measure::hist::fmt_ns;
 
@@ -101,11 +102,6 @@ fn placement_html(runs: &[&Input], placement: &str) -> Result<String> {
         ));
     }
     Ok(html)
-}
-
-/// Same CPU first, as the terminal prints them.
-pub fn placement_order(p: &str) -> (u8, String) {
-    (u8::from(p != "same"), p.to_string())
 }
 
 fn placement_title(p: &str) -> String {
@@ -340,15 +336,6 @@ fn cdf(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
         y_log: false,
         series,
         small: true,
-    }
-}
-
-/// A row's field as text (a string, or a number written out), "" if absent.
-pub fn field(row: &Value, name: &str) -> String {
-    match row.get(name) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => String::new(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod broker;
 pub mod chart;
 pub mod dots;
 pub mod env;
+pub mod fields;
 pub mod floor;
 pub mod ipc;
 pub mod ipc_scale;

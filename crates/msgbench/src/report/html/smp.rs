@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::chart::{self, Marker, Series, XyPlot};
-use super::ipc::field;
+use super::fields::field;
 use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
 
 /// Where the study's figures come from, as shown under the charts.

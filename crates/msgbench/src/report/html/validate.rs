@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
-use super::ipc::field;
+use super::fields::field;
 use super::{answers, chart_html, key, of_suite, table, verdicts, Input, Section};
 use crate::report::envelope::Figure;
 
