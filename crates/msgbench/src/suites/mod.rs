@@ -11,6 +11,7 @@ pub mod ipc;
 pub mod parse;
 pub mod rtos;
 pub mod smp;
+pub mod sweep;
 pub mod validate;
 
 use std::path::PathBuf;

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::cell::CpuSplit;
 use super::dbus::DbusLib;
+use super::measure::CpuSplit;
 use super::options::{Fault, Via};
 use crate::measure::hist::LatencySummary;
 

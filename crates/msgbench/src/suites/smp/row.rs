@@ -142,7 +142,7 @@ pub struct SmpRow {
     pub max_gap_us: Vec<f64>,
     /// Memory mode: the lowest trial above the zero-loss rate that lost
     /// frames, with its longest worker stall.
-    pub first_loss: Option<super::cell::FirstLoss>,
+    pub first_loss: Option<super::measured::FirstLoss>,
     /// The search of the median repeat.
     pub search: SearchResult,
     /// Route changes applied per second during that search.

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::cell::CellRun;
 use super::lpm::Dir24;
+use super::measured::CellRun;
 use super::memory::{update_plan, TABLE_SEED, TRAFFIC_SEED};
 use super::options::SmpPlan;
 use super::packet::{self, Spec, FCS};
