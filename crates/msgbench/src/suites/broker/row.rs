@@ -8,6 +8,7 @@ use super::dbus::DbusLib;
 use super::measure::CpuSplit;
 use super::options::{Fault, Via};
 use crate::measure::hist::LatencySummary;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// A row.
 #[derive(Debug, Clone, Serialize)]
@@ -172,5 +173,15 @@ mod tests {
         assert!(reference(Via::Broker, Some("uds"), 256).is_none());
         assert!(reference(Via::DbusBroker, None, 1).is_none());
         assert!(reference(Via::Direct, Some("uds"), 1).is_none());
+    }
+}
+
+impl SuiteRow for BrokerRow {
+    fn status(&self) -> RowStatus {
+        match (&self.error, &self.skipped) {
+            (Some(_), _) => RowStatus::Failed,
+            (None, Some(_)) => RowStatus::Skipped,
+            (None, None) => RowStatus::Ok,
+        }
     }
 }

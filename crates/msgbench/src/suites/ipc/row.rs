@@ -7,6 +7,7 @@ use super::idle::IdleCost;
 use super::load::OtherLoad;
 use super::options::RowSpec;
 use crate::measure::hist::LatencySummary;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// Where the client and server threads run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -485,5 +486,16 @@ mod tests {
         assert_eq!(WaitClass::of("shm-hybrid"), WaitClass::Hybrid);
         assert_eq!(WaitClass::of("shm-block"), WaitClass::Blocking);
         assert_eq!(WaitClass::of("uds"), WaitClass::Blocking);
+    }
+}
+
+impl SuiteRow for Row {
+    fn status(&self) -> RowStatus {
+        match self.status {
+            Status::Ok => RowStatus::Ok,
+            Status::Failed => RowStatus::Failed,
+            Status::Skipped | Status::NotApplicable => RowStatus::Skipped,
+            Status::Interrupted => RowStatus::Interrupted,
+        }
     }
 }

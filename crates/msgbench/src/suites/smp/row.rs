@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::search::SearchResult;
 use super::tables::LockStats;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// Who forwards in a row (written as its name: `mutex`, ..., `kernel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,5 +210,15 @@ mod tests {
         assert!(r.line_rate);
         assert!((r.pps_per_port - 81_274.0).abs() < 1.0, "{r:?}");
         assert!(reference(Forwarder::Table(Variant::Mutex), 1, 600).is_none());
+    }
+}
+
+impl SuiteRow for SmpRow {
+    fn status(&self) -> RowStatus {
+        match (self.skipped, self.measured()) {
+            (true, _) => RowStatus::Skipped,
+            (false, true) => RowStatus::Ok,
+            (false, false) => RowStatus::Failed,
+        }
     }
 }
