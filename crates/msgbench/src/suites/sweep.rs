@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::report::progress::Progress;
+use crate::suites::RunContext;
 
 /// What the sweep found for one cell.
 #[derive(Debug)]
@@ -63,7 +64,19 @@ pub struct Sweep<'a, C> {
     pub stop: &'a AtomicBool,
 }
 
-impl<C> Sweep<'_, C> {
+impl<'a, C> Sweep<'a, C> {
+    /// `cells` repeated `repeats` times, each about `each` long, with the
+    /// run's progress bar and stop flag.
+    pub fn new(cells: &'a [C], repeats: usize, each: Duration, cx: &'a RunContext) -> Self {
+        Sweep {
+            cells,
+            repeats,
+            each,
+            progress: &cx.progress,
+            stop: &cx.stop,
+        }
+    }
+
     /// Runs the sweep: `skip` says once per cell why it cannot run here
     /// (`None` when it can), `label` names a cell's repeat for the
     /// progress bar, `measure` measures cell `i` once in repeat `rep`. A

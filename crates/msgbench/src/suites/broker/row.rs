@@ -160,6 +160,16 @@ pub fn reference(via: Via, transport: Option<&str>, ints: u32) -> Option<Referen
     }
 }
 
+impl SuiteRow for BrokerRow {
+    fn status(&self) -> RowStatus {
+        match (&self.error, &self.skipped) {
+            (Some(_), _) => RowStatus::Failed,
+            (None, Some(_)) => RowStatus::Skipped,
+            (None, None) => RowStatus::Ok,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,15 +183,5 @@ mod tests {
         assert!(reference(Via::Broker, Some("uds"), 256).is_none());
         assert!(reference(Via::DbusBroker, None, 1).is_none());
         assert!(reference(Via::Direct, Some("uds"), 1).is_none());
-    }
-}
-
-impl SuiteRow for BrokerRow {
-    fn status(&self) -> RowStatus {
-        match (&self.error, &self.skipped) {
-            (Some(_), _) => RowStatus::Failed,
-            (None, Some(_)) => RowStatus::Skipped,
-            (None, None) => RowStatus::Ok,
-        }
     }
 }

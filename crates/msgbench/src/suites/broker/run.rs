@@ -73,14 +73,7 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
     let base = msgpass::Namespace::resolve(None)?;
     let run_dir = RunDir::create(&base, &format!("broker-{}", std::process::id()))?;
     let cells = cells(plan);
-    let swept = Sweep {
-        cells: &cells,
-        repeats: plan.repeats,
-        each: cell_estimate(plan),
-        progress: &cx.progress,
-        stop: &cx.stop,
-    }
-    .run(
+    let swept = Sweep::new(&cells, plan.repeats, cell_estimate(plan), cx).run(
         unavailable,
         |c, rep| progress_label(plan, c, rep),
         |rep, c, i| {

@@ -437,6 +437,17 @@ impl Row {
     }
 }
 
+impl SuiteRow for Row {
+    fn status(&self) -> RowStatus {
+        match self.status {
+            Status::Ok => RowStatus::Ok,
+            Status::Failed => RowStatus::Failed,
+            Status::Skipped | Status::NotApplicable => RowStatus::Skipped,
+            Status::Interrupted => RowStatus::Interrupted,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -486,16 +497,5 @@ mod tests {
         assert_eq!(WaitClass::of("shm-hybrid"), WaitClass::Hybrid);
         assert_eq!(WaitClass::of("shm-block"), WaitClass::Blocking);
         assert_eq!(WaitClass::of("uds"), WaitClass::Blocking);
-    }
-}
-
-impl SuiteRow for Row {
-    fn status(&self) -> RowStatus {
-        match self.status {
-            Status::Ok => RowStatus::Ok,
-            Status::Failed => RowStatus::Failed,
-            Status::Skipped | Status::NotApplicable => RowStatus::Skipped,
-            Status::Interrupted => RowStatus::Interrupted,
-        }
     }
 }

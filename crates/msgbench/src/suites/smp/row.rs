@@ -190,6 +190,16 @@ impl SmpRow {
     }
 }
 
+impl SuiteRow for SmpRow {
+    fn status(&self) -> RowStatus {
+        match (self.skipped, self.measured()) {
+            (true, _) => RowStatus::Skipped,
+            (false, true) => RowStatus::Ok,
+            (false, false) => RowStatus::Failed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tables::Variant;
@@ -210,15 +220,5 @@ mod tests {
         assert!(r.line_rate);
         assert!((r.pps_per_port - 81_274.0).abs() < 1.0, "{r:?}");
         assert!(reference(Forwarder::Table(Variant::Mutex), 1, 600).is_none());
-    }
-}
-
-impl SuiteRow for SmpRow {
-    fn status(&self) -> RowStatus {
-        match (self.skipped, self.measured()) {
-            (true, _) => RowStatus::Skipped,
-            (false, true) => RowStatus::Ok,
-            (false, false) => RowStatus::Failed,
-        }
     }
 }

@@ -69,14 +69,7 @@ pub fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
         PortsMode::Veth => Path::Veth(Box::new(wire::Setup::build(plan)?)),
     };
     let cells = cells(plan);
-    let swept = Sweep {
-        cells: &cells,
-        repeats: plan.repeats,
-        each: cell_estimate(plan),
-        progress: &cx.progress,
-        stop: &cx.stop,
-    }
-    .run(
+    let swept = Sweep::new(&cells, plan.repeats, cell_estimate(plan), cx).run(
         |&(_, _, n)| plan.skip_reason(n),
         |&cell, rep| label(plan, cell, rep),
         |_, &cell, _| measure(plan, &path, cell, cx),
