@@ -11,6 +11,7 @@ pub mod ipc;
 pub mod parse;
 pub mod rtos;
 pub mod smp;
+pub mod sweep;
 pub mod validate;
 
 use std::path::PathBuf;
@@ -68,13 +69,46 @@ impl RunContext {
     }
 }
 
+/// What one row means for the run's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowStatus {
+    /// Measured or judged (a verdict either way that is not a failure).
+    Ok,
+    /// Failed: a wrong answer, a broken call, a FAIL verdict, an error.
+    Failed,
+    /// Not run here, with its reason in the row.
+    Skipped,
+    /// Cut short by SIGINT/SIGTERM.
+    Interrupted,
+}
+
+/// A suite's row, as the pipeline counts it in the outcome.
+pub trait SuiteRow: Serialize {
+    /// What this row means for the outcome.
+    fn status(&self) -> RowStatus;
+}
+
+/// The outcome of `rows`: how many, how many failed and were skipped, and
+/// whether the run was interrupted (`stopped`, or a row cut short).
+pub fn outcome_of<R: SuiteRow>(rows: &[R], stopped: bool) -> Outcome {
+    let count = |s: RowStatus| rows.iter().filter(|r| r.status() == s).count();
+    Outcome {
+        rows: rows.len(),
+        failed: count(RowStatus::Failed),
+        skipped: count(RowStatus::Skipped),
+        interrupted: stopped || count(RowStatus::Interrupted) > 0,
+    }
+}
+
 /// What a suite's run produced.
 pub struct Results<R> {
     /// The suite's rows, in run order.
     pub rows: Vec<R>,
     /// The machine's floor, where measured in the same run.
     pub floor: Option<FloorReport>,
-    /// Rows, failures, skips, interruption.
+    /// Rows, failures, skips, interruption: filled by [`execute`] from
+    /// the rows ([`outcome_of`]) and the stop flag once the run returns;
+    /// suites do not set it.
     pub outcome: Outcome,
     /// Remarks on the whole run.
     pub notes: Vec<String>,
@@ -104,7 +138,7 @@ pub trait Suite {
     /// Checked settings, stored in the envelope as `settings`.
     type Plan: Serialize;
     /// One row of its results.
-    type Row: Serialize;
+    type Row: SuiteRow;
 
     /// Checks the command line: every bad option fails here, in one line
     /// naming it, before anything is measured.
@@ -161,7 +195,8 @@ pub fn execute<S: Suite>(
     if matches!(out.format, Format::Table | Format::Markdown) {
         println!("{banner}\n");
     }
-    let results = S::run(&plan, &cx)?;
+    let mut results = S::run(&plan, &cx)?;
+    results.outcome = outcome_of(&results.rows, cx.stopped());
     cx.progress.finish();
     let figures = S::figures(&results);
     let doc = Envelope {
@@ -228,4 +263,41 @@ fn verdict(suite: &str, o: &Outcome) -> Result<()> {
         bail!("{suite}: interrupted; the results so far are above");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct R(RowStatus);
+
+    impl Serialize for R {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            s.serialize_unit()
+        }
+    }
+
+    impl SuiteRow for R {
+        fn status(&self) -> RowStatus {
+            self.0
+        }
+    }
+
+    #[test]
+    fn the_outcome_is_counted_from_the_rows_and_the_stop_flag() {
+        use RowStatus::*;
+        let rows = [R(Ok), R(Failed), R(Skipped), R(Skipped), R(Ok)];
+        let o = outcome_of(&rows, false);
+        assert_eq!(
+            (o.rows, o.failed, o.skipped, o.interrupted),
+            (5, 1, 2, false)
+        );
+        assert!(outcome_of(&rows, true).interrupted, "the stop flag");
+        let cut = [R(Ok), R(Interrupted)];
+        let o = outcome_of(&cut, false);
+        assert_eq!(
+            (o.rows, o.failed, o.skipped, o.interrupted),
+            (2, 0, 0, true)
+        );
+    }
 }

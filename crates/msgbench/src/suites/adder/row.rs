@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::suites::{RowStatus, SuiteRow};
+
 use super::{Mode, Placement};
 use crate::devctl::client::ClientRun;
 use crate::devctl::options::Api;
@@ -134,6 +136,15 @@ impl DiscardedRun {
             busy_pct: old.busy.map(|b| b.busy_pct),
             latency: old.latency.clone(),
             reason,
+        }
+    }
+}
+
+impl SuiteRow for Row {
+    fn status(&self) -> RowStatus {
+        match self.failed() {
+            true => RowStatus::Failed,
+            false => RowStatus::Ok,
         }
     }
 }

@@ -108,10 +108,8 @@ fn results(
     idle: Option<f64>,
     stopped_at: Option<String>,
 ) -> Results<Row> {
-    let failed = rows.iter().filter(|r| r.failed()).count();
     let left = plan.row_count() - rows.len();
     let mut r = Results::new(rows);
-    r.outcome.failed = failed;
     if let Some(i) = idle {
         r.notes.push(format!(
             "Idle baseline: {i:.2}% busy over {} s, before the first row.",
@@ -119,7 +117,6 @@ fn results(
         ));
     }
     if let Some(at) = stopped_at {
-        r.outcome.interrupted = true;
         r.notes.push(format!(
             "Interrupted at {at}: that row and the {} after it were not run.",
             left.saturating_sub(1)
@@ -368,8 +365,9 @@ mod tests {
         bad.measured = None;
         bad.error = Some("thread 0: final value 7, expected 1000".into());
         let r = results(vec![ok.clone(), bad], &plan, Some(3.5), None);
-        assert_eq!((r.outcome.rows, r.outcome.failed), (2, 1));
-        assert!(!r.outcome.interrupted);
+        let o = crate::suites::outcome_of(&r.rows, false);
+        assert_eq!((o.rows, o.failed, o.skipped), (2, 1, 0));
+        assert!(!o.interrupted);
         assert_eq!(
             r.notes,
             ["Idle baseline: 3.50% busy over 2 s, before the first row."]
@@ -380,8 +378,9 @@ mod tests {
             None,
             Some("shm, unpinned, One process, 2 threads".into()),
         );
-        assert_eq!((r.outcome.rows, r.outcome.failed), (1, 0));
-        assert!(r.outcome.interrupted);
+        let o = crate::suites::outcome_of(&r.rows, true);
+        assert_eq!((o.rows, o.failed), (1, 0));
+        assert!(o.interrupted);
         assert_eq!(
             r.notes,
             ["Interrupted at shm, unpinned, One process, 2 threads: that row and the 4 after it were not run."]

@@ -14,25 +14,26 @@
 //!   and their timing; `dbus`: the D-Bus side (libdbus, sd-bus and zbus,
 //!   private buses, the answer per library).
 //! - `role`: those as processes (`msgbench broker-peer`), started,
-//!   talked to and stopped through `measure::peers`; `cell`: one
-//!   measurement.
-//! - `options`: the command line and the plan; `sweep`: every cell,
-//!   repeated and interleaved, into rows ([`row::BrokerRow`]); `judge`:
+//!   talked to and stopped through `measure::peers`; `measure`: one
+//!   cell measured once.
+//! - `options`: the command line and the plan; `run`: every cell through
+//!   the suites' shared sweep (repeated and interleaved), into rows
+//!   ([`row::BrokerRow`]); `judge`:
 //!   the study's question and the goals judged; `render`: tables and
 //!   figures.
 
-pub mod cell;
 pub mod client;
 pub mod dbus;
 pub mod judge;
+pub mod measure;
 pub mod options;
 pub mod proto;
 pub mod render;
 pub mod role;
 pub mod router;
 pub mod row;
+pub mod run;
 pub mod service;
-pub mod sweep;
 
 use std::time::Duration;
 
@@ -65,7 +66,7 @@ impl Suite for Broker {
     }
 
     fn estimate(plan: &BrokerPlan) -> Duration {
-        sweep::cell_estimate(plan) * (sweep::cells(plan).len() * plan.repeats) as u32
+        run::cell_estimate(plan) * (run::cells(plan).len() * plan.repeats) as u32
     }
 
     fn banner(plan: &BrokerPlan, cx: &RunContext) -> String {
@@ -77,7 +78,7 @@ impl Suite for Broker {
     }
 
     fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
-        let mut r = sweep::run(plan, cx)?;
+        let mut r = run::run(plan, cx)?;
         r.notes = judge::judge(&r.rows);
         Ok(r)
     }

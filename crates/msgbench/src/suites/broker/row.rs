@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
-use super::cell::CpuSplit;
 use super::dbus::DbusLib;
+use super::measure::CpuSplit;
 use super::options::{Fault, Via};
 use crate::measure::hist::LatencySummary;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// A row.
 #[derive(Debug, Clone, Serialize)]
@@ -156,6 +157,16 @@ pub fn reference(via: Via, transport: Option<&str>, ints: u32) -> Option<Referen
             us: 16_212.0,
         }),
         _ => None,
+    }
+}
+
+impl SuiteRow for BrokerRow {
+    fn status(&self) -> RowStatus {
+        match (&self.error, &self.skipped) {
+            (Some(_), _) => RowStatus::Failed,
+            (None, Some(_)) => RowStatus::Skipped,
+            (None, None) => RowStatus::Ok,
+        }
     }
 }
 

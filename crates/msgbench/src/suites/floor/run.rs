@@ -7,14 +7,20 @@ use anyhow::Result;
 
 use super::options::FloorPlan;
 use crate::pingpong::floor::{self as measurement, FloorRow};
-use crate::suites::{Results, RunContext};
+use crate::suites::{Results, RowStatus, RunContext, SuiteRow};
 
 /// Measures the floor of `plan`; `estimate` is the item's planned length.
 pub fn run(plan: &FloorPlan, cx: &RunContext, estimate: Duration) -> Result<Results<FloorRow>> {
     cx.progress.start("ping-pongs and costs");
     let floor = measurement::measure_until(plan.quick, &plan.cpus, &cx.stop)?;
     cx.progress.done(estimate);
-    let mut r = Results::new(floor.rows);
-    r.outcome.interrupted = cx.stopped();
-    Ok(r)
+    Ok(Results::new(floor.rows))
+}
+
+/// Every floor row counts as measured: an interruption is the stop
+/// flag's, read by the pipeline.
+impl SuiteRow for FloorRow {
+    fn status(&self) -> RowStatus {
+        RowStatus::Ok
+    }
 }

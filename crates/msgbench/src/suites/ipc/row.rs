@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::crowd::{ActiveRun, IdleCost};
 use super::load::OtherLoad;
 use crate::measure::hist::LatencySummary;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// One row of the plan: what is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -447,6 +448,17 @@ impl Row {
             Status::NotApplicable => format!("n/a: {r}"),
             Status::Skipped => format!("skipped: {r}"),
             Status::Interrupted => "interrupted".to_string(),
+        }
+    }
+}
+
+impl SuiteRow for Row {
+    fn status(&self) -> RowStatus {
+        match self.status {
+            Status::Ok => RowStatus::Ok,
+            Status::Failed => RowStatus::Failed,
+            Status::Skipped | Status::NotApplicable => RowStatus::Skipped,
+            Status::Interrupted => RowStatus::Interrupted,
         }
     }
 }

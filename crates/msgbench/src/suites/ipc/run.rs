@@ -168,9 +168,8 @@ fn one_row(ctx: &RowContext, index: usize, spec: &RowSpec) -> Row {
     }
 }
 
-/// The rows with their outcome: failed rows (wrong replies, broken
-/// calls), skipped ones (not available here, or beyond the transport's
-/// largest message), and whether SIGINT stopped the run.
+/// The rows with the floor and the notes, one of them saying how far an
+/// interrupted run got (the pipeline counts the outcome from the rows).
 fn results(
     plan: &Plan,
     cx: &RunContext,
@@ -178,10 +177,7 @@ fn results(
     floor: Option<FloorReport>,
     mut notes: Vec<String>,
 ) -> Results<Row> {
-    let count = |f: fn(Status) -> bool| rows.iter().filter(|r| f(r.status)).count();
-    let failed = count(|s| s == Status::Failed);
-    let skipped = count(|s| matches!(s, Status::Skipped | Status::NotApplicable));
-    let interrupted = cx.stopped() || count(|s| s == Status::Interrupted) > 0;
+    let interrupted = cx.stopped() || rows.iter().any(|r| r.status == Status::Interrupted);
     if interrupted {
         notes.push(format!(
             "Interrupted: {} of {} rows run.",
@@ -190,9 +186,6 @@ fn results(
         ));
     }
     let mut r = Results::new(rows);
-    r.outcome.failed = failed;
-    r.outcome.skipped = skipped;
-    r.outcome.interrupted = interrupted;
     r.floor = floor;
     r.notes = notes;
     r

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::suites::{RowStatus, SuiteRow};
+
 /// The lab's test groups, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Group {
@@ -246,4 +248,16 @@ pub struct TestResult {
     pub note: Option<String>,
     /// The outcome.
     pub outcome: Outcome,
+}
+
+impl SuiteRow for TestResult {
+    fn status(&self) -> RowStatus {
+        match &self.outcome {
+            Outcome::Behaviour { pass: false, .. } | Outcome::Error { .. } => RowStatus::Failed,
+            Outcome::Skipped { .. } => RowStatus::Skipped,
+            Outcome::Behaviour { pass: true, .. }
+            | Outcome::Inconclusive { .. }
+            | Outcome::Timing(_) => RowStatus::Ok,
+        }
+    }
 }

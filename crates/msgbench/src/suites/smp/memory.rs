@@ -17,9 +17,9 @@ use std::sync::{Mutex, PoisonError};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::cell::{CellRun, FirstLoss};
 use super::forwarder::{self, ForwarderConfig, TrialReport};
 use super::lpm::Dir24;
+use super::measured::{CellRun, FirstLoss};
 use super::options::SmpPlan;
 use super::packet::{self, Spec};
 use super::ports::{Discard, Offered, Pool};

@@ -26,25 +26,27 @@
 //!   hold times, per-route counters, and the route-update thread.
 //!
 //! - `options`: the command line and the plan; `memory` and `wire`: one
-//!   cell measured on each path, into one [`cell::CellRun`], both on
-//!   `setup` (the table, the route-update thread, the search loop); `sweep`: every cell, repeated and
-//!   interleaved, into rows ([`row::SmpRow`]); `judge`: the study's
-//!   three lessons judged from the rows; `render`: tables and figures.
+//!   cell measured on each path, into one [`measured::CellRun`], both on
+//!   `setup` (the table, the route-update thread, the search loop); `run`:
+//!   every cell through the suites' shared sweep (repeated and
+//!   interleaved), into rows ([`row::SmpRow`]); `judge`: the study's
+//!   three lessons judged from the rows, once per run; `render`: tables
+//!   and figures.
 
-pub mod cell;
 pub mod fib;
 pub mod forwarder;
 pub mod judge;
 pub mod lpm;
+pub mod measured;
 pub mod memory;
 pub mod options;
 pub mod packet;
 pub mod ports;
 pub mod render;
 pub mod row;
+pub mod run;
 pub mod search;
 pub mod setup;
-pub mod sweep;
 pub mod synth;
 pub mod tables;
 pub mod veth;
@@ -86,7 +88,7 @@ impl Suite for Smp {
     }
 
     fn estimate(plan: &SmpPlan) -> Duration {
-        sweep::cell_estimate(plan) * (sweep::cells(plan).len() * plan.repeats) as u32
+        run::cell_estimate(plan) * (run::cells(plan).len() * plan.repeats) as u32
     }
 
     fn banner(plan: &SmpPlan, cx: &RunContext) -> String {
@@ -98,13 +100,15 @@ impl Suite for Smp {
     }
 
     fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
-        let mut r = sweep::run(plan, cx)?;
+        let mut r = run::run(plan, cx)?;
+        // Judged once: the notes carry the lessons to the envelope and
+        // to the text.
         r.notes = judge::judge(&r.rows).into_iter().map(|v| v.text).collect();
         Ok(r)
     }
 
     fn sections(plan: &SmpPlan, results: &Results<SmpRow>) -> Vec<Section> {
-        render::sections(plan, &results.rows, &judge::judge(&results.rows))
+        render::sections(plan, &results.rows, &results.notes)
     }
 
     fn figures(results: &Results<SmpRow>) -> Vec<Figure> {

@@ -241,20 +241,6 @@ impl SmpPlan {
         })
     }
 
-    /// The cells of one run of the sweep, in run order: by size, then
-    /// variant, then worker count (so each variant's N = 1 comes first).
-    pub fn cells(&self) -> Vec<(usize, Variant, usize)> {
-        let mut out = Vec::new();
-        for &size in &self.sizes {
-            for &v in &self.variants {
-                for &n in &self.workers {
-                    out.push((size, v, n));
-                }
-            }
-        }
-        out
-    }
-
     /// One line: what is swept.
     pub fn describe(&self) -> String {
         let variants: Vec<&str> = self.variants.iter().map(|v| v.name()).collect();
@@ -490,7 +476,7 @@ mod tests {
         assert_eq!(p.trial_secs, 60.0);
         let all = plan(&args(&["--sizes", "all"])).unwrap();
         assert_eq!(all.sizes, RFC2544_SIZES.to_vec());
-        assert_eq!(p.cells().len(), 4);
+        assert_eq!(super::super::run::cells(&p).len(), 4);
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! columns mean, the study's lessons judged, and the rows' notes; and the
 //! generic figures for `compare` and `report`.
 
-use super::judge::Verdict;
 use super::options::{describe_flows, PortsMode, SmpPlan};
 use super::row::SmpRow;
 use crate::report::envelope::{Better, Figure};
@@ -152,14 +151,15 @@ pub fn legend(plan: &SmpPlan) -> String {
 
 /// How long a worker's rings last at the loss trial's rate, us: what a
 /// stall must exceed to explain the loss alone.
-fn stall_budget_us(ring: usize, r: &SmpRow, f: &super::cell::FirstLoss) -> f64 {
+fn stall_budget_us(ring: usize, r: &SmpRow, f: &super::measured::FirstLoss) -> f64 {
     let per_port = f.pps / r.input_ports.max(1) as f64;
     ring as f64 / per_port.max(1.0) * 1e6
 }
 
-/// The lessons, then every row's note.
-pub fn summary(plan: &SmpPlan, rows: &[SmpRow], verdicts: &[Verdict]) -> String {
-    let mut lines: Vec<String> = verdicts.iter().map(|v| v.text.clone()).collect();
+/// The lessons (the verdicts' sentences, judged once by the run), then
+/// every row's note.
+pub fn summary(plan: &SmpPlan, rows: &[SmpRow], lessons: &[String]) -> String {
+    let mut lines: Vec<String> = lessons.to_vec();
     for r in rows.iter().filter(|r| r.measured()) {
         let who = match r.workers {
             Some(n) => format!("{} x{n}", r.forwarder.name()),
@@ -185,11 +185,11 @@ pub fn summary(plan: &SmpPlan, rows: &[SmpRow], verdicts: &[Verdict]) -> String 
 }
 
 /// All sections.
-pub fn sections(plan: &SmpPlan, rows: &[SmpRow], verdicts: &[Verdict]) -> Vec<Section> {
+pub fn sections(plan: &SmpPlan, rows: &[SmpRow], lessons: &[String]) -> Vec<Section> {
     vec![
         Section::Table(table(rows, plan.loss_tolerance)),
         Section::Text(legend(plan)),
-        Section::Text(summary(plan, rows, verdicts)),
+        Section::Text(summary(plan, rows, lessons)),
     ]
 }
 

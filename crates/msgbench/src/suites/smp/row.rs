@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::search::SearchResult;
 use super::tables::LockStats;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// Who forwards in a row (written as its name: `mutex`, ..., `kernel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +143,7 @@ pub struct SmpRow {
     pub max_gap_us: Vec<f64>,
     /// Memory mode: the lowest trial above the zero-loss rate that lost
     /// frames, with its longest worker stall.
-    pub first_loss: Option<super::cell::FirstLoss>,
+    pub first_loss: Option<super::measured::FirstLoss>,
     /// The search of the median repeat.
     pub search: SearchResult,
     /// Route changes applied per second during that search.
@@ -186,6 +187,16 @@ impl SmpRow {
     pub fn at_line_rate(&self) -> bool {
         self.line_pps
             .is_some_and(|l| self.pps_per_port >= 0.99 * l && self.measured())
+    }
+}
+
+impl SuiteRow for SmpRow {
+    fn status(&self) -> RowStatus {
+        match (self.skipped, self.measured()) {
+            (true, _) => RowStatus::Skipped,
+            (false, true) => RowStatus::Ok,
+            (false, false) => RowStatus::Failed,
+        }
     }
 }
 

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::cell::CellRun;
 use super::lpm::Dir24;
+use super::measured::CellRun;
 use super::options::SmpPlan;
 use super::packet::{self, Spec, FCS};
 use super::row::Forwarder;

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::handover::Latency;
+use crate::suites::{RowStatus, SuiteRow};
 
 /// A figure, microseconds: the average always, min and max when the tool
 /// reports them.
@@ -151,5 +152,15 @@ pub(super) fn example(
         tolerance,
         verdict,
         note: note.map(Into::into),
+    }
+}
+
+impl SuiteRow for Row {
+    fn status(&self) -> RowStatus {
+        match self.verdict {
+            Verdict::Agree | Verdict::Disagree => RowStatus::Ok,
+            Verdict::Missing => RowStatus::Skipped,
+            Verdict::Error => RowStatus::Failed,
+        }
     }
 }

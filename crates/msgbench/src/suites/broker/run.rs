@@ -1,19 +1,20 @@
-//! The sweep of `msgbench broker`: every cell of the plan, repeated `-r`
-//! times with the cells interleaved (so a slow minute of the machine
-//! falls on every arrangement alike), then one row per cell from the
-//! repeat with the median p50.
+//! The run of `msgbench broker`: every cell of the plan through the
+//! suites' shared sweep (repeated `-r` times, interleaved, so a slow
+//! minute of the machine falls on every arrangement alike), then one row
+//! per cell from the repeat with the median p50.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::Result;
 
-use super::cell::{self, latency_clock, Cell, CellRun};
 use super::dbus::{self, DbusLib};
+use super::measure::{self, latency_clock, Cell, CellRun};
 use super::options::{BrokerPlan, Via};
 use super::row::{label, BrokerRow};
 use crate::measure::placement::format_list;
 use crate::measure::rundir::RunDir;
+use crate::suites::sweep::{Sweep, Tally};
 use crate::suites::{Results, RunContext};
 
 /// Every cell in table order: by size, then arrangement, then transport
@@ -72,74 +73,59 @@ pub fn run(plan: &BrokerPlan, cx: &RunContext) -> Result<Results<BrokerRow>> {
     let base = msgpass::Namespace::resolve(None)?;
     let run_dir = RunDir::create(&base, &format!("broker-{}", std::process::id()))?;
     let cells = cells(plan);
-    let mut runs: Vec<Vec<CellRun>> = (0..cells.len()).map(|_| Vec::new()).collect();
-    let mut errors: Vec<Option<String>> = vec![None; cells.len()];
-    let skipped: Vec<Option<String>> = cells.iter().map(unavailable).collect();
-    let each = cell_estimate(plan);
-    let mut interrupted = false;
-    'sweep: for rep in 0..plan.repeats {
-        for (i, c) in cells.iter().enumerate() {
-            if cx.stopped() {
-                interrupted = true;
-                break 'sweep;
-            }
-            if errors[i].is_some() || skipped[i].is_some() {
-                cx.progress.done(each);
-                continue;
-            }
-            cx.progress.start(format!(
-                "{}{} GetInteger({}), repeat {}/{}",
-                label(c.via, c.transport.as_deref()),
-                c.lib.map_or(String::new(), |l| format!("/{}", l.name())),
-                c.ints,
-                rep + 1,
-                plan.repeats
-            ));
+    let swept = Sweep::new(&cells, plan.repeats, cell_estimate(plan), cx).run(
+        unavailable,
+        |c, rep| progress_label(plan, c, rep),
+        |rep, c, i| {
             let dir = run_dir.path().join(format!("r{rep}-c{i}"));
             let measured = std::fs::create_dir(&dir)
                 .map_err(anyhow::Error::from)
-                .and_then(|()| cell::measure(plan, c, &dir));
+                .and_then(|()| measure::measure(plan, c, &dir));
             let _ = std::fs::remove_dir_all(&dir);
-            match measured {
-                Ok(r) => runs[i].push(r),
-                Err(e) => errors[i] = Some(format!("{e:#}")),
-            }
-            cx.progress.done(each);
-        }
-    }
+            measured
+        },
+    );
     cx.progress
         .start("timing the D-Bus libraries' marshalling alone");
     let marshal = marshal_costs(&cells);
     let rows: Vec<BrokerRow> = cells
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .zip(swept.cells)
+        .map(|(c, mut tally)| {
             let mut row = BrokerRow::empty(c.via, c.transport.clone(), c.ints, plan.clients);
             row.dbus_lib = c.lib;
             row.fault = c.fault;
             if c.via.via_broker() {
                 row.call_timeout_ms = Some(plan.call_timeout.as_millis() as u64);
             }
-            row.skipped = skipped[i].clone();
-            row.error = errors[i].clone();
-            fill(&mut row, &mut runs[i], plan.fault.is_some());
+            fill(&mut row, &mut tally, plan.fault.is_some());
+            row.skipped = tally.skipped;
+            row.error = tally.error;
             if let (true, Some(lib)) = (row.measured(), c.lib) {
                 row.marshal_ns = marshal.get(&(lib, c.ints)).copied().flatten();
             }
             row
         })
         .collect();
-    let mut results = Results::new(rows);
-    results.outcome.failed = results.rows.iter().filter(|r| r.error.is_some()).count();
-    results.outcome.skipped = results.rows.iter().filter(|r| r.skipped.is_some()).count();
-    results.outcome.interrupted = interrupted;
-    Ok(results)
+    Ok(Results::new(rows))
+}
+
+/// A cell's repeat on the progress bar.
+fn progress_label(plan: &BrokerPlan, c: &Cell, rep: usize) -> String {
+    format!(
+        "{}{} GetInteger({}), repeat {}/{}",
+        label(c.via, c.transport.as_deref()),
+        c.lib.map_or(String::new(), |l| format!("/{}", l.name())),
+        c.ints,
+        rep + 1,
+        plan.repeats
+    )
 }
 
 /// Why a cell cannot run here (its daemon or D-Bus library missing),
 /// with the install line; `None` when it can.
 fn unavailable(c: &Cell) -> Option<String> {
-    cell::available(c.via)
+    measure::available(c.via)
         .and_then(|()| c.lib.map_or(Ok(()), DbusLib::available))
         .err()
 }
@@ -165,16 +151,14 @@ fn marshal_costs(cells: &[Cell]) -> BTreeMap<(DbusLib, u32), Option<f64>> {
 /// Fills `row` from the median repeat of `runs` (by p50), keeping every
 /// repeat's p50 and rate; in a run with a fault, also the latency of the
 /// clients the fault spares.
-fn fill(row: &mut BrokerRow, runs: &mut [CellRun], with_fault: bool) {
-    if runs.is_empty() {
-        return;
-    }
+fn fill(row: &mut BrokerRow, tally: &mut Tally<CellRun>, with_fault: bool) {
     let clock = latency_clock();
     let p50 = |r: &CellRun| r.latency.summary(&clock).p50_ns;
-    row.p50_repeats_ns = runs.iter().map(p50).collect();
-    row.calls_per_s_repeats = runs.iter().map(|r| r.calls_per_s).collect();
-    runs.sort_by(|a, b| p50(a).total_cmp(&p50(b)));
-    let m = &runs[runs.len() / 2];
+    row.p50_repeats_ns = tally.runs.iter().map(p50).collect();
+    row.calls_per_s_repeats = tally.runs.iter().map(|r| r.calls_per_s).collect();
+    let Some(m) = tally.median(p50) else {
+        return;
+    };
     row.calls = m.calls;
     row.calls_per_s = m.calls_per_s;
     row.latency = m.latency.summary(&clock);

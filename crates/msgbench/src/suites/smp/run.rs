@@ -1,17 +1,19 @@
-//! The sweep of `msgbench smp`: every cell of the plan (veth mode: the
-//! kernel's row first at each size), repeated `-r` times with the cells
-//! interleaved, then one row per cell from the median repeat.
+//! The run of `msgbench smp`: every cell of the plan (veth mode: the
+//! kernel's row first at each size) through the suites' shared sweep
+//! (repeated `-r` times, interleaved), then one row per cell from the
+//! median repeat, with its scaling against N = 1.
 
 use std::time::Duration;
 
 use anyhow::Result;
 
-use super::cell::CellRun;
+use super::measured::CellRun;
 use super::memory;
 use super::options::{PortsMode, SmpPlan};
 use super::row::{reference, Forwarder, SmpRow};
 use super::search::SearchResult;
 use super::wire;
+use crate::suites::sweep::{Sweep, Tally};
 use crate::suites::{Results, RunContext};
 
 /// A cell: frame size, forwarder, workers (0 for the kernel).
@@ -67,39 +69,14 @@ pub fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
         PortsMode::Veth => Path::Veth(Box::new(wire::Setup::build(plan)?)),
     };
     let cells = cells(plan);
-    let mut runs: Vec<Vec<CellRun>> = vec![Vec::new(); cells.len()];
-    let mut errors: Vec<Option<String>> = vec![None; cells.len()];
-    let each = cell_estimate(plan);
-    'sweep: for rep in 0..plan.repeats {
-        for (i, &cell) in cells.iter().enumerate() {
-            if cx.stopped() {
-                break 'sweep;
-            }
-            if errors[i].is_some() || plan.skip_reason(cell.2).is_some() {
-                cx.progress.done(each);
-                continue;
-            }
-            cx.progress.start(label(plan, cell, rep));
-            let measured = measure(plan, &path, cell, cx);
-            cx.progress.done(each);
-            match measured {
-                Ok(m) => runs[i].push(m),
-                Err(_) if cx.stopped() => break 'sweep,
-                Err(e) => errors[i] = Some(format!("{e:#}")),
-            }
-        }
-    }
-    let rows = rows(plan, &path, &cells, runs, errors);
+    let swept = Sweep::new(&cells, plan.repeats, cell_estimate(plan), cx).run(
+        |&(_, _, n)| plan.skip_reason(n),
+        |&cell, rep| label(plan, cell, rep),
+        |_, &cell, _| measure(plan, &path, cell, cx),
+    );
+    let rows = rows(plan, &path, &cells, swept.cells);
     drop(path); // the test bed goes before the results are printed
-    let mut results = Results::new(rows);
-    results.outcome.failed = results
-        .rows
-        .iter()
-        .filter(|r| !r.measured() && !r.skipped)
-        .count();
-    results.outcome.skipped = results.rows.iter().filter(|r| r.skipped).count();
-    results.outcome.interrupted = cx.stopped();
-    Ok(results)
+    Ok(Results::new(rows))
 }
 
 fn label(plan: &SmpPlan, (size, f, n): Cell, rep: usize) -> String {
@@ -125,19 +102,12 @@ fn measure(plan: &SmpPlan, path: &Path, (size, f, n): Cell, cx: &RunContext) -> 
 }
 
 /// One row per cell, from the median repeat; scaling against N = 1.
-fn rows(
-    plan: &SmpPlan,
-    path: &Path,
-    cells: &[Cell],
-    runs: Vec<Vec<CellRun>>,
-    errors: Vec<Option<String>>,
-) -> Vec<SmpRow> {
+fn rows(plan: &SmpPlan, path: &Path, cells: &[Cell], tallies: Vec<Tally<CellRun>>) -> Vec<SmpRow> {
     let ports = path.input_ports();
     let mut rows: Vec<SmpRow> = cells
         .iter()
-        .zip(runs)
-        .zip(errors)
-        .filter_map(|((&cell, runs), error)| row(plan, ports, cell, runs, error))
+        .zip(tallies)
+        .filter_map(|(&cell, tally)| row(plan, ports, cell, tally))
         .collect();
     let base: Vec<Option<f64>> = rows
         .iter()
@@ -164,21 +134,19 @@ fn row(
     plan: &SmpPlan,
     ports: usize,
     (size, forwarder, n): Cell,
-    mut runs: Vec<CellRun>,
-    error: Option<String>,
+    mut tally: Tally<CellRun>,
 ) -> Option<SmpRow> {
-    let skip = plan.skip_reason(n);
-    if runs.is_empty() && error.is_none() && skip.is_none() {
+    if !tally.reached() {
         return None; // interrupted before this cell: no row
     }
-    let repeats_pps: Vec<f64> = runs.iter().map(|m| m.search.rate * ports as f64).collect();
-    runs.sort_by(|a, b| a.search.rate.total_cmp(&b.search.rate));
-    let median = (!runs.is_empty()).then(|| runs.swap_remove(runs.len() / 2));
-    let error = match (&skip, error, &median) {
-        (Some(why), _, _) => Some(why.clone()),
-        (None, Some(e), _) => Some(e),
-        (None, None, _) => None,
-    };
+    let repeats_pps: Vec<f64> = tally
+        .runs
+        .iter()
+        .map(|m| m.search.rate * ports as f64)
+        .collect();
+    let median = tally.median(|m| m.search.rate).cloned();
+    let skipped = tally.skipped.is_some();
+    let error = tally.skipped.or(tally.error);
     let per_port = median.as_ref().map_or(0.0, |m| m.search.rate);
     let m = median.unwrap_or_else(|| CellRun::empty(plan.resolution));
     let (rx_ports, tx_ports) = m.books.clone().unwrap_or_default();
@@ -221,7 +189,7 @@ fn row(
         rx_ports,
         tx_ports,
         reference: reference(forwarder, n, size),
-        skipped: skip.is_some(),
+        skipped,
         error,
     })
 }

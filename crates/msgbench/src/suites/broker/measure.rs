@@ -83,32 +83,10 @@ const HANG_AFTER_MEASURED: u32 = 20;
 pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
     // Started before the peers and stopped after them: services and
     // clients leave the bus before the daemon stops.
-    let mut bus = daemon(cell.via)
-        .map(|kind| {
-            let d = dir.join("bus");
-            std::fs::create_dir(&d).with_context(|| format!("cannot create {}", d.display()))?;
-            PrivateBus::start(kind, &d)
-        })
-        .transpose()?;
+    let mut bus = start_bus(cell.via, dir)?;
     let address = bus.as_ref().map(|b| b.address().to_string());
-    let reach = |k: usize| -> Vec<String> {
-        let mut a = super::dbus::library::peer_args(cell.lib);
-        a.extend(match (&cell.transport, cell.via) {
-            (Some(t), _) => vec![
-                "-t".into(),
-                t.clone(),
-                "--ns".into(),
-                dir.display().to_string(),
-            ],
-            (None, Via::DbusP2p) => vec![
-                "--dbus-p2p".into(),
-                dir.join(format!("p2p-{k}.sock")).display().to_string(),
-            ],
-            (None, _) => vec!["--dbus-bus".into(), address.clone().unwrap_or_default()],
-        });
-        a
-    };
-    let router = match cell.via.via_broker() {
+    let reach = |k: usize| reach(cell, dir, address.as_deref(), k);
+    let mut router = match cell.via.via_broker() {
         true => Some(start_router(plan, cell, reach(0))?),
         false => None,
     };
@@ -118,25 +96,7 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
     }
     let mut clients = Vec::new();
     for k in 0..plan.clients {
-        let mut a = vec![
-            "client".into(),
-            "--index".into(),
-            k.to_string(),
-            "--destination".into(),
-            k.to_string(),
-            "--ints".into(),
-            cell.ints.to_string(),
-            "--seconds".into(),
-            plan.seconds.to_string(),
-        ];
-        if router.is_some() {
-            a.push("--via-broker".into());
-        }
-        a.extend(reach(k));
-        clients.push(Peer::start(COMMAND, format!("client {k}"), &a)?);
-    }
-    for c in &mut clients {
-        c.expect("ready", READY)?;
+        clients.push(start_client(plan, cell, k, router.is_some(), reach(k))?);
     }
     let middle_pids: Vec<i32> = match (&router, &bus) {
         (Some(r), _) => vec![r.pid()],
@@ -144,48 +104,115 @@ pub fn measure(plan: &BrokerPlan, cell: &Cell, dir: &Path) -> Result<CellRun> {
         (None, None) => Vec::new(),
     };
     let service_pids: Vec<i32> = services.iter().map(Peer::pid).collect();
-    let before = (cpu_of(&middle_pids)?, cpu_of(&service_pids)?);
-    for c in &mut clients {
-        c.send("go")?;
-    }
-    let mut reports = Vec::new();
-    for c in &mut clients {
-        let line = c.line(plan.duration() + READY)?;
-        let r: ClientReport =
-            serde_json::from_str(&line).with_context(|| format!("bad client report {line:?}"))?;
-        reports.push(r);
-    }
-    let after = (cpu_of(&middle_pids)?, cpu_of(&service_pids)?);
-    for c in &mut clients {
-        c.finish(GRACE)?;
-    }
-    if let Some(e) = reports.iter().find_map(|r| r.error.clone()) {
-        anyhow::bail!("a client failed: {e}");
-    }
-    let mut router = router;
-    let stats = match router.as_mut() {
-        Some(r) => {
-            r.stop(GRACE)?;
-            let line = r.line(GRACE)?;
-            Some(
-                serde_json::from_str(&line)
-                    .with_context(|| format!("bad broker stats {line:?}"))?,
-            )
-        }
-        None => None,
-    };
+    let (reports, middle_ns, service_ns) =
+        time_calls(plan, &mut clients, &middle_pids, &service_pids)?;
+    let stats = router.as_mut().map(stop_router).transpose()?;
     for s in &mut services {
         s.stop(GRACE)?;
     }
     if let Some(b) = bus.take() {
         b.stop()?;
     }
-    Ok(summarise(
-        &reports,
-        after.0 - before.0,
-        after.1 - before.1,
-        stats,
-    ))
+    Ok(summarise(&reports, middle_ns, service_ns, stats))
+}
+
+/// The private bus of a daemon arrangement, started in `dir/bus`.
+fn start_bus(via: Via, dir: &Path) -> Result<Option<PrivateBus>> {
+    daemon(via)
+        .map(|kind| {
+            let d = dir.join("bus");
+            std::fs::create_dir(&d).with_context(|| format!("cannot create {}", d.display()))?;
+            PrivateBus::start(kind, &d)
+        })
+        .transpose()
+}
+
+/// How peer `k` of `cell` reaches the others: its D-Bus library, then
+/// the msgpass transport and namespace, the peer-to-peer socket, or the
+/// private bus's `address`.
+fn reach(cell: &Cell, dir: &Path, address: Option<&str>, k: usize) -> Vec<String> {
+    let mut a = super::dbus::library::peer_args(cell.lib);
+    a.extend(match (&cell.transport, cell.via) {
+        (Some(t), _) => vec![
+            "-t".into(),
+            t.clone(),
+            "--ns".into(),
+            dir.display().to_string(),
+        ],
+        (None, Via::DbusP2p) => vec![
+            "--dbus-p2p".into(),
+            dir.join(format!("p2p-{k}.sock")).display().to_string(),
+        ],
+        (None, _) => vec!["--dbus-bus".into(), address.unwrap_or_default().to_string()],
+    });
+    a
+}
+
+/// Starts client `k` of `cell`, calling service `k` (through the broker
+/// when `via_broker`).
+fn start_client(
+    plan: &BrokerPlan,
+    cell: &Cell,
+    k: usize,
+    via_broker: bool,
+    reach: Vec<String>,
+) -> Result<Peer> {
+    let mut a = vec![
+        "client".into(),
+        "--index".into(),
+        k.to_string(),
+        "--destination".into(),
+        k.to_string(),
+        "--ints".into(),
+        cell.ints.to_string(),
+        "--seconds".into(),
+        plan.seconds.to_string(),
+    ];
+    if via_broker {
+        a.push("--via-broker".into());
+    }
+    a.extend(reach);
+    Peer::start(COMMAND, format!("client {k}"), &a)
+}
+
+/// Waits for every client to be warmed up, releases them at once, reads
+/// their reports and stops them; with the CPU time the middle and the
+/// services spent meanwhile, ns. A client's own error fails the cell.
+fn time_calls(
+    plan: &BrokerPlan,
+    clients: &mut [Peer],
+    middle_pids: &[i32],
+    service_pids: &[i32],
+) -> Result<(Vec<ClientReport>, u64, u64)> {
+    for c in clients.iter_mut() {
+        c.expect("ready", READY)?;
+    }
+    let before = (cpu_of(middle_pids)?, cpu_of(service_pids)?);
+    for c in clients.iter_mut() {
+        c.send("go")?;
+    }
+    let mut reports = Vec::new();
+    for c in clients.iter_mut() {
+        let line = c.line(plan.duration() + READY)?;
+        let r: ClientReport =
+            serde_json::from_str(&line).with_context(|| format!("bad client report {line:?}"))?;
+        reports.push(r);
+    }
+    let after = (cpu_of(middle_pids)?, cpu_of(service_pids)?);
+    for c in clients.iter_mut() {
+        c.finish(GRACE)?;
+    }
+    if let Some(e) = reports.iter().find_map(|r| r.error.clone()) {
+        anyhow::bail!("a client failed: {e}");
+    }
+    Ok((reports, after.0 - before.0, after.1 - before.1))
+}
+
+/// Stops the msgbench broker and reads its account of itself.
+fn stop_router(r: &mut Peer) -> Result<RouterStats> {
+    r.stop(GRACE)?;
+    let line = r.line(GRACE)?;
+    serde_json::from_str(&line).with_context(|| format!("bad broker stats {line:?}"))
 }
 
 /// Starts the msgbench broker of `cell`: its services attach to it.
