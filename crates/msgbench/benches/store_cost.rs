@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
-use msgbench::report::envelope;
+use msgbench::results::envelope;
 use msgbench::store::refs::{self, RunRef};
 use msgbench::store::{record_run, RecordArgs, Recorded, Rendering, StoreArgs};
 use serde_json::Value;

@@ -9,5 +9,6 @@ pub mod history;
 pub mod measure;
 pub mod pingpong;
 pub mod report;
+pub mod results;
 pub mod store;
 pub mod suites;

@@ -59,7 +59,7 @@ pub struct ClientArgs {
 #[derive(Serialize)]
 struct ClientReport<'a> {
     #[serde(flatten)]
-    header: crate::report::Header,
+    header: crate::results::Header,
     first_instance: u32,
     idle: Option<CpuUsage>,
     run: &'a ClientRun,
@@ -118,12 +118,12 @@ pub fn main(args: &ClientArgs) -> Result<()> {
     );
     if let Some(path) = &args.json {
         let report = ClientReport {
-            header: crate::report::Header::capture(&clock),
+            header: crate::results::Header::capture(&clock),
             first_instance: args.common.i,
             idle,
             run: &run,
         };
-        crate::report::envelope::write(path, &report)?;
+        crate::results::envelope::write(path, &report)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::report::table::{render, Align, Format, Section, Table};
+use crate::results::table::{render, Align, Format, Section, Table};
 use crate::store::refs;
 use crate::store::{Filter, StoreArgs, StoreError, Summary};
 

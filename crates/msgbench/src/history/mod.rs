@@ -16,7 +16,7 @@ pub mod trend;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 
-use crate::report::table::Format;
+use crate::results::table::Format;
 use crate::store::{Filter, StoreArgs};
 
 /// The long help of `msgbench history`.

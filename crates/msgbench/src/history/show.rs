@@ -7,8 +7,8 @@
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::report::envelope::Run;
-use crate::report::table::{render, Align, Format, Section, Table};
+use crate::results::envelope::Run;
+use crate::results::table::{render, Align, Format, Section, Table};
 use crate::store::{refs, Rendering, StoreArgs, Stored};
 
 /// Options of `msgbench history show`.

@@ -12,7 +12,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::FilterArgs;
-use crate::report::table::{render, Format, Section, Table};
+use crate::results::table::{render, Format, Section, Table};
 use crate::store::headline::number;
 use crate::store::{refs, Filter, Point, StoreArgs};
 

@@ -18,8 +18,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 
-use crate::report::envelope::{Better, Figure, Run};
-use crate::report::table::Format;
+use crate::results::envelope::{Better, Figure, Run};
+use crate::results::table::Format;
 use crate::store::refs::{self, Source};
 use crate::store::StoreArgs;
 use verdict::{judge, trips, Verdict, DEFAULT_THRESHOLD_PCT};

@@ -2,8 +2,8 @@
 //! best of its main metric with the row it came from; rtos counts its
 //! passes, and a suite without such a metric shows its row count.
 
-use crate::report::envelope::{Figure, Run};
-use crate::report::thousands;
+use crate::results::envelope::{Figure, Run};
+use crate::results::thousands;
 
 /// Best is the largest or the smallest value.
 #[derive(Debug, Clone, Copy)]
@@ -79,7 +79,7 @@ pub fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::envelope::Better;
+    use crate::results::envelope::Better;
 
     fn run(suite: &str, figures: Vec<Figure>) -> Run {
         let text = crate::report::html::sample::envelope_json(suite, 1.0).unwrap();

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::table::Section;
+use crate::results::table::Section;
 pub use location::{Location, RecordArgs, StoreArgs};
 pub use record::{NewRun, Origin};
 use sql::Param;

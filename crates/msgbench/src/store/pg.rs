@@ -19,7 +19,7 @@ use postgres::{Client, Config, GenericClient, NoTls};
 use super::schema::{self, Migration, MIGRATIONS, PG_LOCK_KEY, SCHEMA_TABLE};
 use super::sql::{self, Cells, Param};
 use super::{Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
-use crate::report::envelope;
+use crate::results::envelope;
 
 /// Longest wait for the server to answer a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::headline;
 use super::StoreError;
-use crate::report::envelope::{Run, SCHEMA_VERSION};
+use crate::results::envelope::{Run, SCHEMA_VERSION};
 
 /// How a run came into the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

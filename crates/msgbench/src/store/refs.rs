@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::{Access, Filter, Store, StoreArgs, Summary};
-use crate::report::envelope::Run;
+use crate::results::envelope::Run;
 
 /// A reference to a stored run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 use super::schema::{self, Migration, MIGRATIONS, SCHEMA_TABLE, SQLITE_APPLICATION_ID};
 use super::sql::{self, Cells, Param};
 use super::{Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
-use crate::report::envelope;
+use crate::results::envelope;
 
 /// Longest wait for another process's write.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);

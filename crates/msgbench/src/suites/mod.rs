@@ -27,10 +27,10 @@ use crate::measure::clock::Clock;
 use crate::measure::env::Environment;
 use crate::measure::sched::SchedArgs;
 use crate::pingpong::floor::FloorReport;
-use crate::report::envelope::{self, Envelope, Figure, Outcome};
-use crate::report::progress::Progress;
-use crate::report::table::{self, Format, Section};
-use crate::report::ClockInfo;
+use crate::results::envelope::{self, Envelope, Figure, Outcome};
+use crate::results::progress::Progress;
+use crate::results::table::{self, Format, Section};
+use crate::results::ClockInfo;
 use crate::store::{self, RecordArgs, Recorded, Rendering};
 
 /// The output options every suite has.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::report::progress::Progress;
+use crate::results::progress::Progress;
 use crate::suites::RunContext;
 
 /// What the sweep found for one cell.

@@ -4,8 +4,8 @@
 
 use super::verdict::Verdict;
 use super::{Comparison, Row};
-use crate::report::table::{render as draw, Align, Format, Section, Table};
-use crate::report::thousands;
+use crate::results::table::{render as draw, Align, Format, Section, Table};
+use crate::results::thousands;
 
 /// The comparison in `format`.
 pub fn render(cmp: &Comparison, format: Format) -> String {

@@ -5,8 +5,8 @@
 use super::verdict::{change_pct, judge, trips, Verdict};
 use super::*;
 use crate::measure::env::Environment;
-use crate::report::envelope::Outcome;
-use crate::report::ClockInfo;
+use crate::results::envelope::Outcome;
+use crate::results::ClockInfo;
 
 fn fig(key: &str, metric: &str, value: f64, better: Better) -> Figure {
     Figure::new(&[("row", key.to_string())], metric, value, "ns", better)
@@ -161,7 +161,7 @@ fn rows_match_by_key_and_metric_and_one_sided_rows_are_listed() {
 
 fn run(suite: &str, figures: Vec<Figure>) -> Run {
     Run {
-        schema: crate::report::envelope::SCHEMA_VERSION,
+        schema: crate::results::envelope::SCHEMA_VERSION,
         suite: suite.into(),
         command_line: vec!["msgbench".into()],
         started: "2026-01-01T00:00:00Z".into(),

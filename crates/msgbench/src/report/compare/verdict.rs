@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use crate::report::envelope::{Better, Figure};
+use crate::results::envelope::{Better, Figure};
 
 /// The smallest change called without a measured spread, and the
 /// smallest called at all, in percent. A figure measured once on a

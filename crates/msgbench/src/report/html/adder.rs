@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::chart::{self, Marker, Series, XyPlot};
 use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Input, Section};
-use crate::report::envelope::Figure;
+use crate::results::envelope::Figure;
 
 /// The seed's published QNX figures: rate per thread (msg/s) for 1 to 6
 /// threads, `adder -n$X -I`, 2,000,000 round trips per thread, on a

@@ -15,7 +15,7 @@ use super::key;
 use crate::devctl::client::ClientRun;
 use crate::devctl::options::Api;
 use crate::measure::hist::fmt_ns;
-use crate::report::envelope::Run;
+use crate::results::envelope::Run;
 use crate::suites::adder::{self, judge, Measured};
 use crate::suites::rtos::Summary;
 
@@ -153,7 +153,7 @@ pub fn ipc(run: &Run) -> Vec<String> {
 }
 
 /// True when the row of `f` also has a p50 figure (per-message timing).
-fn has_p50(run: &Run, f: &crate::report::envelope::Figure) -> bool {
+fn has_p50(run: &Run, f: &crate::results::envelope::Figure) -> bool {
     run.figures
         .iter()
         .any(|g| g.metric == "p50_ns" && g.key == f.key && g.value.is_finite())

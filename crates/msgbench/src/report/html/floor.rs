@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
 use super::{chart_html, key, of_suite, table, Input, Section};
-use crate::report::envelope::Figure;
+use crate::results::envelope::Figure;
 
 /// A floor figure's category: what, and between which CPUs.
 fn category(f: &Figure) -> String {

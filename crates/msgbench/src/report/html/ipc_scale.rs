@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::chart::{self, Marker, Series, XyPlot};
 use super::{chart_html, key, series_label, table, Input};
-use crate::report::envelope::Figure;
+use crate::results::envelope::Figure;
 
 /// The scale charts and table of the ipc runs, as HTML ("" without
 /// scale figures).

@@ -36,8 +36,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 
-use super::envelope::{Figure, Run};
 use crate::history::{self, trend::Key};
+use crate::results::envelope::{Figure, Run};
 use crate::store::refs::{self, Loaded, Source};
 use crate::store::{Filter, StoreArgs};
 use chart::{Chart, Line, Marker};

@@ -10,7 +10,7 @@ use super::chart::Series;
 use super::dots::{dots, DotPlot};
 use super::fields::field;
 use super::{answers, chart_html, key, of_suite, para, table, verdicts, Input, Section};
-use crate::report::envelope::Figure;
+use crate::results::envelope::Figure;
 
 /// Microseconds per unit, for the units timing tests use.
 fn us_per(unit: &str) -> Option<f64> {

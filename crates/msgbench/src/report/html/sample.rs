@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use crate::measure::env::Environment;
 use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow};
-use crate::report::envelope::{self, Better, Envelope, Figure, Outcome};
-use crate::report::ClockInfo;
+use crate::results::envelope::{self, Better, Envelope, Figure, Outcome};
+use crate::results::ClockInfo;
 
 /// The suites [`envelope_json`] knows.
 pub const SUITES: [&str; 7] = ["adder", "ipc", "floor", "rtos", "validate", "smp", "broker"];

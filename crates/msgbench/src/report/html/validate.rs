@@ -8,7 +8,7 @@ use super::chart::Series;
 use super::dots::{dots, DotPlot};
 use super::fields::field;
 use super::{answers, chart_html, key, of_suite, table, verdicts, Input, Section};
-use crate::report::envelope::Figure;
+use crate::results::envelope::Figure;
 
 fn check_name(f: &Figure) -> String {
     match key(f, "side") {

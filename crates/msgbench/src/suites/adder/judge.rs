@@ -8,7 +8,7 @@
 use super::row::Row;
 use super::{Mode, Placement};
 use crate::devctl::options::Api;
-use crate::report::thousands;
+use crate::results::thousands;
 
 /// Scaling below this share of the way from 1/X (a fully serialised run)
 /// to 100% (linear) reads as a global lock or another shared bottleneck.

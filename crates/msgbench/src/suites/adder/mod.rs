@@ -28,8 +28,8 @@ pub use row::{DiscardedRun, Measured, Row};
 use super::{Results, RunContext, Suite};
 use crate::measure::placement;
 use crate::measure::sched::SchedArgs;
-use crate::report::envelope::Figure;
-use crate::report::table::Section;
+use crate::results::envelope::Figure;
+use crate::results::table::Section;
 
 /// `msgbench adder`.
 pub struct Adder;

@@ -7,9 +7,9 @@ use super::row::{Measured, Row};
 use super::{judge, Mode, Placement};
 use crate::measure::hist::fmt_ns;
 use crate::measure::placement::{cpu_count, format_list};
-use crate::report::envelope::{Better, Figure};
-use crate::report::table::{Align, Section, Table};
-use crate::report::thousands;
+use crate::results::envelope::{Better, Figure};
+use crate::results::table::{Align, Section, Table};
+use crate::results::thousands;
 use crate::suites::Results;
 
 /// Column titles.

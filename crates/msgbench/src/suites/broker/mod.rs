@@ -45,8 +45,8 @@ pub use row::BrokerRow;
 
 use super::{Results, RunContext, Suite};
 use crate::measure::sched::SchedArgs;
-use crate::report::envelope::Figure;
-use crate::report::table::Section;
+use crate::results::envelope::Figure;
+use crate::results::table::Section;
 
 /// `msgbench broker`.
 pub struct Broker;

@@ -5,8 +5,8 @@
 use super::options::{BrokerPlan, Via};
 use super::row::BrokerRow;
 use crate::measure::hist::fmt_ns;
-use crate::report::envelope::{Better, Figure};
-use crate::report::table::{Align, Section, Table};
+use crate::results::envelope::{Better, Figure};
+use crate::results::table::{Align, Section, Table};
 
 /// `1.2M`, `45.6k`, `789`.
 fn rate(v: f64) -> String {

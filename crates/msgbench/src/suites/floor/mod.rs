@@ -31,8 +31,8 @@ use super::{Results, RunContext, Suite};
 use crate::measure::placement::format_list;
 use crate::measure::sched::SchedArgs;
 use crate::pingpong::floor::{BUDGET, QUICK_BUDGET};
-use crate::report::envelope::Figure;
-use crate::report::table::Section;
+use crate::results::envelope::Figure;
+use crate::results::table::Section;
 
 /// `msgbench floor`.
 pub struct Floor;

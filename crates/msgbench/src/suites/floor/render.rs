@@ -3,8 +3,8 @@
 use super::RUNS;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorRow;
-use crate::report::envelope::{Better, Figure};
-use crate::report::table::{Align, Table};
+use crate::results::envelope::{Better, Figure};
+use crate::results::table::{Align, Table};
 
 /// "0 -> 1" for a ping-pong (side A -> side B), "-" for a cost.
 fn cpus(r: &FloorRow) -> String {
@@ -90,12 +90,12 @@ mod tests {
 
     #[test]
     fn rows_show_what_cpus_figure_and_spread() {
-        let t = crate::report::table::render(
-            &[crate::report::table::Section::Table(table(&[
+        let t = crate::results::table::render(
+            &[crate::results::table::Section::Table(table(&[
                 row(FloorKind::CachelineThreads, Some((0, 1))),
                 row(FloorKind::Syscall, None),
             ]))],
-            crate::report::table::Format::Table,
+            crate::results::table::Format::Table,
         );
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 4, "{t}");

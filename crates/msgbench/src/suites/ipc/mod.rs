@@ -54,8 +54,8 @@ pub use row::{
 use super::{Results, RunContext, Suite};
 use crate::measure::placement;
 use crate::measure::sched::SchedArgs;
-use crate::report::envelope::Figure;
-use crate::report::table::Section;
+use crate::results::envelope::Figure;
+use crate::results::table::Section;
 
 /// `msgbench ipc`.
 pub struct Ipc;

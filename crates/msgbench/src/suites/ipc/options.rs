@@ -13,7 +13,7 @@ use super::row::{Api, Placement, RowSpec, Timing};
 use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
-use crate::report::table::Format;
+use crate::results::table::Format;
 use crate::suites::OutputArgs;
 
 /// Largest `--window`.

@@ -17,8 +17,8 @@ use super::row::{Api, Placement, Row, Status, WaitClass};
 use crate::measure::clock::Clock;
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorReport;
-use crate::report::table::{Align, Format, Section, Table};
-use crate::report::thousands;
+use crate::results::table::{Align, Format, Section, Table};
+use crate::results::thousands;
 use crate::suites::Results;
 
 /// The text output. Table and markdown: a table per size, placement and

@@ -52,8 +52,8 @@ pub use run::catalogue;
 
 use super::{Results, RunContext, Suite};
 use crate::measure::sched::SchedArgs;
-use crate::report::envelope::Figure;
-use crate::report::table::Section;
+use crate::results::envelope::Figure;
+use crate::results::table::Section;
 
 /// `msgbench rtos`.
 ///

@@ -4,8 +4,8 @@
 use super::judge::Summary;
 use super::options::Plan;
 use super::row::{Group, Outcome, TestResult, Timing, Unit};
-use crate::report::envelope::{Better, Figure};
-use crate::report::table::{Align, Section, Table};
+use crate::results::envelope::{Better, Figure};
+use crate::results::table::{Align, Section, Table};
 
 /// Number with 3 significant digits at most, no exponent.
 fn num(v: f64) -> String {
@@ -197,7 +197,7 @@ pub fn figures(r: &TestResult) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::table::{render, Format};
+    use crate::results::table::{render, Format};
 
     fn row(id: &'static str, variant: &str, outcome: Outcome) -> TestResult {
         TestResult {

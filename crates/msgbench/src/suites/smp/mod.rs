@@ -61,8 +61,8 @@ pub use row::SmpRow;
 
 use super::{Results, RunContext, Suite};
 use crate::measure::sched::SchedArgs;
-use crate::report::envelope::Figure;
-use crate::report::table::Section;
+use crate::results::envelope::Figure;
+use crate::results::table::Section;
 
 /// `msgbench smp`.
 pub struct Smp;

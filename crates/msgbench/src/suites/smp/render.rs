@@ -4,8 +4,8 @@
 
 use super::options::{describe_flows, PortsMode, SmpPlan};
 use super::row::SmpRow;
-use crate::report::envelope::{Better, Figure};
-use crate::report::table::{Align, Section, Table};
+use crate::results::envelope::{Better, Figure};
+use crate::results::table::{Align, Section, Table};
 
 /// `12.3M`, `456k`, `789`.
 fn si(v: f64) -> String {

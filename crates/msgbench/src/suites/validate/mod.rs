@@ -39,8 +39,8 @@ pub use options::{Plan, ValidateArgs};
 pub use row::{Figure, Row, Tolerance, Verdict};
 
 use super::{Results, RunContext, Suite};
-use crate::report::envelope;
-use crate::report::table::Section;
+use crate::results::envelope;
+use crate::results::table::Section;
 
 /// `msgbench validate`.
 pub struct Validate;

@@ -3,8 +3,8 @@
 //! was measured.
 
 use super::row::{Figure, Row};
-use crate::report::envelope::{self, Better};
-use crate::report::table::{Align, Table};
+use crate::results::envelope::{self, Better};
+use crate::results::table::{Align, Table};
 
 /// A figure as printed: the average, with the minimum where known.
 fn figure(f: &Option<Figure>) -> String {
@@ -104,7 +104,7 @@ mod tests {
     use super::super::judge::{LATENCY, ROUND_TRIP};
     use super::super::row::{example as row, Verdict};
     use super::*;
-    use crate::report::table::{render, Format, Section};
+    use crate::results::table::{render, Format, Section};
 
     #[test]
     fn rows_show_figures_ratio_band_and_verdict() {

@@ -11,7 +11,7 @@ use super::super::crowd::ActiveRun;
 use super::super::row::{Row, Status, Timing};
 use super::vs_floor;
 use crate::pingpong::floor::FloorReport;
-use crate::report::envelope::{Better, Figure};
+use crate::results::envelope::{Better, Figure};
 
 /// Every figure of `rows`; `vs_floor` only when a floor was measured.
 pub fn figures(rows: &[Row], floor: Option<&FloorReport>) -> Vec<Figure> {

@@ -9,8 +9,8 @@ use super::super::crowd::ActiveRun;
 use super::super::row::{Api, Placement, Row, Status};
 use super::{idle_cells, title, title_with, FDS_CONN, RSS_CONN};
 use crate::measure::hist::fmt_ns;
-use crate::report::table::{Align, Table};
-use crate::report::thousands;
+use crate::results::table::{Align, Table};
+use crate::results::thousands;
 
 /// The p50 of each transport (and API) of `rows` (one size and
 /// placement, rows with idle clients) at each count of idle clients, and
