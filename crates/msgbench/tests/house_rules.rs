@@ -268,7 +268,6 @@ fn long_functions(file: &syn::File) -> Vec<(usize, String, usize)> {
 }
 
 #[test]
-#[ignore = "enabled when the tidy pass lands"]
 fn no_function_is_longer_than_80_lines() {
     let files = files_of(
         &["oslayer", "msgpass", "msgbench"],
