@@ -98,9 +98,10 @@ pub struct IpcArgs {
         long = "repeats",
         value_name = "N",
         default_value = "1",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = crate::suites::parse::repeats_to_1000
     )]
-    pub repeats: String,
+    pub repeats: usize,
     /// Latency timing: per-message (a timestamp around each call:
     /// percentiles) or whole (no clock in the loop: the mean only).
     #[arg(long = "timing", value_name = "MODE", default_value = "per-message")]
@@ -345,7 +346,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
             None => None,
             Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
         },
-        repeats: crate::suites::parse::repeats(&args.repeats, 1000)?,
+        repeats: args.repeats,
         timing,
         rate,
         window: window(&args.window)?,
