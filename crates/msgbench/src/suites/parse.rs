@@ -24,6 +24,10 @@ pub enum ValueError {
         /// The longest, s.
         max: f64,
     },
+    /// An open-loop `--rate`: not a number of messages per second, more
+    /// than 0 and at most 10^8.
+    #[error("must be a number of messages per second, more than 0 and at most 1e8")]
+    Rate,
     /// `--cpus`: not a list of online CPUs.
     #[error(transparent)]
     Cpus(#[from] PlacementError),
