@@ -62,7 +62,7 @@ mod tests {
     use super::*;
     use crate::measure::placement::online_cpus;
 
-    fn args(extra: &[&str]) -> Result<FloorArgs, String> {
+    fn args(extra: &[&str]) -> Result<FloorArgs> {
         use clap::Parser;
         #[derive(Parser)]
         struct Wrap {
@@ -73,7 +73,7 @@ mod tests {
         v.extend_from_slice(extra);
         Wrap::try_parse_from(v)
             .map(|w| w.a)
-            .map_err(|e| crate::cli::one_line(&e))
+            .map_err(|e| anyhow::anyhow!(crate::cli::one_line(&e)))
     }
 
     #[test]
@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn bad_lists_name_the_option() {
         for bad in ["x", "", "99999", "1-0", "0,,1"] {
-            let e = args(&["--cpus", bad]).unwrap_err();
+            let e = args(&["--cpus", bad]).unwrap_err().to_string();
             assert!(e.starts_with(&format!("--cpus {bad}: ")), "{bad}: {e}");
             assert!(!e.contains('\n'), "{bad}: {e}");
         }
