@@ -23,6 +23,67 @@ pub fn check_clock_env() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Parses the command line. A usage error (a value a value parser
+/// refused, an unknown option) is one line, `prog: error: --repeats 0:
+/// must be ...`, and exit status 2, as clap's own; `--help` and
+/// `--version` print as clap prints them.
+pub fn parse_args<P: clap::Parser>(prog: &str) -> P {
+    use clap::error::ErrorKind;
+    match P::try_parse() {
+        Ok(p) => p,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                eprintln!("{prog}: error: {}", one_line(&e));
+                std::process::exit(2)
+            }
+        },
+    }
+}
+
+/// A clap error in one line. A refused value reads `--option value: why`
+/// (the option's long name, the value as given, the value parser's
+/// reason, or the values it takes); any other error is clap's message
+/// with its lines joined.
+pub fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let flag = text(ContextKind::InvalidArg).and_then(|a| a.split([' ', '=']).next());
+    let value = text(ContextKind::InvalidValue);
+    if let (Some(flag), Some(value)) = (flag, value) {
+        match e.kind() {
+            ErrorKind::ValueValidation => {
+                if let Some(why) = std::error::Error::source(e) {
+                    return format!("{flag} {value}: {why}");
+                }
+            }
+            ErrorKind::InvalidValue => {
+                if let Some(ContextValue::Strings(ok)) = e.get(ContextKind::ValidValue) {
+                    return format!("{flag} {value}: expected one of {}", ok.join(", "));
+                }
+            }
+            _ => {}
+        }
+    }
+    let rendered = e.render().to_string();
+    let lines: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(|l| {
+            !["For more information", "Usage:", "tip:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    lines.join(" ").trim_start_matches("error: ").to_string()
+}
+
 /// A number as given back in an error message: as written when short,
 /// in exponent form when long (`--wait 1e300`, not 301 digits).
 pub fn show_num(v: f64) -> String {

@@ -75,7 +75,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse_args("msgbench");
     if let Some(Cmd::Compare(a)) = &cli.cmd {
         return compare::main(a);
     }

@@ -1,8 +1,8 @@
 //! Command-line extremes, through the real binaries: CPU lists and ranges
 //! up to `u32::MAX` and beyond, durations of `1e300`, `inf` and `NaN`,
 //! sizes and spin budgets near `u64::MAX`. Each must be refused at once
-//! with one line naming the option (exit 1), or by clap with its usage
-//! error (exit 2), never a panic, an abort, a huge allocation or a hang
+//! with one line naming the option (exit 1, or 2 when clap's value parser
+//! refuses it: a usage error), never a panic, an abort, a huge allocation or a hang
 //! (the common watchdog turns a hang into a failure).
 
 mod common;
@@ -13,6 +13,15 @@ use common::*;
 /// expects exit 1 with one stderr line `<prog>: error: <option>...`
 /// mentioning `bound`; returns that line.
 fn refused(bin: Bin, args: &[&str], option: &str, bound: &str) -> String {
+    refused_with(bin, args, option, bound, 1)
+}
+
+/// As [`refused`], for a value clap's value parser refuses: exit 2.
+fn refused_usage(bin: Bin, args: &[&str], option: &str, bound: &str) -> String {
+    refused_with(bin, args, option, bound, 2)
+}
+
+fn refused_with(bin: Bin, args: &[&str], option: &str, bound: &str, code: i32) -> String {
     let dir = TestDir::new("extreme");
     let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let takes_ns = !matches!(bin, Bin::Msgbench) || args.first() == Some(&"adder");
@@ -21,7 +30,7 @@ fn refused(bin: Bin, args: &[&str], option: &str, bound: &str) -> String {
     }
     let o = run(bin, &a);
     assert!(!o.stderr.contains("panicked"), "{args:?}: {o}");
-    let line = o.assert_one_line_error(1);
+    let line = o.assert_one_line_error(code);
     let prefix = format!("{}: error: {option}", bin.name());
     assert!(
         line.starts_with(&prefix),
@@ -50,16 +59,19 @@ fn huge_cpu_numbers_and_ranges_are_refused() {
         for bin in [Bin::DevAdder, Bin::ClientAdder] {
             refused(bin, &["--cpus", list], &format!("--cpus {list}"), "maximum");
         }
-        for (suite, flag) in [
-            ("adder", "--client-cpus"),
-            ("adder", "--server-cpus"),
-            ("floor", "--cpus"),
-            ("validate", "--cpus"),
-        ] {
+        for (suite, flag) in [("adder", "--client-cpus"), ("adder", "--server-cpus")] {
             refused(
                 Bin::Msgbench,
                 &[suite, flag, list],
                 &format!("{flag} {list}"),
+                "maximum",
+            );
+        }
+        for suite in ["floor", "validate", "smp", "broker"] {
+            refused_usage(
+                Bin::Msgbench,
+                &[suite, "--cpus", list],
+                &format!("--cpus {list}"),
                 "maximum",
             );
         }
@@ -200,10 +212,18 @@ fn values_beyond_the_integer_type_are_usage_errors() {
         assert_eq!(o.code(), 2, "{args:?}: {o}");
         assert!(!o.stderr.contains("panicked"), "{args:?}: {o}");
         let first = o.stderr.lines().next().unwrap_or("");
+        // msgbench prints clap's usage errors in one line of its own.
+        let lead = match bin {
+            Bin::Msgbench => "msgbench: error: ",
+            _ => "error:",
+        };
         assert!(
-            first.starts_with("error:") && first.contains(option),
+            first.starts_with(lead) && first.contains(option),
             "{args:?}: the first line must name {option}: {o}"
         );
+        if matches!(bin, Bin::Msgbench) {
+            assert_eq!(o.stderr.lines().count(), 1, "{args:?}: one line: {o}");
+        }
         assert!(o.stdout.is_empty(), "{o}");
     }
 }

@@ -394,12 +394,23 @@ fn bad_options_are_one_line_errors() {
             &["broker", "-t", "carrier-pigeon"],
             "--transport carrier-pigeon",
         ),
-        (&["broker", "--seconds", "-1"], "--seconds -1"),
         (&["broker", "--dbus-lib", "gdbus"], "--dbus-lib gdbus"),
     ] {
         let out = run(Bin::Msgbench, args);
         let line = out.assert_one_line_error(1);
         assert!(line.contains(needle), "{args:?}: {line}");
+    }
+    // Refused by clap's value parsers: usage errors, exit 2, one line.
+    for (args, needle) in [
+        (&["broker", "--seconds", "-1"][..], "--seconds -1: "),
+        (&["broker", "-r", "0"], "--repeats 0: "),
+        (&["broker", "--cpus", "x"], "--cpus x: "),
+    ] {
+        let line = run(Bin::Msgbench, args).assert_one_line_error(2);
+        assert!(
+            line.starts_with(&format!("msgbench: error: {needle}")),
+            "{args:?}: {line}"
+        );
     }
 }
 

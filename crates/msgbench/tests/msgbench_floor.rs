@@ -89,7 +89,7 @@ fn floor_on_one_cpu_has_only_same_cpu_rows() {
 fn bad_cpus_are_one_line_naming_the_option() {
     for bad in ["99", "x", "1-0", ""] {
         let out = run(Bin::Msgbench, ["floor", "--cpus", bad]);
-        let line = out.assert_one_line_error(1);
+        let line = out.assert_one_line_error(2);
         assert!(line.contains("--cpus"), "{bad}: {line}");
     }
 }

@@ -308,8 +308,18 @@ fn ipc_wrong_replies_fail_their_row_and_the_run_goes_on() {
 /// `msgbench ipc <args> --ns DIR`: exit 1, one line naming `option`,
 /// nothing created.
 fn option_error(args: &[&str], option: &str) {
+    option_error_code(args, option, 1);
+}
+
+/// As [`option_error`], for a value clap's value parser refuses: a usage
+/// error, exit 2.
+fn usage_error(args: &[&str], option: &str) {
+    option_error_code(args, option, 2);
+}
+
+fn option_error_code(args: &[&str], option: &str, code: i32) {
     let dir = TestDir::new("ipcopt");
-    let line = run(Bin::Msgbench, ipc_args(&dir, args)).assert_one_line_error(1);
+    let line = run(Bin::Msgbench, ipc_args(&dir, args)).assert_one_line_error(code);
     let prefix = "msgbench: error: ";
     assert!(
         line.starts_with(prefix) && line[prefix.len()..].starts_with(option),
@@ -330,8 +340,8 @@ fn ipc_option_errors() {
     option_error(&["--row-secs", "0"], "--row-secs 0");
     option_error(&["--row-secs", "x"], "--row-secs x");
     option_error(&["--spin-us", "-5"], "--spin-us -5");
-    option_error(&["-r", "0"], "--repeats 0");
-    option_error(&["--repeats", "x"], "--repeats x");
+    usage_error(&["-r", "0"], "--repeats 0");
+    usage_error(&["--repeats", "x"], "--repeats x");
     option_error(&["--rate", "0"], "--rate 0");
     option_error(&["--rate", "x"], "--rate x");
     option_error(&["--warmup", "-1"], "--warmup -1");

@@ -89,13 +89,16 @@ impl FilterArgs {
     }
 }
 
+/// `--since` was not a date, a time or a time ago.
+#[derive(Debug, thiserror::Error)]
+#[error("not a date (2026-05-01), a time (2026-05-01T12:00:00Z) or a time ago (7d, 12h, 30min)")]
+pub struct BadSince;
+
 /// `--since`: a date, an RFC 3339 time or a time ago, as the RFC 3339
 /// UTC text runs are stored with.
-pub fn since(s: &str) -> Result<String, String> {
+pub fn since(s: &str) -> Result<String, BadSince> {
     let t = s.trim();
-    let bad = || {
-        format!("{s}: not a date (2026-05-01), a time (2026-05-01T12:00:00Z) or a time ago (7d, 12h, 30min)")
-    };
+    let bad = || BadSince;
     let when = if let Ok(ago) = humantime::parse_duration(t) {
         std::time::SystemTime::now()
             .checked_sub(ago)
@@ -172,8 +175,8 @@ mod tests {
         let ago = since("1h").unwrap();
         assert!(ago < humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
         for bad in ["yesterday", "2026-13-01", "5 parsecs", ""] {
-            let e = since(bad).unwrap_err();
-            assert!(e.starts_with(&format!("{bad}: not a date")), "{e}");
+            let e = since(bad).unwrap_err().to_string();
+            assert!(e.starts_with("not a date"), "{bad}: {e}");
         }
     }
 }

@@ -81,8 +81,31 @@ impl fmt::Display for CpuList {
 }
 
 /// clap value parser for `--cpus`.
-pub fn parse_cpus_arg(s: &str) -> Result<CpuList, String> {
-    CpuList::parse(s).map_err(|e| e.to_string())
+pub fn parse_cpus_arg(s: &str) -> Result<CpuList, PlacementError> {
+    CpuList::parse(s)
+}
+
+/// A set of CPUs as given by `--cpus`: online, repeats dropped, order
+/// kept, at least one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuSet(pub Vec<usize>);
+
+impl CpuSet {
+    /// Parses `0,2-3` like [`CpuList::parse`] and drops repeats.
+    pub fn parse(list: &str) -> Result<CpuSet, PlacementError> {
+        let mut out: Vec<usize> = Vec::new();
+        for c in CpuList::parse(list)?.0 {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        Ok(CpuSet(out))
+    }
+
+    /// The given set, or every online CPU without one.
+    pub fn or_online(given: Option<&CpuSet>) -> Vec<usize> {
+        given.map_or_else(online_cpus, |s| s.0.clone())
+    }
 }
 
 fn parse_list(list: &str) -> Result<Vec<usize>, PlacementError> {
@@ -136,26 +159,6 @@ pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, String> {
             return Err(format!("longer than {MAX_LIST_LEN} entries"));
         }
         out.extend(a..=b);
-    }
-    Ok(out)
-}
-
-/// The `--cpus` option of the suites that measure between or on CPUs:
-/// `list` (ranges allowed, repeats dropped, order kept, every CPU online)
-/// or, without it, every online CPU. The error names the option.
-pub fn cpus_option(list: Option<&str>) -> Result<Vec<usize>, String> {
-    let Some(list) = list else {
-        return Ok(online_cpus());
-    };
-    let parsed = CpuList::parse(list).map_err(|e| format!("--cpus {list}: {e}"))?;
-    let mut out: Vec<usize> = Vec::new();
-    for c in parsed.0 {
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    if out.is_empty() {
-        return Err(format!("--cpus {list}: no CPU given"));
     }
     Ok(out)
 }

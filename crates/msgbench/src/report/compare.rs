@@ -66,11 +66,16 @@ pub struct CompareArgs {
     pub store: StoreArgs,
 }
 
+/// A percentage option's value was not a finite number, 0 or more.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("must be a percentage, 0 or more")]
+pub struct BadPercent;
+
 /// Parses a percentage: a finite number, 0 or more.
-fn percent(s: &str) -> Result<f64, String> {
+fn percent(s: &str) -> Result<f64, BadPercent> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("{s}: must be a percentage, 0 or more")),
+        _ => Err(BadPercent),
     }
 }
 

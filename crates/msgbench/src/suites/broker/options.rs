@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::dbus::library::{self, DbusLib};
 use super::proto::MAX_INTS;
-use crate::measure::placement::{cpus_option, format_list, online_cpus};
+use crate::measure::placement::{format_list, online_cpus, CpuSet};
 use crate::measure::sched::SchedArgs;
 use crate::suites::{parse, OutputArgs};
 
@@ -150,24 +150,35 @@ pub struct BrokerArgs {
     #[arg(long = "inject-fault", value_name = "FAULT")]
     pub inject_fault: Option<Fault>,
     /// Seconds of calls per measurement [default: 1; --quick: 0.25].
-    #[arg(long = "seconds", value_name = "SECS", allow_hyphen_values = true)]
-    pub seconds: Option<String>,
+    #[arg(
+        long = "seconds",
+        value_name = "SECS",
+        allow_hyphen_values = true,
+        value_parser = parse::seconds_to_600
+    )]
+    pub seconds: Option<f64>,
     /// CPUs every process of the run (clients, brokers, daemons,
     /// services) may run on [default: the first online CPU, as on the
     /// study's single-core BeagleBoard; e.g. 0-1 spreads them, and then
     /// cross-CPU wake-ups, which a VM's host placement can make 10x
     /// dearer, weigh on every leg].
-    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
+    #[arg(
+        long = "cpus",
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        value_parser = parse::cpu_set
+    )]
+    pub cpus: Option<CpuSet>,
     /// Runs of the whole sweep, interleaved; each figure is the median
     /// [default: 3; --quick: 1].
     #[arg(
         short = 'r',
         long = "repeats",
         value_name = "N",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = parse::repeats_to_100
     )]
-    pub repeats: Option<String>,
+    pub repeats: Option<usize>,
     /// Scheduling controls, inherited by every process started: --fifo,
     /// --mlock, --dma-latency.
     #[command(flatten)]
@@ -258,16 +269,14 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
         },
         dbus_libs: library::parse_list(args.dbus_libs.as_deref()).map_err(|e| anyhow!(e))?,
         ints: ints(args.ints.as_deref(), q)?,
-        seconds: seconds(args.seconds.as_deref(), q)?,
-        cpus: match args.cpus.as_deref() {
-            Some(list) => cpus_option(Some(list)).map_err(|e| anyhow!(e))?,
+        seconds: args
+            .seconds
+            .unwrap_or(if q { QUICK_SECONDS } else { SECONDS }),
+        cpus: match &args.cpus {
+            Some(set) => set.0.clone(),
             None => online_cpus().into_iter().take(1).collect(),
         },
-        repeats: match &args.repeats {
-            Some(s) => parse::repeats(s, 100)?,
-            None if q => 1,
-            None => REPEATS,
-        },
+        repeats: args.repeats.unwrap_or(if q { 1 } else { REPEATS }),
     })
 }
 
@@ -332,16 +341,6 @@ fn call_timeout(t: Option<Duration>) -> Result<Duration> {
     }
 }
 
-fn seconds(s: Option<&str>, quick: bool) -> Result<f64> {
-    let Some(s) = s else {
-        return Ok(if quick { QUICK_SECONDS } else { SECONDS });
-    };
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.01..=600.0).contains(&v) => Ok(v),
-        _ => bail!("--seconds {s}: must be a number of seconds, 0.01 to 600"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,7 +354,7 @@ mod tests {
 
     fn plan_of(args: &[&str]) -> Result<BrokerPlan> {
         let cli = Cli::try_parse_from(std::iter::once("broker").chain(args.iter().copied()))
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(|e| anyhow!(crate::cli::one_line(&e)))?;
         plan(&cli.broker)
     }
 

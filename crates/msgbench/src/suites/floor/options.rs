@@ -2,13 +2,14 @@
 //! settings ([`FloorPlan`]): the CPU list, checked with one-line errors
 //! naming the option.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 
-use crate::measure::placement::cpus_option;
+use crate::measure::placement::CpuSet;
 use crate::measure::sched::SchedArgs;
 use crate::pingpong::floor::RUNS;
+use crate::suites::parse;
 use crate::suites::OutputArgs;
 
 /// Options of `msgbench floor`.
@@ -18,8 +19,13 @@ pub struct FloorArgs {
     #[arg(long = "quick")]
     pub quick: bool,
     /// CPUs to measure between, e.g. 0-3,6 [default: every online CPU].
-    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
+    #[arg(
+        long = "cpus",
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        value_parser = parse::cpu_set
+    )]
+    pub cpus: Option<CpuSet>,
     /// Scheduling controls: --fifo (spinning rows are then left out),
     /// --mlock, --dma-latency.
     #[command(flatten)]
@@ -46,15 +52,9 @@ pub fn plan(args: &FloorArgs) -> Result<FloorPlan> {
     args.sched.parse()?;
     Ok(FloorPlan {
         quick: args.quick,
-        cpus: cpus(args.cpus.as_deref())?,
+        cpus: CpuSet::or_online(args.cpus.as_ref()),
         runs_per_figure: RUNS,
     })
-}
-
-/// The CPUs to measure between: `list` (ranges allowed, repeats dropped,
-/// every CPU online) or, without it, every online CPU.
-pub fn cpus(list: Option<&str>) -> Result<Vec<usize>> {
-    cpus_option(list).map_err(|e| anyhow!(e))
 }
 
 #[cfg(test)]
@@ -62,23 +62,38 @@ mod tests {
     use super::*;
     use crate::measure::placement::online_cpus;
 
+    fn args(extra: &[&str]) -> Result<FloorArgs> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: FloorArgs,
+        }
+        let mut v = vec!["floor"];
+        v.extend_from_slice(extra);
+        Wrap::try_parse_from(v)
+            .map(|w| w.a)
+            .map_err(|e| anyhow::anyhow!(crate::cli::one_line(&e)))
+    }
+
     #[test]
     fn default_is_every_online_cpu() {
-        assert_eq!(cpus(None).unwrap(), online_cpus());
+        assert_eq!(plan(&args(&[]).unwrap()).unwrap().cpus, online_cpus());
     }
 
     #[test]
     fn lists_keep_order_and_drop_repeats() {
         let first = online_cpus()[0];
         let l = format!("{first},{first}");
-        assert_eq!(cpus(Some(&l)).unwrap(), vec![first]);
+        let p = plan(&args(&["--cpus", &l]).unwrap()).unwrap();
+        assert_eq!(p.cpus, vec![first]);
     }
 
     #[test]
     fn bad_lists_name_the_option() {
         for bad in ["x", "", "99999", "1-0", "0,,1"] {
-            let e = cpus(Some(bad)).unwrap_err().to_string();
-            assert!(e.starts_with("--cpus "), "{bad}: {e}");
+            let e = args(&["--cpus", bad]).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--cpus {bad}: ")), "{bad}: {e}");
             assert!(!e.contains('\n'), "{bad}: {e}");
         }
     }

@@ -2,6 +2,7 @@
 //! parsed here (not by clap), so that every mistake is one line naming the
 //! option, exit status 1.
 
+use crate::suites::parse::ValueError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -98,9 +99,10 @@ pub struct IpcArgs {
         long = "repeats",
         value_name = "N",
         default_value = "1",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = crate::suites::parse::repeats_to_1000
     )]
-    pub repeats: String,
+    pub repeats: usize,
     /// Latency timing: per-message (a timestamp around each call:
     /// percentiles) or whole (no clock in the loop: the mean only).
     #[arg(long = "timing", value_name = "MODE", default_value = "per-message")]
@@ -328,7 +330,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
             None => None,
             Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
         },
-        repeats: crate::suites::parse::repeats(&args.repeats, 1000)?,
+        repeats: args.repeats,
         timing,
         rate,
         window: window(&args.window)?,
@@ -407,18 +409,19 @@ fn timing_and_rate(args: &IpcArgs) -> Result<(Timing, Option<f64>)> {
 }
 
 /// Parses a warm-up length: seconds, 0 to 60.
-fn parse_secs(s: &str) -> Result<f64, String> {
+fn parse_secs(s: &str) -> Result<f64, ValueError> {
+    let (min, max) = (0.0, 60.0);
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=60.0).contains(&v) => Ok(v),
-        _ => Err("must be a number of seconds, 0 to 60".into()),
+        Ok(v) if v.is_finite() && (min..=max).contains(&v) => Ok(v),
+        _ => Err(ValueError::Seconds { min, max }),
     }
 }
 
 /// Parses an open-loop rate: messages per second, more than 0, at most 10^8.
-fn parse_rate(s: &str) -> Result<f64, String> {
+fn parse_rate(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 1e8 => Ok(v),
-        _ => Err("must be a number of messages per second, more than 0 and at most 1e8".into()),
+        _ => Err(ValueError::Rate),
     }
 }
 

@@ -12,8 +12,9 @@ use super::packet::{MAX_FRAME, MIN_FRAME, RFC2544_SIZES};
 use super::ports::parse_line_rate;
 use super::synth::{Flows, DEFAULT_ROUTES};
 use super::tables::Variant;
-use crate::measure::placement::{cpus_option, format_list, online_cpus};
+use crate::measure::placement::{format_list, online_cpus, CpuSet};
 use crate::measure::sched::SchedArgs;
+use crate::suites::parse;
 use crate::suites::OutputArgs;
 
 /// Frame sizes of a default run: the smallest, where the CPU and the
@@ -147,17 +148,23 @@ pub struct SmpArgs {
     pub ring: String,
     /// CPUs the workers are pinned to, worker k on the k-th [default:
     /// every online CPU].
-    #[arg(long = "cpus", value_name = "LIST", allow_hyphen_values = true)]
-    pub cpus: Option<String>,
+    #[arg(
+        long = "cpus",
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        value_parser = parse::cpu_set
+    )]
+    pub cpus: Option<CpuSet>,
     /// Runs of the whole sweep, interleaved; each figure is the median.
     #[arg(
         short = 'r',
         long = "repeats",
         value_name = "N",
         default_value = "1",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = parse::repeats_to_100
     )]
-    pub repeats: String,
+    pub repeats: usize,
     /// Scheduling controls: --fifo (rows whose spinning workers would take
     /// every CPU are then skipped), --mlock, --dma-latency.
     #[command(flatten)]
@@ -270,7 +277,7 @@ fn list(v: &[usize]) -> String {
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
     let controls = args.sched.parse()?;
-    let cpus = cpus_option(args.cpus.as_deref()).map_err(|e| anyhow!(e))?;
+    let cpus = CpuSet::or_online(args.cpus.as_ref());
     let workers = workers(args.workers.as_deref(), cpus.len())?;
     let q = args.quick;
     Ok(SmpPlan {
@@ -289,7 +296,7 @@ pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
             .map_err(|e| anyhow!("--line-rate {}: {e}", args.line_rate))?,
         ring: ring(&args.ring)?,
         cpus,
-        repeats: crate::suites::parse::repeats(&args.repeats, 100)?,
+        repeats: args.repeats,
         fifo: controls.fifo_priority,
     })
 }
@@ -502,12 +509,25 @@ mod tests {
             ("--trial", "-1"),
             ("--workers", "0"),
             ("--workers", too_many.as_str()),
-            ("--cpus", "99999"),
-            ("--repeats", "0"),
         ] {
             let e = plan(&args(&[opt, bad])).unwrap_err().to_string();
             assert!(e.starts_with(opt), "{opt} {bad}: {e}");
             assert!(!e.contains('\n'), "{opt} {bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn typed_options_are_refused_by_the_parser_naming_them() {
+        for (opt, bad) in [("--cpus", "99999"), ("--repeats", "0"), ("-r", "x")] {
+            let e = Cli::try_parse_from(["smp", opt, bad])
+                .err()
+                .expect("refused");
+            let e = crate::cli::one_line(&e);
+            let long = if opt == "-r" { "--repeats" } else { opt };
+            assert!(
+                e.starts_with(&format!("{long} {bad}: ")),
+                "{opt} {bad}: {e}"
+            );
         }
     }
 }
