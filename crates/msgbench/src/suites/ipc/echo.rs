@@ -198,10 +198,10 @@ impl Echo {
     /// written) into the transport's buffer; the reply where it lies.
     ///
     /// Also says whether the reply lies where the request was built: then a
-    /// body corrupted in it stays there for the next whole check (shm's one
-    /// slot); where it does not (the two areas of eventfd, io-uring and
-    /// signal, a fresh copy of the request each time), every body is
-    /// checked.
+    /// body corrupted in it stays there for the next whole check (the one
+    /// private buffer msgpass lends a connection for request and reply, on
+    /// shm and on the areas of eventfd, io-uring and signal); where it does
+    /// not, every body is checked.
     #[inline(always)]
     fn send<'c, C: ClientConnection + ?Sized>(
         &self,

@@ -484,9 +484,9 @@ fn api_legend(rows: &[Row]) -> String {
          and last 8 bytes (up to 16 bytes these stamps cover the whole message); the server XORs only the stamps,\n\
          so the cost does not grow with the size. The client writes the body once (when each warm-up starts; every\n\
          call where the transport is not in place) and checks every reply's length and both stamps, its whole body\n\
-         on the first and last round trip of each measured run and every {BODY}th: on shm a corrupted body stays in\n\
-         the slot until then; every round trip where the reply does not lie where the request was built (the areas,\n\
-         the copying fallback). Throughput: the checksum calls go in place too (one-way\n\
+         on the first and last round trip of each measured run and every {BODY}th: a corrupted body stays in the\n\
+         buffer msgpass lends for request and reply until then; every round trip where the reply does not lie where\n\
+         the request was built (the copying fallback). Throughput: the checksum calls go in place too (one-way\n\
          messages have no in-place API: copied).",
         Api::InPlace.label(),
         BODY = super::echo::BODY_CHECK_EVERY,
