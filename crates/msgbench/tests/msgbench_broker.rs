@@ -436,9 +436,13 @@ fn dbus_missing() -> Option<String> {
     use msgbench::suites::broker::dbus::{DaemonKind, DbusLib};
     let mut why: Vec<String> = [DaemonKind::DbusDaemon, DaemonKind::DbusBroker]
         .into_iter()
-        .filter_map(|k| k.available().err())
+        .filter_map(|k| k.available().err().map(|e| e.to_string()))
         .collect();
-    why.extend(DbusLib::ALL.into_iter().filter_map(|l| l.available().err()));
+    why.extend(
+        DbusLib::ALL
+            .into_iter()
+            .filter_map(|l| l.available().err().map(|e| e.to_string())),
+    );
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         why.push(

@@ -136,17 +136,17 @@ fn refs(v: &[Box<dyn ToSql + Sync>]) -> Vec<&(dyn ToSql + Sync)> {
 }
 
 impl Cells for postgres::Row {
-    fn text(&self, i: usize) -> Result<String, String> {
-        self.try_get(i).map_err(|e| text(&e))
+    fn text(&self, i: usize) -> Result<String, StoreError> {
+        self.try_get(i).map_err(|e| StoreError::Db(text(&e)))
     }
-    fn opt_text(&self, i: usize) -> Result<Option<String>, String> {
-        self.try_get(i).map_err(|e| text(&e))
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        self.try_get(i).map_err(|e| StoreError::Db(text(&e)))
     }
-    fn int(&self, i: usize) -> Result<i64, String> {
-        self.try_get(i).map_err(|e| text(&e))
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        self.try_get(i).map_err(|e| StoreError::Db(text(&e)))
     }
-    fn real(&self, i: usize) -> Result<f64, String> {
-        self.try_get(i).map_err(|e| text(&e))
+    fn real(&self, i: usize) -> Result<f64, StoreError> {
+        self.try_get(i).map_err(|e| StoreError::Db(text(&e)))
     }
 }
 
@@ -156,13 +156,11 @@ impl Postgres {
         &mut self,
         sql: &str,
         params: &[Param],
-        read: impl Fn(&postgres::Row) -> Result<T, String>,
+        read: impl Fn(&postgres::Row) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         let v = values(params);
         let rows = self.client.query(sql, &refs(&v)).map_err(db)?;
-        rows.iter()
-            .map(|r| read(r).map_err(StoreError::Db))
-            .collect()
+        rows.iter().map(read).collect()
     }
 }
 

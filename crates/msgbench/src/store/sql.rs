@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Filter, NewRun, Point, Stored, Summary};
+use super::{Filter, NewRun, Point, StoreError, Stored, Summary};
 
 /// A query parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,16 +17,17 @@ pub(crate) enum Param {
     Null,
 }
 
-/// A result row, read by column index.
+/// A result row, read by column index (a cell that cannot be read is
+/// [`StoreError::Db`] with the driver's words).
 pub(crate) trait Cells {
     /// Column `i` as text.
-    fn text(&self, i: usize) -> Result<String, String>;
+    fn text(&self, i: usize) -> Result<String, StoreError>;
     /// Column `i` as text, or `None` for NULL.
-    fn opt_text(&self, i: usize) -> Result<Option<String>, String>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError>;
     /// Column `i` as a whole number.
-    fn int(&self, i: usize) -> Result<i64, String>;
+    fn int(&self, i: usize) -> Result<i64, StoreError>;
     /// Column `i` as a number.
-    fn real(&self, i: usize) -> Result<f64, String>;
+    fn real(&self, i: usize) -> Result<f64, StoreError>;
 }
 
 /// The columns of a [`Summary`], in its order (table alias `r`).
@@ -97,7 +98,7 @@ pub(crate) fn points(metric: &str, f: &Filter) -> (String, Vec<Param>) {
 }
 
 /// A [`Summary`] from the first eleven columns.
-pub(crate) fn summary(r: &impl Cells) -> Result<Summary, String> {
+pub(crate) fn summary(r: &impl Cells) -> Result<Summary, StoreError> {
     Ok(Summary {
         id: r.int(0)?,
         suite: r.text(1)?,
@@ -114,7 +115,7 @@ pub(crate) fn summary(r: &impl Cells) -> Result<Summary, String> {
 }
 
 /// A [`Stored`] from [`get`]'s row.
-pub(crate) fn stored(r: &impl Cells) -> Result<Stored, String> {
+pub(crate) fn stored(r: &impl Cells) -> Result<Stored, StoreError> {
     Ok(Stored {
         summary: summary(r)?,
         envelope: r.text(11)?,
@@ -123,9 +124,9 @@ pub(crate) fn stored(r: &impl Cells) -> Result<Stored, String> {
 }
 
 /// A [`Point`] from [`points`]' row.
-pub(crate) fn point(r: &impl Cells) -> Result<Point, String> {
-    let key: BTreeMap<String, String> =
-        serde_json::from_str(&r.text(4)?).map_err(|e| format!("a stored figure key: {e}"))?;
+pub(crate) fn point(r: &impl Cells) -> Result<Point, StoreError> {
+    let key: BTreeMap<String, String> = serde_json::from_str(&r.text(4)?)
+        .map_err(|e| StoreError::Db(format!("a stored figure key: {e}")))?;
     Ok(Point {
         run: r.int(0)?,
         started: r.text(1)?,

@@ -189,17 +189,17 @@ fn values(params: &[Param]) -> Vec<Value> {
 }
 
 impl Cells for rusqlite::Row<'_> {
-    fn text(&self, i: usize) -> Result<String, String> {
-        self.get(i).map_err(|e| e.to_string())
+    fn text(&self, i: usize) -> Result<String, StoreError> {
+        self.get(i).map_err(|e| StoreError::Db(e.to_string()))
     }
-    fn opt_text(&self, i: usize) -> Result<Option<String>, String> {
-        self.get(i).map_err(|e| e.to_string())
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        self.get(i).map_err(|e| StoreError::Db(e.to_string()))
     }
-    fn int(&self, i: usize) -> Result<i64, String> {
-        self.get(i).map_err(|e| e.to_string())
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        self.get(i).map_err(|e| StoreError::Db(e.to_string()))
     }
-    fn real(&self, i: usize) -> Result<f64, String> {
-        self.get(i).map_err(|e| e.to_string())
+    fn real(&self, i: usize) -> Result<f64, StoreError> {
+        self.get(i).map_err(|e| StoreError::Db(e.to_string()))
     }
 }
 
@@ -209,7 +209,7 @@ impl Sqlite {
         &self,
         sql: &str,
         params: &[Param],
-        read: impl Fn(&rusqlite::Row<'_>) -> Result<T, String>,
+        read: impl Fn(&rusqlite::Row<'_>) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         let mut st = self.conn.prepare(&numbered(sql)).map_err(db)?;
         let mut rows = st
@@ -217,7 +217,7 @@ impl Sqlite {
             .map_err(db)?;
         let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(db)? {
-            out.push(read(r).map_err(StoreError::Db)?);
+            out.push(read(r)?);
         }
         Ok(out)
     }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::client::ClientReport;
-use super::dbus::{DaemonKind, DbusLib, PrivateBus};
+use super::dbus::{DaemonKind, DbusLib, PrivateBus, Unavailable};
 use super::options::{BrokerPlan, Fault, Via};
 use super::role::{COMMAND, WARMUP};
 use super::router::RouterStats;
@@ -318,7 +318,7 @@ pub fn latency_clock() -> Clock {
 
 /// Whether an arrangement can run here: `Err` with the reason and the
 /// install line when its daemon is missing.
-pub fn available(via: Via) -> Result<(), String> {
+pub fn available(via: Via) -> Result<(), Unavailable> {
     match daemon(via) {
         Some(kind) => kind.available(),
         None => Ok(()),

@@ -128,6 +128,7 @@ fn unavailable(c: &Cell) -> Option<String> {
     measure::available(c.via)
         .and_then(|()| c.lib.map_or(Ok(()), DbusLib::available))
         .err()
+        .map(|e| e.to_string())
 }
 
 /// Each D-Bus library's marshal + unmarshal of a call's request and

@@ -77,7 +77,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
         spec.api,
     ) {
         Ok(s) => s,
-        Err(reason) => return row.end(Status::Skipped, reason),
+        Err(reason) => return row.end(Status::Skipped, reason.to_string()),
     };
     (row.client_cpu, row.server_cpu) = (Some(cpus.0), Some(cpus.1));
     let outcome = drive(ctx, endpoint, spec, cpus.0, n);
@@ -87,7 +87,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
             row.active = Some(run);
             match stopped {
                 Ok(()) => row,
-                Err(e) => row.end(Status::Failed, e),
+                Err(e) => row.end(Status::Failed, e.to_string()),
             }
         }
         Err(stop) => conclude_stop(row, spec.transport, stop, stopped),

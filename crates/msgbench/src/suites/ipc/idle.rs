@@ -16,6 +16,7 @@ use super::context::RowContext;
 use super::crowd::IdleCost;
 use super::peer;
 use super::scale;
+use super::server_error::ServerError;
 use super::stop::Stop;
 use crate::measure::footprint::{open_fds, rss_bytes};
 use crate::measure::peers::Peer;
@@ -112,7 +113,7 @@ impl IdleClients {
 
     /// Stops every child (SIGTERM) and reaps it; the error says which did
     /// not exit cleanly.
-    pub fn stop(mut self) -> Result<(), String> {
+    pub fn stop(mut self) -> Result<(), ServerError> {
         let errors: Vec<String> = self
             .peers
             .iter_mut()
@@ -121,7 +122,7 @@ impl IdleClients {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(format!("idle clients: {}", errors.join("; ")))
+            Err(ServerError::IdleClients(errors))
         }
     }
 }

@@ -36,6 +36,7 @@ mod row;
 mod run;
 mod scale;
 mod server;
+mod server_error;
 mod stats;
 mod stop;
 

@@ -12,6 +12,7 @@ use super::idle::IdleClients;
 use super::load::LoadMeter;
 use super::row::{LatencyRun, Row, RowSpec, Status, WaitClass};
 use super::server::ServerThread;
+use super::server_error::ServerError;
 use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
 use super::stop::{conclude_stop, Stop};
 
@@ -35,7 +36,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
         ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault, api,
     ) {
         Ok(s) => s,
-        Err(reason) => return row.end(Status::Skipped, reason),
+        Err(reason) => return row.end(Status::Skipped, reason.to_string()),
     };
     (row.client_cpu, row.server_cpu) = (Some(cpus.0), Some(cpus.1));
     let idle = match spec.idle.filter(|&n| n > 0) {
@@ -77,7 +78,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
     // Stopped after the server: nothing they do can touch the figures.
     let stopped = match idle.map(IdleClients::stop) {
         Some(Err(e)) => Err(match stopped {
-            Err(s) => format!("{s}; {e}"),
+            Err(s) => ServerError::Both(Box::new(s), Box::new(e)),
             Ok(()) => e,
         }),
         _ => stopped,
@@ -91,7 +92,7 @@ fn conclude(
     mut row: Row,
     transport: &str,
     outcome: Result<client::Measured, Stop>,
-    stopped: Result<(), String>,
+    stopped: Result<(), ServerError>,
 ) -> Row {
     match outcome {
         Ok(m) => {
@@ -103,7 +104,7 @@ fn conclude(
             }
             match stopped {
                 Ok(()) => row,
-                Err(e) => row.end(Status::Failed, e),
+                Err(e) => row.end(Status::Failed, e.to_string()),
             }
         }
         Err(stop) => conclude_stop(row, transport, stop, stopped),

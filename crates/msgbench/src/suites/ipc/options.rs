@@ -266,21 +266,27 @@ impl Plan {
     }
 
     /// (client CPU, server CPU) of a placement, or why it cannot be had.
-    pub fn cpus_for(&self, p: Placement) -> Result<(usize, usize), String> {
-        let first = *self
-            .cpus
-            .first()
-            .ok_or("no CPU is available to this process")?;
+    pub fn cpus_for(&self, p: Placement) -> std::result::Result<(usize, usize), NoCpus> {
+        let first = *self.cpus.first().ok_or(NoCpus::None)?;
         match p {
             Placement::Same => Ok((first, first)),
             Placement::Cross => match self.cpus.get(1) {
                 Some(&second) => Ok((first, second)),
-                None => Err(format!(
-                    "needs two CPUs; only CPU {first} is available to this process"
-                )),
+                None => Err(NoCpus::OnlyOne(first)),
             },
         }
     }
+}
+
+/// Why a placement cannot be had here (the row's skip reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoCpus {
+    /// The affinity mask is empty.
+    #[error("no CPU is available to this process")]
+    None,
+    /// A cross-CPU row with one CPU.
+    #[error("needs two CPUs; only CPU {0} is available to this process")]
+    OnlyOne(usize),
 }
 
 /// Checks the options, every one, before anything runs.
@@ -591,7 +597,11 @@ mod tests {
     fn cross_needs_two_cpus() {
         let mut p = plan_of(&[], vec![], vec![], vec![3]);
         assert_eq!(p.cpus_for(Placement::Same), Ok((3, 3)));
-        assert!(p.cpus_for(Placement::Cross).is_err());
+        assert_eq!(p.cpus_for(Placement::Cross), Err(NoCpus::OnlyOne(3)));
+        assert_eq!(
+            NoCpus::OnlyOne(3).to_string(),
+            "needs two CPUs; only CPU 3 is available to this process"
+        );
         p.cpus = vec![0, 1];
         assert_eq!(p.cpus_for(Placement::Cross), Ok((0, 1)));
         assert!(!usable_cpus().is_empty());

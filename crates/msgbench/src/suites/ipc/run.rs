@@ -164,7 +164,7 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
 fn one_row(ctx: &RowContext, index: usize, spec: &RowSpec) -> Row {
     match ctx.plan.cpus_for(spec.placement) {
         Ok(cpus) => one_row::run(ctx, &format!("row-{index}"), spec, cpus),
-        Err(reason) => Row::for_spec(spec).end(Status::Skipped, reason),
+        Err(reason) => Row::for_spec(spec).end(Status::Skipped, reason.to_string()),
     }
 }
 

@@ -16,6 +16,7 @@ use super::protocol::{
     CMD_PING, CMD_STOP, CMD_SUM, PING_MAX, STAMP,
 };
 use super::row::Api;
+use super::server_error::ServerError;
 use crate::measure::cpu::thread_cpu_ns;
 use crate::measure::placement::pin_current_thread;
 
@@ -56,7 +57,7 @@ pub const FAULT_AT: u64 = 100;
 /// A running server thread.
 pub struct ServerThread {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<(), String>>>,
+    handle: Option<JoinHandle<Result<(), ServerError>>>,
 }
 
 impl ServerThread {
@@ -74,7 +75,7 @@ impl ServerThread {
         size: usize,
         fault: Option<Fault>,
         api: Api,
-    ) -> Result<ServerThread, String> {
+    ) -> Result<ServerThread, ServerError> {
         let (tx, rx) = mpsc::channel();
         let (ns, endpoint, transport, opts) = (
             ns.clone(),
@@ -86,7 +87,7 @@ impl ServerThread {
             .name("ipc-server".into())
             .spawn(move || {
                 if let Err(e) = pin_current_thread(cpu) {
-                    let _ = tx.send(Err(format!("server thread: {e}")));
+                    let _ = tx.send(Err(ServerError::Pin(e)));
                     return Ok(());
                 }
                 let cfg = Serve { size, fault, api };
@@ -97,12 +98,12 @@ impl ServerThread {
                 match msgpass::transport::by_name(&transport) {
                     Ok(t) => started(Channel::create(&ns, &endpoint, &*t, &opts), &tx, cfg),
                     Err(e) => {
-                        let _ = tx.send(Err(e.to_string()));
+                        let _ = tx.send(Err(ServerError::Transport(e)));
                         Ok(())
                     }
                 }
             })
-            .map_err(|e| format!("cannot start a server thread: {e}"))?;
+            .map_err(ServerError::Spawn)?;
         match rx.recv_timeout(START_LIMIT) {
             Ok(Ok(stop)) => Ok(ServerThread {
                 stop,
@@ -113,16 +114,13 @@ impl ServerThread {
                 Err(reason)
             }
             // The thread is left behind; it holds nothing we wait for.
-            Err(_) => Err(format!(
-                "the server did not start within {} s",
-                START_LIMIT.as_secs()
-            )),
+            Err(_) => Err(ServerError::StartTimeout(START_LIMIT)),
         }
     }
 
     /// Stops the server (if the client's [`CMD_STOP`] did not already) and
     /// waits up to `limit` for it; the error says what went wrong in it.
-    pub fn stop(mut self, limit: Duration) -> Result<(), String> {
+    pub fn stop(mut self, limit: Duration) -> Result<(), ServerError> {
         self.stop.store(true, Ordering::Relaxed);
         let Some(h) = self.handle.take() else {
             return Ok(());
@@ -131,15 +129,11 @@ impl ServerThread {
         while !h.is_finished() {
             if Instant::now() >= deadline {
                 // Left behind: the run directory is removed at the end anyway.
-                return Err(format!(
-                    "the server thread did not stop within {} s",
-                    limit.as_secs_f64()
-                ));
+                return Err(ServerError::StopTimeout(limit));
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        h.join()
-            .unwrap_or_else(|_| Err("the server thread panicked".into()))
+        h.join().unwrap_or(Err(ServerError::Panicked))
     }
 }
 
@@ -161,16 +155,16 @@ struct Serve {
 /// [`ServerThread::start`] and serves it.
 fn started<S: ServerChannel + ?Sized>(
     chan: msgpass::Result<Channel<S>>,
-    tx: &mpsc::Sender<Result<Arc<AtomicBool>, String>>,
+    tx: &mpsc::Sender<Result<Arc<AtomicBool>, ServerError>>,
     cfg: Serve,
-) -> Result<(), String> {
+) -> Result<(), ServerError> {
     match chan {
         Ok(mut chan) => {
             let _ = tx.send(Ok(chan.stop_flag()));
             serve(&mut chan, cfg)
         }
         Err(e) => {
-            let _ = tx.send(Err(format!("cannot serve: {e}")));
+            let _ = tx.send(Err(ServerError::Serve(e)));
             Ok(())
         }
     }
@@ -234,13 +228,10 @@ fn reply_small<S: ServerChannel + ?Sized>(
 
 /// The server loop. Returns when told to stop; a failed receive or reply
 /// is the error.
-fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result<(), String> {
+fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result<(), ServerError> {
     let mut state = Served::new(cfg);
     loop {
-        let Some(req) = chan
-            .receive()
-            .map_err(|e| format!("server: receive: {e}"))?
-        else {
+        let Some(req) = chan.receive().map_err(ServerError::Receive)? else {
             return Ok(());
         };
         let (cmd, len) = (req.cmd(), req.data().len());
@@ -254,14 +245,10 @@ fn serve<S: ServerChannel + ?Sized>(chan: &mut Channel<S>, cfg: Serve) -> Result
                 req.reply(&pong[..len])
             }
             CMD_CPU => req.reply(&thread_cpu_ns().to_le_bytes()),
-            CMD_STOP => {
-                return req
-                    .reply(&[])
-                    .map_err(|e| format!("server: reply to stop: {e}"))
-            }
+            CMD_STOP => return req.reply(&[]).map_err(ServerError::ReplyStop),
             _ => req.reply_error(libc::ENOTTY),
         };
-        sent.map_err(|e| format!("server: reply to command {cmd} ({len} bytes): {e}"))?;
+        sent.map_err(|source| ServerError::Reply { cmd, len, source })?;
     }
 }
 

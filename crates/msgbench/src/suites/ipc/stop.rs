@@ -1,6 +1,7 @@
 //! Why a row ended without figures ([`Stop`]), and the row it leaves.
 
 use super::row::{Row, Status};
+use super::server_error::ServerError;
 
 /// Why a row ended without figures.
 #[derive(Debug)]
@@ -32,7 +33,7 @@ pub fn conclude_stop(
     mut row: Row,
     transport: &str,
     stop: Stop,
-    stopped: Result<(), String>,
+    stopped: Result<(), ServerError>,
 ) -> Row {
     let reason = |r: String| match &stopped {
         Err(e) => format!("{r}; {e}"),

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 use oslayer::process::{self, Pid, Signal};
 
+use super::errors::{ChildStop, Unavailable};
 use super::journal::{self, JournalSink};
 use super::launch::{self, JournalMount};
 
@@ -76,13 +77,13 @@ impl DaemonKind {
 
     /// Ok when its programs are on PATH; else one line saying what is
     /// missing and how to install it.
-    pub fn available(self) -> Result<(), String> {
+    pub fn available(self) -> Result<(), Unavailable> {
         for p in self.programs() {
             if find_on_path(p).is_none() {
-                return Err(format!(
-                    "{p} is not on PATH (install: {})",
-                    self.install_hint()
-                ));
+                return Err(Unavailable::Program {
+                    program: p,
+                    install: self.install_hint(),
+                });
             }
         }
         Ok(())
@@ -217,7 +218,7 @@ impl PrivateBus {
     /// journald socket this needs root (CAP_SYS_ADMIN, for the private
     /// mount namespace).
     pub fn start(kind: DaemonKind, dir: &Path) -> Result<PrivateBus> {
-        kind.available().map_err(anyhow::Error::msg)?;
+        kind.available()?;
         let dir = dir
             .canonicalize()
             .with_context(|| format!("bus directory {}", dir.display()))?;
@@ -404,7 +405,7 @@ impl PrivateBus {
                     if std::os::unix::process::ExitStatusExt::signal(&status)
                         == Some(libc::SIGTERM) => {}
                 Ok(status) => problems.push(format!("exit {status}")),
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             }
         }
         self.journal = None;
@@ -424,7 +425,7 @@ impl Drop for PrivateBus {
 }
 
 /// SIGTERM to our child, up to [`STOP_GRACE`], then SIGKILL; reaped.
-fn stop_child(child: &mut Child) -> Result<ExitStatus, String> {
+fn stop_child(child: &mut Child) -> Result<ExitStatus, ChildStop> {
     if let Ok(Some(s)) = child.try_wait() {
         return Ok(s);
     }
@@ -434,13 +435,16 @@ fn stop_child(child: &mut Child) -> Result<ExitStatus, String> {
         match child.try_wait() {
             Ok(Some(s)) => return Ok(s),
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("waiting: {e}")),
+            Err(e) => return Err(ChildStop::Wait(e)),
         }
     }
     let _ = child.kill();
     match child.wait() {
-        Ok(s) => Err(format!("killed after {STOP_GRACE:?} without exiting ({s})")),
-        Err(e) => Err(format!("waiting after SIGKILL: {e}")),
+        Ok(status) => Err(ChildStop::Killed {
+            grace: STOP_GRACE,
+            status,
+        }),
+        Err(e) => Err(ChildStop::WaitAfterKill(e)),
     }
 }
 

@@ -23,6 +23,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
+use super::errors::Unavailable;
 use super::marshal::MarshalCost;
 use super::service::Target;
 use crate::suites::broker::client::{Caller, DbusCaller};
@@ -81,15 +82,14 @@ impl DbusLib {
 
     /// Ok when it can run here; else one line saying it is missing and
     /// how to install it.
-    pub fn available(self) -> Result<(), String> {
+    pub fn available(self) -> Result<(), Unavailable> {
         if self.built_in() {
             Ok(())
         } else {
-            Err(format!(
-                "{} is not built into this msgbench (install: {})",
-                self.name(),
-                self.install_hint()
-            ))
+            Err(Unavailable::Library {
+                name: self.name(),
+                install: self.install_hint(),
+            })
         }
     }
 
@@ -218,7 +218,7 @@ mod tests {
         for l in DbusLib::ALL {
             match l.available() {
                 Ok(()) => assert!(l.built_in()),
-                Err(e) => assert!(e.contains("apt-get install"), "{e}"),
+                Err(e) => assert!(e.to_string().contains("apt-get install"), "{e}"),
             }
         }
     }

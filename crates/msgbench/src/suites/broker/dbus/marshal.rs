@@ -84,7 +84,7 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
     let answer = values(num_ints);
     // Checked once, outside the timing: the values survive the round trip.
     let once = reparse(&Message::method_return(&template.header())?.build(&answer)?)?;
-    check(num_ints, &once.body().deserialize::<Vec<i32>>()?).map_err(anyhow::Error::msg)?;
+    check(num_ints, &once.body().deserialize::<Vec<i32>>()?)?;
 
     let request_ns = per_op_ns(iterations, |_| {
         let m = call(black_box(num_ints as i32))?;

@@ -33,12 +33,14 @@ pub mod sdbus;
 pub mod service;
 pub mod wire;
 
+mod errors;
 mod journal;
 
 mod launch;
 
 pub use bus::{DaemonKind, PrivateBus};
 pub use client::DbusClient;
+pub use errors::{ChildStop, Unavailable, WrongAnswer};
 pub use library::DbusLib;
 pub use marshal::{marshal_cost, MarshalCost};
 pub use service::{serve, Target};
@@ -79,19 +81,22 @@ pub fn values(num_ints: u32) -> Vec<i32> {
 
 /// Checks an answer to `GetInteger(num_ints)`: its length and every value;
 /// the error names the first wrong index.
-pub fn check(num_ints: u32, got: &[i32]) -> Result<(), String> {
+pub fn check(num_ints: u32, got: &[i32]) -> Result<(), WrongAnswer> {
     if got.len() != num_ints as usize {
-        return Err(format!(
-            "GetInteger({num_ints}) answered {} integers",
-            got.len()
-        ));
+        return Err(WrongAnswer::Count {
+            num_ints,
+            got: got.len(),
+        });
     }
     for (i, &v) in got.iter().enumerate() {
         let want = value(num_ints, i as u32);
         if v != want {
-            return Err(format!(
-                "GetInteger({num_ints}): integer {i} is {v}, expected {want}"
-            ));
+            return Err(WrongAnswer::Value {
+                num_ints,
+                index: i,
+                got: v,
+                want,
+            });
         }
     }
     Ok(())
@@ -106,8 +111,8 @@ mod tests {
         let mut v = values(5);
         assert_eq!(check(5, &v), Ok(()));
         v[3] += 1;
-        assert!(check(5, &v).unwrap_err().contains("integer 3"));
-        assert!(check(4, &v).unwrap_err().contains("answered 5"));
+        assert!(check(5, &v).unwrap_err().to_string().contains("integer 3"));
+        assert!(check(4, &v).unwrap_err().to_string().contains("answered 5"));
         assert_eq!(check(0, &[]), Ok(()));
     }
 }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context as _, Result};
 use zbus::zvariant::serialized::{Context, Data};
 use zbus::zvariant::Endian;
 
-use super::value;
+use super::{value, WrongAnswer};
 
 /// The zvariant context of a body: D-Bus format, little endian, at offset
 /// 0 (a body starts 8-aligned in a message, so offsets agree).
@@ -33,28 +33,30 @@ pub fn encode_reply(num_ints: u32, out: &mut Vec<u8>) {
 /// Decodes a reply body by hand and checks it is exactly the answer to
 /// `GetInteger(num_ints)`: the length field and every value. For clients,
 /// on every call.
-pub fn decode_reply(body: &[u8], num_ints: u32) -> Result<(), String> {
+pub fn decode_reply(body: &[u8], num_ints: u32) -> Result<(), WrongAnswer> {
     let want = 4 + 4 * num_ints as usize;
     if body.len() != want {
-        return Err(format!(
-            "reply to GetInteger({num_ints}) is {} bytes, expected {want}",
-            body.len()
-        ));
+        return Err(WrongAnswer::Size {
+            num_ints,
+            got: body.len(),
+            want,
+        });
     }
     let (len, ints) = body.split_at(4);
     let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]);
     if len as usize != 4 * num_ints as usize {
-        return Err(format!(
-            "reply to GetInteger({num_ints}) says {len} array bytes"
-        ));
+        return Err(WrongAnswer::LengthField { num_ints, len });
     }
     for (i, c) in ints.chunks_exact(4).enumerate() {
         let v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         let expected = value(num_ints, i as u32);
         if v != expected {
-            return Err(format!(
-                "GetInteger({num_ints}): integer {i} is {v}, expected {expected}"
-            ));
+            return Err(WrongAnswer::Value {
+                num_ints,
+                index: i,
+                got: v,
+                want: expected,
+            });
         }
     }
     Ok(())
@@ -132,7 +134,10 @@ mod tests {
         assert!(validate_request_body(&[1, 2, 3, 4, 5]).is_err());
         assert!(decode_reply(&rep, 255).is_err());
         rep[4 + 4 * 10] ^= 1;
-        assert!(decode_reply(&rep, 256).unwrap_err().contains("integer 10"));
+        assert!(decode_reply(&rep, 256)
+            .unwrap_err()
+            .to_string()
+            .contains("integer 10"));
     }
 
     proptest! {

@@ -67,9 +67,7 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
     // Checked once, outside the timing: the values survive the round trip.
     let mut once = Msg::method_return(&template)?;
     once.append_ints(&answer)?;
-    round_trip(&once, 2)?
-        .with_ints("the reply", |got| check(num_ints, got))?
-        .map_err(anyhow::Error::msg)?;
+    round_trip(&once, 2)?.with_ints("the reply", |got| check(num_ints, got))??;
 
     let request_ns = per_op_ns(iterations, |k| {
         let back = round_trip(&call(&dest, black_box(num_ints as i32))?, k + 1)?;

@@ -64,8 +64,7 @@ pub fn marshal_cost(num_ints: u32, iterations: u32) -> Result<MarshalCost> {
     // Checked once, outside the timing: the values survive the round trip.
     let once = Message::get_integer_return(template.as_ptr(), &answer)?;
     seal_and_rewind(&once, 2)?;
-    once.with_ints("the reply", |got| check(num_ints, got))?
-        .map_err(anyhow::Error::msg)?;
+    once.with_ints("the reply", |got| check(num_ints, got))??;
 
     let request_ns = per_op_ns(iterations, |k| {
         let m = Message::get_integer_call(&bus, Some(&dest), black_box(num_ints as i32))?;
