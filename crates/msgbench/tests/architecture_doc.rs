@@ -14,17 +14,15 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+mod tree;
+use tree::{root, rust_files};
+
 /// One entry of the map: the path it names (from the workspace root) and
 /// the words of its description.
 #[derive(Debug)]
 struct Entry {
     path: String,
     text: String,
-}
-
-/// The workspace's root.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The map's lines: the first fenced block after `## Workspace`.
@@ -157,25 +155,16 @@ fn problems(root: &Path, doc: &str) -> Vec<String> {
 }
 
 /// Every source file under `crates/*/src`, but the roots (`lib.rs`,
-/// `main.rs`) and folder modules (`mod.rs`), which their folder stands for.
+/// `main.rs`), folder modules (`mod.rs`), which their folder stands for,
+/// and unit-test modules (`tests.rs`).
 fn sources(crates: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs")
-                && !["lib.rs", "main.rs", "mod.rs", "tests.rs"]
-                    .iter()
-                    .any(|n| p.ends_with(n))
-            {
-                out.push(p);
-            }
-        }
-    }
     let mut out = Vec::new();
     for k in fs::read_dir(crates).into_iter().flatten().flatten() {
-        walk(&k.path().join("src"), &mut out);
+        out.extend(rust_files(&k.path().join("src")).into_iter().filter(|p| {
+            !["lib.rs", "main.rs", "mod.rs", "tests.rs"]
+                .iter()
+                .any(|n| p.ends_with(n))
+        }));
     }
     out.sort();
     out

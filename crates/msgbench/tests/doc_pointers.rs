@@ -6,31 +6,16 @@
 //! `../shared` notes, `spec/*.md`).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The repository's root (two levels above this crate).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every `.rs` file under `dir`, recursively (but `target/`).
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() && !p.ends_with("target") {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+mod tree;
+use tree::{root, rust_files};
 
 /// The files users read: every source file, the README and the docs.
 fn files() -> Vec<PathBuf> {
     let r = root();
     let mut out = Vec::new();
-    rust_files(&r.join("crates"), &mut out);
+    out.extend(rust_files(&r.join("crates")));
     out.push(r.join("README.md"));
     for d in ["architecture.md", "methodology.md", "results.md"] {
         out.push(r.join("docs").join(d));
