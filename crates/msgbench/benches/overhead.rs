@@ -60,7 +60,7 @@ use msgbench::measure::placement::{online_cpus, pin_current_thread};
 use msgbench::pingpong::{self, PingPong};
 use msgpass::transport::shm::Shm;
 use msgpass::transport::{ClientConnection, ServerChannel};
-use msgpass::{Channel, Connection, Namespace, Options};
+use msgpass::{Channel, Connection, Namespace, Options, View};
 
 /// Spread (max-min over median, in percent) above which a row is flagged.
 const NOISY_PCT: f64 = 25.0;
@@ -563,11 +563,11 @@ fn body_byte(k: usize) -> u8 {
     (k as u8).wrapping_mul(7).wrapping_add(3)
 }
 
-/// The stamp in the first bytes of `data` (up to 8; 0 when shorter than 4).
-fn stamp_in(data: &[u8]) -> u64 {
+/// The stamp in the first bytes of `data` (up to 8), copied out of it.
+fn stamp_in(data: &View<'_>) -> u64 {
     let mut b = [0u8; 8];
     let k = data.len().min(8);
-    b[..k].copy_from_slice(&data[..k]);
+    data.read(0, &mut b[..k]);
     u64::from_le_bytes(b)
 }
 
@@ -639,22 +639,24 @@ fn serve<S: ServerChannel + ?Sized>(
     let mut out = vec![0u8; size];
     let mut i: u64 = 0;
     let mut first_error = None;
+    let k = size.min(8);
     while let Some(req) = chan.receive()? {
         let want = stamp_of(i) & mask;
-        let data = req.data();
-        if data.len() != size || stamp_in(data) != want {
+        // The stamp read where the request lies: in place, nothing else
+        // of it is copied.
+        let (len, got) = (req.len(), stamp_in(&req.view()));
+        if len != size || got != want {
             first_error.get_or_insert(anyhow!(
-                "server: request {i}: expected {size} bytes stamped {want}, got {} stamped {}",
-                data.len(),
-                stamp_in(data)
+                "server: request {i}: expected {size} bytes stamped {want}, got {len} stamped {got}"
             ));
             req.reply_error(libc::EPROTO)?;
         } else if api == Api::InPlace {
             req.reply_with(|buf| {
-                put_stamp(&mut buf[..size], want + 1);
+                buf.write(0, &(want + 1).to_le_bytes()[..k]);
                 size
             })?;
         } else {
+            let data = req.data();
             out.copy_from_slice(data);
             put_stamp(&mut out, want + 1);
             req.reply(&out)?;
@@ -667,18 +669,20 @@ fn serve<S: ServerChannel + ?Sized>(
     }
 }
 
-/// Checks a reply: its length, its stamp, and (when `whole`) its body.
-fn check_reply(reply: &[u8], size: usize, want: u64, whole: bool, i: u64) -> anyhow::Result<()> {
-    if reply.len() != size || stamp_in(reply) != want {
+/// Checks a reply: its length, its stamp, and (when `whole`) its body,
+/// copied out first.
+fn check_reply(reply: View<'_>, size: usize, want: u64, whole: bool, i: u64) -> anyhow::Result<()> {
+    if reply.len() != size || stamp_in(&reply) != want {
         bail!(
             "call {i}: expected {size} bytes stamped {want}, got {} stamped {}",
             reply.len(),
-            stamp_in(reply)
+            stamp_in(&reply)
         );
     }
     if whole {
-        if let Some(k) = (8..size).find(|&k| reply[k] != body_byte(k)) {
-            bail!("call {i}: body byte {k} is {:#04x}", reply[k]);
+        let got = reply.to_vec();
+        if let Some(k) = (8..size).find(|&k| got[k] != body_byte(k)) {
+            bail!("call {i}: body byte {k} is {:#04x}", got[k]);
         }
     }
     Ok(())
@@ -694,16 +698,15 @@ fn client_in_place<C: ClientConnection + ?Sized>(
     total: u64,
 ) -> anyhow::Result<Duration> {
     let mask = stamp_mask(size);
+    let (whole, k): (Vec<u8>, usize) = ((0..size).map(body_byte).collect(), size.min(8));
     let step = |i: u64, body: bool| -> anyhow::Result<()> {
         let want = stamp_of(i) & mask;
         let reply = conn
             .call_with(1, |buf| {
                 if body {
-                    for (k, b) in buf[..size].iter_mut().enumerate() {
-                        *b = body_byte(k);
-                    }
+                    buf.write(0, &whole);
                 }
-                put_stamp(&mut buf[..size], want);
+                buf.write(0, &want.to_le_bytes()[..k]);
                 size
             })
             .with_context(|| format!("call {i}"))?;
@@ -729,7 +732,7 @@ fn client_copy<C: ClientConnection + ?Sized>(
         let n = conn
             .call(1, &req, &mut reply)
             .with_context(|| format!("call {i}"))?;
-        check_reply(&reply[..n], size, want + 1, whole, i)
+        check_reply(View::from(&reply[..n]), size, want + 1, whole, i)
     };
     drive(warmup, total, step)
 }

@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::transport::api::{HeldRequest, Incoming, ServerChannel, Status};
+use crate::transport::Window;
 
 /// Where a request's answer goes: a channel's current request, or a held
 /// one.
@@ -14,7 +15,7 @@ pub(crate) trait Answer {
     /// Sends the reply.
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
     /// The transport's own reply memory, starting with the request.
-    fn reply_buffer(&mut self) -> Option<&mut [u8]>;
+    fn reply_buffer(&mut self) -> Option<Window<'_>>;
     /// Sends the reply built in [`Answer::reply_buffer`].
     fn reply_in_place(&mut self, len: usize) -> Result<()>;
 }
@@ -32,7 +33,7 @@ impl<S: ServerChannel + ?Sized> Answer for Chan<'_, S> {
         self.0.reply(status, data)
     }
     #[inline]
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         self.0.reply_buffer()
     }
     #[inline]
@@ -51,7 +52,7 @@ impl Answer for Held {
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         self.0.reply(status, data)
     }
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         self.0.reply_buffer()
     }
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
@@ -106,7 +107,7 @@ impl<A: Answer> Once<A> {
     pub(crate) fn reply_with(
         &mut self,
         scratch: &mut Vec<u8>,
-        fill: impl FnOnce(&mut [u8]) -> usize,
+        fill: impl FnOnce(&mut Window<'_>) -> usize,
     ) -> Result<()> {
         if self.head.oneway {
             self.answered = true;
@@ -116,7 +117,7 @@ impl<A: Answer> Once<A> {
         if let Some(buf) = self.to.reply_buffer() {
             // Answered only once `fill` returns: if it panics, the drop
             // still tells the client (EIO).
-            let len = fill(&mut buf[..max]);
+            let len = fill(&mut buf.prefix(max));
             self.answered = true;
             if len > max {
                 return self.refuse_oversize(len);
@@ -127,7 +128,7 @@ impl<A: Answer> Once<A> {
         let data = self.to.data();
         scratch.resize(max.max(data.len()), 0);
         scratch[..data.len()].copy_from_slice(data);
-        let len = fill(&mut scratch[..max]);
+        let len = fill(&mut Window::from(&mut scratch[..max]));
         self.answered = true;
         if len > max {
             return self.refuse_oversize(len);
@@ -183,12 +184,18 @@ pub trait Received: Sized {
     fn cmd(&self) -> u32;
     /// The request payload (see [`Request::data`](crate::Request::data)).
     fn data(&self) -> &[u8];
+    /// The request payload's length, without a copy of it.
+    fn len(&self) -> usize;
+    /// True when the request has no payload.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// True for a one-way message: no reply is expected, and none is sent.
     fn is_oneway(&self) -> bool;
     /// Replies with `data` (see [`Request::reply`](crate::Request::reply)).
     fn reply(self, data: &[u8]) -> Result<()>;
     /// Replies in place (see [`Request::reply_with`](crate::Request::reply_with)).
-    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()>;
+    fn reply_with(self, fill: impl FnOnce(&mut Window<'_>) -> usize) -> Result<()>;
     /// Replies with an errno-style code.
     fn reply_error(self, code: i32) -> Result<()>;
 }

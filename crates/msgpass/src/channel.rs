@@ -13,7 +13,7 @@ use crate::pool::{
 };
 use crate::pulse::{pulse_of, Pulse};
 use crate::transport::core::{Copied, Unanswered};
-use crate::transport::{self, HeldRequest, Options, ServerChannel, Transport, Typed};
+use crate::transport::{self, HeldRequest, Options, ServerChannel, Transport, Typed, View, Window};
 
 /// The server side of a named endpoint. One thread receives on it; several
 /// channels can live in one process, one per thread; or one channel can be
@@ -298,12 +298,38 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
 
     /// The request payload, in memory of the server's own: on the
     /// shared-memory transports (the shm family, eventfd, io-uring,
-    /// signal) the library copied it out of the shared memory once its
-    /// length was checked, so a client that breaks the protocol cannot
-    /// change these bytes while you read them.
+    /// signal) the library copies it out of the shared memory (the shm
+    /// family the first time you ask), its length checked first, so a
+    /// client that breaks the protocol cannot change these bytes while
+    /// you read them. A handler that reads only part of a large request
+    /// reads it in place instead, in [`reply_with`](Request::reply_with)'s
+    /// window, and the rest is never copied.
     #[inline]
     pub fn data(&self) -> &[u8] {
         self.once.to.0.data()
+    }
+
+    /// The request payload where it lies, to read in place: on the shm
+    /// transports the client's slot, which it may write at any moment
+    /// (copy out what you check, as [`View`] makes you), with no copy of
+    /// the bytes you do not read; elsewhere [`data`](Request::data)'s.
+    /// To decide, before answering, whether to answer in place or with
+    /// an error.
+    #[inline]
+    pub fn view(&self) -> View<'_> {
+        self.once.to.0.view()
+    }
+
+    /// The request payload's length, without a copy of it.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.once.head.len
+    }
+
+    /// True when the request has no payload.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.once.head.len == 0
     }
 
     /// True for a one-way message: no reply is expected, and none is sent.
@@ -328,23 +354,26 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.once.reply(data)
     }
 
-    /// Replies in place: `fill` gets the transport's reply buffer
-    /// ([`Channel::max_msg`] bytes, starting with the request's bytes:
-    /// on the shm slot the reply is written over the request, and the
-    /// transports with one area per direction copy the request to the
-    /// front of the reply's),
-    /// writes the reply into it and returns its length; the reply is
-    /// published when `fill` returns. The buffer is only reachable inside
-    /// `fill`, so nothing can touch it once the client owns it again.
+    /// Replies in place: `fill` gets the memory the transport lends for
+    /// the reply (a [`Window`] of [`Channel::max_msg`] bytes, starting
+    /// with the request's bytes: on the shm slot the reply is written
+    /// over the request, and the transports with one area per direction
+    /// copy the request to the front of the reply's), writes the reply
+    /// into it and returns its length; the reply is published when `fill`
+    /// returns. The window is only reachable inside `fill`, so nothing
+    /// can touch it once the client owns it again.
     ///
-    /// On the shared-memory transports no byte of the reply is copied
-    /// (the buffer is the connection's shared memory); elsewhere the
-    /// buffer is one of the channel's and its first `len` bytes are sent
-    /// as by [`reply`](Request::reply). A length over the buffer is not
-    /// sent: the client gets `EMSGSIZE` and this returns
-    /// [`Error::TooLarge`]. For a one-way message `fill` is not called.
+    /// On the shm transports the window is the client's slot: no byte is
+    /// copied but those `fill` reads and writes, and what it reads it
+    /// copies out of memory the client can write at any moment, to check
+    /// in its own ([`Window::read`], [`Window::get`]). Elsewhere the
+    /// window is a buffer of the channel's, holding a copy of the
+    /// request, and its first `len` bytes are sent as by
+    /// [`reply`](Request::reply). A length over the window is not sent:
+    /// the client gets `EMSGSIZE` and this returns [`Error::TooLarge`].
+    /// For a one-way message `fill` is not called.
     #[inline]
-    pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+    pub fn reply_with(mut self, fill: impl FnOnce(&mut Window<'_>) -> usize) -> Result<()> {
         self.once.reply_with(self.scratch, fill)
     }
 
@@ -412,6 +441,10 @@ impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
         Request::data(self)
     }
     #[inline]
+    fn len(&self) -> usize {
+        Request::len(self)
+    }
+    #[inline]
     fn is_oneway(&self) -> bool {
         Request::is_oneway(self)
     }
@@ -420,7 +453,7 @@ impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
         Request::reply(self, data)
     }
     #[inline]
-    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+    fn reply_with(self, fill: impl FnOnce(&mut Window<'_>) -> usize) -> Result<()> {
         Request::reply_with(self, fill)
     }
     #[inline]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::names::Namespace;
 use crate::pulse::{Pulse, RESERVED};
-use crate::transport::{self, ClientConnection, Options, Transport, Typed};
+use crate::transport::{self, ClientConnection, Options, Transport, Typed, View, Window};
 
 /// The client side: a connection to a named endpoint.
 ///
@@ -187,39 +187,43 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
         self.inner.call(cmd, req, reply)
     }
 
-    /// Calls in place: `fill` writes the request into the transport's
-    /// request buffer ([`max_msg`](Connection::max_msg) bytes; what it held
-    /// before is unspecified) and returns its length; the call then blocks
-    /// until the reply, which is returned in the same buffer. An error reply is
-    /// [`Error::Remote`]; a length over the buffer is [`Error::TooLarge`]
-    /// (nothing is sent).
+    /// Calls in place: `fill` writes the request into the memory the
+    /// transport lends (a [`Window`] of [`max_msg`](Connection::max_msg)
+    /// bytes; what it held before is unspecified) and returns its length;
+    /// the call then blocks until the reply, returned as a [`View`] of
+    /// the same memory. An error reply is [`Error::Remote`]; a length over
+    /// the window is [`Error::TooLarge`] (nothing is sent).
     ///
-    /// On the shared-memory transports (the shm family, eventfd,
-    /// io-uring, signal) the buffer is private memory of the connection:
-    /// the library copies the request into the shared memory and the reply
-    /// (its length checked first) out of it, so the server, another
-    /// process, cannot change the reply while you read it. The reply
-    /// borrows the connection, so it cannot outlive the next call, which
-    /// reuses the buffer (the compiler checks it):
+    /// On the shm transports the window is the connection's slot, shared
+    /// with the server: no byte is copied but those `fill` writes and
+    /// those you read from the reply, which you copy out
+    /// ([`View::read`], [`View::get`]) and check in your own memory, so
+    /// the server, another process, cannot change a value under you. Its
+    /// length was checked against the window before you see it. On the
+    /// other transports the memory is the connection's own, and the call
+    /// copies as [`call`](Connection::call) does. The reply borrows the
+    /// connection, so it cannot outlive the next call, which reuses the
+    /// memory (the compiler checks it):
     ///
     /// ```compile_fail
     /// # fn f(conn: &mut msgpass::Connection) -> msgpass::Result<()> {
-    /// let first = conn.call_with(1, |buf| { buf[0] = 1; 1 })?;
-    /// let second = conn.call_with(1, |buf| { buf[0] = 2; 1 })?;
-    /// assert_ne!(first, second); // `first` would be overwritten
+    /// let first = conn.call_with(1, |w| { w.write(0, &[1]); 1 })?;
+    /// let second = conn.call_with(1, |w| { w.write(0, &[2]); 1 })?;
+    /// assert_ne!(first.get::<1>(0), second.get::<1>(0)); // `first` would be overwritten
     /// # Ok(()) }
     /// ```
-    ///
-    /// On the other transports the buffers are the connection's own too,
-    /// and the call copies as [`call`](Connection::call) does.
     #[inline]
-    pub fn call_with(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
+    pub fn call_with(
+        &mut self,
+        cmd: u32,
+        fill: impl FnOnce(&mut Window<'_>) -> usize,
+    ) -> Result<View<'_>> {
         if cmd >= RESERVED {
             return Err(Error::ReservedCommand { cmd });
         }
         let max = self.inner.max_msg();
         if let Some(buf) = self.inner.request_buffer() {
-            let len = fill(&mut buf[..max]);
+            let len = fill(&mut buf.prefix(max));
             if len > max {
                 return Err(Error::TooLarge { len, max });
             }
@@ -229,20 +233,24 @@ impl<C: ClientConnection + ?Sized> Connection<C> {
     }
 
     /// [`call_with`](Connection::call_with) over the connection's own
-    /// buffers, for transports without buffers to lend.
+    /// buffers, for transports without memory to lend.
     #[cold]
-    fn copying_call(&mut self, cmd: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<&[u8]> {
+    fn copying_call(
+        &mut self,
+        cmd: u32,
+        fill: impl FnOnce(&mut Window<'_>) -> usize,
+    ) -> Result<View<'_>> {
         let max = self.inner.max_msg();
         self.request.resize(max, 0);
         self.reply.resize(max, 0);
-        let len = fill(&mut self.request);
+        let len = fill(&mut Window::from(&mut self.request[..]));
         if len > max {
             return Err(Error::TooLarge { len, max });
         }
         let n = self
             .inner
             .call(cmd, &self.request[..len], &mut self.reply)?;
-        Ok(&self.reply[..n])
+        Ok(View::from(&self.reply[..n]))
     }
 
     /// Sends command `cmd` with payload `req` as a one-way message (a QNX

@@ -12,26 +12,28 @@
 //!
 //! | | copying | in place |
 //! |---|---|---|
-//! | client | [`Connection::call`]: your request buffer in, the reply copied into yours | [`Connection::call_with`]: write the request into the transport's own buffer, read the reply in it |
-//! | server | [`Request::data`], then [`Request::reply`] with your buffer | [`Request::data`], then [`Request::reply_with`]: write the reply into the transport's own buffer |
+//! | client | [`Connection::call`]: your request buffer in, the reply copied into yours | [`Connection::call_with`]: write the request into the transport's own memory, read the reply in it |
+//! | server | [`Request::data`], then [`Request::reply`] with your buffer | [`Request::reply_with`]: read the request and write the reply in the transport's own memory |
 //!
-//! On the shared-memory transports (`shm`, `shm-spin`, `shm-block`,
-//! `shm-hybrid`, and `eventfd`, `io-uring` and `signal`, whose messages
-//! lie in shared memory too) the in-place calls lend a private buffer of
-//! the connection (or server thread), and the library moves each message
-//! once between it and the shared memory, with no system call and no
-//! allocation: the caller's own copy into and out of a buffer of its own
-//! is saved. Shared memory itself is never lent: the peer is another
-//! process that may write it at any moment, so the library copies a
-//! message out once its header is checked, and what you read cannot
-//! change under you (see `transport/shared.rs` for the rules). On every
-//! other transport the in-place calls work the same way over a buffer of
-//! the library's (the copying fallback), so generic code runs on any
-//! transport. The borrow checker keeps the rules: the reply
-//! [`Connection::call_with`] returns borrows the connection, so it is gone
-//! before the next call reuses the buffer, and the buffer
-//! [`Request::reply_with`] lends is only reachable inside its closure,
-//! before the reply is published.
+//! The in-place calls lend the transport's own memory as a [`Window`]
+//! (a message to build) and a [`View`] (a reply to read), read and
+//! written only by copies ([`Window::read`], [`Window::write`],
+//! [`View::get`]...), never as a `&[u8]`. On the shm transports (`shm`,
+//! `shm-spin`, `shm-block`, `shm-hybrid`) that memory is the connection's
+//! slot, shared with the peer process: a message is built and read where
+//! it lies, and only the bytes you touch are copied, so a handler that
+//! reads an 8-byte header of a 64 KiB request copies 8 bytes. The peer
+//! may write the slot at any moment, breaking the protocol; what you
+//! copy out is a value the bytes held, private from then on, so check it
+//! there (see `transport/shared.rs` for the rules, and
+//! `transport/window.rs`). On `eventfd`, `io-uring` and `signal`, whose
+//! messages lie in shared memory too, and on every other transport, the
+//! memory is a buffer of the library's, and the message is copied once
+//! each way, so generic code runs on any transport. The borrow checker
+//! keeps the rules: the reply [`Connection::call_with`] returns borrows
+//! the connection, so it is gone before the next call reuses the memory,
+//! and the window [`Request::reply_with`] lends is only reachable inside
+//! its closure, before the reply is published.
 //!
 //! ```no_run
 //! use msgpass::{Channel, Connection, Namespace, Options};
@@ -66,20 +68,20 @@
 //! let mut server = Channel::create_typed(&ns, "inc/0", &shm, &Options::default())?;
 //! std::thread::spawn(move || {
 //!     while let Ok(Some(req)) = server.receive() {
-//!         // The buffer starts with the request: add one to it in place.
-//!         let _ = req.reply_with(|buf| {
-//!             let v = u32::from_le_bytes(buf[..4].try_into().unwrap());
-//!             buf[..4].copy_from_slice(&(v + 1).to_le_bytes());
+//!         // The window starts with the request: add one to it in place.
+//!         let _ = req.reply_with(|w| {
+//!             let v = u32::from_le_bytes(w.get(0));
+//!             w.write(0, &(v + 1).to_le_bytes());
 //!             4
 //!         });
 //!     }
 //! });
 //! let mut conn = Connection::open_typed(&ns, "inc/0", &shm, &Options::default())?;
-//! let reply = conn.call_with(1, |buf| {
-//!     buf[..4].copy_from_slice(&41u32.to_le_bytes());
+//! let reply = conn.call_with(1, |w| {
+//!     w.write(0, &41u32.to_le_bytes());
 //!     4
 //! })?;
-//! assert_eq!(reply, &42u32.to_le_bytes());
+//! assert_eq!(reply.get::<4>(0), 42u32.to_le_bytes());
 //! # Ok(()) }
 //! ```
 
@@ -110,4 +112,4 @@ pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
 pub use pool::{OwnedRequest, Receiver};
 pub use pulse::{Pulse, PULSE, RESERVED};
-pub use transport::{Options, Status, Transport, Typed, ONEWAY};
+pub use transport::{Options, Status, Transport, Typed, View, Window, ONEWAY};

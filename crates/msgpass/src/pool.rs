@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::names::EndpointClaim;
 use crate::transport::api::PoolWorker;
 use crate::transport::api::{HeldRequest, Incoming};
+use crate::transport::Window;
 
 pub use crate::transport::api::MAX_THREADS;
 
@@ -245,11 +246,20 @@ impl OwnedRequest {
         self.once.head.cmd
     }
 
-    /// The request payload. On the shared-memory transports this is the
-    /// client's slot, read in place (a client that breaks the protocol can
-    /// change it while you read: copy out what you check); elsewhere a copy.
+    /// The request payload, in memory of the server's own, as
+    /// [`Request::data`](crate::Request::data).
     pub fn data(&self) -> &[u8] {
         self.once.to.0.data()
+    }
+
+    /// The request payload's length, without a copy of it.
+    pub fn len(&self) -> usize {
+        self.once.head.len
+    }
+
+    /// True when the request has no payload.
+    pub fn is_empty(&self) -> bool {
+        self.once.head.len == 0
     }
 
     /// True for a one-way message: no reply is expected, and none is sent.
@@ -268,9 +278,10 @@ impl OwnedRequest {
     }
 
     /// Replies in place, as [`Request::reply_with`](crate::Request::reply_with):
-    /// on the shared-memory slot of the shm transports nothing is copied;
-    /// elsewhere through a buffer of the request's own.
-    pub fn reply_with(mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+    /// on the shm transports in the client's slot, where nothing is copied
+    /// but what `fill` reads and writes; elsewhere through a buffer of the
+    /// request's own.
+    pub fn reply_with(mut self, fill: impl FnOnce(&mut Window<'_>) -> usize) -> Result<()> {
         let mut buf = self.keep.spares.take();
         let r = self.once.reply_with(&mut buf, fill);
         self.keep.spares.give(buf, self.keep.most);
@@ -293,6 +304,10 @@ impl crate::answer::Received for OwnedRequest {
         OwnedRequest::data(self)
     }
     #[inline]
+    fn len(&self) -> usize {
+        OwnedRequest::len(self)
+    }
+    #[inline]
     fn is_oneway(&self) -> bool {
         OwnedRequest::is_oneway(self)
     }
@@ -301,7 +316,7 @@ impl crate::answer::Received for OwnedRequest {
         OwnedRequest::reply(self, data)
     }
     #[inline]
-    fn reply_with(self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+    fn reply_with(self, fill: impl FnOnce(&mut Window<'_>) -> usize) -> Result<()> {
         OwnedRequest::reply_with(self, fill)
     }
     #[inline]

@@ -54,10 +54,11 @@ fn handle(
             req.reply(&out)
         }
         CMD_ECHO_IN_PLACE => {
-            let len = req.data().len();
+            let mut asked = vec![0; req.len()];
             req.reply_with(|buf| {
-                let out = echo_reply(CMD_ECHO_IN_PLACE, &buf[..len], max);
-                buf[..out.len()].copy_from_slice(&out);
+                buf.read(0, &mut asked);
+                let out = echo_reply(CMD_ECHO_IN_PLACE, &asked, max);
+                buf.write(0, &out);
                 out.len()
             })
         }

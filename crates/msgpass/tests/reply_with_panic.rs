@@ -22,7 +22,7 @@ fn panicking_fill_answers_eio(transport: &str) {
                 assert!(r.is_err(), "the closure panicked");
             } else {
                 req.reply_with(|buf| {
-                    buf[0] = 7;
+                    buf.write(0, &[7]);
                     1
                 })
                 .expect("reply");
@@ -43,7 +43,7 @@ fn panicking_fill_answers_eio(transport: &str) {
                 Err(Error::Remote { code }) => assert_eq!(code, libc::EIO),
                 other => panic!("{label}: panicking fill gave {other:?}"),
             }
-            assert_eq!(conn.call_with(2, |_| 0).expect("next call"), &[7]);
+            assert_eq!(conn.call_with(2, |_| 0).expect("next call").to_vec(), [7]);
         }
         let _ = done.send(());
         conn

@@ -265,7 +265,7 @@ fn deferred_replies_out_of_order_from_another_thread(t: &'static str) {
                 let id = asked(req.data());
                 let r = match k {
                     0 => req.reply_with(|buf| {
-                        buf[..4].copy_from_slice(&answer_to(id).to_le_bytes());
+                        buf.write(0, &answer_to(id).to_le_bytes());
                         4
                     }),
                     _ => req.reply(&answer_to(id).to_le_bytes()),

@@ -350,13 +350,13 @@ fn one_thread<C: ClientConnection + ?Sized, const COPY: bool>(
         } else {
             let r = conn
                 .call_with(ADDER_INCREMENT, |buf| {
-                    buf[..4].copy_from_slice(&value.to_le_bytes());
+                    buf.write(0, &value.to_le_bytes());
                     4
                 })
                 .map_err(|e| call_failed(e, j, k))?;
-            match <[u8; 4]>::try_from(r) {
-                Ok(b) => (u32::from_le_bytes(b), 4),
-                Err(_) => (0, r.len()),
+            match r.len() {
+                4 => (u32::from_le_bytes(r.get(0)), 4),
+                n => (0, n),
             }
         };
         if cfg.timestamps {

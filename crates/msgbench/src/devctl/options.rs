@@ -42,7 +42,7 @@ pub struct Common {
     pub spin_us: u64,
     /// Use the copying API: Connection::call / Request::reply with buffers
     /// of our own [default: in place, Connection::call_with /
-    /// Request::reply_with, one copy per direction on shared memory].
+    /// Request::reply_with, zero-copy in the shm slot].
     #[arg(long = "copy")]
     pub copy: bool,
 }

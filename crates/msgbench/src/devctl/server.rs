@@ -338,7 +338,7 @@ fn answer(req: impl Received, delay: Option<Duration>, api: Api) -> Result<()> {
         req.reply_error(libc::ENOTTY)?;
         return Ok(());
     }
-    if req.data().len() != 4 {
+    if req.len() != 4 {
         req.reply_error(libc::EINVAL)?;
         return Ok(());
     }
@@ -349,12 +349,11 @@ fn answer(req: impl Received, delay: Option<Duration>, api: Api) -> Result<()> {
             let v = u32::from_le_bytes(b).wrapping_add(1);
             req.reply(&v.to_le_bytes())?;
         }
-        // The buffer starts with the 4 request bytes just checked.
+        // The window starts with the 4 request bytes, their length just
+        // checked (read there, in place: no copy of the request first).
         Api::InPlace => req.reply_with(|buf| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(&buf[..4]);
-            let v = u32::from_le_bytes(b).wrapping_add(1);
-            buf[..4].copy_from_slice(&v.to_le_bytes());
+            let v = u32::from_le_bytes(buf.get(0)).wrapping_add(1);
+            buf.write(0, &v.to_le_bytes());
             4
         })?,
     }

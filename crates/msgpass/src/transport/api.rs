@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use super::window::{View, Window};
 use crate::error::{Error, Result};
 
 /// Most threads a pool may have.
@@ -159,15 +160,20 @@ pub trait ServerChannel: Send {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>>;
     /// Payload of the request last returned by `receive`.
     fn data(&self) -> &[u8];
+    /// The same payload where it lies, to read in place (the default:
+    /// [`data`](ServerChannel::data)'s bytes).
+    fn view(&self) -> View<'_> {
+        View::from(self.data())
+    }
     /// Replies to the request last returned by `receive`. A client that has
     /// gone away meanwhile is not an error: its connection is dropped.
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
-    /// The buffer to build the reply to the request last returned by
+    /// The memory to build the reply to the request last returned by
     /// `receive` in, in place: at least [`Options::max_msg`] bytes,
     /// starting with the request. `None` (the default) on transports
-    /// without one, for which [`Request::reply_with`](crate::Request::reply_with)
+    /// without it, for which [`Request::reply_with`](crate::Request::reply_with)
     /// copies through a buffer of its own.
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         None
     }
     /// Replies with the first `len` bytes of [`reply_buffer`]; called only
@@ -227,7 +233,7 @@ pub trait HeldRequest: Send {
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
     /// The memory to build the reply in place, starting with the request;
     /// `None` (the default) where the transport lends none.
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         None
     }
     /// Replies with the first `len` bytes of
@@ -253,7 +259,7 @@ pub trait ClientConnection: Send {
     /// on transports without one, for which
     /// [`Connection::call_with`](crate::Connection::call_with) copies
     /// through buffers of its own.
-    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+    fn request_buffer(&mut self) -> Option<Window<'_>> {
         None
     }
     /// Sends the first `len` bytes of [`request_buffer`] with command
@@ -261,7 +267,7 @@ pub trait ClientConnection: Send {
     /// only when [`request_buffer`] is `Some` (the default refuses).
     ///
     /// [`request_buffer`]: ClientConnection::request_buffer
-    fn call_in_place(&mut self, _cmd: u32, _len: usize) -> Result<&[u8]> {
+    fn call_in_place(&mut self, _cmd: u32, _len: usize) -> Result<View<'_>> {
         Err(Error::Unsupported {
             what: "calls in place",
             transport: "this transport",

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{PULSE, PULSE_LEN};
 use crate::transport::api::{ClientConnection, ONEWAY};
+use crate::transport::window::{View, Window};
 use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID};
 
 /// What a [`WireClient`] knows of its mechanism.
@@ -365,22 +366,22 @@ impl<W: Wire> ClientConnection for WireClient<W> {
     /// maximum the server announced (a lying server), it is not lent; nor
     /// while a reply is owed or the memory still holds a pulse the server
     /// has not taken (the copying `call` waits for those first).
-    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+    fn request_buffer(&mut self) -> Option<Window<'_>> {
         if self.owed {
             return None;
         }
         let max = self.max_msg;
-        self.wire.send_buffer(0)?.get_mut(..max)
+        self.wire.send_buffer(0)?.get_mut(..max).map(Window::from)
     }
 
-    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<View<'_>> {
         fits(len, self.max_msg)?;
         let deadline = self.deadline();
         self.hint_cpu()?;
         sent(self.wire.send_in_place(&head(cmd, len)))?;
         let len = self.await_reply(deadline)?;
         check_reply_head(&self.buf, len, self.max_msg)?;
-        Ok(self.reply_payload(len))
+        Ok(View::from(self.reply_payload(len)))
     }
 
     fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {

@@ -43,6 +43,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::transport::api::{HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
 use crate::transport::server::reply_parts;
+use crate::transport::window::{View, Window};
 
 /// The shared part of a transport's server (see the module doc).
 pub(crate) trait Core: Send + Sync + Sized + 'static {
@@ -65,13 +66,18 @@ pub(crate) trait Core: Send + Sync + Sized + 'static {
     /// The payload of the request `w` holds (empty if none).
     fn data<'a>(&'a self, w: &'a Self::Worker) -> &'a [u8];
 
+    /// The same payload where it lies, to read in place.
+    fn view<'a>(&'a self, w: &'a Self::Worker) -> View<'a> {
+        View::from(self.data(w))
+    }
+
     /// Replies to the request `w` holds (an error without one). A client
     /// gone meanwhile is not an error: its connection is dropped.
     fn reply(&self, w: &mut Self::Worker, status: Status, data: &[u8]) -> Result<()>;
 
     /// The memory to build the reply to the request `w` holds in place,
     /// starting with the request; `None` where the transport lends none.
-    fn reply_buffer<'a>(&'a self, _w: &'a mut Self::Worker) -> Option<&'a mut [u8]> {
+    fn reply_buffer<'a>(&'a self, _w: &'a mut Self::Worker) -> Option<Window<'a>> {
         None
     }
 
@@ -118,12 +124,17 @@ impl<C: Core> ServerChannel for Single<C> {
     }
 
     #[inline]
+    fn view(&self) -> View<'_> {
+        self.core.view(&self.w)
+    }
+
+    #[inline]
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         self.core.reply(&mut self.w, status, data)
     }
 
     #[inline]
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         self.core.reply_buffer(&mut self.w)
     }
 

@@ -53,6 +53,7 @@ pub mod tcp;
 pub mod udp;
 pub mod uds;
 pub mod uds_pair;
+mod window;
 pub(crate) mod wire;
 
 pub use api::{
@@ -60,6 +61,7 @@ pub use api::{
     Typed, Wait, ONEWAY,
 };
 pub use table::{info, SizeLimit, TransportInfo, TRANSPORTS};
+pub use window::{View, Window};
 
 /// Every name a transport is selected by (aliases included), in table
 /// order: derived from [`TRANSPORTS`].

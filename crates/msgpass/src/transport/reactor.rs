@@ -86,6 +86,7 @@ use crate::transport::rendezvous::Listener;
 use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
+use crate::transport::window::Window;
 use crate::transport::wire::{frame_head, head, Wire, HEAD, HINT, TID};
 
 /// One client of a server, as an acceptor makes it.
@@ -1125,10 +1126,14 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         verdict
     }
 
-    fn reply_buffer<'a>(&'a self, w: &'a mut Worker<A::W>) -> Option<&'a mut [u8]> {
+    fn reply_buffer<'a>(&'a self, w: &'a mut Worker<A::W>) -> Option<Window<'a>> {
         let len = w.len;
         let io = self.current(w).ok()?;
-        io.wire.as_mut()?.send_buffer(len)?.get_mut(..self.max_msg)
+        io.wire
+            .as_mut()?
+            .send_buffer(len)?
+            .get_mut(..self.max_msg)
+            .map(Window::from)
     }
 
     fn reply_in_place(&self, w: &mut Worker<A::W>, len: usize) -> Result<()> {

@@ -35,14 +35,16 @@
 //!    change under it.
 //!
 //! The in-place API ([`Connection::call_with`](crate::Connection::call_with),
-//! [`Request::reply_with`](crate::Request::reply_with),
-//! [`Request::data`](crate::Request::data)) therefore lends a private
-//! buffer of the connection (or server thread): the request or reply is
-//! copied between it and the shared memory once, with these copies, by
-//! the library. For the small messages the in-place API is for (8 and
-//! 64 bytes) that copy is one or two cache lines the other side's post
-//! brought in anyway; the round trip still makes no system call and no
-//! allocation, and the buffer is the same one from call to call.
+//! [`Request::reply_with`](crate::Request::reply_with)) therefore lends
+//! shared memory only as a [`Window`](crate::Window) or a
+//! [`View`](crate::View) (`transport/window.rs`), whose every access is
+//! one of these copies, between the shared bytes and the application's
+//! own memory: a message is built and read in place, and only the bytes
+//! the application touches are copied. [`Request::data`](crate::Request::data),
+//! which is a slice, is a private copy made once, after the length
+//! check. The areas of `eventfd`, `io-uring` and `signal` are not lent:
+//! their in-place calls lend a private buffer, copied to and from the
+//! area once per direction.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
@@ -131,7 +133,7 @@ fn check(map: &Mapping, offset: usize, n: usize) {
 /// `src` is valid for `dst.len()` bytes of a live mapping, which `dst`
 /// does not overlap.
 #[inline(always)]
-unsafe fn load_raw(src: *const u8, dst: &mut [u8]) {
+pub(crate) unsafe fn load_raw(src: *const u8, dst: &mut [u8]) {
     let n = dst.len();
     let out = dst.as_mut_ptr();
     #[cfg(target_arch = "x86_64")]
@@ -176,7 +178,7 @@ unsafe fn load_raw(src: *const u8, dst: &mut [u8]) {
 /// `dst` is valid for `src.len()` bytes of a live writable mapping, which
 /// `src` does not overlap.
 #[inline(always)]
-unsafe fn store_raw(src: &[u8], dst: *mut u8) {
+pub(crate) unsafe fn store_raw(src: &[u8], dst: *mut u8) {
     let n = src.len();
     let inp = src.as_ptr();
     #[cfg(target_arch = "x86_64")]

@@ -113,6 +113,7 @@ use crate::transport::server::{
     in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
 };
 use crate::transport::slab::Token;
+use crate::transport::window::{View, Window};
 use crate::transport::wire::head;
 use oslayer::poll::PollFd;
 use oslayer::signal::{self, SigInfo, SigSet};
@@ -618,9 +619,9 @@ impl ServerChannel for SignalServer {
 
     /// Our private buffer, starting with the request being served; the
     /// reply is copied into the connection's area when it goes.
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         self.guard.get()?;
-        self.buf.get_mut(..self.opts.max_msg)
+        self.buf.get_mut(..self.opts.max_msg).map(Window::from)
     }
 
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
@@ -1003,22 +1004,22 @@ impl ClientConnection for SignalClient {
     /// The client-to-server area; not lent while it holds a pulse the
     /// server has not taken, nor while a reply is owed (the copying call
     /// waits for those first).
-    fn request_buffer(&mut self) -> Option<&mut [u8]> {
+    fn request_buffer(&mut self) -> Option<Window<'_>> {
         if self.owed.is_some() || !self.shared.areas.room() {
             return None;
         }
         let max = self.max_msg;
-        self.shared.areas.lend()?.get_mut(..max)
+        self.shared.areas.lend()?.get_mut(..max).map(Window::from)
     }
 
-    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<View<'_>> {
         fits(len, self.max_msg)?;
         let len = self.round_trip(|a| a.put_head(&head(cmd, len)), self.max_msg)?;
         self.shared
             .areas
             .keep_payload(len)
             .map_err(|e| Error::io("copy the reply", e))?;
-        Ok(self.shared.areas.received(len))
+        Ok(View::from(self.shared.areas.received(len)))
     }
 
     fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {

@@ -20,7 +20,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use msgpass::transport::ServerChannel;
-use msgpass::{Channel, Connection, Error, Namespace, Options, Received};
+use msgpass::{Channel, Connection, Error, Namespace, Options, Received, Window};
 
 /// Longest any test may run before the watchdog fails it.
 pub const WATCHDOG: Duration = Duration::from_secs(30);
@@ -413,7 +413,7 @@ pub struct Hooks {
 fn reply_in_place<R: Received>(
     req: R,
     max: usize,
-    fill: impl FnOnce(&mut [u8]) -> usize,
+    fill: impl FnOnce(&mut Window<'_>) -> usize,
 ) -> msgpass::Result<()> {
     let (cmd, oneway) = (req.cmd(), req.is_oneway());
     let mut lent = None;
@@ -485,19 +485,22 @@ fn u32_at(d: &[u8], i: usize) -> Option<u32> {
 /// [`answer`] for the commands with [`IN_PLACE`]: the reply is built in
 /// the buffer the transport lends (`reply_with`).
 fn answer_in_place<R: Received>(req: R, max: usize, hooks: &mut Hooks) -> msgpass::Result<()> {
-    let cmd = req.cmd();
-    let data = req.data();
+    // The request is read in the lent window, never through `data()`: on
+    // the shm transports that is the only copy out of the slot.
+    let (cmd, len) = (req.cmd(), req.len());
     match cmd & !IN_PLACE {
         0..=ECHO_LAST => {
-            // echo_reply, computed over the request in the lent buffer.
-            let len = data.len();
+            // echo_reply, computed over the request in the lent window.
             reply_in_place(req, max, |buf| {
-                let sum = fnv64(&buf[..len]);
-                for (i, b) in buf[..len].iter_mut().enumerate() {
+                let mut out = vec![0; len];
+                buf.read(0, &mut out);
+                let sum = fnv64(&out);
+                for (i, b) in out.iter_mut().enumerate() {
                     *b = b.wrapping_add(cmd as u8).wrapping_add(i as u8);
                 }
+                buf.write(0, &out);
                 if len + 8 <= max {
-                    buf[len..len + 8].copy_from_slice(&sum.to_le_bytes());
+                    buf.write(len, &sum.to_le_bytes());
                     len + 8
                 } else {
                     len
@@ -505,19 +508,20 @@ fn answer_in_place<R: Received>(req: R, max: usize, hooks: &mut Hooks) -> msgpas
             })
         }
         CMD_GEN => {
-            assert!(data.len() >= 12, "GEN request of {} bytes", data.len());
+            assert!(len >= 12, "GEN request of {len} bytes");
             reply_in_place(req, max, |buf| {
-                let len = u32_at(buf, 0).expect("GEN request") as usize;
-                let seed = u64::from_le_bytes(buf[4..12].try_into().expect("GEN seed"));
-                // Over the buffer: refused (the client hears EMSGSIZE).
-                let n = len.min(buf.len());
-                Rng::new(seed).fill(&mut buf[..n]);
+                let len = u32::from_le_bytes(buf.get(0)) as usize;
+                let seed = u64::from_le_bytes(buf.get(4));
+                // Over the window: refused (the client hears EMSGSIZE).
+                let mut out = vec![0; len.min(buf.len())];
+                Rng::new(seed).fill(&mut out);
+                buf.write(0, &out);
                 len
             })
         }
         CMD_OVERSIZE => {
             let r = reply_in_place(req, max, |buf| {
-                buf.fill(7);
+                buf.write(0, &vec![7; buf.len()]);
                 max + 1
             });
             (hooks.events)(Event::Oversize(r));

@@ -281,8 +281,10 @@ impl Router {
             let (cmd, data) = (call.request.cmd(), call.request.data());
             let sent = ready.map(|r| {
                 r.reply_with(|buf| {
-                    write_work_header(buf, token, cmd);
-                    buf[WORK_HEADER..WORK_HEADER + data.len()].copy_from_slice(data);
+                    let mut head = [0u8; WORK_HEADER];
+                    write_work_header(&mut head, token, cmd);
+                    buf.write(0, &head);
+                    buf.write(WORK_HEADER, data);
                     WORK_HEADER + data.len()
                 })
             });

@@ -4,11 +4,11 @@
 //! the row's measured client and by the active clients of `--clients`.
 
 use msgpass::transport::ClientConnection;
-use msgpass::Connection;
+use msgpass::{Connection, View};
 
 use super::protocol::{
     all_stamps, body, body_mismatch, echo_mismatch, in_place_expected, stamp, stamp_ends,
-    stamps_mismatch, stamps_seq, CMD_ECHO, ECHO_MASK, STAMP,
+    stamps_mismatch, stamps_seq, Ends, CMD_ECHO, ECHO_MASK, STAMP,
 };
 use super::row::Api;
 use super::stop::Stop;
@@ -76,10 +76,11 @@ impl Echo {
             api,
             in_place,
             req: body(size),
-            // Room for a reply that is too long, so it shows as such.
+            // Room for a reply that is too long, so it shows as such; in
+            // place, for a reply copied out to check its body.
             reply: match api {
                 Api::Copy => vec![0u8; size + 64],
-                Api::InPlace => Vec::new(),
+                Api::InPlace => vec![0u8; size],
             },
             seq: 0,
             write_body: true,
@@ -195,28 +196,30 @@ impl Echo {
     }
 
     /// The in-place call: the stamps (and the body when it must be
-    /// written) into the transport's buffer; the reply where it lies.
+    /// written) into the memory the transport lends; the reply where it
+    /// lies.
     ///
     /// Also says whether the reply lies where the request was built: then a
-    /// body corrupted in it stays there for the next whole check (the one
-    /// private buffer msgpass lends a connection for request and reply, on
-    /// shm and on the areas of eventfd, io-uring and signal); where it does
-    /// not, every body is checked.
+    /// body corrupted in it stays there for the next whole check (the slot
+    /// on shm, the one private buffer msgpass lends a connection for
+    /// request and reply on the areas of eventfd, io-uring and signal);
+    /// where it does not, every body is checked.
     #[inline(always)]
     fn send<'c, C: ClientConnection + ?Sized>(
         &self,
         conn: &'c mut Connection<C>,
-    ) -> (msgpass::Result<&'c [u8]>, bool) {
+    ) -> (msgpass::Result<View<'c>>, bool) {
         let (seq, whole, body) = (self.seq, self.write_body || !self.in_place, &self.req);
         let n = body.len();
         let mut built = std::ptr::null();
         let r = conn.call_with(CMD_ECHO, |buf| {
             built = buf.as_ptr();
-            let m = &mut buf[..n];
             if whole {
-                m.copy_from_slice(body);
+                buf.write(0, body);
             }
-            stamp_ends(m, seq);
+            let mut ends = Ends::new(n);
+            stamp_ends(ends.bytes_mut(), seq);
+            ends.write(buf);
             n
         });
         let kept = self.in_place && r.as_ref().is_ok_and(|reply| reply.as_ptr() == built);
@@ -254,7 +257,7 @@ impl Echo {
     #[inline(always)]
     fn check_in_place(
         &mut self,
-        r: msgpass::Result<&[u8]>,
+        r: msgpass::Result<View<'_>>,
         kept: bool,
         t1: Option<u64>,
     ) -> Result<(), Stop> {
@@ -271,13 +274,20 @@ impl Echo {
             .run_end
             .is_some_and(|(end, deadline)| seq >= end || t1.is_some_and(|t| t >= deadline));
         let whole = self.check_body || !kept || last || seq % BODY_CHECK_EVERY == 0;
-        let bad = match stamps_mismatch(reply, seq) {
-            Some(i) => Some(i),
-            None if whole => body_mismatch(&self.req, reply),
+        let ends = Ends::read(&reply, n);
+        let bad = match stamps_mismatch(ends.bytes(), seq) {
+            Some(i) => Some(ends.index(i)),
+            None if whole => {
+                // Copied out whole only now, to be checked where it
+                // cannot change.
+                reply.read(0, &mut self.reply[..n]);
+                body_mismatch(&self.req, &self.reply[..n])
+            }
             None => None,
         };
         if let Some(i) = bad {
-            return Err(Stop::Failed(in_place_error(&self.req, reply, seq, i, kept)));
+            let got = reply.to_vec();
+            return Err(Stop::Failed(in_place_error(&self.req, &got, seq, i, kept)));
         }
         self.seq += 1;
         self.write_body = false;

@@ -30,6 +30,8 @@
 //! the first word, so the client derives each expected checksum from the
 //! body's in O(1) ([`SumBase`]) instead of summing every request twice.
 
+use msgpass::{View, Window};
+
 /// Reply with the request, every byte XORed with [`ECHO_MASK`].
 pub const CMD_ECHO: u32 = 1;
 /// Reply with the 4-byte [`checksum`] of the request.
@@ -128,6 +130,77 @@ pub fn echo_ends(buf: &mut [u8]) {
         let (head, rest) = buf.split_at_mut(STAMP);
         for b in head.iter_mut().chain(rest[n - 2 * STAMP..].iter_mut()) {
             *b ^= ECHO_MASK;
+        }
+    }
+}
+
+/// The stamped bytes of an `n`-byte in-place echo message, gathered from
+/// the memory the transport lends, where the message lies (never copied
+/// whole for them): the whole message up to `2 * STAMP` bytes, else the
+/// first [`STAMP`] then the last. The stamps lie in them as in the
+/// message, so [`stamp_ends`], [`echo_ends`] and [`stamps_mismatch`]
+/// work on them alike ([`Ends::index`] maps a position back).
+#[derive(Debug, Clone, Copy)]
+pub struct Ends {
+    bytes: [u8; 2 * STAMP],
+    /// The message's length.
+    n: usize,
+}
+
+impl Ends {
+    /// The (zeroed) stamped bytes of an `n`-byte message, to be stamped.
+    #[inline(always)]
+    pub fn new(n: usize) -> Ends {
+        Ends {
+            bytes: [0; 2 * STAMP],
+            n,
+        }
+    }
+
+    /// The stamped bytes of the `n`-byte message at the start of `v`.
+    #[inline(always)]
+    pub fn read(v: &View<'_>, n: usize) -> Ends {
+        let mut e = Ends::new(n);
+        if all_stamps(n) {
+            v.read(0, &mut e.bytes[..n]);
+        } else {
+            v.read(0, &mut e.bytes[..STAMP]);
+            v.read(n - STAMP, &mut e.bytes[STAMP..]);
+        }
+        e
+    }
+
+    /// Writes them back where they lie in the message at the start of `w`.
+    #[inline(always)]
+    pub fn write(&self, w: &mut Window<'_>) {
+        let n = self.n;
+        if all_stamps(n) {
+            w.write(0, &self.bytes[..n]);
+        } else {
+            w.write(0, &self.bytes[..STAMP]);
+            w.write(n - STAMP, &self.bytes[STAMP..]);
+        }
+    }
+
+    /// The gathered bytes.
+    #[inline(always)]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.n.min(2 * STAMP)]
+    }
+
+    /// The gathered bytes, to change.
+    #[inline(always)]
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.n.min(2 * STAMP)]
+    }
+
+    /// Where gathered byte `i` lies in the message.
+    #[inline(always)]
+    pub fn index(&self, i: usize) -> usize {
+        if all_stamps(self.n) || i < STAMP {
+            i
+        } else {
+            self.n - 2 * STAMP + i
         }
     }
 }

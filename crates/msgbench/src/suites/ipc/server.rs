@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use msgpass::transport::shm::Shm;
 use msgpass::transport::ServerChannel;
-use msgpass::{Channel, Namespace, Options};
+use msgpass::{Channel, Namespace, Options, Window};
 
 use super::protocol::{
-    ack_fold, all_stamps, checksum, echo_ends, echo_transform, CMD_ACK, CMD_CPU, CMD_ECHO,
+    ack_fold, all_stamps, checksum, echo_ends, echo_transform, Ends, CMD_ACK, CMD_CPU, CMD_ECHO,
     CMD_PING, CMD_STOP, CMD_SUM, PING_MAX, STAMP,
 };
 use super::row::Api;
@@ -209,6 +209,24 @@ fn break_reply(m: &mut [u8], fault: Option<Fault>) {
     }
 }
 
+/// [`break_reply`] for an echo reply of `n` bytes built in place: its
+/// stamped bytes gathered in `ends`, the body in `w`.
+fn break_in_place(w: &mut Window<'_>, ends: &mut Ends, n: usize, fault: Option<Fault>) {
+    match fault {
+        Some(Fault::Corrupt) if n > 0 => {
+            if let Some(b) = ends.bytes_mut().last_mut() {
+                *b ^= 0x01;
+            }
+        }
+        Some(Fault::CorruptBody) if all_stamps(n) && n > 0 => ends.bytes_mut()[n / 2] ^= 0x01,
+        Some(Fault::CorruptBody) if n > 0 => {
+            let b = w.get::<1>(n / 2)[0] ^ 0x01;
+            w.write(n / 2, &[b]);
+        }
+        _ => {}
+    }
+}
+
 /// Replies to a request with `bytes`: in place with [`Api::InPlace`],
 /// copied with [`Api::Copy`].
 #[inline(always)]
@@ -220,7 +238,7 @@ fn reply_small<S: ServerChannel + ?Sized>(
     match api {
         Api::Copy => req.reply(bytes),
         Api::InPlace => req.reply_with(|buf| {
-            buf[..bytes.len()].copy_from_slice(bytes);
+            buf.write(0, bytes);
             bytes.len()
         }),
     }
@@ -297,7 +315,7 @@ impl Served {
             .then_some(self.cfg.fault)
             .flatten();
         self.echoes += 1;
-        let len = req.data().len();
+        let len = req.len();
         if self.cfg.api == Api::Copy {
             // Stale: `out` still holds the previous reply.
             if broken != Some(Fault::Stale) {
@@ -313,16 +331,18 @@ impl Served {
             std::thread::sleep(STALL);
         }
         let prev = &mut self.prev;
-        // The buffer starts with the request: only its stamps change.
+        // The window starts with the request: only its stamps change,
+        // read and written where they lie.
         req.reply_with(|buf| {
-            let m = &mut buf[..len];
+            let mut ends = Ends::read(&buf.view(), len);
             if broken == Some(Fault::Stale) {
-                prev.restore(m);
+                prev.restore(ends.bytes_mut());
             } else {
-                echo_ends(m);
+                echo_ends(ends.bytes_mut());
             }
-            break_reply(m, broken);
-            prev.save(m);
+            break_in_place(buf, &mut ends, len, broken);
+            ends.write(buf);
+            prev.save(ends.bytes());
             len
         })
     }

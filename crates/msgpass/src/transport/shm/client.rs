@@ -17,6 +17,7 @@ use crate::transport::api::MAX_THREADS as MAX_WORKERS;
 use crate::transport::api::{ClientConnection, Options, Status, ONEWAY};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{self, Family};
+use crate::transport::window::{View, Window};
 
 /// The client side of an [`Shm`](super::Shm) connection (for
 /// [`Connection::open_typed`](crate::Connection::open_typed)): its slot,
@@ -46,11 +47,6 @@ pub struct ShmClient {
     pace: Pacer,
     /// Every call's deadline, from its start.
     timeout: Option<Duration>,
-    /// The buffer the in-place calls lend (`max_msg` bytes of our own,
-    /// made at the first in-place call): the request is built here and
-    /// copied into the slot when posted, the reply copied here once its
-    /// length is checked (the server can write the slot at any moment).
-    buf: Vec<u8>,
 }
 
 impl ShmClient {
@@ -87,7 +83,6 @@ impl ShmClient {
             unrung: Cell::new(false),
             pace: Pacer::new(opts.pace),
             timeout: None,
-            buf: Vec::new(),
         })
     }
 
@@ -383,37 +378,31 @@ impl ClientConnection for ShmClient {
         self.max_msg
     }
 
-    /// Our buffer, unless the server has the slot (a reply owed to a call
-    /// that timed out, a pulse not taken: the copying `call` waits for
-    /// those).
+    /// The slot, unless the server has it (a reply owed to a call that
+    /// timed out, a pulse not taken: the copying `call` waits for those).
     #[inline]
-    fn request_buffer(&mut self) -> Option<&mut [u8]> {
-        if !self.free() || !crate::transport::shared::grow(&mut self.buf, self.max_msg) {
+    fn request_buffer(&mut self) -> Option<Window<'_>> {
+        if !self.free() {
             return None;
         }
-        Some(&mut self.buf[..self.max_msg])
+        Some(self.slot.window(self.max_msg))
     }
 
     #[inline]
-    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<&[u8]> {
+    fn call_in_place(&mut self, cmd: u32, len: usize) -> Result<View<'_>> {
         if len > self.max_msg {
             return Err(Error::TooLarge {
                 len,
                 max: self.max_msg,
             });
         }
-        if !crate::transport::shared::grow(&mut self.buf, self.max_msg) {
-            return Err(Error::Protocol(
-                "call_in_place without request_buffer".into(),
-            ));
-        }
         let deadline = self.deadline();
-        self.slot.write(&self.buf[..len]);
         let me = self.post(cmd, len)?;
         self.wait_reply(me, deadline, Wanted::Reply)?;
+        // Loaded once and checked: the view is no longer than the slot,
+        // whatever the server writes after.
         let len = self.reply_len()?;
-        self.slot.read(&mut self.buf[..len]);
-        Ok(&self.buf[..len])
+        Ok(self.slot.view(len))
     }
 
     fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {

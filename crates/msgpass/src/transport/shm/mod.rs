@@ -96,16 +96,15 @@
 //!
 //! In place ([`Connection::call_with`](crate::Connection::call_with),
 //! [`Request::reply_with`](crate::Request::reply_with)): each side lends
-//! a private buffer of its own (the client's connection, the server
-//! thread), and the library copies the message between it and the slot
-//! once per direction, with the atomic copies of `transport::shared`: the
-//! slot is memory the peer can write at any moment, so nobody is handed a
-//! reference over it (see that module for the rules). A request is copied
-//! out of the slot once its length is checked, before the application
-//! sees it ([`Request::data`](crate::Request::data)), so what it reads
-//! cannot change under it; every header word is loaded once and checked
-//! as loaded. For the small messages in place is for, the copy moves the
-//! line the post brought anyway.
+//! the slot itself, as a [`Window`](crate::Window) (and the reply as a
+//! [`View`](crate::View)), read and written only with the atomic copies
+//! of `transport::shared`: the slot is memory the peer can write at any
+//! moment, so nobody is handed a reference over it (see that module for
+//! the rules). No byte is copied but those the application reads or
+//! writes. A request read as a slice ([`Request::data`](crate::Request::data))
+//! is copied out of the slot when first asked for, once its length is
+//! checked, so what the application reads cannot change under it; every
+//! header word is loaded once and checked as loaded.
 //! After seeing its peer's post, each side's path to its own post is kept
 //! short (no clock, no system call, no locked instruction against a
 //! spinning peer): that path is all a spinning round trip adds to the
@@ -131,6 +130,7 @@
 //! session's hang-up at once, through the same epoll set.
 
 mod client;
+mod request_copy;
 #[cfg(test)]
 mod rewrite;
 mod server;
@@ -142,6 +142,7 @@ use std::sync::atomic::AtomicU32;
 use crate::error::{Error, Result};
 use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport, Typed};
 use crate::transport::shared;
+use crate::transport::window::{View, Window};
 use oslayer::mman::Mapping;
 
 pub use client::ShmClient;
@@ -316,6 +317,34 @@ impl Slot {
     #[inline]
     fn read(&self, dst: &mut [u8]) {
         shared::load(&self.map, DATA, dst);
+    }
+
+    /// The first `n` payload bytes, lent in place to build a message in
+    /// (through a shared reference: a server's slot is shared by the
+    /// threads of a pool, which take turns by the request number).
+    ///
+    /// # Panics
+    /// When `n` is past the slot (a caller's bug: it is at most the
+    /// maximum the slot was sized for).
+    #[inline]
+    fn window(&self, n: usize) -> Window<'_> {
+        assert!(DATA + n <= self.map.len(), "{n} bytes past the slot");
+        // SAFETY: inside the mapping (asserted), which outlives the
+        // borrow of `self`; this process touches a slot's payload only
+        // through windows, views and the atomic copies of
+        // `transport::shared`, never a reference: the window's contract.
+        unsafe { Window::from_raw(self.map.ptr().add(DATA), n) }
+    }
+
+    /// The first `n` payload bytes, lent in place to read.
+    ///
+    /// # Panics
+    /// As [`Slot::window`].
+    #[inline]
+    fn view(&self, n: usize) -> View<'_> {
+        assert!(DATA + n <= self.map.len(), "{n} bytes past the slot");
+        // SAFETY: as in `window`.
+        unsafe { View::from_raw(self.map.ptr().add(DATA), n) }
     }
 }
 

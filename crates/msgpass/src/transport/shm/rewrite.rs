@@ -117,17 +117,29 @@ fn serve(
             // Long enough for the rewriter to go over the slot many times.
             std::thread::sleep(Duration::from_micros(200));
         }
+        // Read where it lies: as long as the length checked, and, for an
+        // honest client, its request.
+        let lying = server.view();
+        if lying.len() != inc.len || (inc.cmd != HOSTILE && lying.to_vec() != first) {
+            bad.push(format!("request {n}: its view is not the request"));
+        }
         let second = server.data().to_vec();
         if first != second {
             bad.push(format!("request {n} changed under the application"));
         }
         let sent = match n % 2 {
             0 => server.reply(Status::Ok, &first),
+            // In place the reply is the request, left where it lies in
+            // the slot: an honest client's must start there (a hostile
+            // one rewrites its own as it likes).
             _ => match server.reply_buffer() {
-                Some(buf) if buf[..first.len()] == first[..] => server.reply_in_place(first.len()),
-                Some(_) => {
-                    bad.push(format!("request {n}: reply buffer does not start with it"));
-                    server.reply(Status::Ok, &first)
+                Some(buf) => {
+                    let mut lent = vec![0; first.len()];
+                    buf.read(0, &mut lent);
+                    if inc.cmd != HOSTILE && lent != first {
+                        bad.push(format!("request {n}: reply window does not start with it"));
+                    }
+                    server.reply_in_place(first.len())
                 }
                 None => server.reply(Status::Ok, &first),
             },

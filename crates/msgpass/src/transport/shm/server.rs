@@ -4,6 +4,7 @@
 //! connections the kernel told it of, the request it serves. See the
 //! module doc of `shm` for the protocol.
 
+use std::cell::OnceCell;
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -16,6 +17,7 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use oslayer::mman::Mapping;
 use parking_lot::{Mutex, RwLock};
 
+use super::request_copy::RequestCopy;
 use super::{
     bell_cpu, bell_state, slot_size, worth_spinning, Slot, Wait, BELL_FLAGS, BELL_LEN, BUSY,
     CLOSED, EMPTY, FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SLEEPING, SPINS,
@@ -33,6 +35,7 @@ use crate::transport::rendezvous::{Family, Listener};
 use crate::transport::server::{in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
+use crate::transport::window::{View, Window};
 
 /// The server side of an [`Shm`](super::Shm) channel (for
 /// [`Channel::create_typed`](crate::Channel::create_typed)). Requests are
@@ -76,11 +79,15 @@ impl ServerChannel for ShmServer {
         self.0.data()
     }
     #[inline]
+    fn view(&self) -> View<'_> {
+        self.0.view()
+    }
+    #[inline]
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         self.0.reply(status, data)
     }
     #[inline]
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
         self.0.reply_buffer()
     }
     #[inline]
@@ -181,10 +188,10 @@ pub(crate) struct ShmWorker {
     cur: Option<Cur>,
     /// Length of the request held (read once, bounded).
     len: usize,
-    /// The request held, copied out of its slot once its length was
-    /// checked (the client can write the slot at any moment), and the
-    /// reply built in place: `max_msg` bytes of our own.
-    buf: Box<[u8]>,
+    /// The request held, copied out of its slot when `data` first asks
+    /// (the client can write the slot at any moment); a reply built in
+    /// place reads and writes the slot itself, through a window.
+    copy: RequestCopy,
     /// The payload of the pulse just taken, copied out of its slot (which
     /// its client may write again at once).
     pulse: Option<[u8; PULSE_LEN]>,
@@ -383,7 +390,6 @@ impl ShmCore {
                         None => continue,
                     }
                 }
-                c.slot.read(&mut w.buf[..len]);
                 self.hold(w, c, cmd, len);
                 return Some(Incoming {
                     cmd,
@@ -406,7 +412,6 @@ impl ShmCore {
                         None => continue,
                     }
                 }
-                w.watched[i].conn.slot.read(&mut w.buf[..len]);
                 w.cur = Some(Cur::Watched(i));
                 w.len = len;
                 return Some(Incoming {
@@ -801,7 +806,7 @@ impl Core for ShmCore {
             sweep: 0,
             cur: None,
             len: 0,
-            buf: vec![0; self.opts.max_msg].into_boxed_slice(),
+            copy: RequestCopy::new(self.opts.max_msg),
             pulse: None,
             pace: Pacer::new(self.opts.pace),
             epoch: 0,
@@ -832,6 +837,7 @@ impl Core for ShmCore {
     fn receive(&self, w: &mut ShmWorker, stop: &AtomicBool) -> Result<Option<Incoming>> {
         w.cur = None;
         w.pulse = None;
+        w.copy.forget();
         let pool = self.sets.pool();
         if pool {
             self.state_of(w.index).store(LOOKING, SeqCst);
@@ -904,10 +910,20 @@ impl Core for ShmCore {
 
     #[inline]
     fn data<'a>(&'a self, w: &'a ShmWorker) -> &'a [u8] {
-        match (&w.cur, &w.pulse) {
-            (Some(_), _) => &w.buf[..w.len],
+        match (self.held(w), &w.pulse) {
+            (Some(c), _) => w.copy.get(&c.slot, w.len),
             (None, Some(p)) => &p[..],
             (None, None) => &[],
+        }
+    }
+
+    /// The request in the client's slot (a pulse's private copy).
+    #[inline]
+    fn view<'a>(&'a self, w: &'a ShmWorker) -> View<'a> {
+        match (self.held(w), &w.pulse) {
+            (Some(c), _) => c.slot.view(w.len),
+            (None, Some(p)) => View::from(&p[..]),
+            (None, None) => View::from(&[][..]),
         }
     }
 
@@ -922,9 +938,9 @@ impl Core for ShmCore {
     }
 
     #[inline]
-    fn reply_buffer<'a>(&'a self, w: &'a mut ShmWorker) -> Option<&'a mut [u8]> {
-        w.cur.as_ref()?;
-        Some(&mut w.buf[..])
+    fn reply_buffer<'a>(&'a self, w: &'a mut ShmWorker) -> Option<Window<'a>> {
+        let c = self.held(w)?;
+        Some(c.slot.window(self.opts.max_msg))
     }
 
     #[inline]
@@ -933,7 +949,6 @@ impl Core for ShmCore {
             .held(w)
             .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
         let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
-        c.slot.write(&w.buf[..len]);
         publish(&c.slot, code, len);
         w.cur = None;
         verdict
@@ -950,7 +965,7 @@ impl Core for ShmCore {
             // A pulse: nothing to answer, its payload copied already.
             return Some(ShmHeld {
                 conn: None,
-                buf: p.to_vec(),
+                copy: p.to_vec().into(),
                 len: PULSE_LEN,
                 max_msg: self.opts.max_msg,
                 receiver,
@@ -963,7 +978,10 @@ impl Core for ShmCore {
         conn.held.store(true, Relaxed);
         Some(ShmHeld {
             conn: Some(conn),
-            buf: w.buf[..w.len].to_vec(),
+            copy: w
+                .copy
+                .take(w.len)
+                .map_or_else(OnceCell::new, OnceCell::from),
             len: w.len,
             max_msg: self.opts.max_msg,
             receiver,
@@ -1002,14 +1020,16 @@ impl Drop for ShmCore {
     }
 }
 
-/// A request of an shm channel held apart from its thread: a private copy
-/// of the request (or pulse), answered through the client's slot.
+/// A request of an shm channel held apart from its thread, answered
+/// through the client's slot, where the request stays until then (the
+/// server takes no other request of the connection meanwhile).
 pub(crate) struct ShmHeld {
     /// `None` once answered (or a pulse: nothing to answer).
     conn: Option<Arc<ShmConn>>,
-    /// The request's payload, copied out of the slot when it was taken;
-    /// grown to `max_msg` when lent to build the reply in place.
-    buf: Vec<u8>,
+    /// The request's payload copied out of the slot, when `data` first
+    /// asks (or when its thread had copied it already; a pulse's, at
+    /// once).
+    copy: OnceCell<Vec<u8>>,
     len: usize,
     max_msg: usize,
     /// The pool thread that received it.
@@ -1053,7 +1073,13 @@ impl ShmHeld {
 
 impl HeldRequest for ShmHeld {
     fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        self.copy.get_or_init(|| {
+            let mut v = vec![0; self.len];
+            if let Some(c) = &self.conn {
+                c.slot.read(&mut v);
+            }
+            v
+        })
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -1062,17 +1088,14 @@ impl HeldRequest for ShmHeld {
         Ok(())
     }
 
-    fn reply_buffer(&mut self) -> Option<&mut [u8]> {
-        self.conn.as_ref()?;
-        self.buf.resize(self.max_msg, 0);
-        Some(&mut self.buf[..])
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
+        let c = self.conn.as_ref()?;
+        Some(c.slot.window(self.max_msg))
     }
 
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
         let c = self.take()?;
         let (code, len, verdict) = in_place_parts(len, self.max_msg);
-        self.buf.resize(self.max_msg, 0);
-        c.slot.write(&self.buf[..len]);
         publish(&c.slot, code, len);
         verdict
     }

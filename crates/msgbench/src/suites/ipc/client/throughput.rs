@@ -62,17 +62,16 @@ impl Sum {
                 let (req, whole) = (&self.req, self.write_body || !self.in_place);
                 let k = req.len().min(SUM_SEQ_BYTES);
                 conn.call_with(cmd, |buf| {
-                    let m = &mut buf[..req.len()];
                     if whole {
-                        m.copy_from_slice(req);
+                        buf.write(0, req);
                     } else {
-                        m[..k].copy_from_slice(&req[..k]);
+                        buf.write(0, &req[..k]);
                     }
                     req.len()
                 })
                 .map(|r| {
                     let k = r.len().min(self.reply.len());
-                    self.reply[..k].copy_from_slice(&r[..k]);
+                    r.read(0, &mut self.reply[..k]);
                     r.len()
                 })
             }
