@@ -924,8 +924,13 @@ pub fn child_context() -> (Namespace, String, Box<dyn msgpass::Transport>) {
 
 /// In a child: exits the process after [`CHILD_LIFETIME`] whatever happens.
 pub fn child_self_destruct() {
-    thread::spawn(|| {
-        thread::sleep(CHILD_LIFETIME);
+    child_self_destruct_after(CHILD_LIFETIME);
+}
+
+/// In a child: exits the process after `lifetime` whatever happens.
+pub fn child_self_destruct_after(lifetime: Duration) {
+    thread::spawn(move || {
+        thread::sleep(lifetime);
         eprintln!(
             "test child {}: lifetime exceeded, exiting",
             std::process::id()
