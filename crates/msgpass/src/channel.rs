@@ -366,7 +366,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// On the shm transports the window is the client's slot: no byte is
     /// copied but those `fill` reads and writes, and what it reads it
     /// copies out of memory the client can write at any moment, to check
-    /// in its own ([`Window::read`], [`Window::get`]). Elsewhere the
+    /// in its own ([`View::read`], [`View::get`]). Elsewhere the
     /// window is a buffer of the channel's, holding a copy of the
     /// request, and its first `len` bytes are sent as by
     /// [`reply`](Request::reply). A length over the window is not sent:

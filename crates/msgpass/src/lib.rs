@@ -17,7 +17,7 @@
 //!
 //! The in-place calls lend the transport's own memory as a [`Window`]
 //! (a message to build) and a [`View`] (a reply to read), read and
-//! written only by copies ([`Window::read`], [`Window::write`],
+//! written only by copies ([`View::read`], [`Window::write`],
 //! [`View::get`]...), never as a `&[u8]`. On the shm transports (`shm`,
 //! `shm-spin`, `shm-block`, `shm-hybrid`) that memory is the connection's
 //! slot, shared with the peer process: a message is built and read where

@@ -12,6 +12,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Deref;
 use std::ptr::NonNull;
 
 use super::shared;
@@ -20,7 +21,8 @@ use super::shared;
 /// [`Connection::call_with`](crate::Connection::call_with), or the reply
 /// of [`Request::reply_with`](crate::Request::reply_with), which starts
 /// with the request's bytes. Read and written by copies
-/// ([`read`](Window::read), [`write`](Window::write), [`get`](Window::get));
+/// ([`write`](Window::write), and a [`View`]'s [`read`](View::read) and
+/// [`get`](View::get), which it derefs to);
 /// on the shm transports the peer process may write the same bytes at
 /// any moment, so what you read is copied into your own memory first,
 /// and checked there.
@@ -28,8 +30,8 @@ use super::shared;
 /// A window over your own buffer ([`Window::from`]) lets a handler be
 /// tested, or used, without a channel.
 pub struct Window<'a> {
-    ptr: NonNull<u8>,
-    len: usize,
+    /// The same bytes, read only: a window reads as a [`View`] does.
+    view: View<'a>,
     _lent: PhantomData<&'a mut [u8]>,
 }
 
@@ -54,43 +56,11 @@ impl<'a> Window<'a> {
     #[inline]
     pub(crate) unsafe fn from_raw(ptr: *mut u8, len: usize) -> Window<'a> {
         Window {
-            // A null pointer is valid for 0 bytes only; keep a dangling
-            // one then, as an empty slice does.
-            ptr: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
-            len,
+            // SAFETY: valid for reads (the caller's word), and every write
+            // by this process is atomic: this window's own are.
+            view: unsafe { View::from_raw(ptr, len) },
             _lent: PhantomData,
         }
-    }
-
-    /// Its length in bytes: [`Channel::max_msg`](crate::Channel::max_msg)
-    /// for a message to build.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when it has no bytes.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Copies `dst.len()` bytes from `offset` into `dst`.
-    ///
-    /// # Panics
-    /// When the range is not inside the window, as slice indexing does.
-    #[inline]
-    pub fn read(&self, offset: usize, dst: &mut [u8]) {
-        self.view().read(offset, dst)
-    }
-
-    /// The `N` bytes at `offset`, copied out.
-    ///
-    /// # Panics
-    /// When the range is not inside the window.
-    #[inline]
-    pub fn get<const N: usize>(&self, offset: usize) -> [u8; N] {
-        self.view().get(offset)
     }
 
     /// Copies `src` to `offset`.
@@ -99,37 +69,34 @@ impl<'a> Window<'a> {
     /// When the range is not inside the window.
     #[inline]
     pub fn write(&mut self, offset: usize, src: &[u8]) {
-        check(self.len, offset, src.len());
+        check(self.view.len, offset, src.len());
         // SAFETY: the range is inside the window (checked), valid for
         // writes for 'a; `src` is our own memory, which no window covers
         // (a window's bytes are never lent as a slice).
-        unsafe { shared::store_raw(src, self.ptr.as_ptr().add(offset)) }
-    }
-
-    /// Where the window starts: to tell windows apart, never to read or
-    /// write through (that must be atomic: use the methods).
-    #[inline]
-    pub fn as_ptr(&self) -> *const u8 {
-        self.ptr.as_ptr()
-    }
-
-    /// The same bytes, read only.
-    #[inline]
-    pub fn view(&self) -> View<'_> {
-        View {
-            ptr: self.ptr,
-            len: self.len,
-            _lent: PhantomData,
-        }
+        unsafe { shared::store_raw(src, self.view.ptr.as_ptr().add(offset)) }
     }
 
     /// The first `n` bytes only (all when `n` is longer).
     #[inline]
     pub(crate) fn prefix(self, n: usize) -> Window<'a> {
         Window {
-            len: self.len.min(n),
-            ..self
+            view: View {
+                len: self.view.len.min(n),
+                ..self.view
+            },
+            _lent: PhantomData,
         }
+    }
+}
+
+impl<'a> Deref for Window<'a> {
+    type Target = View<'a>;
+
+    /// A window reads as a [`View`]: [`View::read`], [`View::get`],
+    /// [`View::len`]...
+    #[inline]
+    fn deref(&self) -> &View<'a> {
+        &self.view
     }
 }
 
@@ -219,7 +186,9 @@ impl<'a> From<&'a [u8]> for View<'a> {
 
 impl fmt::Debug for Window<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Window").field("len", &self.len).finish()
+        f.debug_struct("Window")
+            .field("len", &self.view.len)
+            .finish()
     }
 }
 
@@ -254,7 +223,7 @@ mod tests {
         let mut w = Window::from(&mut own[..]);
         w.write(3, b"hello");
         assert_eq!(&w.get::<5>(3), b"hello");
-        assert_eq!(w.view().to_vec()[..9], *b"\0\0\0hello\0");
+        assert_eq!(w.to_vec()[..9], *b"\0\0\0hello\0");
         w.write(56, &7u64.to_le_bytes());
         assert_eq!(u64::from_le_bytes(w.get(56)), 7);
         assert_eq!(w.len(), 64);

@@ -334,7 +334,7 @@ impl Served {
         // The window starts with the request: only its stamps change,
         // read and written where they lie.
         req.reply_with(|buf| {
-            let mut ends = Ends::read(&buf.view(), len);
+            let mut ends = Ends::read(buf, len);
             if broken == Some(Fault::Stale) {
                 prev.restore(ends.bytes_mut());
             } else {

@@ -96,8 +96,8 @@
 //!
 //! In place ([`Connection::call_with`](crate::Connection::call_with),
 //! [`Request::reply_with`](crate::Request::reply_with)): each side lends
-//! the slot itself, as a [`Window`](crate::Window) (and the reply as a
-//! [`View`](crate::View)), read and written only with the atomic copies
+//! the slot itself, as a [`Window`] (and the reply as a
+//! [`View`]), read and written only with the atomic copies
 //! of `transport::shared`: the slot is memory the peer can write at any
 //! moment, so nobody is handed a reference over it (see that module for
 //! the rules). No byte is copied but those the application reads or
