@@ -1,8 +1,6 @@
 //! Option parsers more than one suite uses, each failing in one line that
 //! names the option.
 
-use anyhow::{anyhow, bail, Result};
-
 use crate::measure::placement::{CpuList, CpuSet, PlacementError};
 
 /// Why a value on the command line was refused. clap puts the option and
@@ -72,23 +70,39 @@ pub fn cpu_list(s: &str) -> Result<CpuList, ValueError> {
     Ok(CpuList::parse(s)?)
 }
 
-/// `-t/--transport LIST`: msgpass transport names (aliases accepted),
-/// checked against msgpass's table, duplicates dropped, order kept.
-pub fn transports(list: &str) -> Result<Vec<String>> {
+/// Why a `-t/--transport` list was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// An empty name between commas.
+    #[error("empty name (known: {})", msgpass::transport::NAMES.join(", "))]
+    Empty,
+    /// A name msgpass does not know (its error lists the known ones).
+    #[error(transparent)]
+    Unknown(#[from] msgpass::Error),
+}
+
+/// Value parser of `-t/--transport LIST`: msgpass transport names
+/// (aliases accepted), checked against msgpass's table, duplicates
+/// dropped, order kept.
+pub fn transports(list: &str) -> Result<Vec<String>, TransportError> {
     let mut out: Vec<String> = Vec::new();
     for t in list.split(',').map(str::trim) {
         if t.is_empty() {
-            bail!(
-                "--transport {list}: empty name (known: {})",
-                msgpass::transport::NAMES.join(", ")
-            );
+            return Err(TransportError::Empty);
         }
-        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
+        msgpass::transport::by_name(t)?;
         if !out.iter().any(|o| o == t) {
             out.push(t.to_string());
         }
     }
     Ok(out)
+}
+
+/// Value parser of a `-t/--transport NAME` that takes one msgpass
+/// transport name (or alias).
+pub fn transport(name: &str) -> Result<String, TransportError> {
+    msgpass::transport::by_name(name)?;
+    Ok(name.to_string())
 }
 
 #[cfg(test)]
@@ -99,11 +113,11 @@ mod tests {
     fn transports_are_checked_and_deduplicated() {
         assert_eq!(transports("uds, shm,uds").unwrap(), ["uds", "shm"]);
         let e = transports("uds,nope").unwrap_err().to_string();
-        assert!(e.starts_with("--transport nope:"), "{e}");
-        assert!(transports("uds,,shm")
-            .unwrap_err()
-            .to_string()
-            .contains("empty name"));
+        assert!(e.starts_with("unknown transport \"nope\" (known: "), "{e}");
+        let e = transports("uds,,shm").unwrap_err().to_string();
+        assert!(e.starts_with("empty name (known: shm, "), "{e}");
+        assert_eq!(transport("uds").unwrap(), "uds");
+        assert!(transport("nope").is_err());
     }
 
     #[test]

@@ -391,7 +391,7 @@ fn check_transports(args: &AdderArgs) -> Result<()> {
     for t in &args.transports {
         msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
     }
-    if args.sched.parse()?.fifo_priority.is_some() {
+    if args.sched.parse().fifo_priority.is_some() {
         if let Some(t) = args.transports.iter().find(|t| spins(t)) {
             bail!(
                 "--fifo: transport {t} spins, and a spinning real-time thread never yields \

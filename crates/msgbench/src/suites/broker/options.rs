@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 
@@ -117,25 +117,35 @@ pub struct BrokerArgs {
     pub quick: bool,
     /// Arrangements: a list of direct, broker, broker-validate, dbus-p2p,
     /// dbus-daemon, dbus-broker, or all [default: all].
-    #[arg(long = "via", value_name = "LIST")]
-    pub via: Option<String>,
+    #[arg(long = "via", value_name = "LIST", value_parser = parse_vias)]
+    pub via: Option<std::vec::Vec<Via>>,
     /// msgpass transports of the direct and broker arrangements
     /// [default: uds,shm].
-    #[arg(short = 't', long = "transport", value_name = "LIST")]
-    pub transports: Option<String>,
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        value_parser = parse::transports
+    )]
+    pub transports: Option<std::vec::Vec<String>>,
     /// D-Bus libraries of the dbus-p2p, dbus-daemon and dbus-broker
     /// arrangements (client and service on the same one): a list of
     /// libdbus, sd-bus, zbus, or all [default: all; every one built in is
     /// measured, one that is not is a skipped row with its install line].
-    #[arg(long = "dbus-lib", value_name = "LIST")]
-    pub dbus_libs: Option<String>,
+    #[arg(long = "dbus-lib", value_name = "LIST", value_parser = library::parse_list)]
+    pub dbus_libs: Option<std::vec::Vec<DbusLib>>,
     /// numInts of the calls, a list [default: 1,256,4096; --quick: 1].
-    #[arg(long = "ints", value_name = "LIST")]
-    pub ints: Option<String>,
+    #[arg(long = "ints", value_name = "LIST", value_parser = parse_ints)]
+    pub ints: Option<std::vec::Vec<u32>>,
     /// Clients calling at once, each its own service, so the brokers
     /// route concurrent calls [default: 1; with --inject-fault: 3].
-    #[arg(long = "clients", value_name = "N", allow_hyphen_values = true)]
-    pub clients: Option<String>,
+    #[arg(
+        long = "clients",
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = parse_clients
+    )]
+    pub clients: Option<usize>,
     /// How long the msgbench broker lets a service take over a call
     /// before it answers the caller ETIMEDOUT (and drops the late result),
     /// so that a silent service never holds its callers for ever; e.g.
@@ -247,13 +257,12 @@ impl BrokerPlan {
 
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
-    args.sched.parse()?;
     let q = args.quick;
-    let vias = vias(args.via.as_deref())?;
+    let vias = args.via.clone().unwrap_or_else(|| Via::ALL.to_vec());
     let fault = args.inject_fault;
     Ok(BrokerPlan {
         quick: q,
-        clients: clients(args.clients.as_deref(), fault)?,
+        clients: clients(args.clients, fault)?,
         call_timeout: call_timeout(args.call_timeout)?,
         fault: match fault {
             Some(f) if !vias.iter().any(|v| v.via_broker()) => bail!(
@@ -264,11 +273,18 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
         },
         vias,
         transports: match &args.transports {
-            Some(l) => parse::transports(l)?,
+            Some(l) => l.clone(),
             None => TRANSPORTS.map(String::from).to_vec(),
         },
-        dbus_libs: library::parse_list(args.dbus_libs.as_deref()).map_err(|e| anyhow!(e))?,
-        ints: ints(args.ints.as_deref(), q)?,
+        dbus_libs: args
+            .dbus_libs
+            .clone()
+            .unwrap_or_else(|| DbusLib::ALL.to_vec()),
+        ints: match &args.ints {
+            Some(l) => l.clone(),
+            None if q => vec![1],
+            None => INTS.to_vec(),
+        },
         seconds: args
             .seconds
             .unwrap_or(if q { QUICK_SECONDS } else { SECONDS }),
@@ -280,15 +296,30 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
     })
 }
 
-fn vias(list: Option<&str>) -> Result<Vec<Via>> {
-    let Some(list) = list.filter(|l| l.trim() != "all") else {
+/// Why a value of a broker option was refused (clap prints it after
+/// `--option value: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadValue {
+    /// A `--via` entry that names no arrangement.
+    #[error("unknown arrangement `{0}` (direct, broker, broker-validate, dbus-p2p, dbus-daemon, dbus-broker, all)")]
+    Via(String),
+    /// An `--ints` entry out of range.
+    #[error("`{0}` is not a number of integers from 0 to {MAX_INTS}")]
+    Ints(String),
+    /// `--clients` out of range.
+    #[error("must be a whole number of clients, 1 to {MAX_CLIENTS}")]
+    Clients,
+}
+
+/// Value parser of `--via`: arrangements in table order, each once
+/// (`all`: every one).
+fn parse_vias(list: &str) -> Result<Vec<Via>, BadValue> {
+    if list.trim() == "all" {
         return Ok(Via::ALL.to_vec());
-    };
+    }
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
-        let v = Via::parse(name).ok_or_else(|| {
-            anyhow!("--via {list}: unknown arrangement `{name}` (direct, broker, broker-validate, dbus-p2p, dbus-daemon, dbus-broker, all)")
-        })?;
+        let v = Via::parse(name).ok_or_else(|| BadValue::Via(name.to_string()))?;
         if !out.contains(&v) {
             out.push(v);
         }
@@ -297,15 +328,13 @@ fn vias(list: Option<&str>) -> Result<Vec<Via>> {
     Ok(out)
 }
 
-fn ints(list: Option<&str>, quick: bool) -> Result<Vec<u32>> {
-    let Some(list) = list else {
-        return Ok(if quick { vec![1] } else { INTS.to_vec() });
-    };
+/// Value parser of `--ints`: numInts values, ascending, each once.
+fn parse_ints(list: &str) -> Result<Vec<u32>, BadValue> {
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim) {
         match s.parse::<u32>() {
             Ok(n) if n <= MAX_INTS => out.push(n),
-            _ => bail!("--ints {list}: `{s}` is not a number of integers from 0 to {MAX_INTS}"),
+            _ => return Err(BadValue::Ints(s.to_string())),
         }
     }
     out.sort_unstable();
@@ -313,17 +342,22 @@ fn ints(list: Option<&str>, quick: bool) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-fn clients(s: Option<&str>, fault: Option<Fault>) -> Result<usize> {
-    let Some(s) = s else {
+/// Value parser of `--clients`: 1 to [`MAX_CLIENTS`].
+fn parse_clients(s: &str) -> Result<usize, BadValue> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => Ok(n),
+        _ => Err(BadValue::Clients),
+    }
+}
+
+/// `--clients`, or its default; `--inject-fault` needs 2 or more.
+fn clients(n: Option<usize>, fault: Option<Fault>) -> Result<usize> {
+    let Some(n) = n else {
         return Ok(if fault.is_some() { FAULT_CLIENTS } else { 1 });
-    };
-    let n = match s.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => n,
-        _ => bail!("--clients {s}: must be a whole number of clients, 1 to {MAX_CLIENTS}"),
     };
     match fault {
         Some(f) if n < 2 => bail!(
-            "--clients {s}: --inject-fault {} needs 2 or more clients (the others are what it shows)",
+            "--clients {n}: --inject-fault {} needs 2 or more clients (the others are what it shows)",
             f.name()
         ),
         _ => Ok(n),
@@ -344,6 +378,7 @@ fn call_timeout(t: Option<Duration>) -> Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::anyhow;
     use clap::Parser;
 
     #[derive(Parser)]

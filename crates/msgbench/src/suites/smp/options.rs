@@ -276,7 +276,7 @@ fn list(v: &[usize]) -> String {
 
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
-    let controls = args.sched.parse()?;
+    let controls = args.sched.parse();
     let cpus = CpuSet::or_online(args.cpus.as_ref());
     let workers = workers(args.workers.as_deref(), cpus.len())?;
     let q = args.quick;

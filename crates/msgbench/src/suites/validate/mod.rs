@@ -113,7 +113,7 @@ mod tests {
     fn every_row_is_planned_and_the_banner_tells_the_plan() {
         let plan = ValidateArgs {
             cpus: Some(crate::measure::placement::CpuList(vec![0])),
-            loops: Some("40".into()),
+            loops: Some(40),
             ..ValidateArgs::default()
         }
         .plan()
