@@ -98,13 +98,6 @@ pub fn transports(list: &str) -> Result<Vec<String>, TransportError> {
     Ok(out)
 }
 
-/// Value parser of a `-t/--transport NAME` that takes one msgpass
-/// transport name (or alias).
-pub fn transport(name: &str) -> Result<String, TransportError> {
-    msgpass::transport::by_name(name)?;
-    Ok(name.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,8 +109,6 @@ mod tests {
         assert!(e.starts_with("unknown transport \"nope\" (known: "), "{e}");
         let e = transports("uds,,shm").unwrap_err().to_string();
         assert!(e.starts_with("empty name (known: shm, "), "{e}");
-        assert_eq!(transport("uds").unwrap(), "uds");
-        assert!(transport("nope").is_err());
     }
 
     #[test]

@@ -639,11 +639,7 @@ mod tests {
                 "0",
                 "0 workers, but each needs a CPU of its own",
             ),
-            (
-                "--workers",
-                too_many.as_str(),
-                too_many_why.as_str(),
-            ),
+            ("--workers", too_many.as_str(), too_many_why.as_str()),
         ] {
             let e = refusal(&[opt, bad]);
             let want = format!("{opt} {bad}: {why}");
