@@ -186,14 +186,16 @@ pub fn peer_args(lib: Option<DbusLib>) -> Vec<String> {
     lib.map_or_else(Vec::new, |l| vec!["--dbus-lib".into(), l.name().into()])
 }
 
-/// The library a peer was told (`--dbus-lib`), zbus when none.
-pub fn of_peer(name: Option<&str>) -> Result<DbusLib> {
-    match name {
-        None => Ok(DbusLib::Zbus),
-        Some(n) => DbusLib::parse(n).ok_or_else(|| {
-            anyhow!("--dbus-lib {n}: unknown D-Bus library (libdbus, sd-bus, zbus)")
-        }),
-    }
+/// A peer's `--dbus-lib` that names no D-Bus library (clap prints it
+/// after `--dbus-lib NAME: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown D-Bus library (libdbus, sd-bus, zbus)")]
+pub struct UnknownPeerLib;
+
+/// Value parser of a peer's `--dbus-lib NAME` (a peer without one uses
+/// zbus).
+pub fn of_peer(name: &str) -> Result<DbusLib, UnknownPeerLib> {
+    DbusLib::parse(name).ok_or(UnknownPeerLib)
 }
 
 #[cfg(test)]
@@ -214,6 +216,11 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unknown D-Bus library `gdbus` (libdbus, sd-bus, zbus, all)"
+        );
+        assert_eq!(of_peer("sd-bus"), Ok(DbusLib::SdBus));
+        assert_eq!(
+            of_peer("all").unwrap_err().to_string(),
+            "unknown D-Bus library (libdbus, sd-bus, zbus)"
         );
     }
 
