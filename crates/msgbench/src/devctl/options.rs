@@ -1,5 +1,7 @@
-//! Options shared by `dev-adder`, `client-adder` and `msgbench adder`, and
-//! their range checks (which exit 1 with a one-line error naming the option).
+//! Options shared by `dev-adder`, `client-adder` and `msgbench adder`:
+//! their value parsers (a refused value is a one-line usage error naming
+//! the option, exit 2) and the range checks that need two options (exit 1,
+//! one line naming the option).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;

@@ -41,7 +41,8 @@ pub fn repeats_to_1000(s: &str) -> Result<usize, ValueError> {
     repeats_to(s, 1000)
 }
 
-fn repeats_to(s: &str, max: usize) -> Result<usize, ValueError> {
+/// `-r/--repeats`: a whole number of runs from 1 to `max`.
+pub fn repeats_to(s: &str, max: usize) -> Result<usize, ValueError> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(ValueError::Repeats { max }),

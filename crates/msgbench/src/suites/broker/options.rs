@@ -1,6 +1,7 @@
 //! The command line of `msgbench broker` and its checked form, the plan:
 //! every bad option fails here in one line naming it, before any process
-//! is started.
+//! is started (a value its clap value parser refuses with exit status 2,
+//! what two options decide together with 1).
 
 use std::time::Duration;
 
@@ -12,7 +13,9 @@ use super::dbus::library::{self, DbusLib};
 use super::proto::MAX_INTS;
 use crate::measure::placement::{format_list, online_cpus, CpuSet};
 use crate::measure::sched::SchedArgs;
-use crate::suites::{parse, OutputArgs};
+use crate::suites::args::{Cpus, CpusSpec, Repeats, RepeatsSpec, Seconds, SecondsSpec};
+use crate::suites::parse::{self, ValueError};
+use crate::suites::OutputArgs;
 
 /// `numInts` of a default run: one integer, the study's 1 KB case, 16 KB.
 pub const INTS: [u32; 3] = [1, 256, 4096];
@@ -108,6 +111,33 @@ impl Via {
     }
 }
 
+/// What broker's shared options mean: `--seconds`, `--cpus` (a set) and
+/// `-r/--repeats`, whose defaults depend on `--quick` (the plan's).
+#[derive(Debug, Clone)]
+pub struct BrokerSpec;
+
+impl SecondsSpec for BrokerSpec {
+    const HELP: &'static str = "Seconds of calls per measurement [default: 1; --quick: 0.25]";
+}
+
+impl CpusSpec for BrokerSpec {
+    type Cpus = CpuSet;
+    const HELP: &'static str = "CPUs every process of the run (clients, brokers, daemons, \
+        services) may run on [default: the first online CPU, as on the study's single-core \
+        BeagleBoard; e.g. 0-1 spreads them, and then cross-CPU wake-ups, which a VM's host \
+        placement can make 10x dearer, weigh on every leg]";
+    fn parse(list: &str) -> std::result::Result<CpuSet, ValueError> {
+        parse::cpu_set(list)
+    }
+}
+
+impl RepeatsSpec for BrokerSpec {
+    const HELP: &'static str =
+        "Runs of the whole sweep, interleaved; each figure is the median [default: 3; --quick: 1]";
+    const DEFAULT: Option<&'static str> = None;
+    const MAX: usize = 100;
+}
+
 /// Options of `msgbench broker`.
 #[derive(Debug, Clone, Args)]
 pub struct BrokerArgs {
@@ -159,36 +189,15 @@ pub struct BrokerArgs {
     /// run without the fault. Needs 2 or more --clients.
     #[arg(long = "inject-fault", value_name = "FAULT")]
     pub inject_fault: Option<Fault>,
-    /// Seconds of calls per measurement [default: 1; --quick: 0.25].
-    #[arg(
-        long = "seconds",
-        value_name = "SECS",
-        allow_hyphen_values = true,
-        value_parser = parse::seconds_to_600
-    )]
-    pub seconds: Option<f64>,
-    /// CPUs every process of the run (clients, brokers, daemons,
-    /// services) may run on [default: the first online CPU, as on the
-    /// study's single-core BeagleBoard; e.g. 0-1 spreads them, and then
-    /// cross-CPU wake-ups, which a VM's host placement can make 10x
-    /// dearer, weigh on every leg].
-    #[arg(
-        long = "cpus",
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        value_parser = parse::cpu_set
-    )]
-    pub cpus: Option<CpuSet>,
-    /// Runs of the whole sweep, interleaved; each figure is the median
-    /// [default: 3; --quick: 1].
-    #[arg(
-        short = 'r',
-        long = "repeats",
-        value_name = "N",
-        allow_hyphen_values = true,
-        value_parser = parse::repeats_to_100
-    )]
-    pub repeats: Option<usize>,
+    /// --seconds: the length of a measurement.
+    #[command(flatten)]
+    pub seconds: Seconds<BrokerSpec>,
+    /// --cpus: the CPUs of every process of the run.
+    #[command(flatten)]
+    pub cpus: Cpus<BrokerSpec>,
+    /// -r/--repeats: runs of the whole sweep.
+    #[command(flatten)]
+    pub repeats: Repeats<BrokerSpec>,
     /// Scheduling controls, inherited by every process started: --fifo,
     /// --mlock, --dma-latency.
     #[command(flatten)]
@@ -285,14 +294,12 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
             None if q => vec![1],
             None => INTS.to_vec(),
         },
-        seconds: args
-            .seconds
-            .unwrap_or(if q { QUICK_SECONDS } else { SECONDS }),
-        cpus: match &args.cpus {
+        seconds: args.seconds.or(if q { QUICK_SECONDS } else { SECONDS }),
+        cpus: match args.cpus.given() {
             Some(set) => set.0.clone(),
             None => online_cpus().into_iter().take(1).collect(),
         },
-        repeats: args.repeats.unwrap_or(if q { 1 } else { REPEATS }),
+        repeats: args.repeats.or(if q { 1 } else { REPEATS }),
     })
 }
 

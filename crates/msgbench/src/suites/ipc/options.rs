@@ -17,6 +17,7 @@ use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
 use crate::results::table::Format;
+use crate::suites::args::{Repeats, RepeatsSpec};
 use crate::suites::OutputArgs;
 
 /// Largest `--window`.
@@ -37,6 +38,17 @@ const BUDGET_SECS: f64 = 150.0;
 const QUICK_BUDGET_SECS: f64 = 20.0;
 /// Shortest row length the budget may impose.
 const MIN_ROW_SECS: f64 = 0.02;
+
+/// What ipc's `-r/--repeats` means.
+#[derive(Debug, Clone)]
+pub struct IpcSpec;
+
+impl RepeatsSpec for IpcSpec {
+    const HELP: &'static str =
+        "Latency runs per row; the table shows the median of their p50s and their spread";
+    const DEFAULT: Option<&'static str> = Some("1");
+    const MAX: usize = 1000;
+}
 
 /// Options of `msgbench ipc`.
 #[derive(Debug, Clone, Args)]
@@ -116,17 +128,9 @@ pub struct IpcArgs {
         value_parser = parse_secs
     )]
     pub warmup: Option<f64>,
-    /// Latency runs per row; the table shows the median of their p50s and
-    /// their spread.
-    #[arg(
-        short = 'r',
-        long = "repeats",
-        value_name = "N",
-        default_value = "1",
-        allow_hyphen_values = true,
-        value_parser = crate::suites::parse::repeats_to_1000
-    )]
-    pub repeats: usize,
+    /// -r/--repeats: latency runs per row.
+    #[command(flatten)]
+    pub repeats: Repeats<IpcSpec>,
     /// Latency timing: per-message (a timestamp around each call:
     /// percentiles) or whole (no clock in the loop: the mean only).
     #[arg(
@@ -376,7 +380,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         format: args.output.format,
         fault: args.inject_fault,
         warmup_secs: args.warmup,
-        repeats: args.repeats,
+        repeats: args.repeats.or(1),
         timing,
         rate,
         window: args.window,

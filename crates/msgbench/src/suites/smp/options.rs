@@ -1,6 +1,7 @@
 //! The command line of `msgbench smp` and its checked form, the plan:
 //! every bad option fails here in one line naming it, before anything is
-//! built or measured.
+//! built or measured (a value its clap value parser refuses with exit
+//! status 2, what two options decide together with 1).
 
 use std::time::Duration;
 
@@ -14,7 +15,8 @@ use super::synth::{Flows, DEFAULT_ROUTES};
 use super::tables::Variant;
 use crate::measure::placement::{format_list, online_cpus, CpuSet, RangeError};
 use crate::measure::sched::SchedArgs;
-use crate::suites::parse;
+use crate::suites::args::{Cpus, CpusSpec, Repeats, RepeatsSpec};
+use crate::suites::parse::{self, ValueError};
 use crate::suites::OutputArgs;
 
 /// Frame sizes of a default run: the smallest, where the CPU and the
@@ -177,25 +179,12 @@ pub struct SmpArgs {
         value_parser = parse_ring
     )]
     pub ring: usize,
-    /// CPUs the workers are pinned to, worker k on the k-th [default:
-    /// every online CPU].
-    #[arg(
-        long = "cpus",
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        value_parser = parse::cpu_set
-    )]
-    pub cpus: Option<CpuSet>,
-    /// Runs of the whole sweep, interleaved; each figure is the median.
-    #[arg(
-        short = 'r',
-        long = "repeats",
-        value_name = "N",
-        default_value = "1",
-        allow_hyphen_values = true,
-        value_parser = parse::repeats_to_100
-    )]
-    pub repeats: usize,
+    /// --cpus: the workers' CPUs.
+    #[command(flatten)]
+    pub cpus: Cpus<SmpSpec>,
+    /// -r/--repeats: runs of the whole sweep.
+    #[command(flatten)]
+    pub repeats: Repeats<SmpSpec>,
     /// Scheduling controls: --fifo (rows whose spinning workers would take
     /// every CPU are then skipped), --mlock, --dma-latency.
     #[command(flatten)]
@@ -203,6 +192,25 @@ pub struct SmpArgs {
     /// --format, --json.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// What smp's shared options mean: `--cpus` (a set) and `-r/--repeats`.
+#[derive(Debug, Clone)]
+pub struct SmpSpec;
+
+impl CpusSpec for SmpSpec {
+    type Cpus = CpuSet;
+    const HELP: &'static str =
+        "CPUs the workers are pinned to, worker k on the k-th [default: every online CPU]";
+    fn parse(list: &str) -> Result<CpuSet, ValueError> {
+        parse::cpu_set(list)
+    }
+}
+
+impl RepeatsSpec for SmpSpec {
+    const HELP: &'static str = "Runs of the whole sweep, interleaved; each figure is the median";
+    const DEFAULT: Option<&'static str> = Some("1");
+    const MAX: usize = 100;
 }
 
 /// The checked settings of `msgbench smp`.
@@ -308,7 +316,7 @@ fn list(v: &[usize]) -> String {
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
     let controls = args.sched.parse();
-    let cpus = CpuSet::or_online(args.cpus.as_ref());
+    let cpus = CpuSet::or_online(args.cpus.given());
     let workers = workers(args.workers.as_deref(), cpus.len())?;
     let q = args.quick;
     Ok(SmpPlan {
@@ -332,7 +340,7 @@ pub fn plan(args: &SmpArgs) -> Result<SmpPlan> {
         line_rate_bps: args.line_rate,
         ring: args.ring,
         cpus,
-        repeats: args.repeats,
+        repeats: args.repeats.or(1),
         fifo: controls.fifo_priority,
     })
 }
@@ -562,7 +570,7 @@ mod tests {
     fn refusal(extra: &[&str]) -> String {
         match Cli::try_parse_from(std::iter::once("smp").chain(extra.iter().copied())) {
             Err(e) => crate::cli::one_line(&e),
-            Ok(cli) => plan(&cli.smp).err().expect("refused").to_string(),
+            Ok(cli) => plan(&cli.smp).expect_err("refused").to_string(),
         }
     }
 

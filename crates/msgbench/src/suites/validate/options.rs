@@ -1,6 +1,6 @@
 //! The options of `msgbench validate`, checked into a [`Plan`]. Every
-//! value is parsed here, so that every mistake is one line naming the
-//! option (exit status 1).
+//! value is parsed by its clap value parser here, so that every mistake
+//! is one line naming the option (a usage error, exit status 2).
 
 use std::time::Duration;
 
@@ -9,6 +9,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::measure::placement::{self, CpuList};
+use crate::suites::args::{Cpus, CpusSpec};
+use crate::suites::parse::ValueError;
 use crate::suites::OutputArgs;
 
 /// Latency loops per row by default (about 60 s in all).
@@ -25,18 +27,25 @@ pub const CHUNKS: u64 = 4;
 /// Largest `--loops`.
 const MAX_LOOPS: u64 = 1_000_000;
 
+/// What validate's `--cpus` (an ordered list) means.
+#[derive(Debug, Clone, Default)]
+pub struct ValidateSpec;
+
+impl CpusSpec for ValidateSpec {
+    type Cpus = CpuList;
+    const HELP: &'static str = "CPUs: same-CPU rows use the first, the cross-CPU row floats on \
+        the first two [default: the first two online CPUs]";
+    fn parse(list: &str) -> std::result::Result<CpuList, ValueError> {
+        crate::suites::parse::cpu_list(list)
+    }
+}
+
 /// Options of `msgbench validate`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ValidateArgs {
-    /// CPUs: same-CPU rows use the first, the cross-CPU row floats on the
-    /// first two [default: the first two online CPUs].
-    #[arg(
-        long = "cpus",
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        value_parser = crate::suites::parse::cpu_list
-    )]
-    pub cpus: Option<CpuList>,
+    /// --cpus: the CPUs of the same-CPU rows and of the cross-CPU row.
+    #[command(flatten)]
+    pub cpus: Cpus<ValidateSpec>,
     /// SCHED_FIFO priority for both sides, 2 to 99 (the waking side runs
     /// one below, as rt-tests does) [default: normal scheduling].
     #[arg(
@@ -104,7 +113,7 @@ impl ValidateArgs {
 
     /// `--cpus`: the same-CPU rows' CPU and the two-CPU row's pair.
     fn placement(&self) -> Result<(usize, Option<(usize, usize)>)> {
-        let cpus = match &self.cpus {
+        let cpus = match self.cpus.given() {
             Some(list) => list.0.clone(),
             None => placement::online_cpus().into_iter().take(2).collect(),
         };
@@ -151,7 +160,9 @@ mod tests {
 
     fn args(cpus: Option<&str>, fifo: Option<i32>, loops: Option<u64>) -> ValidateArgs {
         ValidateArgs {
-            cpus: cpus.map(|c| CpuList::parse(c).expect("a good list")),
+            cpus: cpus
+                .map(|c| Cpus::of(CpuList::parse(c).expect("a good list")))
+                .unwrap_or_default(),
             fifo,
             loops,
             ..ValidateArgs::default()
