@@ -31,16 +31,6 @@ pub enum ValueError {
     Cpus(#[from] PlacementError),
 }
 
-/// Value parser of `-r/--repeats` for the suites that take up to 100 runs.
-pub fn repeats_to_100(s: &str) -> Result<usize, ValueError> {
-    repeats_to(s, 100)
-}
-
-/// Value parser of `-r/--repeats` for the suites that take up to 1000 runs.
-pub fn repeats_to_1000(s: &str) -> Result<usize, ValueError> {
-    repeats_to(s, 1000)
-}
-
 /// `-r/--repeats`: a whole number of runs from 1 to `max`.
 pub fn repeats_to(s: &str, max: usize) -> Result<usize, ValueError> {
     match s.trim().parse::<usize>() {
@@ -114,10 +104,10 @@ mod tests {
 
     #[test]
     fn repeats_are_bounded() {
-        assert_eq!(repeats_to_100("3").unwrap(), 3);
-        assert_eq!(repeats_to_1000("1000").unwrap(), 1000);
+        assert_eq!(repeats_to("3", 100).unwrap(), 3);
+        assert_eq!(repeats_to("1000", 1000).unwrap(), 1000);
         for bad in ["0", "101", "x", "-1", ""] {
-            let e = repeats_to_100(bad).unwrap_err().to_string();
+            let e = repeats_to(bad, 100).unwrap_err().to_string();
             assert_eq!(e, "must be a whole number of runs, 1 to 100", "{bad}");
         }
     }
