@@ -165,12 +165,11 @@ fn tour_history() -> String {
 /// three server models, pinned then unpinned, the envelope written to
 /// `json`.
 fn tour_args(json: PathBuf) -> AdderArgs {
-    let cpus = cpu_count().max(1);
+    let cpus = cpu_count().max(1) as u32;
     let mut threads = vec![1, 2.min(cpus), cpus];
     threads.dedup();
-    let threads: Vec<String> = threads.iter().map(usize::to_string).collect();
     AdderArgs {
-        threads: Some(threads.join(",")),
+        threads: Some(threads),
         transports: TOUR_TRANSPORTS.map(String::from).to_vec(),
         modes: vec![Mode::One, Mode::Multi, Mode::Pool],
         placements: vec![Placement::Pinned, Placement::Unpinned],

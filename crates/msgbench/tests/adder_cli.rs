@@ -20,11 +20,20 @@ fn missing_cpu() -> String {
 /// Runs `bin args --ns DIR`, expects exit 1 with one stderr line
 /// `<prog>: error: ...` naming `option`, and nothing created.
 fn option_error(bin: Bin, args: &[&str], option: &str) {
+    option_error_code(bin, args, option, 1);
+}
+
+/// As [`option_error`], for a value clap's value parser refuses: exit 2.
+fn usage_error(bin: Bin, args: &[&str], option: &str) {
+    option_error_code(bin, args, option, 2);
+}
+
+fn option_error_code(bin: Bin, args: &[&str], option: &str, code: i32) {
     let dir = TestDir::new("opt");
     let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     a.extend(dir.ns_args());
     let o = run(bin, &a);
-    let line = o.assert_one_line_error(1);
+    let line = o.assert_one_line_error(code);
     let prefix = format!("{}: error: ", bin.name());
     assert!(line.starts_with(&prefix), "{args:?}: {line:?}");
     assert!(
@@ -45,13 +54,19 @@ fn option_errors_common_to_both_programs() {
         (vec!["-n", "0"], "-n 0".into()),
         (vec!["-n", "129"], "-n 129".into()),
         (vec!["-i", "4294967295", "-n", "2"], "-i 4294967295".into()),
-        (vec!["-t", "bogus"], "-t bogus".into()),
+    ];
+    // Refused by clap's value parsers: usage errors, exit 2.
+    let usage: Vec<(Vec<&str>, String)> = vec![
+        (vec!["-t", "bogus"], "--transport bogus".into()),
         (vec!["--cpus", &cpu], format!("--cpus {cpu}")),
         (vec!["--cpus", "x"], "--cpus x".into()),
     ];
     for bin in [Bin::DevAdder, Bin::ClientAdder] {
         for (args, option) in &cases {
             option_error(bin, args, option);
+        }
+        for (args, option) in &usage {
+            usage_error(bin, args, option);
         }
     }
 }
@@ -82,7 +97,12 @@ fn option_errors_name_the_value_and_the_limit() {
     assert!(line.contains("128"), "{line}");
     let line = run(Bin::ClientAdder, ["-S", "99", "--ns", ns]).assert_one_line_error(1);
     assert!(line.contains("100"), "{line}");
-    let line = run(Bin::ClientAdder, ["-t", "bogus", "--ns", ns]).assert_one_line_error(1);
+    // An unknown transport is refused by clap's value parser: exit 2.
+    let line = run(Bin::ClientAdder, ["-t", "bogus", "--ns", ns]).assert_one_line_error(2);
+    assert!(
+        line.starts_with("client-adder: error: --transport bogus: "),
+        "{line}"
+    );
     assert!(line.contains("shm-spin") && line.contains("uds"), "{line}");
     assert!(!dir.ns().exists());
 }

@@ -57,10 +57,10 @@ fn huge_cpu_numbers_and_ranges_are_refused() {
     let lists = ["0-4294967295", "4294967295", "18446744073709551616", "1024"];
     for list in lists {
         for bin in [Bin::DevAdder, Bin::ClientAdder] {
-            refused(bin, &["--cpus", list], &format!("--cpus {list}"), "maximum");
+            refused_usage(bin, &["--cpus", list], &format!("--cpus {list}"), "maximum");
         }
         for (suite, flag) in [("adder", "--client-cpus"), ("adder", "--server-cpus")] {
-            refused(
+            refused_usage(
                 Bin::Msgbench,
                 &[suite, flag, list],
                 &format!("{flag} {list}"),
@@ -79,7 +79,7 @@ fn huge_cpu_numbers_and_ranges_are_refused() {
     // Thread counts are ranges too, bounded by the instance limit; a
     // count beyond u32 must not wrap round to a small one.
     for list in ["1-4294967295", "4294967297"] {
-        refused(
+        refused_usage(
             Bin::Msgbench,
             &["adder", "--threads", list],
             &format!("--threads {list}"),
@@ -112,19 +112,19 @@ fn absurd_durations_are_refused_with_their_bound() {
             &format!("--idle-secs {v}"),
             "600",
         );
-        refused(
+        refused_usage(
             Bin::Msgbench,
             &["ipc", "--row-secs", v],
             &format!("--row-secs {v}"),
             "60",
         );
-        refused(
+        refused_usage(
             Bin::Msgbench,
             &["ipc", "--warmup", v],
             &format!("--warmup {v}"),
             "60",
         );
-        refused(
+        refused_usage(
             Bin::Msgbench,
             &["rtos", "--duration", v],
             &format!("--duration {v}"),
@@ -138,13 +138,13 @@ fn absurd_durations_are_refused_with_their_bound() {
         "--idle-secs 0.001",
         "0.1 to 600",
     );
-    refused(
+    refused_usage(
         Bin::Msgbench,
         &["rtos", "--duration", "86401"],
         "--duration 86401",
         "86400",
     );
-    refused(
+    refused_usage(
         Bin::Msgbench,
         &["ipc", "--rate", "1e300"],
         "--rate 1e300",
@@ -170,21 +170,21 @@ fn huge_counts_and_sizes_are_refused() {
         &format!("--spin-us {max}"),
         "1000000",
     );
-    refused(
+    refused_usage(
         Bin::Msgbench,
         &["ipc", "--spin-us", &max],
         &format!("--spin-us {max}"),
         "1000000",
     );
     for size in [max.as_str(), "100000000000", "99999999999999999999999"] {
-        refused(
+        refused_usage(
             Bin::Msgbench,
             &["ipc", "--sizes", size],
             &format!("--sizes {size}"),
             "16777216",
         );
     }
-    refused(
+    refused_usage(
         Bin::Msgbench,
         &["validate", "--loops", &max],
         &format!("--loops {max}"),
@@ -212,18 +212,13 @@ fn values_beyond_the_integer_type_are_usage_errors() {
         assert_eq!(o.code(), 2, "{args:?}: {o}");
         assert!(!o.stderr.contains("panicked"), "{args:?}: {o}");
         let first = o.stderr.lines().next().unwrap_or("");
-        // msgbench prints clap's usage errors in one line of its own.
-        let lead = match bin {
-            Bin::Msgbench => "msgbench: error: ",
-            _ => "error:",
-        };
+        // Every program prints clap's usage errors in one line of its own.
+        let lead = format!("{}: error: ", bin.name());
         assert!(
-            first.starts_with(lead) && first.contains(option),
+            first.starts_with(&lead) && first.contains(option),
             "{args:?}: the first line must name {option}: {o}"
         );
-        if matches!(bin, Bin::Msgbench) {
-            assert_eq!(o.stderr.lines().count(), 1, "{args:?}: one line: {o}");
-        }
+        assert_eq!(o.stderr.lines().count(), 1, "{args:?}: one line: {o}");
         assert!(o.stdout.is_empty(), "{o}");
     }
 }

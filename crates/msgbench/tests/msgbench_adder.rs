@@ -505,8 +505,17 @@ fn adder_suite_sigint_mid_run_cleans_up() {
 /// `msgbench <args> --ns DIR`: exit 1, one line naming `option`, nothing
 /// created.
 fn option_error(args: &[&str], option: &str) {
+    option_error_code(args, option, 1);
+}
+
+/// As [`option_error`], for a value clap's value parser refuses: exit 2.
+fn usage_error(args: &[&str], option: &str) {
+    option_error_code(args, option, 2);
+}
+
+fn option_error_code(args: &[&str], option: &str, code: i32) {
     let dir = TestDir::new("mbopt");
-    let line = run(Bin::Msgbench, with_ns(&dir, args)).assert_one_line_error(1);
+    let line = run(Bin::Msgbench, with_ns(&dir, args)).assert_one_line_error(code);
     let prefix = "msgbench: error: ";
     assert!(
         line.starts_with(prefix) && line[prefix.len()..].starts_with(option),
@@ -517,16 +526,16 @@ fn option_error(args: &[&str], option: &str) {
 
 #[test]
 fn adder_suite_option_errors() {
-    option_error(&["adder", "--threads", "0"], "--threads 0");
-    option_error(&["adder", "--threads", "129"], "--threads 129");
-    option_error(&["adder", "--threads", "x"], "--threads x");
-    option_error(&["adder", "-t", "bogus"], "--transport bogus");
-    option_error(&["adder", "-t", "shm,bogus"], "--transport bogus");
+    usage_error(&["adder", "--threads", "0"], "--threads 0");
+    usage_error(&["adder", "--threads", "129"], "--threads 129");
+    usage_error(&["adder", "--threads", "x"], "--threads x");
+    usage_error(&["adder", "-t", "bogus"], "--transport bogus");
+    usage_error(&["adder", "-t", "shm,bogus"], "--transport bogus");
     option_error(&["adder", "-S", "5"], "-S 5");
     option_error(&["adder", "--row-secs", "0"], "--row-secs 0");
     option_error(&["adder", "--row-secs", "-1"], "--row-secs -1");
     option_error(&["adder", "--idle-secs", "-1"], "--idle-secs -1");
-    option_error(&["adder", "--client-cpus", "x"], "--client-cpus x");
+    usage_error(&["adder", "--client-cpus", "x"], "--client-cpus x");
     option_error(
         &["adder", "--modes", "one,pool,one"],
         "--modes: one is given twice",

@@ -386,23 +386,17 @@ fn a_client_killed_mid_call_stops_neither_the_broker_nor_the_service() {
 
 #[test]
 fn bad_options_are_one_line_errors() {
-    for (args, needle) in [
-        (&["broker", "--via", "nope"][..], "--via nope"),
-        (&["broker", "--ints", "99999"], "--ints 99999"),
-        (&["broker", "--clients", "0"], "--clients 0"),
-        (
-            &["broker", "-t", "carrier-pigeon"],
-            "--transport carrier-pigeon",
-        ),
-        (&["broker", "--dbus-lib", "gdbus"], "--dbus-lib gdbus"),
-    ] {
-        let out = run(Bin::Msgbench, args);
-        let line = out.assert_one_line_error(1);
-        assert!(line.contains(needle), "{args:?}: {line}");
-    }
     // Refused by clap's value parsers: usage errors, exit 2, one line.
     for (args, needle) in [
-        (&["broker", "--seconds", "-1"][..], "--seconds -1: "),
+        (&["broker", "--via", "nope"][..], "--via nope: "),
+        (&["broker", "--ints", "99999"], "--ints 99999: "),
+        (&["broker", "--clients", "0"], "--clients 0: "),
+        (
+            &["broker", "-t", "carrier-pigeon"],
+            "--transport carrier-pigeon: ",
+        ),
+        (&["broker", "--dbus-lib", "gdbus"], "--dbus-lib gdbus: "),
+        (&["broker", "--seconds", "-1"], "--seconds -1: "),
         (&["broker", "-r", "0"], "--repeats 0: "),
         (&["broker", "--cpus", "x"], "--cpus x: "),
     ] {

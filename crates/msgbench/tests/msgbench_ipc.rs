@@ -330,38 +330,43 @@ fn option_error_code(args: &[&str], option: &str, code: i32) {
 
 #[test]
 fn ipc_option_errors() {
-    option_error(&["-t", "bogus"], "--transport bogus");
-    option_error(&["-t", "uds,bogus"], "--transport bogus");
-    option_error(&["-t", "uds,,shm"], "--transport uds,,shm");
-    option_error(&["--sizes", "-1"], "--sizes -1");
-    option_error(&["--sizes", "1,abc"], "--sizes 1,abc");
-    option_error(&["--sizes", ""], "--sizes");
-    option_error(&["--placement", "numa"], "--placement numa");
-    option_error(&["--row-secs", "0"], "--row-secs 0");
-    option_error(&["--row-secs", "x"], "--row-secs x");
-    option_error(&["--spin-us", "-5"], "--spin-us -5");
+    // Values clap's value parsers refuse: usage errors, exit 2.
+    usage_error(&["-t", "bogus"], "--transport bogus");
+    usage_error(
+        &["-t", "uds,bogus"],
+        "--transport uds,bogus: unknown transport \"bogus\"",
+    );
+    usage_error(&["-t", "uds,,shm"], "--transport uds,,shm");
+    usage_error(&["--sizes", "-1"], "--sizes -1");
+    usage_error(&["--sizes", "1,abc"], "--sizes 1,abc");
+    usage_error(&["--sizes", ""], "--sizes");
+    usage_error(&["--placement", "numa"], "--placement numa");
+    usage_error(&["--row-secs", "0"], "--row-secs 0");
+    usage_error(&["--row-secs", "x"], "--row-secs x");
+    usage_error(&["--spin-us", "-5"], "--spin-us -5");
     usage_error(&["-r", "0"], "--repeats 0");
     usage_error(&["--repeats", "x"], "--repeats x");
-    option_error(&["--rate", "0"], "--rate 0");
-    option_error(&["--rate", "x"], "--rate x");
-    option_error(&["--warmup", "-1"], "--warmup -1");
-    option_error(&["--timing", "foo"], "--timing foo");
-    option_error(&["--timing", "whole", "--rate", "100"], "--rate");
-    option_error(&["--window", "0"], "--window 0");
-    option_error(&["--window", "x"], "--window x");
-    option_error(&["--window", "-3"], "--window -3");
-    option_error(&["--fifo", "0"], "--fifo 0");
-    option_error(&["--idle-clients", "x"], "--idle-clients x");
-    option_error(&["--idle-clients", "1,,2"], "--idle-clients 1,,2");
-    option_error(&["--idle-clients", "-1"], "--idle-clients -1");
-    option_error(
+    usage_error(&["--rate", "0"], "--rate 0");
+    usage_error(&["--rate", "x"], "--rate x");
+    usage_error(&["--warmup", "-1"], "--warmup -1");
+    usage_error(&["--timing", "foo"], "--timing foo");
+    usage_error(&["--window", "0"], "--window 0");
+    usage_error(&["--window", "x"], "--window x");
+    usage_error(&["--window", "-3"], "--window -3");
+    usage_error(&["--fifo", "0"], "--fifo 0");
+    usage_error(&["--idle-clients", "x"], "--idle-clients x");
+    usage_error(&["--idle-clients", "1,,2"], "--idle-clients 1,,2");
+    usage_error(&["--idle-clients", "-1"], "--idle-clients -1");
+    usage_error(
         &["--idle-clients", "99999999999999999999"],
         "--idle-clients 99999999999999999999",
     );
-    option_error(&["--clients", "0"], "--clients 0");
-    option_error(&["--clients", "1,0"], "--clients 1,0");
-    option_error(&["--clients", "5000"], "--clients 5000");
-    option_error(&["--clients", "many"], "--clients many");
+    usage_error(&["--clients", "0"], "--clients 0");
+    usage_error(&["--clients", "1,0"], "--clients 1,0");
+    usage_error(&["--clients", "5000"], "--clients 5000");
+    usage_error(&["--clients", "many"], "--clients many");
+    // What depends on two options is checked by the plan: exit 1.
+    option_error(&["--timing", "whole", "--rate", "100"], "--rate");
     // --format is checked by the command line parser: a usage error.
     let dir = TestDir::new("ipcfmtopt");
     let o = run(Bin::Msgbench, ipc_args(&dir, &["--format", "xml"]));

@@ -348,18 +348,21 @@ fn rtos_selection_runs_only_what_is_named() {
 
 #[test]
 fn rtos_option_errors_are_one_line() {
-    let cases: [(&[&str], &str); 4] = [
-        (&["rtos", "NOPE"], "NOPE"),
+    // An unknown test is the plan's error (exit 1); values clap's value
+    // parsers refuse are usage errors (exit 2).
+    let cases: [(&[&str], &str, i32); 4] = [
+        (&["rtos", "NOPE"], "NOPE", 1),
         (
             &["rtos", "MSG-B-PRI", "--msg-inherit", "maybe"],
             "--msg-inherit maybe",
+            2,
         ),
-        (&["rtos", "--sem", "foo"], "--sem foo"),
-        (&["rtos", "--duration", "0"], "--duration 0"),
+        (&["rtos", "--sem", "foo"], "--sem foo", 2),
+        (&["rtos", "--duration", "0"], "--duration 0", 2),
     ];
-    for (args, needle) in cases {
+    for (args, needle, code) in cases {
         let o = run(Bin::Msgbench, args);
-        let line = o.assert_one_line_error(1);
+        let line = o.assert_one_line_error(code);
         assert!(line.contains(needle), "{args:?}: {line}");
         assert!(!o.stdout.contains("Summary"), "{args:?} ran tests: {o}");
     }

@@ -146,7 +146,8 @@ fn validate_option_errors_are_one_line_naming_the_option() {
     ] {
         let mut a = vec!["validate"];
         a.extend_from_slice(args);
-        let line = run(Bin::Msgbench, &a).assert_one_line_error(1);
+        // Refused by clap's value parsers: usage errors, exit 2.
+        let line = run(Bin::Msgbench, &a).assert_one_line_error(2);
         let prefix = "msgbench: error: ";
         assert!(
             line.starts_with(prefix) && line[prefix.len()..].starts_with(option),

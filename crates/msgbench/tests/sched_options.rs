@@ -8,7 +8,8 @@ use std::os::unix::process::CommandExt;
 
 use common::*;
 
-/// Bad values: one line naming the option, exit 1, for every command.
+/// Bad values: one line naming the option, exit 2 (clap's value parser
+/// refuses them), for every command.
 #[test]
 fn bad_values_are_one_line_errors() {
     for cmd in ["floor", "ipc", "adder"] {
@@ -25,7 +26,7 @@ fn bad_values_are_one_line_errors() {
             }
             a.extend_from_slice(args);
             let o = run(Bin::Msgbench, &a);
-            let line = o.assert_one_line_error(1);
+            let line = o.assert_one_line_error(2);
             assert!(line.contains(opt), "{cmd} {args:?}: {line}");
         }
     }

@@ -2,12 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use msgbench::cli;
 use msgbench::devctl::client_adder::{self, ClientArgs};
 
 fn main() -> ExitCode {
-    let args = ClientArgs::parse();
+    let args: ClientArgs = cli::parse_args("client-adder");
     cli::finish(
         "client-adder",
         cli::check_clock_env().and_then(|()| client_adder::main(&args)),

@@ -2,12 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use msgbench::cli;
 use msgbench::devctl::server::{self, ServerArgs};
 
 fn main() -> ExitCode {
-    let args = ServerArgs::parse();
+    let args: ServerArgs = cli::parse_args("dev-adder");
     cli::finish(
         "dev-adder",
         cli::check_clock_env()

@@ -1,5 +1,7 @@
-//! Options shared by `dev-adder`, `client-adder` and `msgbench adder`, and
-//! their range checks (which exit 1 with a one-line error naming the option).
+//! Options shared by `dev-adder`, `client-adder` and `msgbench adder`:
+//! their value parsers (a refused value is a one-line usage error naming
+//! the option, exit 2) and the range checks that need two options (exit 1,
+//! one line naming the option).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ pub struct Common {
         default_value = "shm",
         help = format!("Transport: {} (--help describes them)", crate::cli::transport_help()),
         long_help = crate::cli::transport_long_help("Transport, one of:"),
+        value_parser = transport_name,
     )]
     pub transport: String,
     /// Endpoint namespace directory [default: $MSGBENCH_NS, else
@@ -34,8 +37,8 @@ pub struct Common {
     pub ns: Option<PathBuf>,
     /// Pin thread k to the k-th CPU of LIST (e.g. 0,1 or 0-3; cycles when
     /// there are more threads than CPUs). Verified with sched_getcpu.
-    #[arg(long = "cpus", value_name = "LIST")]
-    pub cpus: Option<String>,
+    #[arg(long = "cpus", value_name = "LIST", value_parser = crate::measure::placement::parse_cpus_arg)]
+    pub cpus: Option<CpuList>,
     /// Hybrid waiting: how long to spin before sleeping, in microseconds
     /// (0 to 1000000).
     #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
@@ -48,16 +51,12 @@ pub struct Common {
 }
 
 impl Common {
-    /// Checks -n, -i and --spin-us, and parses --cpus.
+    /// Checks -n, -i and --spin-us (clap's value parsers have checked
+    /// -t and --cpus), and gives the --cpus list (empty: threads float).
     pub fn validate(&self) -> Result<CpuList> {
         check_instances(self.n, self.i)?;
         crate::cli::check_spin_us(self.spin_us)?;
-        msgpass::transport::by_name(&self.transport)
-            .map_err(|e| anyhow::anyhow!("-t {}: {e}", self.transport))?;
-        match &self.cpus {
-            Some(l) => CpuList::parse(l).map_err(|e| anyhow::anyhow!("--cpus {l}: {e}")),
-            None => Ok(CpuList::default()),
-        }
+        Ok(self.cpus.clone().unwrap_or_default())
     }
 
     /// The API `--copy` asks for.
@@ -107,6 +106,13 @@ impl Api {
             Api::Copy => "copy",
         }
     }
+}
+
+/// Value parser of a `-t/--transport NAME` that takes one msgpass
+/// transport name or alias (msgpass's error lists the known ones).
+pub fn transport_name(name: &str) -> Result<String, msgpass::Error> {
+    msgpass::transport::by_name(name)?;
+    Ok(name.to_string())
 }
 
 /// Range checks for `-n` and `-i`.
@@ -233,6 +239,34 @@ mod tests {
             .to_string()
             .starts_with("-S 99"));
         assert!(check_samples(u32::MAX as u64 + 1).is_err());
+    }
+
+    #[test]
+    fn the_parser_refuses_an_unknown_transport_and_a_bad_cpu_list() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            c: Common,
+        }
+        let refused = |a: &[&str]| {
+            let e = Wrap::try_parse_from(std::iter::once("x").chain(a.iter().copied()))
+                .err()
+                .unwrap_or_else(|| panic!("{a:?} accepted"));
+            crate::cli::one_line(&e)
+        };
+        let e = refused(&["-t", "bogus"]);
+        assert!(
+            e.starts_with("--transport bogus: unknown transport \"bogus\" (known: shm, "),
+            "{e}"
+        );
+        let e = refused(&["--cpus", "4294967295"]);
+        assert!(e.starts_with("--cpus 4294967295: invalid CPU list"), "{e}");
+        let w = Wrap::try_parse_from(["x", "-t", "uds", "--cpus", "0,0"]).unwrap();
+        assert_eq!(
+            (w.c.transport.as_str(), w.c.validate().unwrap().0),
+            ("uds", vec![0, 0])
+        );
     }
 
     #[test]

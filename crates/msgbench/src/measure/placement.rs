@@ -12,7 +12,7 @@ pub enum PlacementError {
         /// The list as given.
         list: String,
         /// What is wrong with it.
-        reason: String,
+        reason: RangeError,
     },
     /// A CPU in the list is not online on this machine.
     #[error("CPU {cpu} does not exist or is offline (online: {online})")]
@@ -124,13 +124,39 @@ pub const MAX_CPU_ID: usize = oslayer::sched::MAX_CPUS - 1;
 /// repeats included).
 pub const MAX_LIST_LEN: usize = 4096;
 
+/// Why a list of numbers and ranges (`1,2,4-6`) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    /// Nothing but blanks.
+    #[error("empty")]
+    Empty,
+    /// A number above the list's maximum (kept as written: it may be
+    /// beyond `usize`).
+    #[error("{value} is above the maximum, {max}")]
+    AboveMax {
+        /// The number as written.
+        value: String,
+        /// The largest the list takes.
+        max: usize,
+    },
+    /// An entry that is not a number.
+    #[error("{0:?} is not a number")]
+    NotANumber(String),
+    /// `b-a` with `b > a`.
+    #[error("range {0}-{1} runs backwards")]
+    Backwards(usize, usize),
+    /// More than [`MAX_LIST_LEN`] entries once ranges are expanded.
+    #[error("longer than {MAX_LIST_LEN} entries")]
+    TooLong,
+}
+
 /// Parses a list of numbers and inclusive ranges, like `1,2,4-6`, keeping
 /// order and duplicates; every number must be at most `max` and the list
 /// at most [`MAX_LIST_LEN`] entries long. The error says what is wrong.
-pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, String> {
+pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, RangeError> {
     let mut out = Vec::new();
     if list.trim().is_empty() {
-        return Err("empty".into());
+        return Err(RangeError::Empty);
     }
     for part in list.split(',') {
         let part = part.trim();
@@ -138,11 +164,17 @@ pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, String> {
             let s = s.trim();
             match s.parse::<usize>() {
                 Ok(v) if v <= max => Ok(v),
-                Ok(v) => Err(format!("{v} is above the maximum, {max}")),
+                Ok(v) => Err(RangeError::AboveMax {
+                    value: v.to_string(),
+                    max,
+                }),
                 Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-                    Err(format!("{s} is above the maximum, {max}"))
+                    Err(RangeError::AboveMax {
+                        value: s.to_string(),
+                        max,
+                    })
                 }
-                Err(_) => Err(format!("{s:?} is not a number")),
+                Err(_) => Err(RangeError::NotANumber(s.to_string())),
             }
         };
         let (a, b) = match part.split_once('-') {
@@ -153,10 +185,10 @@ pub fn parse_ranges(list: &str, max: usize) -> Result<Vec<usize>, String> {
             }
         };
         if a > b {
-            return Err(format!("range {a}-{b} runs backwards"));
+            return Err(RangeError::Backwards(a, b));
         }
         if out.len() + (b - a) >= MAX_LIST_LEN {
-            return Err(format!("longer than {MAX_LIST_LEN} entries"));
+            return Err(RangeError::TooLong);
         }
         out.extend(a..=b);
     }
@@ -293,11 +325,32 @@ mod tests {
     fn bounds_the_length_of_a_list() {
         let long = ["0-1023"; 5].join(",");
         let e = parse_ranges(&long, 1023).unwrap_err();
-        assert!(e.contains("longer than 4096"), "{e}");
+        assert_eq!(e, RangeError::TooLong);
+        assert_eq!(e.to_string(), "longer than 4096 entries");
         let fits = ["0-1023"; 4].join(",");
         assert_eq!(parse_ranges(&fits, 1023).unwrap().len(), MAX_LIST_LEN);
-        assert!(parse_ranges("0-5", 4).unwrap_err().contains("5 is above"));
-        assert!(parse_ranges("-1", 4).unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn range_errors_read_as_before() {
+        for (list, why) in [
+            (" ", "empty"),
+            ("0-5", "5 is above the maximum, 4"),
+            (
+                "99999999999999999999999",
+                "99999999999999999999999 is above the maximum, 4",
+            ),
+            ("-1", "\"\" is not a number"),
+            ("1,x", "\"x\" is not a number"),
+            ("3-1", "range 3-1 runs backwards"),
+        ] {
+            assert_eq!(
+                parse_ranges(list, 4).unwrap_err().to_string(),
+                why,
+                "{list}"
+            );
+        }
+        assert_eq!(parse_ranges("1,3-4", 4).unwrap(), [1, 3, 4]);
     }
 
     #[test]

@@ -28,8 +28,13 @@ pub struct SchedArgs {
     /// Run every measuring thread at SCHED_FIFO priority PRIO (1-99); needs
     /// CAP_SYS_NICE. Spinning transports are skipped at real-time priority
     /// (a spinning real-time thread never yields its CPU).
-    #[arg(long = "fifo", value_name = "PRIO", allow_hyphen_values = true)]
-    pub fifo: Option<String>,
+    #[arg(
+        long = "fifo",
+        value_name = "PRIO",
+        allow_hyphen_values = true,
+        value_parser = parse_prio
+    )]
+    pub fifo: Option<u8>,
     /// Lock all current and future memory (mlockall), so no page fault or
     /// swap-in lands in a measurement.
     #[arg(long = "mlock")]
@@ -37,8 +42,13 @@ pub struct SchedArgs {
     /// Hold a PM-QoS CPU latency request of US microseconds (write it to
     /// /dev/cpu_dma_latency and keep the file open while running); 0 keeps
     /// idle CPUs out of deep idle states.
-    #[arg(long = "dma-latency", value_name = "US", allow_hyphen_values = true)]
-    pub dma_latency: Option<String>,
+    #[arg(
+        long = "dma-latency",
+        value_name = "US",
+        allow_hyphen_values = true,
+        value_parser = parse_dma_latency
+    )]
+    pub dma_latency: Option<u32>,
 }
 
 /// What the scheduling options put in place, as stored with results.
@@ -81,35 +91,20 @@ impl Drop for Applied {
 }
 
 impl SchedArgs {
-    /// Checks the values without applying anything.
-    pub fn parse(&self) -> Result<Controls> {
-        let fifo_priority = match &self.fifo {
-            None => None,
-            Some(v) => Some(parse_prio(v).map_err(|e| anyhow!("--fifo {v}: {e}"))?),
-        };
-        let dma_latency_us = match &self.dma_latency {
-            None => None,
-            Some(v) => Some(
-                v.trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|&us| us <= i32::MAX as u32)
-                    .ok_or_else(|| {
-                        anyhow!("--dma-latency {v}: expected whole microseconds, 0 or more")
-                    })?,
-            ),
-        };
-        Ok(Controls {
-            fifo_priority,
+    /// What the options ask for, without applying anything (clap's value
+    /// parsers have checked every value).
+    pub fn parse(&self) -> Controls {
+        Controls {
+            fifo_priority: self.fifo,
             mlocked: self.mlock,
-            dma_latency_us,
-        })
+            dma_latency_us: self.dma_latency,
+        }
     }
 
     /// Applies the options to this process (see the module docs). Errors
     /// name the option and say what is missing.
     pub fn apply(&self) -> Result<Applied> {
-        let want = self.parse()?;
+        let want = self.parse();
         if want.mlocked {
             mlock_all()?;
         }
@@ -127,12 +122,34 @@ impl SchedArgs {
     }
 }
 
-/// A SCHED_FIFO priority: 1 to 99.
-fn parse_prio(v: &str) -> std::result::Result<u8, &'static str> {
+/// Why a scheduling option's value was refused (clap prints it after
+/// `--option value: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedValueError {
+    /// `--fifo`: not 1 to 99.
+    #[error("expected a SCHED_FIFO priority from 1 to 99")]
+    Priority,
+    /// `--dma-latency`: not a whole number of microseconds that fits
+    /// the kernel's 32-bit signed request.
+    #[error("expected whole microseconds, 0 or more")]
+    Latency,
+}
+
+/// Value parser of `--fifo`: a SCHED_FIFO priority, 1 to 99.
+pub fn parse_prio(v: &str) -> std::result::Result<u8, SchedValueError> {
     match v.trim().parse::<u8>() {
         Ok(p) if (1..=99).contains(&p) => Ok(p),
-        _ => Err("expected a SCHED_FIFO priority from 1 to 99"),
+        _ => Err(SchedValueError::Priority),
     }
+}
+
+/// Value parser of `--dma-latency`: microseconds, 0 to `i32::MAX`.
+pub fn parse_dma_latency(v: &str) -> std::result::Result<u32, SchedValueError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|&us| us <= i32::MAX as u32)
+        .ok_or(SchedValueError::Latency)
 }
 
 /// Locks all current and future memory of the process
@@ -210,34 +227,45 @@ pub fn current_fifo_priority() -> Option<u8> {
 mod tests {
     use super::*;
 
-    fn args(fifo: Option<&str>, dma: Option<&str>) -> SchedArgs {
-        SchedArgs {
-            fifo: fifo.map(str::to_string),
-            mlock: false,
-            dma_latency: dma.map(str::to_string),
-        }
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sched: SchedArgs,
+    }
+
+    fn args(a: &[&str]) -> std::result::Result<SchedArgs, String> {
+        use clap::Parser;
+        Cli::try_parse_from(std::iter::once("x").chain(a.iter().copied()))
+            .map(|c| c.sched)
+            .map_err(|e| crate::cli::one_line(&e))
     }
 
     #[test]
     fn priorities_and_latencies_parse() {
-        let c = args(Some("80"), Some("0")).parse().unwrap();
+        let c = args(&["--fifo", "80", "--dma-latency", "0"])
+            .unwrap()
+            .parse();
         assert_eq!(c.fifo_priority, Some(80));
         assert_eq!(c.dma_latency_us, Some(0));
-        assert_eq!(args(None, None).parse().unwrap(), Controls::default());
+        assert_eq!(args(&[]).unwrap().parse(), Controls::default());
     }
 
     #[test]
-    fn bad_values_name_the_option() {
-        for (f, d, opt) in [
-            (Some("0"), None, "--fifo 0"),
-            (Some("100"), None, "--fifo 100"),
-            (Some("x"), None, "--fifo x"),
-            (None, Some("-1"), "--dma-latency -1"),
-            (None, Some("1.5"), "--dma-latency 1.5"),
+    fn bad_values_are_refused_by_the_parser_naming_the_option() {
+        let prio = "expected a SCHED_FIFO priority from 1 to 99";
+        let us = "expected whole microseconds, 0 or more";
+        for (a, want) in [
+            (["--fifo", "0"], format!("--fifo 0: {prio}")),
+            (["--fifo", "100"], format!("--fifo 100: {prio}")),
+            (["--fifo", "x"], format!("--fifo x: {prio}")),
+            (["--dma-latency", "-1"], format!("--dma-latency -1: {us}")),
+            (["--dma-latency", "1.5"], format!("--dma-latency 1.5: {us}")),
+            (
+                ["--dma-latency", "2147483648"],
+                format!("--dma-latency 2147483648: {us}"),
+            ),
         ] {
-            let e = args(f, d).parse().unwrap_err().to_string();
-            assert!(e.starts_with(opt), "{e}");
-            assert!(!e.contains('\n'), "{e}");
+            assert_eq!(args(&a).err().as_deref(), Some(want.as_str()), "{a:?}");
         }
     }
 }

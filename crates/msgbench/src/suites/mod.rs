@@ -5,6 +5,7 @@
 //! into text. [`execute`] is that pipeline, once for every suite.
 
 pub mod adder;
+pub mod args;
 pub mod broker;
 pub mod floor;
 pub mod ipc;

@@ -1,8 +1,6 @@
 //! Option parsers more than one suite uses, each failing in one line that
 //! names the option.
 
-use anyhow::{anyhow, bail, Result};
-
 use crate::measure::placement::{CpuList, CpuSet, PlacementError};
 
 /// Why a value on the command line was refused. clap puts the option and
@@ -33,17 +31,8 @@ pub enum ValueError {
     Cpus(#[from] PlacementError),
 }
 
-/// Value parser of `-r/--repeats` for the suites that take up to 100 runs.
-pub fn repeats_to_100(s: &str) -> Result<usize, ValueError> {
-    repeats_to(s, 100)
-}
-
-/// Value parser of `-r/--repeats` for the suites that take up to 1000 runs.
-pub fn repeats_to_1000(s: &str) -> Result<usize, ValueError> {
-    repeats_to(s, 1000)
-}
-
-fn repeats_to(s: &str, max: usize) -> Result<usize, ValueError> {
+/// `-r/--repeats`: a whole number of runs from 1 to `max`.
+pub fn repeats_to(s: &str, max: usize) -> Result<usize, ValueError> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(ValueError::Repeats { max }),
@@ -72,18 +61,27 @@ pub fn cpu_list(s: &str) -> Result<CpuList, ValueError> {
     Ok(CpuList::parse(s)?)
 }
 
-/// `-t/--transport LIST`: msgpass transport names (aliases accepted),
-/// checked against msgpass's table, duplicates dropped, order kept.
-pub fn transports(list: &str) -> Result<Vec<String>> {
+/// Why a `-t/--transport` list was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// An empty name between commas.
+    #[error("empty name (known: {})", msgpass::transport::NAMES.join(", "))]
+    Empty,
+    /// A name msgpass does not know (its error lists the known ones).
+    #[error(transparent)]
+    Unknown(#[from] msgpass::Error),
+}
+
+/// Value parser of `-t/--transport LIST`: msgpass transport names
+/// (aliases accepted), checked against msgpass's table, duplicates
+/// dropped, order kept.
+pub fn transports(list: &str) -> Result<Vec<String>, TransportError> {
     let mut out: Vec<String> = Vec::new();
     for t in list.split(',').map(str::trim) {
         if t.is_empty() {
-            bail!(
-                "--transport {list}: empty name (known: {})",
-                msgpass::transport::NAMES.join(", ")
-            );
+            return Err(TransportError::Empty);
         }
-        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
+        msgpass::transport::by_name(t)?;
         if !out.iter().any(|o| o == t) {
             out.push(t.to_string());
         }
@@ -99,19 +97,17 @@ mod tests {
     fn transports_are_checked_and_deduplicated() {
         assert_eq!(transports("uds, shm,uds").unwrap(), ["uds", "shm"]);
         let e = transports("uds,nope").unwrap_err().to_string();
-        assert!(e.starts_with("--transport nope:"), "{e}");
-        assert!(transports("uds,,shm")
-            .unwrap_err()
-            .to_string()
-            .contains("empty name"));
+        assert!(e.starts_with("unknown transport \"nope\" (known: "), "{e}");
+        let e = transports("uds,,shm").unwrap_err().to_string();
+        assert!(e.starts_with("empty name (known: shm, "), "{e}");
     }
 
     #[test]
     fn repeats_are_bounded() {
-        assert_eq!(repeats_to_100("3").unwrap(), 3);
-        assert_eq!(repeats_to_1000("1000").unwrap(), 1000);
+        assert_eq!(repeats_to("3", 100).unwrap(), 3);
+        assert_eq!(repeats_to("1000", 1000).unwrap(), 1000);
         for bad in ["0", "101", "x", "-1", ""] {
-            let e = repeats_to_100(bad).unwrap_err().to_string();
+            let e = repeats_to(bad, 100).unwrap_err().to_string();
             assert_eq!(e, "must be a whole number of runs, 1 to 100", "{bad}");
         }
     }

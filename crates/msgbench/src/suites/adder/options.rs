@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::devctl::options::{check_samples, Api};
+use crate::devctl::options::{check_samples, transport_name, Api};
 use crate::devctl::MAX_INSTANCES;
 use crate::measure::placement::{self, CpuList};
 use crate::measure::sched::SchedArgs;
@@ -96,15 +96,16 @@ impl Placement {
 pub struct AdderArgs {
     /// Thread counts X to run, e.g. 1,2,4 or 1-6 (1 to 128; 1 to 64 with
     /// pool mode) [default: 1 to CPUs+2, within those bounds].
-    #[arg(long = "threads", value_name = "LIST")]
-    pub threads: Option<String>,
+    #[arg(long = "threads", value_name = "LIST", value_parser = parse_threads)]
+    pub threads: Option<std::vec::Vec<u32>>,
     /// Transports, comma-separated; one table each.
     #[arg(
         short = 't',
         long = "transport",
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "shm"
+        default_value = "shm",
+        value_parser = transport_name
     )]
     pub transports: Vec<String>,
     /// Round trips per thread for every row [default: picked so a row takes about --row-secs].
@@ -142,12 +143,20 @@ pub struct AdderArgs {
     #[arg(long = "placement", value_name = "LIST", value_delimiter = ',')]
     pub placements: Vec<Placement>,
     /// Pin client thread k to the k-th CPU of LIST (pinned rows).
-    #[arg(long = "client-cpus", value_name = "LIST")]
-    pub client_cpus: Option<String>,
+    #[arg(
+        long = "client-cpus",
+        value_name = "LIST",
+        value_parser = placement::parse_cpus_arg
+    )]
+    pub client_cpus: Option<CpuList>,
     /// Pin server instance (or pool thread) k to the k-th CPU of LIST
     /// (pinned rows).
-    #[arg(long = "server-cpus", value_name = "LIST")]
-    pub server_cpus: Option<String>,
+    #[arg(
+        long = "server-cpus",
+        value_name = "LIST",
+        value_parser = placement::parse_cpus_arg
+    )]
+    pub server_cpus: Option<CpuList>,
     /// Namespace under which a private run directory is made.
     #[arg(long = "ns", value_name = "DIR")]
     pub ns: Option<PathBuf>,
@@ -347,22 +356,40 @@ fn modes(given: &[Mode]) -> Result<Vec<Mode>> {
 /// The largest pool `dev-adder --pool` serves from.
 const MAX_POOL: u32 = msgpass::pool::MAX_THREADS as u32;
 
-/// `--threads`: a list of counts from 1 to [`MAX_INSTANCES`], and to
-/// [`MAX_POOL`] when `modes` has a pool; by default 1 to CPUs+2 within
-/// those bounds.
-fn threads(list: Option<&str>, modes: &[Mode]) -> Result<Vec<u32>> {
+/// Why a `--threads` list was refused (clap prints it after
+/// `--threads LIST: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThreadsError {
+    /// Not a list of numbers and ranges up to [`MAX_INSTANCES`].
+    #[error(transparent)]
+    List(#[from] placement::RangeError),
+    /// A count of 0.
+    #[error("thread counts must be between 1 and {MAX_INSTANCES}")]
+    Zero,
+}
+
+/// Value parser of `--threads`: counts from 1 to [`MAX_INSTANCES`],
+/// ranges allowed, in the order given.
+fn parse_threads(list: &str) -> Result<Vec<u32>, ThreadsError> {
+    let threads = placement::parse_ranges(list, MAX_INSTANCES as usize)?;
+    if threads.contains(&0) {
+        return Err(ThreadsError::Zero);
+    }
+    Ok(threads.into_iter().map(|x| x as u32).collect())
+}
+
+/// `--threads`, by default 1 to CPUs+2 within [`MAX_INSTANCES`], and
+/// within [`MAX_POOL`] when `modes` has a pool.
+fn threads(given: Option<&[u32]>, modes: &[Mode]) -> Result<Vec<u32>> {
     let pool = modes.contains(&Mode::Pool);
-    let threads: Vec<u32> = match list {
-        Some(l) => placement::parse_ranges(l, MAX_INSTANCES as usize)
-            .map_err(|e| anyhow!("--threads {l}: {e}"))?
-            .into_iter()
-            .map(|x| x as u32)
-            .collect(),
+    let threads: Vec<u32> = match given {
+        Some(l) => l.to_vec(),
         None => {
             let max = if pool { MAX_POOL } else { MAX_INSTANCES };
             (1..=(placement::cpu_count() as u32 + 2).min(max)).collect()
         }
     };
+    // Again for options built in code (the tour's), which clap has not seen.
     if let Some(x) = threads.iter().find(|x| !(1..=MAX_INSTANCES).contains(*x)) {
         bail!("--threads {x}: thread counts must be between 1 and {MAX_INSTANCES}");
     }
@@ -388,10 +415,7 @@ fn check_transports(args: &AdderArgs) -> Result<()> {
     if args.transports.is_empty() {
         bail!("--transport: give at least one transport");
     }
-    for t in &args.transports {
-        msgpass::transport::by_name(t).map_err(|e| anyhow!("--transport {t}: {e}"))?;
-    }
-    if args.sched.parse()?.fifo_priority.is_some() {
+    if args.sched.parse().fifo_priority.is_some() {
         if let Some(t) = args.transports.iter().find(|t| spins(t)) {
             bail!(
                 "--fifo: transport {t} spins, and a spinning real-time thread never yields \
@@ -429,13 +453,8 @@ fn check_secs(args: &AdderArgs) -> Result<()> {
 /// the pinned rows' client and server CPUs (one pair per online CPU when
 /// neither list is given).
 fn placements(args: &AdderArgs) -> Result<(Vec<Placement>, Vec<usize>, Vec<usize>)> {
-    let cpus = |flag: &str, l: &Option<String>| -> Result<Option<CpuList>> {
-        l.as_ref()
-            .map(|l| CpuList::parse(l).map_err(|e| anyhow!("{flag} {l}: {e}")))
-            .transpose()
-    };
-    let client = cpus("--client-cpus", &args.client_cpus)?;
-    let server = cpus("--server-cpus", &args.server_cpus)?;
+    let client = args.client_cpus.clone();
+    let server = args.server_cpus.clone();
     let given = client.is_some() || server.is_some();
     let placements = match (&args.placements[..], given) {
         ([], true) => vec![Placement::Pinned],
@@ -551,6 +570,53 @@ mod tests {
         .expect_err("refused")
         .to_string();
         assert!(e.starts_with("--modes: give at least one"), "{e}");
+    }
+
+    #[test]
+    fn the_parser_refuses_bad_threads_transports_and_cpus_naming_them() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: AdderArgs,
+        }
+        let refused = |a: &[&str]| {
+            let e = Wrap::try_parse_from(std::iter::once("adder").chain(a.iter().copied()))
+                .err()
+                .unwrap_or_else(|| panic!("{a:?} accepted"));
+            crate::cli::one_line(&e)
+        };
+        for (a, want) in [
+            (
+                &["--threads", "0"][..],
+                "--threads 0: thread counts must be between 1 and 128",
+            ),
+            (
+                &["--threads", "2,0"],
+                "--threads 2,0: thread counts must be between 1 and 128",
+            ),
+            (
+                &["--threads", "1-129"],
+                "--threads 1-129: 129 is above the maximum, 128",
+            ),
+            (&["--threads", "x"], "--threads x: \"x\" is not a number"),
+            (
+                &["-t", "uds,nope"],
+                "--transport nope: unknown transport \"nope\"",
+            ),
+            (
+                &["--client-cpus", "4294967295"],
+                "--client-cpus 4294967295: invalid CPU list",
+            ),
+            (&["--server-cpus", "x"], "--server-cpus x: invalid CPU list"),
+        ] {
+            let e = refused(a);
+            assert!(e.starts_with(want), "{a:?}: {e}");
+        }
+        assert_eq!(
+            args(&["--threads", "3,1-2"]).threads.as_deref(),
+            Some(&[3, 1, 2][..])
+        );
     }
 
     #[test]

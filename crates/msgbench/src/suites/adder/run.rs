@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn failed_rows_are_counted_and_an_interruption_is_noted() {
         let args = crate::suites::adder::AdderArgs {
-            threads: Some("1,2".into()),
+            threads: Some(vec![1, 2]),
             ..Default::default()
         };
         let plan = crate::suites::adder::options::plan(&args).expect("plan");

@@ -1,10 +1,11 @@
 //! The command line of `msgbench broker` and its checked form, the plan:
 //! every bad option fails here in one line naming it, before any process
-//! is started.
+//! is started (a value its clap value parser refuses with exit status 2,
+//! what two options decide together with 1).
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 
@@ -12,7 +13,9 @@ use super::dbus::library::{self, DbusLib};
 use super::proto::MAX_INTS;
 use crate::measure::placement::{format_list, online_cpus, CpuSet};
 use crate::measure::sched::SchedArgs;
-use crate::suites::{parse, OutputArgs};
+use crate::suites::args::{Cpus, CpusSpec, Repeats, RepeatsSpec, Seconds, SecondsSpec};
+use crate::suites::parse::{self, ValueError};
+use crate::suites::OutputArgs;
 
 /// `numInts` of a default run: one integer, the study's 1 KB case, 16 KB.
 pub const INTS: [u32; 3] = [1, 256, 4096];
@@ -108,6 +111,33 @@ impl Via {
     }
 }
 
+/// What broker's shared options mean: `--seconds`, `--cpus` (a set) and
+/// `-r/--repeats`, whose defaults depend on `--quick` (the plan's).
+#[derive(Debug, Clone)]
+pub struct BrokerSpec;
+
+impl SecondsSpec for BrokerSpec {
+    const HELP: &'static str = "Seconds of calls per measurement [default: 1; --quick: 0.25]";
+}
+
+impl CpusSpec for BrokerSpec {
+    type Cpus = CpuSet;
+    const HELP: &'static str = "CPUs every process of the run (clients, brokers, daemons, \
+        services) may run on [default: the first online CPU, as on the study's single-core \
+        BeagleBoard; e.g. 0-1 spreads them, and then cross-CPU wake-ups, which a VM's host \
+        placement can make 10x dearer, weigh on every leg]";
+    fn parse(list: &str) -> std::result::Result<CpuSet, ValueError> {
+        parse::cpu_set(list)
+    }
+}
+
+impl RepeatsSpec for BrokerSpec {
+    const HELP: &'static str =
+        "Runs of the whole sweep, interleaved; each figure is the median [default: 3; --quick: 1]";
+    const DEFAULT: Option<&'static str> = None;
+    const MAX: usize = 100;
+}
+
 /// Options of `msgbench broker`.
 #[derive(Debug, Clone, Args)]
 pub struct BrokerArgs {
@@ -117,25 +147,35 @@ pub struct BrokerArgs {
     pub quick: bool,
     /// Arrangements: a list of direct, broker, broker-validate, dbus-p2p,
     /// dbus-daemon, dbus-broker, or all [default: all].
-    #[arg(long = "via", value_name = "LIST")]
-    pub via: Option<String>,
+    #[arg(long = "via", value_name = "LIST", value_parser = parse_vias)]
+    pub via: Option<std::vec::Vec<Via>>,
     /// msgpass transports of the direct and broker arrangements
     /// [default: uds,shm].
-    #[arg(short = 't', long = "transport", value_name = "LIST")]
-    pub transports: Option<String>,
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "LIST",
+        value_parser = parse::transports
+    )]
+    pub transports: Option<std::vec::Vec<String>>,
     /// D-Bus libraries of the dbus-p2p, dbus-daemon and dbus-broker
     /// arrangements (client and service on the same one): a list of
     /// libdbus, sd-bus, zbus, or all [default: all; every one built in is
     /// measured, one that is not is a skipped row with its install line].
-    #[arg(long = "dbus-lib", value_name = "LIST")]
-    pub dbus_libs: Option<String>,
+    #[arg(long = "dbus-lib", value_name = "LIST", value_parser = library::parse_list)]
+    pub dbus_libs: Option<std::vec::Vec<DbusLib>>,
     /// numInts of the calls, a list [default: 1,256,4096; --quick: 1].
-    #[arg(long = "ints", value_name = "LIST")]
-    pub ints: Option<String>,
+    #[arg(long = "ints", value_name = "LIST", value_parser = parse_ints)]
+    pub ints: Option<std::vec::Vec<u32>>,
     /// Clients calling at once, each its own service, so the brokers
     /// route concurrent calls [default: 1; with --inject-fault: 3].
-    #[arg(long = "clients", value_name = "N", allow_hyphen_values = true)]
-    pub clients: Option<String>,
+    #[arg(
+        long = "clients",
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = parse_clients
+    )]
+    pub clients: Option<usize>,
     /// How long the msgbench broker lets a service take over a call
     /// before it answers the caller ETIMEDOUT (and drops the late result),
     /// so that a silent service never holds its callers for ever; e.g.
@@ -149,36 +189,15 @@ pub struct BrokerArgs {
     /// run without the fault. Needs 2 or more --clients.
     #[arg(long = "inject-fault", value_name = "FAULT")]
     pub inject_fault: Option<Fault>,
-    /// Seconds of calls per measurement [default: 1; --quick: 0.25].
-    #[arg(
-        long = "seconds",
-        value_name = "SECS",
-        allow_hyphen_values = true,
-        value_parser = parse::seconds_to_600
-    )]
-    pub seconds: Option<f64>,
-    /// CPUs every process of the run (clients, brokers, daemons,
-    /// services) may run on [default: the first online CPU, as on the
-    /// study's single-core BeagleBoard; e.g. 0-1 spreads them, and then
-    /// cross-CPU wake-ups, which a VM's host placement can make 10x
-    /// dearer, weigh on every leg].
-    #[arg(
-        long = "cpus",
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        value_parser = parse::cpu_set
-    )]
-    pub cpus: Option<CpuSet>,
-    /// Runs of the whole sweep, interleaved; each figure is the median
-    /// [default: 3; --quick: 1].
-    #[arg(
-        short = 'r',
-        long = "repeats",
-        value_name = "N",
-        allow_hyphen_values = true,
-        value_parser = parse::repeats_to_100
-    )]
-    pub repeats: Option<usize>,
+    /// --seconds: the length of a measurement.
+    #[command(flatten)]
+    pub seconds: Seconds<BrokerSpec>,
+    /// --cpus: the CPUs of every process of the run.
+    #[command(flatten)]
+    pub cpus: Cpus<BrokerSpec>,
+    /// -r/--repeats: runs of the whole sweep.
+    #[command(flatten)]
+    pub repeats: Repeats<BrokerSpec>,
     /// Scheduling controls, inherited by every process started: --fifo,
     /// --mlock, --dma-latency.
     #[command(flatten)]
@@ -247,13 +266,12 @@ impl BrokerPlan {
 
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
-    args.sched.parse()?;
     let q = args.quick;
-    let vias = vias(args.via.as_deref())?;
+    let vias = args.via.clone().unwrap_or_else(|| Via::ALL.to_vec());
     let fault = args.inject_fault;
     Ok(BrokerPlan {
         quick: q,
-        clients: clients(args.clients.as_deref(), fault)?,
+        clients: clients(args.clients, fault)?,
         call_timeout: call_timeout(args.call_timeout)?,
         fault: match fault {
             Some(f) if !vias.iter().any(|v| v.via_broker()) => bail!(
@@ -264,31 +282,51 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
         },
         vias,
         transports: match &args.transports {
-            Some(l) => parse::transports(l)?,
+            Some(l) => l.clone(),
             None => TRANSPORTS.map(String::from).to_vec(),
         },
-        dbus_libs: library::parse_list(args.dbus_libs.as_deref()).map_err(|e| anyhow!(e))?,
-        ints: ints(args.ints.as_deref(), q)?,
-        seconds: args
-            .seconds
-            .unwrap_or(if q { QUICK_SECONDS } else { SECONDS }),
-        cpus: match &args.cpus {
+        dbus_libs: args
+            .dbus_libs
+            .clone()
+            .unwrap_or_else(|| DbusLib::ALL.to_vec()),
+        ints: match &args.ints {
+            Some(l) => l.clone(),
+            None if q => vec![1],
+            None => INTS.to_vec(),
+        },
+        seconds: args.seconds.or(if q { QUICK_SECONDS } else { SECONDS }),
+        cpus: match args.cpus.given() {
             Some(set) => set.0.clone(),
             None => online_cpus().into_iter().take(1).collect(),
         },
-        repeats: args.repeats.unwrap_or(if q { 1 } else { REPEATS }),
+        repeats: args.repeats.or(if q { 1 } else { REPEATS }),
     })
 }
 
-fn vias(list: Option<&str>) -> Result<Vec<Via>> {
-    let Some(list) = list.filter(|l| l.trim() != "all") else {
+/// Why a value of a broker option was refused (clap prints it after
+/// `--option value: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadValue {
+    /// A `--via` entry that names no arrangement.
+    #[error("unknown arrangement `{0}` (direct, broker, broker-validate, dbus-p2p, dbus-daemon, dbus-broker, all)")]
+    Via(String),
+    /// An `--ints` entry out of range.
+    #[error("`{0}` is not a number of integers from 0 to {MAX_INTS}")]
+    Ints(String),
+    /// `--clients` out of range.
+    #[error("must be a whole number of clients, 1 to {MAX_CLIENTS}")]
+    Clients,
+}
+
+/// Value parser of `--via`: arrangements in table order, each once
+/// (`all`: every one).
+fn parse_vias(list: &str) -> Result<Vec<Via>, BadValue> {
+    if list.trim() == "all" {
         return Ok(Via::ALL.to_vec());
-    };
+    }
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
-        let v = Via::parse(name).ok_or_else(|| {
-            anyhow!("--via {list}: unknown arrangement `{name}` (direct, broker, broker-validate, dbus-p2p, dbus-daemon, dbus-broker, all)")
-        })?;
+        let v = Via::parse(name).ok_or_else(|| BadValue::Via(name.to_string()))?;
         if !out.contains(&v) {
             out.push(v);
         }
@@ -297,15 +335,13 @@ fn vias(list: Option<&str>) -> Result<Vec<Via>> {
     Ok(out)
 }
 
-fn ints(list: Option<&str>, quick: bool) -> Result<Vec<u32>> {
-    let Some(list) = list else {
-        return Ok(if quick { vec![1] } else { INTS.to_vec() });
-    };
+/// Value parser of `--ints`: numInts values, ascending, each once.
+fn parse_ints(list: &str) -> Result<Vec<u32>, BadValue> {
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim) {
         match s.parse::<u32>() {
             Ok(n) if n <= MAX_INTS => out.push(n),
-            _ => bail!("--ints {list}: `{s}` is not a number of integers from 0 to {MAX_INTS}"),
+            _ => return Err(BadValue::Ints(s.to_string())),
         }
     }
     out.sort_unstable();
@@ -313,17 +349,22 @@ fn ints(list: Option<&str>, quick: bool) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-fn clients(s: Option<&str>, fault: Option<Fault>) -> Result<usize> {
-    let Some(s) = s else {
+/// Value parser of `--clients`: 1 to [`MAX_CLIENTS`].
+fn parse_clients(s: &str) -> Result<usize, BadValue> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => Ok(n),
+        _ => Err(BadValue::Clients),
+    }
+}
+
+/// `--clients`, or its default; `--inject-fault` needs 2 or more.
+fn clients(n: Option<usize>, fault: Option<Fault>) -> Result<usize> {
+    let Some(n) = n else {
         return Ok(if fault.is_some() { FAULT_CLIENTS } else { 1 });
-    };
-    let n = match s.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_CLIENTS).contains(&n) => n,
-        _ => bail!("--clients {s}: must be a whole number of clients, 1 to {MAX_CLIENTS}"),
     };
     match fault {
         Some(f) if n < 2 => bail!(
-            "--clients {s}: --inject-fault {} needs 2 or more clients (the others are what it shows)",
+            "--clients {n}: --inject-fault {} needs 2 or more clients (the others are what it shows)",
             f.name()
         ),
         _ => Ok(n),
@@ -344,6 +385,7 @@ fn call_timeout(t: Option<Duration>) -> Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::anyhow;
     use clap::Parser;
 
     #[derive(Parser)]

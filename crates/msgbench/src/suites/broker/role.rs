@@ -20,7 +20,7 @@ use clap::{Args, Subcommand};
 use msgpass::{Namespace, Options};
 
 use super::client::{self, Caller, MsgpassCaller};
-use super::dbus;
+use super::dbus::{self, library::DbusLib};
 use super::router::{self, Router};
 use super::service;
 use crate::measure::peers;
@@ -60,8 +60,8 @@ pub struct Reach {
     #[arg(long = "dbus-p2p", value_name = "PATH")]
     pub dbus_p2p: Option<PathBuf>,
     /// The D-Bus library (libdbus, sd-bus, zbus) [default: zbus].
-    #[arg(long = "dbus-lib", value_name = "NAME")]
-    pub dbus_lib: Option<String>,
+    #[arg(long = "dbus-lib", value_name = "NAME", value_parser = dbus::library::of_peer)]
+    pub dbus_lib: Option<DbusLib>,
 }
 
 /// The way a peer was told to meet the others.
@@ -71,6 +71,11 @@ enum Meet {
 }
 
 impl Reach {
+    /// The D-Bus library it was told, zbus when none.
+    fn lib(&self) -> DbusLib {
+        self.dbus_lib.unwrap_or(DbusLib::Zbus)
+    }
+
     fn meet(&self) -> Result<Meet> {
         match (&self.transport, &self.ns, &self.dbus_bus, &self.dbus_p2p) {
             (Some(t), Some(ns), None, None) => Ok(Meet::Msgpass {
@@ -178,9 +183,7 @@ fn serve(a: &ServiceArgs, stop: Arc<AtomicBool>) -> Result<()> {
             bail!("--hang-after: only a service attached to the broker (--via-broker) hangs")
         }
         Meet::Msgpass { ns, transport } => service::serve(&ns, &transport, a.index, &opts(), stop),
-        Meet::Dbus(target) => {
-            dbus::library::of_peer(a.reach.dbus_lib.as_deref())?.serve(&target, a.index, &stop)
-        }
+        Meet::Dbus(target) => a.reach.lib().serve(&target, a.index, &stop),
     }
 }
 
@@ -215,9 +218,7 @@ fn call(a: &ClientArgs) -> Result<()> {
                 &opts(),
             )?)
         }
-        Meet::Dbus(target) => {
-            dbus::library::of_peer(a.reach.dbus_lib.as_deref())?.connect(&target, a.destination)?
-        }
+        Meet::Dbus(target) => a.reach.lib().connect(&target, a.destination)?,
     };
     client::warm_up(&mut *caller, a.ints, a.warmup)?;
     let mut out = std::io::stdout().lock();

@@ -1,6 +1,6 @@
 //! The options of `msgbench floor` ([`FloorArgs`]) and their checked
-//! settings ([`FloorPlan`]): the CPU list, checked with one-line errors
-//! naming the option.
+//! settings ([`FloorPlan`]): the CPU list, checked by its value parser
+//! with a one-line error naming the option.
 
 use anyhow::Result;
 use clap::Args;
@@ -9,8 +9,21 @@ use serde::Serialize;
 use crate::measure::placement::CpuSet;
 use crate::measure::sched::SchedArgs;
 use crate::pingpong::floor::RUNS;
-use crate::suites::parse;
+use crate::suites::args::{Cpus, CpusSpec};
+use crate::suites::parse::{self, ValueError};
 use crate::suites::OutputArgs;
+
+/// What floor's `--cpus` (a set) means.
+#[derive(Debug, Clone)]
+pub struct FloorSpec;
+
+impl CpusSpec for FloorSpec {
+    type Cpus = CpuSet;
+    const HELP: &'static str = "CPUs to measure between, e.g. 0-3,6 [default: every online CPU]";
+    fn parse(list: &str) -> std::result::Result<CpuSet, ValueError> {
+        parse::cpu_set(list)
+    }
+}
 
 /// Options of `msgbench floor`.
 #[derive(Debug, Clone, Default, Args)]
@@ -18,14 +31,9 @@ pub struct FloorArgs {
     /// A short run (about a second), each figure over fewer round trips.
     #[arg(long = "quick")]
     pub quick: bool,
-    /// CPUs to measure between, e.g. 0-3,6 [default: every online CPU].
-    #[arg(
-        long = "cpus",
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        value_parser = parse::cpu_set
-    )]
-    pub cpus: Option<CpuSet>,
+    /// --cpus: the CPUs measured between.
+    #[command(flatten)]
+    pub cpus: Cpus<FloorSpec>,
     /// Scheduling controls: --fifo (spinning rows are then left out),
     /// --mlock, --dma-latency.
     #[command(flatten)]
@@ -49,10 +57,9 @@ pub struct FloorPlan {
 /// The checked settings of `args`: the scheduling controls and the CPU
 /// list.
 pub fn plan(args: &FloorArgs) -> Result<FloorPlan> {
-    args.sched.parse()?;
     Ok(FloorPlan {
         quick: args.quick,
-        cpus: CpuSet::or_online(args.cpus.as_ref()),
+        cpus: CpuSet::or_online(args.cpus.given()),
         runs_per_figure: RUNS,
     })
 }

@@ -1,12 +1,14 @@
-//! The options of `msgbench ipc`, checked into a [`Plan`]. Every value is
-//! parsed here (not by clap), so that every mistake is one line naming the
-//! option, exit status 1.
+//! The options of `msgbench ipc`, checked into a [`Plan`]. Each value is
+//! parsed by its clap value parser here (a refused one is a usage error:
+//! one line naming the option, exit status 2); what depends on several
+//! options (the clients the server can hold, the time budget) is checked
+//! by [`plan`], one line naming the option, exit status 1.
 
 use crate::suites::parse::ValueError;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 
@@ -15,6 +17,7 @@ use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
 use crate::results::table::Format;
+use crate::suites::args::{Repeats, RepeatsSpec};
 use crate::suites::OutputArgs;
 
 /// Largest `--window`.
@@ -36,6 +39,17 @@ const QUICK_BUDGET_SECS: f64 = 20.0;
 /// Shortest row length the budget may impose.
 const MIN_ROW_SECS: f64 = 0.02;
 
+/// What ipc's `-r/--repeats` means.
+#[derive(Debug, Clone)]
+pub struct IpcSpec;
+
+impl RepeatsSpec for IpcSpec {
+    const HELP: &'static str =
+        "Latency runs per row; the table shows the median of their p50s and their spread";
+    const DEFAULT: Option<&'static str> = Some("1");
+    const MAX: usize = 1000;
+}
+
 /// Options of `msgbench ipc`.
 #[derive(Debug, Clone, Args)]
 pub struct IpcArgs {
@@ -47,31 +61,48 @@ pub struct IpcArgs {
         long_help = crate::cli::transport_long_help(
             "Transports, comma-separated [default: every transport msgpass has]:"
         ),
+        value_parser = crate::suites::parse::transports
     )]
-    pub transports: Option<String>,
+    pub transports: Option<std::vec::Vec<String>>,
     /// Message sizes in bytes, comma-separated (0 to 16777216, 16 MiB)
     /// [default: 1,64,1024,4096,65536; with --quick: 1,4096].
-    #[arg(long = "sizes", value_name = "LIST", allow_hyphen_values = true)]
-    pub sizes: Option<String>,
+    #[arg(
+        long = "sizes",
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        value_parser = parse_sizes
+    )]
+    pub sizes: Option<std::vec::Vec<usize>>,
     /// Placements, comma-separated: same (client and server pinned to one
     /// CPU), cross (pinned to two CPUs).
-    #[arg(long = "placement", value_name = "LIST", default_value = "same,cross")]
-    pub placement: String,
+    #[arg(
+        long = "placement",
+        value_name = "LIST",
+        default_value = "same,cross",
+        value_parser = parse_placements
+    )]
+    pub placement: std::vec::Vec<Placement>,
     /// A short run: sizes 1,4096 and about 0.05 s per measured run.
     #[arg(long = "quick")]
     pub quick: bool,
     /// Target length of each measured run, seconds [default: 0.3, or less so that a run
     /// with many transports stays within about 150 s; with --quick: 0.05, within 20 s].
-    #[arg(long = "row-secs", value_name = "SECS", allow_hyphen_values = true)]
-    pub row_secs: Option<String>,
+    #[arg(
+        long = "row-secs",
+        value_name = "SECS",
+        allow_hyphen_values = true,
+        value_parser = parse_row_secs
+    )]
+    pub row_secs: Option<f64>,
     /// Hybrid waiting: spin budget in microseconds.
     #[arg(
         long = "spin-us",
         value_name = "US",
         default_value = "20",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = parse_spin_us
     )]
-    pub spin_us: String,
+    pub spin_us: u64,
     /// With --format table or markdown: also print the old ipc-bench
     /// study's results block (message count, total, average, minimum and
     /// maximum duration, standard deviation, message rate) for every row,
@@ -90,27 +121,34 @@ pub struct IpcArgs {
     /// Warm-up before each measured latency run, seconds (0: none; the
     /// latency run is then sized by time) [default: a fifth of a row, at
     /// least 50 round trips].
-    #[arg(long = "warmup", value_name = "SECS", allow_hyphen_values = true)]
-    pub warmup: Option<String>,
-    /// Latency runs per row; the table shows the median of their p50s and
-    /// their spread.
     #[arg(
-        short = 'r',
-        long = "repeats",
-        value_name = "N",
-        default_value = "1",
+        long = "warmup",
+        value_name = "SECS",
         allow_hyphen_values = true,
-        value_parser = crate::suites::parse::repeats_to_1000
+        value_parser = parse_secs
     )]
-    pub repeats: usize,
+    pub warmup: Option<f64>,
+    /// -r/--repeats: latency runs per row.
+    #[command(flatten)]
+    pub repeats: Repeats<IpcSpec>,
     /// Latency timing: per-message (a timestamp around each call:
     /// percentiles) or whole (no clock in the loop: the mean only).
-    #[arg(long = "timing", value_name = "MODE", default_value = "per-message")]
-    pub timing: String,
+    #[arg(
+        long = "timing",
+        value_name = "MODE",
+        default_value = "per-message",
+        value_parser = parse_timing
+    )]
+    pub timing: Timing,
     /// Open loop: send at a fixed schedule of R messages per second and
     /// measure latency from each message's intended send time.
-    #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
-    pub rate: Option<String>,
+    #[arg(
+        long = "rate",
+        value_name = "R",
+        allow_hyphen_values = true,
+        value_parser = parse_rate
+    )]
+    pub rate: Option<f64>,
     /// Throughput window: messages in flight (W-1 one-way messages, then a
     /// call that acknowledges them) where the transport has one-way
     /// messages; 1 = each message waits for its reply.
@@ -118,9 +156,10 @@ pub struct IpcArgs {
         long = "window",
         value_name = "N",
         default_value = "16",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = parse_window
     )]
-    pub window: String,
+    pub window: u32,
     /// Also measure the copying API (Connection::call, Request::reply:
     /// every byte transformed and checked), in rows next to the in-place
     /// ones (Connection::call_with, Request::reply_with), which are measured
@@ -136,8 +175,13 @@ pub struct IpcArgs {
     /// memory and descriptors per connection. A count the server cannot
     /// hold (RLIMIT_NOFILE, or the transport's own ceiling) is refused
     /// before anything runs.
-    #[arg(long = "idle-clients", value_name = "LIST", allow_hyphen_values = true)]
-    pub idle_clients: Option<String>,
+    #[arg(
+        long = "idle-clients",
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        value_parser = scale::idle_counts
+    )]
+    pub idle_clients: Option<std::vec::Vec<u32>>,
     /// Active clients on one server, comma-separated counts (e.g. 1,8,64)
     /// [default: none]: adds rows where that many client processes, pinned
     /// as the placement says (same: server and every client on one CPU;
@@ -146,12 +190,22 @@ pub struct IpcArgs {
     /// the aggregate rate, the median and worst of the clients' p50 and
     /// p99, and fairness (slowest client's rate / fastest's, and the
     /// coefficient of variation of the rates).
-    #[arg(long = "clients", value_name = "LIST", allow_hyphen_values = true)]
-    pub clients: Option<String>,
+    #[arg(
+        long = "clients",
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        value_parser = scale::client_counts
+    )]
+    pub clients: Option<std::vec::Vec<u32>>,
     /// Test hook: every row's server breaks one reply (corrupt,
     /// corrupt-body, stale, checksum, oneway) or stalls once (stall).
-    #[arg(long = "inject-fault", value_name = "KIND", hide = true)]
-    pub inject_fault: Option<String>,
+    #[arg(
+        long = "inject-fault",
+        value_name = "KIND",
+        hide = true,
+        value_parser = parse_fault
+    )]
+    pub inject_fault: Option<Fault>,
     /// --format (table, markdown, csv, json), --json FILE.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -291,31 +345,24 @@ pub enum NoCpus {
 
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &IpcArgs) -> Result<Plan> {
-    args.sched.parse()?;
     let transports = match &args.transports {
-        Some(l) => crate::suites::parse::transports(l)?,
+        Some(l) => l.clone(),
         None => msgpass::transport::NAMES
             .iter()
             .map(|s| s.to_string())
             .collect(),
     };
     let sizes = match &args.sizes {
-        Some(l) => parse_sizes(l).map_err(|e| anyhow!("--sizes {l}: {e}"))?,
+        Some(l) => l.clone(),
         None if args.quick => QUICK_SIZES.to_vec(),
         None => SIZES.to_vec(),
     };
-    let placements = parse_placements(&args.placement)
-        .map_err(|e| anyhow!("--placement {}: {e}", args.placement))?;
+    let placements = args.placement.clone();
     let apis = if args.copy { 2 } else { 1 };
     let rows = transports.len() * sizes.len() * placements.len() * apis;
     let (timing, rate) = timing_and_rate(args)?;
-    let idle_clients = scale::counts(
-        "--idle-clients",
-        args.idle_clients.as_deref(),
-        0,
-        scale::MAX_IDLE,
-    )?;
-    let clients = scale::counts("--clients", args.clients.as_deref(), 1, scale::MAX_CLIENTS)?;
+    let idle_clients = args.idle_clients.clone().unwrap_or_default();
+    let clients = args.clients.clone().unwrap_or_default();
     scale::check_fit(&transports, &idle_clients, &clients)?;
     // Every kind of row counts against the time budget.
     let rows = rows * (idle_clients.len().max(1) + clients.len());
@@ -323,23 +370,20 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         transports,
         sizes,
         placements,
-        row_secs: row_secs(args, rows)?,
-        spin_us: spin_us(&args.spin_us)?,
+        row_secs: row_secs(args, rows),
+        spin_us: args.spin_us,
         cpus: usable_cpus(),
         ns: args.ns.clone(),
         vs_floor: args.vs_floor,
         ipcbench_block: args.ipcbench_block,
         copy: args.copy,
         format: args.output.format,
-        fault: fault(args.inject_fault.as_deref())?,
-        warmup_secs: match &args.warmup {
-            None => None,
-            Some(s) => Some(parse_secs(s).map_err(|e| anyhow!("--warmup {s}: {e}"))?),
-        },
-        repeats: args.repeats,
+        fault: args.inject_fault,
+        warmup_secs: args.warmup,
+        repeats: args.repeats.or(1),
         timing,
         rate,
-        window: window(&args.window)?,
+        window: args.window,
         idle_clients,
         clients,
     })
@@ -347,71 +391,25 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
 
 /// `--row-secs`, or the default for `rows` rows: the target length cut
 /// so that the whole run fits its budget.
-fn row_secs(args: &IpcArgs, rows: usize) -> Result<f64> {
+fn row_secs(args: &IpcArgs, rows: usize) -> f64 {
     let rows = rows.max(1) as f64;
     let fit = |secs: f64, budget: f64| {
         let s = secs.min(budget / (rows * 2.5)).max(MIN_ROW_SECS);
         (s * 1000.0).floor() / 1000.0
     };
-    Ok(match &args.row_secs {
-        Some(s) => match s.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 && v <= 60.0 => v,
-            _ => bail!("--row-secs {s}: must be a number of seconds, more than 0 and at most 60"),
-        },
+    match args.row_secs {
+        Some(v) => v,
         None if args.quick => fit(QUICK_ROW_SECS, QUICK_BUDGET_SECS),
         None => fit(ROW_SECS, BUDGET_SECS),
-    })
-}
-
-/// `--spin-us`: microseconds, 0 to 1000000.
-fn spin_us(s: &str) -> Result<u64> {
-    match s.trim().parse::<u64>() {
-        Ok(us) if us <= 1_000_000 => Ok(us),
-        _ => bail!("--spin-us {s}: must be a whole number of microseconds, 0 to 1000000"),
     }
 }
 
-/// `--inject-fault`.
-fn fault(kind: Option<&str>) -> Result<Option<Fault>> {
-    Ok(match kind {
-        None => None,
-        Some("corrupt") => Some(Fault::Corrupt),
-        Some("corrupt-body") => Some(Fault::CorruptBody),
-        Some("stale") => Some(Fault::Stale),
-        Some("checksum") => Some(Fault::Checksum),
-        Some("stall") => Some(Fault::Stall),
-        Some("oneway") => Some(Fault::Oneway),
-        Some(f) => {
-            bail!(
-                "--inject-fault {f}: unknown fault (known: corrupt, corrupt-body, stale, checksum, oneway, stall)"
-            )
-        }
-    })
-}
-
-/// `--window`: 1 to [`MAX_WINDOW`] messages in flight.
-fn window(s: &str) -> Result<u32> {
-    match s.trim().parse::<u32>() {
-        Ok(n) if (1..=MAX_WINDOW).contains(&n) => Ok(n),
-        _ => bail!("--window {s}: must be a whole number of messages in flight, 1 to {MAX_WINDOW}"),
-    }
-}
-
-/// `--timing` and `--rate`, which needs per-message timing.
+/// `--rate`, which needs per-message timing.
 fn timing_and_rate(args: &IpcArgs) -> Result<(Timing, Option<f64>)> {
-    let timing = match args.timing.as_str() {
-        "per-message" => Timing::PerMessage,
-        "whole" => Timing::Whole,
-        t => bail!("--timing {t}: unknown timing (known: per-message, whole)"),
-    };
-    let rate = match &args.rate {
-        None => None,
-        Some(r) => Some(parse_rate(r).map_err(|e| anyhow!("--rate {r}: {e}"))?),
-    };
-    if rate.is_some() && timing == Timing::Whole {
+    if args.rate.is_some() && args.timing == Timing::Whole {
         bail!("--rate: needs --timing per-message (latency from each intended send time)");
     }
-    Ok((timing, rate))
+    Ok((args.timing, args.rate))
 }
 
 /// Parses a warm-up length: seconds, 0 to 60.
@@ -436,23 +434,51 @@ fn parse_rate(s: &str) -> Result<f64, ValueError> {
 /// failure (an abort, not an error).
 const MAX_SIZE: usize = 16 << 20;
 
+/// Why a value of an ipc option was refused (clap prints it after
+/// `--option value: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadValue {
+    /// A `--sizes` entry above [`MAX_SIZE`].
+    #[error("{0} bytes is above the maximum, {MAX_SIZE} (16 MiB)")]
+    SizeTooBig(String),
+    /// A `--sizes` entry that is not a whole number.
+    #[error("{0:?} is not a size in bytes (a whole number, 0 or more)")]
+    NotASize(String),
+    /// A `--placement` entry other than same and cross.
+    #[error("unknown placement {0:?} (known: same, cross)")]
+    Placement(String),
+    /// `--row-secs` out of range.
+    #[error("must be a number of seconds, more than 0 and at most 60")]
+    RowSecs,
+    /// `--spin-us` out of range.
+    #[error(
+        "must be a whole number of microseconds, 0 to {}",
+        crate::cli::MAX_SPIN_US
+    )]
+    SpinUs,
+    /// `--timing` other than per-message and whole.
+    #[error("unknown timing (known: per-message, whole)")]
+    Timing,
+    /// `--window` out of range.
+    #[error("must be a whole number of messages in flight, 1 to {MAX_WINDOW}")]
+    Window,
+    /// An unknown `--inject-fault`.
+    #[error("unknown fault (known: corrupt, corrupt-body, stale, checksum, oneway, stall)")]
+    Fault,
+}
+
 /// Parses `1,64,4096` (bytes, 0 to [`MAX_SIZE`]), keeping order, dropping
 /// repeats.
-fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
+fn parse_sizes(list: &str) -> Result<Vec<usize>, BadValue> {
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim) {
-        let too_big = || format!("{s} bytes is above the maximum, {MAX_SIZE} (16 MiB)");
         let v = match s.parse::<usize>() {
             Ok(v) if v <= MAX_SIZE => v,
-            Ok(_) => return Err(too_big()),
+            Ok(_) => return Err(BadValue::SizeTooBig(s.to_string())),
             Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(too_big())
+                return Err(BadValue::SizeTooBig(s.to_string()))
             }
-            Err(_) => {
-                return Err(format!(
-                    "{s:?} is not a size in bytes (a whole number, 0 or more)"
-                ))
-            }
+            Err(_) => return Err(BadValue::NotASize(s.to_string())),
         };
         if !out.contains(&v) {
             out.push(v);
@@ -461,19 +487,66 @@ fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
-fn parse_placements(list: &str) -> Result<Vec<Placement>, String> {
+/// Parses `same,cross`, keeping order, dropping repeats.
+fn parse_placements(list: &str) -> Result<Vec<Placement>, BadValue> {
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim) {
         let p = match s {
             "same" => Placement::Same,
             "cross" => Placement::Cross,
-            _ => return Err(format!("unknown placement {s:?} (known: same, cross)")),
+            _ => return Err(BadValue::Placement(s.to_string())),
         };
         if !out.contains(&p) {
             out.push(p);
         }
     }
     Ok(out)
+}
+
+/// `--row-secs`: more than 0, at most 60 seconds.
+fn parse_row_secs(s: &str) -> Result<f64, BadValue> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 60.0 => Ok(v),
+        _ => Err(BadValue::RowSecs),
+    }
+}
+
+/// `--spin-us`: microseconds, 0 to [`crate::cli::MAX_SPIN_US`].
+fn parse_spin_us(s: &str) -> Result<u64, BadValue> {
+    match s.trim().parse::<u64>() {
+        Ok(us) if us <= crate::cli::MAX_SPIN_US => Ok(us),
+        _ => Err(BadValue::SpinUs),
+    }
+}
+
+/// `--timing`: per-message or whole.
+fn parse_timing(s: &str) -> Result<Timing, BadValue> {
+    match s {
+        "per-message" => Ok(Timing::PerMessage),
+        "whole" => Ok(Timing::Whole),
+        _ => Err(BadValue::Timing),
+    }
+}
+
+/// `--window`: 1 to [`MAX_WINDOW`] messages in flight.
+fn parse_window(s: &str) -> Result<u32, BadValue> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_WINDOW).contains(&n) => Ok(n),
+        _ => Err(BadValue::Window),
+    }
+}
+
+/// `--inject-fault`.
+fn parse_fault(s: &str) -> Result<Fault, BadValue> {
+    Ok(match s {
+        "corrupt" => Fault::Corrupt,
+        "corrupt-body" => Fault::CorruptBody,
+        "stale" => Fault::Stale,
+        "checksum" => Fault::Checksum,
+        "stall" => Fault::Stall,
+        "oneway" => Fault::Oneway,
+        _ => return Err(BadValue::Fault),
+    })
 }
 
 /// Online CPUs that this process's affinity mask allows, in order.
@@ -502,9 +575,94 @@ mod tests {
             "18446744073709551615",
             "99999999999999999999999",
         ] {
-            let e = parse_sizes(big).unwrap_err();
-            assert!(e.contains("above the maximum, 16777216"), "{big}: {e}");
+            let e = parse_sizes(big).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("{big} bytes is above the maximum, 16777216 (16 MiB)")
+            );
         }
+        assert_eq!(
+            parse_sizes("0x").unwrap_err().to_string(),
+            "\"0x\" is not a size in bytes (a whole number, 0 or more)"
+        );
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ipc: IpcArgs,
+    }
+
+    /// `msgbench ipc ARGS` through clap: the options, or the one line
+    /// clap's usage error prints.
+    fn parsed(args: &[&str]) -> std::result::Result<IpcArgs, String> {
+        use clap::Parser;
+        Cli::try_parse_from(std::iter::once("ipc").chain(args.iter().copied()))
+            .map(|c| c.ipc)
+            .map_err(|e| crate::cli::one_line(&e))
+    }
+
+    #[test]
+    fn the_parser_refuses_each_bad_value_naming_its_option() {
+        for (args, want) in [
+            (&["--sizes", "0x"][..], "--sizes 0x: \"0x\" is not a size in bytes (a whole number, 0 or more)"),
+            (&["--placement", "numa"], "--placement numa: unknown placement \"numa\" (known: same, cross)"),
+            (&["--row-secs", "0"], "--row-secs 0: must be a number of seconds, more than 0 and at most 60"),
+            (&["--spin-us", "-5"], "--spin-us -5: must be a whole number of microseconds, 0 to 1000000"),
+            (&["--timing", "foo"], "--timing foo: unknown timing (known: per-message, whole)"),
+            (&["--window", "0"], "--window 0: must be a whole number of messages in flight, 1 to 4096"),
+            (&["--warmup", "-1"], "--warmup -1: must be a number of seconds, 0 to 60"),
+            (&["--rate", "0"], "--rate 0: must be a number of messages per second, more than 0 and at most 1e8"),
+            (&["--clients", "1,0"], "--clients 1,0: 0 is below the minimum, 1"),
+            (&["--idle-clients", "x"], "--idle-clients x: \"x\" is not a number (a list of client counts, 0 to 1000000, like 1,8,64)"),
+            (&["--inject-fault", "boom"], "--inject-fault boom: unknown fault (known: corrupt, corrupt-body, stale, checksum, oneway, stall)"),
+            (&["-t", "uds,,shm"], "--transport uds,,shm: empty name (known: "),
+            (&["-t", "uds,nope"], "--transport uds,nope: unknown transport \"nope\""),
+        ] {
+            let e = parsed(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(e.starts_with(want), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_parser_keeps_defaults_and_syntax() {
+        let a = parsed(&[]).unwrap();
+        assert_eq!(
+            (a.spin_us, a.window, a.timing),
+            (20, 16, Timing::PerMessage)
+        );
+        assert_eq!(a.placement, [Placement::Same, Placement::Cross]);
+        assert_eq!(
+            (a.sizes, a.row_secs, a.rate, a.warmup),
+            (None, None, None, None)
+        );
+        let a = parsed(&[
+            "-t",
+            "uds,pipe,uds",
+            "--sizes",
+            "64, 1,64",
+            "--placement",
+            "cross",
+            "--timing",
+            "whole",
+            "--window",
+            "8",
+            "--clients",
+            "1-3",
+            "--inject-fault",
+            "stall",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.transports.as_deref(),
+            Some(&["uds".to_string(), "pipe".into()][..])
+        );
+        assert_eq!(a.sizes.as_deref(), Some(&[64, 1][..]));
+        assert_eq!((a.timing, a.window), (Timing::Whole, 8));
+        assert_eq!(a.clients.as_deref(), Some(&[1, 2, 3][..]));
+        assert_eq!(a.inject_fault, Some(Fault::Stall));
+        let p = plan(&a).unwrap();
+        assert_eq!(p.placements, [Placement::Cross]);
     }
 
     #[test]
@@ -526,7 +684,10 @@ mod tests {
             parse_placements("cross,same,cross").unwrap(),
             vec![Placement::Cross, Placement::Same]
         );
-        assert!(parse_placements("numa").is_err());
+        assert_eq!(
+            parse_placements("same,numa").unwrap_err(),
+            BadValue::Placement("numa".into())
+        );
     }
 
     /// A plan of the given transports, sizes, placements and CPUs, with

@@ -131,8 +131,13 @@ pub struct ClientArgs {
     #[arg(long = "size", value_name = "BYTES")]
     pub size: usize,
     /// The API: in-place or copy.
-    #[arg(long = "api", value_name = "API", default_value = "in-place")]
-    pub api: String,
+    #[arg(
+        long = "api",
+        value_name = "API",
+        default_value = "in-place",
+        value_parser = parse_api
+    )]
+    pub api: Api,
     /// CPU to pin itself to.
     #[arg(long = "cpu", value_name = "CPU")]
     pub cpu: usize,
@@ -287,12 +292,23 @@ fn ping<C: ClientConnection + ?Sized>(c: &mut Connection<C>, id: u64) -> Result<
     Ok(())
 }
 
+/// An `--api` other than in-place and copy (clap prints it after
+/// `--api value: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown API (known: in-place, copy)")]
+pub struct UnknownApi;
+
+/// Value parser of `--api`.
+fn parse_api(s: &str) -> std::result::Result<Api, UnknownApi> {
+    match s {
+        "in-place" => Ok(Api::InPlace),
+        "copy" => Ok(Api::Copy),
+        _ => Err(UnknownApi),
+    }
+}
+
 fn client(a: &ClientArgs, stop: Arc<AtomicBool>) -> Result<()> {
-    let api = match a.api.as_str() {
-        "in-place" => Api::InPlace,
-        "copy" => Api::Copy,
-        other => bail!("--api {other}: unknown API (known: in-place, copy)"),
-    };
+    let api = a.api;
     if !(a.secs > 0.0 && a.secs <= 3600.0) {
         bail!("--secs {}: must be in (0, 3600]", a.secs);
     }
@@ -404,5 +420,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("RLIMIT_NOFILE of 20000"), "{e}");
+    }
+
+    #[test]
+    fn the_api_is_in_place_or_copy() {
+        assert_eq!(parse_api("in-place"), Ok(Api::InPlace));
+        assert_eq!(parse_api("copy"), Ok(Api::Copy));
+        let e = parse_api("zero-copy").unwrap_err();
+        assert_eq!(e.to_string(), "unknown API (known: in-place, copy)");
     }
 }

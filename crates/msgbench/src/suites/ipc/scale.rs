@@ -10,7 +10,7 @@
 use anyhow::{anyhow, bail, Result};
 use oslayer::rlimit::{self, Resource};
 
-use crate::measure::placement::parse_ranges;
+use crate::measure::placement::{parse_ranges, RangeError};
 
 /// Largest `--idle-clients` count (far beyond any descriptor limit: a
 /// larger one is a typing error).
@@ -38,21 +38,51 @@ pub const CHILD_SLACK_FDS: u64 = 64;
 /// large counts connect from several processes at once).
 const MAX_PER_CHILD: u64 = 4096;
 
-/// Parses a list of client counts for `option` (`1,8,64`; ranges such as
-/// `1-4` allowed), each at least `min` and at most `max`, repeats dropped,
-/// order kept; `None` when not given.
-pub fn counts(option: &str, list: Option<&str>, min: u32, max: u32) -> Result<Vec<u32>> {
-    let Some(list) = list else {
-        return Ok(Vec::new());
-    };
-    let all = parse_ranges(list, max as usize).map_err(|e| {
-        anyhow!("{option} {list}: {e} (a list of client counts, {min} to {max}, like 1,8,64)")
-    })?;
+/// Why a list of client counts was refused (clap prints it after
+/// `--idle-clients LIST: ` or `--clients LIST: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CountsError {
+    /// Not a list of numbers and ranges within `max`.
+    #[error("{why} (a list of client counts, {min} to {max}, like 1,8,64)")]
+    List {
+        /// What is wrong with it.
+        why: RangeError,
+        /// The smallest count.
+        min: u32,
+        /// The largest count.
+        max: u32,
+    },
+    /// A count below `min`.
+    #[error("{n} is below the minimum, {min}")]
+    BelowMin {
+        /// The count.
+        n: u32,
+        /// The smallest count.
+        min: u32,
+    },
+}
+
+/// Value parser of `--idle-clients`: counts from 0 to [`MAX_IDLE`].
+pub fn idle_counts(list: &str) -> Result<Vec<u32>, CountsError> {
+    counts(list, 0, MAX_IDLE)
+}
+
+/// Value parser of `--clients`: counts from 1 to [`MAX_CLIENTS`].
+pub fn client_counts(list: &str) -> Result<Vec<u32>, CountsError> {
+    counts(list, 1, MAX_CLIENTS)
+}
+
+/// Parses a list of client counts (`1,8,64`; ranges such as `1-4`
+/// allowed), each at least `min` and at most `max`, repeats dropped,
+/// order kept.
+fn counts(list: &str, min: u32, max: u32) -> Result<Vec<u32>, CountsError> {
+    let all =
+        parse_ranges(list, max as usize).map_err(|why| CountsError::List { why, min, max })?;
     let mut out: Vec<u32> = Vec::new();
     for n in all {
         let n = n as u32; // at most `max`
         if n < min {
-            bail!("{option} {list}: {n} is below the minimum, {min}");
+            return Err(CountsError::BelowMin { n, min });
         }
         if !out.contains(&n) {
             out.push(n);
@@ -289,25 +319,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_keep_order_drop_repeats_and_name_the_option() {
-        let c = |l: &str| counts("--idle-clients", Some(l), 0, MAX_IDLE);
-        assert_eq!(c("0,1000,10,1000").unwrap(), [0, 1000, 10]);
-        assert_eq!(c("2-4").unwrap(), [2, 3, 4]);
-        assert!(counts("--clients", None, 1, MAX_CLIENTS)
-            .unwrap()
-            .is_empty());
+    fn counts_keep_order_drop_repeats_and_say_why() {
+        assert_eq!(idle_counts("0,1000,10,1000").unwrap(), [0, 1000, 10]);
+        assert_eq!(idle_counts("2-4").unwrap(), [2, 3, 4]);
         for bad in ["", "x", "-1", "1,,2", "1000001", "99999999999999999999999"] {
-            let e = c(bad).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("--idle-clients {bad}: ")), "{e}");
+            let e = idle_counts(bad).unwrap_err().to_string();
+            assert!(
+                e.ends_with("(a list of client counts, 0 to 1000000, like 1,8,64)"),
+                "{bad}: {e}"
+            );
         }
-        let e = counts("--clients", Some("0,8"), 1, MAX_CLIENTS)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "--clients 0,8: 0 is below the minimum, 1");
-        let e = counts("--clients", Some("2000"), 1, MAX_CLIENTS)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("above the maximum, 1024"), "{e}");
+        let e = client_counts("0,8").unwrap_err();
+        assert_eq!(e, CountsError::BelowMin { n: 0, min: 1 });
+        assert_eq!(e.to_string(), "0 is below the minimum, 1");
+        let e = client_counts("2000").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "2000 is above the maximum, 1024 (a list of client counts, 1 to 1024, like 1,8,64)"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The options of `msgbench rtos`, checked into a [`Plan`]: every mistake
-//! is one line naming the option, exit status 1.
+//! The options of `msgbench rtos`, checked into a [`Plan`]: a value its
+//! clap value parser refuses is a usage error (one line naming the option,
+//! exit status 2); an unknown test or group is one line, exit status 1.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use crate::measure::sched::SchedArgs;
 use crate::suites::OutputArgs;
 
 /// Options of `msgbench rtos`.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RtosArgs {
     /// Test IDs (THR-P-SLS) or groups (CAL, CLK, THR, SEM, MUT, IRQ, MEM,
     /// MSG),
@@ -27,18 +28,34 @@ pub struct RtosArgs {
     pub quick: bool,
     /// Semaphores for the SEM tests: posix (unnamed, sem_init), sysv
     /// (semget/semop) or futex (our own counting semaphore).
-    #[arg(long = "sem", value_name = "KIND", default_value = "posix")]
-    pub sem: String,
+    #[arg(
+        long = "sem",
+        value_name = "KIND",
+        default_value = "posix",
+        value_parser = parse_sem
+    )]
+    pub sem: SemKind,
     /// How long MEM-B-LEK creates and destroys objects, seconds (hours
     /// when asked: up to 86400, a day) [default: 10, 2 with --quick].
-    #[arg(long = "duration", value_name = "SECS", allow_hyphen_values = true)]
-    pub duration: Option<String>,
+    #[arg(
+        long = "duration",
+        value_name = "SECS",
+        allow_hyphen_values = true,
+        value_parser = parse_duration
+    )]
+    pub duration: Option<Duration>,
     /// Priority inheritance through messages in MSG-B-PRI: on (the
     /// server runs at its callers' priority, QNX's behaviour: PASS
     /// expected) or off (the same scenario without it: the inversion,
     /// FAIL expected).
-    #[arg(long = "msg-inherit", value_name = "on|off", default_value = "on")]
-    pub msg_inherit: String,
+    #[arg(
+        long = "msg-inherit",
+        value_name = "on|off",
+        default_value = "on",
+        action = clap::ArgAction::Set,
+        value_parser = parse_on_off
+    )]
+    pub msg_inherit: bool,
     /// Hide the QNX reference figures.
     #[arg(long = "no-reference")]
     pub no_reference: bool,
@@ -92,38 +109,76 @@ fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
+impl Default for RtosArgs {
+    /// The options of a bare `msgbench rtos`.
+    fn default() -> RtosArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: RtosArgs,
+        }
+        Wrap::parse_from(["msgbench"]).a
+    }
+}
+
 /// Checks the options.
 pub fn plan(args: &RtosArgs) -> Result<Plan> {
-    args.sched.parse()?;
-    let sem = match args.sem.as_str() {
-        "posix" => SemKind::Posix,
-        "sysv" => SemKind::Sysv,
-        "futex" => SemKind::Futex,
-        other => bail!("--sem {other}: expected posix, sysv or futex"),
-    };
-    let duration = match &args.duration {
+    let duration = match args.duration {
         None if args.quick => Duration::from_secs(QUICK_DURATION_S),
         None => Duration::from_secs(DEFAULT_DURATION_S),
-        Some(d) => match d.trim().parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION_S => Duration::from_secs_f64(s),
-            _ => bail!(
-                "--duration {d}: expected seconds, more than 0 and at most {MAX_DURATION_S} (a day)"
-            ),
-        },
-    };
-    let msg_inherit = match args.msg_inherit.as_str() {
-        "on" => true,
-        "off" => false,
-        other => bail!("--msg-inherit {other}: expected on or off"),
+        Some(d) => d,
     };
     Ok(Plan {
-        msg_inherit,
+        msg_inherit: args.msg_inherit,
         tests: select(&args.select)?,
         quick: args.quick,
-        sem,
+        sem: args.sem,
         duration,
         reference: !args.no_reference,
     })
+}
+
+/// Why a value of an rtos option was refused (clap prints it after
+/// `--option value: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadValue {
+    /// `--sem`: not posix, sysv or futex.
+    #[error("expected posix, sysv or futex")]
+    Sem,
+    /// `--duration`: not seconds from more than 0 to a day.
+    #[error("expected seconds, more than 0 and at most {MAX_DURATION_S} (a day)")]
+    Duration,
+    /// `--msg-inherit`: not on or off.
+    #[error("expected on or off")]
+    OnOff,
+}
+
+/// Value parser of `--sem`.
+fn parse_sem(s: &str) -> Result<SemKind, BadValue> {
+    match s {
+        "posix" => Ok(SemKind::Posix),
+        "sysv" => Ok(SemKind::Sysv),
+        "futex" => Ok(SemKind::Futex),
+        _ => Err(BadValue::Sem),
+    }
+}
+
+/// Value parser of `--duration`: seconds, more than 0, at most a day.
+fn parse_duration(d: &str) -> Result<Duration, BadValue> {
+    match d.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION_S => Ok(Duration::from_secs_f64(s)),
+        _ => Err(BadValue::Duration),
+    }
+}
+
+/// Value parser of `--msg-inherit`: on or off.
+fn parse_on_off(s: &str) -> Result<bool, BadValue> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(BadValue::OnOff),
+    }
 }
 
 /// The tests named by `select` (IDs or groups), in catalogue order.
@@ -164,28 +219,48 @@ mod tests {
 
     #[test]
     fn duration_defaults_to_10_s_or_2_s_quick_unless_given() {
-        let mut a = RtosArgs {
-            sem: "posix".into(),
-            msg_inherit: "on".into(),
-            ..RtosArgs::default()
-        };
+        let mut a = RtosArgs::default();
+        assert_eq!((a.sem, a.msg_inherit), (SemKind::Posix, true));
         assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(10));
         a.quick = true;
         assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(2));
-        a.duration = Some("5".into());
+        a.duration = Some(parse_duration("5").unwrap());
         assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(5));
-        a.duration = Some("0".into());
-        let e = plan(&a).err().unwrap().to_string();
-        assert!(e.starts_with("--duration 0:"), "{e}");
-        assert!(!e.contains('\n'));
-        a.duration = Some("86400".into());
-        assert_eq!(plan(&a).unwrap().duration, Duration::from_secs(86_400));
-        for bad in ["1e300", "86401", "inf", "NaN", "-1", "x"] {
-            a.duration = Some(bad.into());
-            let e = plan(&a).err().unwrap().to_string();
-            assert!(e.starts_with(&format!("--duration {bad}: ")), "{e}");
-            assert!(e.contains("at most 86400"), "{e}");
+        assert_eq!(parse_duration("86400"), Ok(Duration::from_secs(86_400)));
+    }
+
+    #[test]
+    fn the_parser_refuses_each_bad_value_naming_its_option() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: RtosArgs,
         }
+        let refused = |args: &[&str]| {
+            let e = Cli::try_parse_from(std::iter::once("rtos").chain(args.iter().copied()))
+                .err()
+                .unwrap_or_else(|| panic!("{args:?} accepted"));
+            crate::cli::one_line(&e)
+        };
+        for bad in ["0", "1e300", "86401", "inf", "NaN", "-1", "x"] {
+            assert_eq!(
+                refused(&["--duration", bad]),
+                format!(
+                    "--duration {bad}: expected seconds, more than 0 and at most 86400 (a day)"
+                )
+            );
+        }
+        assert_eq!(
+            refused(&["--sem", "mutex"]),
+            "--sem mutex: expected posix, sysv or futex"
+        );
+        assert_eq!(
+            refused(&["--msg-inherit", "yes"]),
+            "--msg-inherit yes: expected on or off"
+        );
+        let a = Cli::try_parse_from(["rtos", "--sem", "futex", "--msg-inherit", "off"]).unwrap();
+        assert_eq!((a.a.sem, a.a.msg_inherit), (SemKind::Futex, false));
     }
 
     #[test]

@@ -28,10 +28,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// delimiter (8) and the minimum inter-frame gap (12).
 pub const WIRE_OVERHEAD: usize = 20;
 
+/// Why a `--line-rate` was refused (the value as given, quoted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineRateError {
+    /// Neither `none` nor a number with an optional suffix.
+    #[error("line rate {0:?}: expected none or e.g. 100m, 1g, 10g")]
+    Syntax(String),
+    /// A rate below 1 bit/s or above 1000 Tbit/s (or not finite).
+    #[error("line rate {0:?}: must be between 1 bit/s and 1000 Tbit/s")]
+    Range(String),
+}
+
 /// Parses `--line-rate`: `none`, or a number of bits per second with an
 /// optional `k`, `m`, `g` suffix (`100m`, `1g`, `2.5g`, `10G`).
 /// `None` means unlimited.
-pub fn parse_line_rate(s: &str) -> Result<Option<u64>, String> {
+pub fn parse_line_rate(s: &str) -> Result<Option<u64>, LineRateError> {
     let t = s.trim().to_ascii_lowercase();
     if t == "none" {
         return Ok(None);
@@ -44,12 +55,10 @@ pub fn parse_line_rate(s: &str) -> Result<Option<u64>, String> {
     };
     let v: f64 = num
         .parse()
-        .map_err(|_| format!("line rate {s:?}: expected none or e.g. 100m, 1g, 10g"))?;
+        .map_err(|_| LineRateError::Syntax(s.to_string()))?;
     let bps = v * scale;
     if !(1.0..=1e15).contains(&bps) {
-        return Err(format!(
-            "line rate {s:?}: must be between 1 bit/s and 1000 Tbit/s"
-        ));
+        return Err(LineRateError::Range(s.to_string()));
     }
     Ok(Some(bps.round() as u64))
 }
@@ -491,9 +500,25 @@ mod tests {
         assert_eq!(parse_line_rate("2.5g"), Ok(Some(2_500_000_000)));
         assert_eq!(parse_line_rate("64k"), Ok(Some(64_000)));
         assert_eq!(parse_line_rate("9600"), Ok(Some(9600)));
-        for bad in ["", "g", "fast", "-1g", "0", "1t", "nan", "inf"] {
-            assert!(parse_line_rate(bad).is_err(), "{bad}");
+        for bad in ["", "g", "fast", "1t"] {
+            let e = parse_line_rate(bad).unwrap_err();
+            assert_eq!(e, LineRateError::Syntax(bad.into()));
+            assert_eq!(
+                e.to_string(),
+                format!("line rate {bad:?}: expected none or e.g. 100m, 1g, 10g")
+            );
         }
+        for bad in ["-1g", "0", "nan", "inf", "1000001g"] {
+            assert_eq!(
+                parse_line_rate(bad),
+                Err(LineRateError::Range(bad.into())),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_line_rate("0").unwrap_err().to_string(),
+            "line rate \"0\": must be between 1 bit/s and 1000 Tbit/s"
+        );
     }
 
     #[test]

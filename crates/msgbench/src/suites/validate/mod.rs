@@ -112,8 +112,8 @@ mod tests {
     #[test]
     fn every_row_is_planned_and_the_banner_tells_the_plan() {
         let plan = ValidateArgs {
-            cpus: Some(crate::measure::placement::CpuList(vec![0])),
-            loops: Some("40".into()),
+            cpus: crate::suites::args::Cpus::of(crate::measure::placement::CpuList(vec![0])),
+            loops: Some(40),
             ..ValidateArgs::default()
         }
         .plan()

@@ -155,21 +155,23 @@ impl DbusLib {
     }
 }
 
-/// Parses a `--dbus-lib` list (`all`, or names separated by commas) into
-/// libraries in report order, each once. `None` is all of them: those
-/// built in are measured, the others are skipped rows saying how to get
-/// them.
-pub fn parse_list(list: Option<&str>) -> Result<Vec<DbusLib>, String> {
-    let Some(list) = list.filter(|l| l.trim() != "all") else {
+/// A `--dbus-lib` entry that names no D-Bus library (clap prints it
+/// after `--dbus-lib LIST: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown D-Bus library `{0}` (libdbus, sd-bus, zbus, all)")]
+pub struct UnknownLib(pub String);
+
+/// Value parser of `--dbus-lib`: a list (`all`, or names separated by
+/// commas) into libraries in report order, each once. Without the option
+/// the plan takes all of them ([`DbusLib::ALL`]): those built in are
+/// measured, the others are skipped rows saying how to get them.
+pub fn parse_list(list: &str) -> Result<Vec<DbusLib>, UnknownLib> {
+    if list.trim() == "all" {
         return Ok(DbusLib::ALL.to_vec());
-    };
+    }
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
-        let lib = DbusLib::parse(name).ok_or_else(|| {
-            format!(
-                "--dbus-lib {list}: unknown D-Bus library `{name}` (libdbus, sd-bus, zbus, all)"
-            )
-        })?;
+        let lib = DbusLib::parse(name).ok_or_else(|| UnknownLib(name.to_string()))?;
         if !out.contains(&lib) {
             out.push(lib);
         }
@@ -184,14 +186,16 @@ pub fn peer_args(lib: Option<DbusLib>) -> Vec<String> {
     lib.map_or_else(Vec::new, |l| vec!["--dbus-lib".into(), l.name().into()])
 }
 
-/// The library a peer was told (`--dbus-lib`), zbus when none.
-pub fn of_peer(name: Option<&str>) -> Result<DbusLib> {
-    match name {
-        None => Ok(DbusLib::Zbus),
-        Some(n) => DbusLib::parse(n).ok_or_else(|| {
-            anyhow!("--dbus-lib {n}: unknown D-Bus library (libdbus, sd-bus, zbus)")
-        }),
-    }
+/// A peer's `--dbus-lib` that names no D-Bus library (clap prints it
+/// after `--dbus-lib NAME: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown D-Bus library (libdbus, sd-bus, zbus)")]
+pub struct UnknownPeerLib;
+
+/// Value parser of a peer's `--dbus-lib NAME` (a peer without one uses
+/// zbus).
+pub fn of_peer(name: &str) -> Result<DbusLib, UnknownPeerLib> {
+    DbusLib::parse(name).ok_or(UnknownPeerLib)
 }
 
 #[cfg(test)]
@@ -204,13 +208,20 @@ mod tests {
             assert_eq!(DbusLib::parse(l.name()), Some(l));
         }
         assert_eq!(
-            parse_list(Some("zbus, libdbus,zbus")).unwrap(),
+            parse_list("zbus, libdbus,zbus").unwrap(),
             [DbusLib::Libdbus, DbusLib::Zbus]
         );
-        assert_eq!(parse_list(Some("all")).unwrap(), DbusLib::ALL);
-        assert_eq!(parse_list(None).unwrap(), DbusLib::ALL);
-        let e = parse_list(Some("libdbus,gdbus")).unwrap_err();
-        assert!(e.starts_with("--dbus-lib libdbus,gdbus: unknown D-Bus library `gdbus`"));
+        assert_eq!(parse_list(" all").unwrap(), DbusLib::ALL);
+        let e = parse_list("libdbus,gdbus").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown D-Bus library `gdbus` (libdbus, sd-bus, zbus, all)"
+        );
+        assert_eq!(of_peer("sd-bus"), Ok(DbusLib::SdBus));
+        assert_eq!(
+            of_peer("all").unwrap_err().to_string(),
+            "unknown D-Bus library (libdbus, sd-bus, zbus)"
+        );
     }
 
     #[test]
