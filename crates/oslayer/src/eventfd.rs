@@ -50,7 +50,7 @@ pub fn write(fd: BorrowedFd<'_>, v: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// Adds `v` to an eventfd's counter like [`write`], but once: a signal
+/// Adds `v` to an eventfd's counter like [`write()`], but once: a signal
 /// that interrupts it is `ErrorKind::Interrupted`, not retried. (A write
 /// blocks while the counter would overflow; see
 /// [`crate::signal::install_interrupter`] for a way to end that wait.)

@@ -104,7 +104,7 @@ pub struct ClientRun {
     pub ave_duration_ns: f64,
     /// samples / mean duration: the seed's per-thread rate.
     pub rate_per_thread: f64,
-    /// All round trips / wall time of the whole run (see [`aggregate_rate`]).
+    /// All round trips / wall time of the whole run (see `aggregate_rate`).
     pub aggregate_rate: f64,
     /// All threads' latencies merged.
     pub latency: Option<LatencySummary>,

@@ -43,7 +43,7 @@ pub struct HistoryArgs {
     /// column, the kernel and CPU in full).
     #[arg(long = "format", value_enum, default_value_t = Format::Table, value_name = "FORMAT")]
     pub format: Format,
-    /// The results store: a SQLite file, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB
+    /// The results store: a SQLite file, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
     /// [default: $MSGBENCH_STORE, else $XDG_DATA_HOME/msgbench/results.db].
     #[arg(long = "store", value_name = "URL", global = true)]
     pub store: Option<String>,

@@ -19,7 +19,7 @@ pub const ENV_NO_STORE: &str = "MSGBENCH_NO_STORE";
 /// `--store`: which store a command reads or writes.
 #[derive(Debug, Clone, Default, Args)]
 pub struct StoreArgs {
-    /// The results store: a SQLite file, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB
+    /// The results store: a SQLite file, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
     /// for one store many machines write to [default: $MSGBENCH_STORE, else
     /// $XDG_DATA_HOME/msgbench/results.db, else ~/.local/share/msgbench/results.db].
     #[arg(long = "store", value_name = "URL")]

@@ -64,7 +64,7 @@ pub struct Options {
     /// false): the thread serving a request runs at the calling thread's
     /// policy and priority until it replies, then at its own again, and a
     /// server busy with a low caller's request is raised as soon as a
-    /// higher caller sends (see [`priority`](self::priority) for how the
+    /// higher caller sends (see [`priority`](crate::transport::priority) for how the
     /// caller is named by the kernel and never taken on its word). Only
     /// on `uds`, `uds-stream` and `uds-dgram`, in a process that may use
     /// SCHED_FIFO (CAP_SYS_NICE or an RLIMIT_RTPRIO above 0):

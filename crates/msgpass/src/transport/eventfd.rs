@@ -18,7 +18,7 @@
 //! misbehaving peer that posts twice is read once (the area holds one
 //! message anyway). The high bits count *pokes*: a wait with a time-out
 //! blocks in a plain `read` and the process's poker thread (`poker.rs`)
-//! adds [`poker::POKE`] once the wait has lasted a tick; a read that finds
+//! adds `poker::POKE` once the wait has lasted a tick; a read that finds
 //! only pokes is a time-out. No `poll` per message.
 //!
 //! The syscalls order the copies: the writer's stores happen before its

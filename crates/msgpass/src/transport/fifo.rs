@@ -32,7 +32,7 @@
 //! otherwise keep their names in the namespace for as long as it keeps its
 //! session. A server killed during a handshake
 //! leaves them behind: whoever claims the endpoint next removes them
-//! ([`clean_stale`], the transport table's hook), as it replaces the stale
+//! (`clean_stale`, the transport table's hook), as it replaces the stale
 //! endpoint.
 //!
 //! **Liveness.** After the handshake each side holds only its own ends (it

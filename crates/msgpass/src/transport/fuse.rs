@@ -94,7 +94,7 @@
 //! may still hold the file open). A killed server leaves a dead mount
 //! (`stat` fails with `ENOTCONN`); the next claim of the endpoint, holding
 //! the endpoint lock and so sure the owner is dead, detaches it
-//! ([`clear_dead_mount`]) before replacing the file: a live mount is never
+//! (`clear_dead_mount`) before replacing the file: a live mount is never
 //! touched, since its owner holds the lock.
 
 use std::ffi::CString;

@@ -2,7 +2,7 @@
 //! `IORING_OP_MSG_RING` from one io_uring to another.
 //!
 //! Each side of a connection owns (creates and maps) one small ring
-//! ([`RING_ENTRIES`] submission entries) and receives on it; it holds the
+//! (`RING_ENTRIES` submission entries) and receives on it; it holds the
 //! peer's ring only as a descriptor, the target of its `MSG_RING`
 //! submissions. Nobody maps a ring another process made, so a peer can
 //! never make us index outside our own ring.
@@ -28,7 +28,7 @@
 //!   peer's ring: `user_data` is the 8-byte wire header (code, length),
 //!   `res` the length again. The entry is flagged `IOSQE_CQE_SKIP_SUCCESS`,
 //!   so a successful post leaves nothing on the sender's ring; a failed one
-//!   leaves an error completion tagged [`OWN_TAG`] that the next `recv`
+//!   leaves an error completion tagged `OWN_TAG` that the next `recv`
 //!   reports.
 //! - `recv` takes the next completion from its ring (waiting in
 //!   `io_uring_enter` with `IORING_ENTER_GETEVENTS`, `min_complete` 1, when

@@ -12,10 +12,10 @@
 //! - requests and replies arrive whole and unmodified, from 0 bytes up to
 //!   [`Options::max_msg`] (lowered by a transport that cannot carry that
 //!   much, see [`Transport::max_msg`]); a larger message is
-//!   [`Error::TooLarge`], never truncated;
-//! - an error reply reaches the caller as [`Error::Remote`];
+//!   [`Error::TooLarge`](crate::Error::TooLarge), never truncated;
+//! - an error reply reaches the caller as [`Error::Remote`](crate::Error::Remote);
 //! - if the server dies, a client blocked in `call` returns
-//!   [`Error::Disconnected`] within one [`Options::tick`] or so (well under 1 s);
+//!   [`Error::Disconnected`](crate::Error::Disconnected) within one [`Options::tick`] or so (well under 1 s);
 //! - if a client dies, the server drops that connection and keeps serving;
 //! - `receive` returns `Ok(None)` within one tick of the shutdown flag being set.
 
@@ -68,7 +68,7 @@ pub use window::{View, Window};
 pub const NAMES: &[&str] = &table::NAME_LIST;
 
 /// Looks a transport up by name or alias in [`TRANSPORTS`]; an unknown name
-/// is [`Error::UnknownTransport`], listing the known ones.
+/// is [`Error::UnknownTransport`](crate::Error::UnknownTransport), listing the known ones.
 pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
     info(name).map(TransportInfo::transport)
 }

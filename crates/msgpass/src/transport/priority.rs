@@ -6,7 +6,7 @@
 //! `SO_PEERCRED` of the client's rendezvous session (a Unix seqpacket
 //! socket it connected), read when the connection is accepted. The calling
 //! *thread* is claimed by the client library in a one-way control message
-//! ([`TID`], sent only when the calling thread differs from the last one
+//! (`TID`, sent only when the calling thread differs from the last one
 //! named on that connection) and believed only if the kernel lists that
 //! thread as one of the peer process's (`/proc/<pid>/task/<tid>`); a claim
 //! it does not is forgotten, and the connection's requests get no boost
@@ -39,7 +39,7 @@
 //! caller sends, or a medium-priority task keeps both waiting. A watcher
 //! thread of the channel, at SCHED_FIFO 99, waits on an epoll set of its
 //! own holding every connection's wire edge-triggered; on an arrival while
-//! the worker holds a request it peeks at the message (a [`TID`] claim in
+//! the worker holds a request it peeks at the message (a `TID` claim in
 //! front of it, checked as above, else the connection's last verified
 //! thread), reads that thread's priority, and if it is above the one the
 //! worker runs at, raises the worker (`sched_setattr` on its thread id)
@@ -52,7 +52,7 @@
 //! **Rights.** Raising a thread needs CAP_SYS_NICE or an RLIMIT_RTPRIO
 //! that allows the priority; the option is refused at channel creation
 //! when the process has neither. With an RLIMIT_RTPRIO below a caller's
-//! priority the boost fails, and is counted (see [`Boosts::failures`]).
+//! priority the boost fails, and is counted (see `Boosts::failures`).
 
 use std::collections::HashMap;
 use std::io;
@@ -269,7 +269,7 @@ impl Peer {
         caller_attr(self.tid.load(Ordering::Relaxed))
     }
 
-    /// The client says its calling thread is `payload` (a [`TID`]
+    /// The client says its calling thread is `payload` (a `TID`
     /// message): kept when the kernel lists it in the peer's process,
     /// else no thread is known.
     pub(crate) fn claimed(&self, payload: &[u8]) {
@@ -278,7 +278,7 @@ impl Peer {
     }
 }
 
-/// The thread a [`TID`] payload claims if it is one of process `pid`'s,
+/// The thread a `TID` payload claims if it is one of process `pid`'s,
 /// else 0.
 fn verified(pid: i32, payload: &[u8]) -> i32 {
     let Ok(b) = <[u8; 4]>::try_from(payload) else {

@@ -11,7 +11,7 @@
 //! and sessions whose stream never comes, are dropped after
 //! [`HANDSHAKE_TIMEOUT`].
 //!
-//! **Remote** ([`listen`], [`connect`], behind `Channel::listen_tcp` and
+//! **Remote** (`listen`, `connect`, behind `Channel::listen_tcp` and
 //! `Connection::connect_tcp`): no namespace and no rendezvous; the TCP
 //! connection is the session. The server's first bytes on it are the same
 //! hello as the rendezvous one, so a version or transport mismatch is a

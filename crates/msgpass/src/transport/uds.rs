@@ -3,7 +3,7 @@
 //! by the kernel; a dead peer reads as end of file.
 //!
 //! A message goes through one plain `send`/`recv` on a contiguous buffer
-//! ([`DatagramWire`]), which costs the kernel less than `sendmsg`/`recvmsg`
+//! (`DatagramWire`), which costs the kernel less than `sendmsg`/`recvmsg`
 //! with an iovec array; with a single client the server blocks in `recv` on
 //! it (as a bare ping-pong does) instead of `poll` + `recv`.
 

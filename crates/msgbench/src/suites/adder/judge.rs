@@ -197,7 +197,7 @@ struct Contest {
 /// transport, the models' aggregate rates at the largest X from 2 to
 /// `cpus` (one client/server pair per CPU at most) that two models or
 /// more ran at, from the pinned rows (the unpinned ones when none was
-/// pinned), with ties within [`MODEL_TIE`]; `None` when no transport has
+/// pinned), with ties within `MODEL_TIE`; `None` when no transport has
 /// two models to compare.
 pub fn models(rows: &[Row], cpus: usize) -> Option<String> {
     let (placement, contests) = [Placement::Pinned, Placement::Unpinned]

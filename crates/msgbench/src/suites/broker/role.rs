@@ -6,8 +6,8 @@
 //!
 //! A client connects and warms up, prints `ready`, waits for `go` on its
 //! standard input, calls for the time asked, and prints its
-//! [`ClientReport`] as one JSON line. The broker prints its
-//! [`RouterStats`] as one JSON line when it is stopped (SIGTERM).
+//! `ClientReport` as one JSON line. The broker prints its
+//! `RouterStats` as one JSON line when it is stopped (SIGTERM).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;

@@ -8,13 +8,13 @@
 //! `started`, waits for `connect` on its standard input (so the suite can
 //! read its own memory and descriptors before any connection exists),
 //! opens `--count` connections with [`Connection::open`], each making one
-//! checked call ([`CMD_PING`]), prints `ready fds=N` (the descriptors it
+//! checked call (`CMD_PING`), prints `ready fds=N` (the descriptors it
 //! opened for them) and holds them, idle, until SIGTERM or the suite dies.
 //!
 //! `client`: pins itself, opens its connection as the rows' measured
 //! client does (typed for shm), warms up, prints `ready` (or `n/a MAX`
 //! when the size is beyond the transport's), waits for `go`, makes
-//! checked round trips for `--secs` and prints its [`ClientReport`] as one
+//! checked round trips for `--secs` and prints its `ClientReport` as one
 //! JSON line.
 
 use std::io::{BufRead, Write};

@@ -4,8 +4,8 @@
 //! - `perf bench sched pipe -T` against [`crate::pingpong::pipe`] (round trip
 //!   over two pipes), on one CPU and floating on two;
 //! - rt-tests' ptsematest, pmqtest, svsematest and sigwaittest against
-//!   hand-overs measured the same way ([`handover`]);
-//! - cyclictest against a periodic `clock_nanosleep` ([`timer`]).
+//!   hand-overs measured the same way (`handover`);
+//! - cyclictest against a periodic `clock_nanosleep` (`timer`).
 //!
 //! Each row shows the reference figure, ours, the ratio and whether they
 //! agree within the tolerance band documented in docs/methodology.md

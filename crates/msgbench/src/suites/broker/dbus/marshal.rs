@@ -25,7 +25,7 @@ pub struct MarshalCost {
 const BATCHES: u32 = 20;
 
 /// Nanoseconds per `op`, run `iterations` times (`op` gets the iteration's
-/// index): the median over [`BATCHES`] batches of each batch's mean, so a
+/// index): the median over `BATCHES` batches of each batch's mean, so a
 /// batch that another process's time slice fell into (the machine is
 /// shared, and the suite runs on `--cpus`) does not weigh on the figure,
 /// as it does not on a p50. Every library's marshalling is timed with it.

@@ -3,12 +3,12 @@
 //! with `dbus_connection_send_with_reply_and_block`, a service answering
 //! from an object path vtable driven by
 //! `dbus_connection_read_write_dispatch`, peer to peer through a
-//! `DBusServer` (the one part libdbus-sys does not declare: [`ffi`]).
+//! `DBusServer` (the one part libdbus-sys does not declare: `ffi`).
 //!
-//! The parts: [`msg`] owns messages and errors (unref and free on drop)
-//! and reads and writes the two bodies; [`conn`] owns connections (closed
-//! on drop); [`client`],
-//! [`service`] and [`marshal`] (the library's marshalling timed alone).
+//! The parts: `msg` owns messages and errors (unref and free on drop)
+//! and reads and writes the two bodies; `conn` owns connections (closed
+//! on drop); `client`,
+//! `service` and `marshal` (the library's marshalling timed alone).
 
 mod client;
 mod conn;

@@ -5,9 +5,9 @@
 //! `sd_bus_set_server` on a socket we accepted (sd-bus has no listening
 //! side of its own).
 //!
-//! The parts: [`Bus`], [`Message`] and [`BusError`] own sd-bus objects
-//! (closed, unreferenced, freed on drop); [`client`], [`service`] and
-//! [`marshal`] (the library's marshalling timed alone).
+//! The parts: `Bus`, `Message` and `BusError` own sd-bus objects
+//! (closed, unreferenced, freed on drop); `client`, `service` and
+//! `marshal` (the library's marshalling timed alone).
 
 mod client;
 mod marshal;
