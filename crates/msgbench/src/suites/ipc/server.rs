@@ -170,31 +170,20 @@ fn started<S: ServerChannel + ?Sized>(
     }
 }
 
-/// The stamped bytes of an in-place echo message (at most 16: the whole
-/// message up to 16 bytes, else the first and last [`STAMP`]), kept so
-/// that [`Fault::Stale`] can put the previous reply's back.
+/// The stamped bytes of the last in-place echo reply, as [`Ends`]
+/// gathers them (at most `2 * STAMP`), kept so that [`Fault::Stale`] can
+/// put them back.
 #[derive(Debug, Clone, Copy, Default)]
 struct Stamps([u8; 2 * STAMP]);
 
 impl Stamps {
-    fn save(&mut self, m: &[u8]) {
-        let n = m.len();
-        if all_stamps(n) {
-            self.0[..n].copy_from_slice(m);
-        } else {
-            self.0[..STAMP].copy_from_slice(&m[..STAMP]);
-            self.0[STAMP..].copy_from_slice(&m[n - STAMP..]);
-        }
+    fn save(&mut self, gathered: &[u8]) {
+        self.0[..gathered.len()].copy_from_slice(gathered);
     }
 
-    fn restore(&self, m: &mut [u8]) {
-        let n = m.len();
-        if all_stamps(n) {
-            m.copy_from_slice(&self.0[..n]);
-        } else {
-            m[..STAMP].copy_from_slice(&self.0[..STAMP]);
-            m[n - STAMP..].copy_from_slice(&self.0[STAMP..]);
-        }
+    fn restore(&self, gathered: &mut [u8]) {
+        let n = gathered.len();
+        gathered.copy_from_slice(&self.0[..n]);
     }
 }
 
