@@ -411,12 +411,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
             match self.once.to.0.detach() {
                 Some(held) => held,
                 // Dropped here: the channel answers EIO.
-                None => {
-                    return Err(Error::Unsupported {
-                        what: "deferred replies",
-                        transport: "this transport",
-                    })
-                }
+                None => return Err(Error::unsupported("deferred replies")),
             }
         };
         // The channel no longer holds it: its answer goes through `held`.

@@ -183,6 +183,16 @@ impl Error {
             source,
         }
     }
+
+    /// [`Error::Unsupported`] from a transport's own code, which does not
+    /// know its name (the [`Connection`](crate::Connection) or
+    /// [`Channel`](crate::Channel) above names it).
+    pub(crate) fn unsupported(what: &'static str) -> Error {
+        Error::Unsupported {
+            what,
+            transport: "this transport",
+        }
+    }
 }
 
 /// Result alias for msgpass operations.

@@ -181,10 +181,7 @@ pub trait ServerChannel: Send {
     ///
     /// [`reply_buffer`]: ServerChannel::reply_buffer
     fn reply_in_place(&mut self, _len: usize) -> Result<()> {
-        Err(Error::Unsupported {
-            what: "replies in place",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("replies in place"))
     }
     /// Number of connected clients.
     fn connections(&self) -> usize;
@@ -203,10 +200,7 @@ pub trait ServerChannel: Send {
     /// [`Channel::into_pool`](crate::Channel::into_pool)). The default
     /// refuses.
     fn into_pool(self: Box<Self>, _threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
-        Err(Error::Unsupported {
-            what: "a pool of threads on one channel",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("a pool of threads on one channel"))
     }
 }
 
@@ -240,10 +234,7 @@ pub trait HeldRequest: Send {
     /// [`reply_buffer`](HeldRequest::reply_buffer); called only when it is
     /// `Some` (the default refuses).
     fn reply_in_place(&mut self, _len: usize) -> Result<()> {
-        Err(Error::Unsupported {
-            what: "replies in place",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("replies in place"))
     }
 }
 
@@ -268,10 +259,7 @@ pub trait ClientConnection: Send {
     ///
     /// [`request_buffer`]: ClientConnection::request_buffer
     fn call_in_place(&mut self, _cmd: u32, _len: usize) -> Result<View<'_>> {
-        Err(Error::Unsupported {
-            what: "calls in place",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("calls in place"))
     }
     /// Sends `req` with command `cmd` as a one-way message (the wire
     /// command is `cmd | ONEWAY`) and returns once it is queued, without
@@ -280,10 +268,7 @@ pub trait ClientConnection: Send {
     ///
     /// [`oneway`]: ClientConnection::oneway
     fn send_oneway(&mut self, _cmd: u32, _req: &[u8]) -> Result<()> {
-        Err(Error::Unsupported {
-            what: "one-way messages",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("one-way messages"))
     }
     /// True when [`send_oneway`](ClientConnection::send_oneway) works: the
     /// channel queues several messages and a full one blocks the sender
@@ -299,20 +284,14 @@ pub trait ClientConnection: Send {
     fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
         match timeout {
             None => Ok(()),
-            Some(_) => Err(Error::Unsupported {
-                what: "call timeouts",
-                transport: "this transport",
-            }),
+            Some(_) => Err(Error::unsupported("call timeouts")),
         }
     }
     /// Sends a pulse (its wire payload) if the path to the server has room
     /// for it now, else [`Error::PulseQueueFull`]; never waits for the
     /// server. The default refuses.
     fn send_pulse(&mut self, _payload: &[u8; PULSE_LEN]) -> Result<()> {
-        Err(Error::Unsupported {
-            what: "pulses",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("pulses"))
     }
 }
 

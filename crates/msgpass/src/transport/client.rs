@@ -386,10 +386,7 @@ impl<W: Wire> ClientConnection for WireClient<W> {
 
     fn send_oneway(&mut self, cmd: u32, req: &[u8]) -> Result<()> {
         if !self.traits.oneway {
-            return Err(Error::Unsupported {
-                what: "one-way messages",
-                transport: "this transport",
-            });
+            return Err(Error::unsupported("one-way messages"));
         }
         // A dead server's end is closed: a pipe or stream write fails with
         // EPIPE, a datagram pair refuses the send (ECONNREFUSED), also one
@@ -419,10 +416,7 @@ impl<W: Wire> ClientConnection for WireClient<W> {
                 Ok(())
             }
             Ok(false) => Err(Error::PulseQueueFull),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => Err(Error::Unsupported {
-                what: "pulses",
-                transport: "this transport",
-            }),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => Err(Error::unsupported("pulses")),
             Err(e) => Err(match is_gone(&e) {
                 true => Error::Disconnected,
                 false => Error::io("send pulse", e),

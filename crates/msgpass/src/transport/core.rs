@@ -83,10 +83,7 @@ pub(crate) trait Core: Send + Sync + Sized + 'static {
 
     /// Replies with the first `len` bytes of [`Core::reply_buffer`].
     fn reply_in_place(&self, _w: &mut Self::Worker, _len: usize) -> Result<()> {
-        Err(Error::Unsupported {
-            what: "replies in place",
-            transport: "this transport",
-        })
+        Err(Error::unsupported("replies in place"))
     }
 
     /// Takes the request `w` holds out of it, as an owned handle (its
