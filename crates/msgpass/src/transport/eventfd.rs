@@ -48,6 +48,7 @@ use std::time::Duration;
 
 use crate::transport::api::Options;
 use crate::transport::areas::Areas;
+use crate::transport::doorman::Wake;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::poker::{self, Target};
 use crate::transport::rendezvous::Family;
@@ -150,6 +151,14 @@ impl Wire for EventWire {
     fn recv_timeout(&mut self, frame: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         self.announced(Some(timeout))?;
         self.areas.take(frame).map(Some)
+    }
+
+    fn waker(&mut self, tick: Duration) -> Option<Arc<dyn Wake>> {
+        if self.poke.is_none() {
+            self.poke = poker::register(&self.rx, tick).ok();
+        }
+        let target = self.poke.as_ref()?;
+        Some(Arc::clone(target) as Arc<dyn Wake>)
     }
 
     fn recv_lent(

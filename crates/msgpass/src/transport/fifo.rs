@@ -52,6 +52,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::transport::api::Options;
+use crate::transport::doorman::Wake;
 use crate::transport::mechanism::{ConnCtx, Mechanism};
 use crate::transport::rendezvous::{Family, HANDSHAKE_TIMEOUT};
 use crate::transport::wire::{frame_head, head, poll_then_recv, Packets, StreamWire, Wire, HEAD};
@@ -238,6 +239,14 @@ impl Wire for FifoWire {
 
     fn poll_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.stream.poll_fd()
+    }
+
+    fn waker(&mut self, tick: Duration) -> Option<std::sync::Arc<dyn Wake>> {
+        match self.pending {
+            // The handshake's frame is waited for in `poll`, for a moment.
+            Some(_) => None,
+            None => self.stream.waker(tick),
+        }
     }
 
     fn bound(&mut self, limit: Duration) -> io::Result<()> {

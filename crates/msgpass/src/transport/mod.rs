@@ -26,6 +26,7 @@ pub(crate) mod api;
 mod areas;
 mod client;
 pub(crate) mod core;
+mod doorman;
 pub mod eventfd;
 pub mod fifo;
 pub mod fuse;

@@ -95,6 +95,17 @@ pub(crate) struct Target {
     fired: AtomicBool,
 }
 
+impl crate::transport::doorman::Wake for Target {
+    /// A newcomer knocked while a wire of the server's single client waits
+    /// in a read this target ends: the read ends now (a write's target is
+    /// never a door's waker, and is left alone).
+    fn wake(&self) {
+        if !matches!(self.poke, Poke::Interrupt) {
+            let _ = self.fire();
+        }
+    }
+}
+
 impl Target {
     /// Ends the wait this target is in.
     fn fire(&self) -> io::Result<()> {

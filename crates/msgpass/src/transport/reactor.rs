@@ -25,9 +25,13 @@
 //! With a single client and a single worker the server waits in the wire's
 //! own timed receive instead (one system call per request where the
 //! mechanism has one, as a hand-written loop makes), and looks at
-//! everything else when that receive times out, or every [`ACCEPT_EVERY`]
-//! requests once a tick has passed, so a busy client cannot lock a
-//! newcomer out.
+//! everything else when that receive times out or the doorman says a
+//! client connected (`doorman.rs`), so no client, busy or slow, can lock a
+//! newcomer out: the doorman ends a wait on a pipe or eventfd wire at once
+//! (the poker's poke), and a socket's or queue's timed receive, which
+//! nobody can end from outside, lasts [`SOLO_QUIET`] before the worker
+//! goes back to its set (which holds the listener) until the client sends
+//! again.
 //!
 //! **One active client among idle ones.** A wait on the set costs more
 //! than a wait on one descriptor even when the set holds a single ready
@@ -81,6 +85,7 @@ use crate::pulse::{is_pulse, Pulse};
 use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{HeldRequest, Incoming, Options, Status};
 use crate::transport::core::{Core, Single};
+use crate::transport::doorman::{self, Door};
 use crate::transport::priority::{Boost, Boosts, Peer, Watched};
 use crate::transport::rendezvous::Listener;
 use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
@@ -220,6 +225,35 @@ impl Source {
     }
 }
 
+/// The connections that began a message (or a handshake) and have not
+/// finished it, and whether there are any (read without the lock on the
+/// single-client path, which is off while there are).
+#[derive(Default)]
+struct Partial {
+    set: Mutex<HashSet<Token>>,
+    any: AtomicBool,
+}
+
+impl Partial {
+    fn insert(&self, t: Token) {
+        let mut set = self.set.lock();
+        set.insert(t);
+        self.any.store(true, Ordering::Relaxed);
+    }
+
+    /// All of them, taken out.
+    fn take(&self) -> Vec<Token> {
+        let mut set = self.set.lock();
+        self.any.store(false, Ordering::Relaxed);
+        set.drain().collect()
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Relaxed)
+    }
+}
+
 /// A connection's state, behind its lock.
 pub(crate) struct ConnIo<W> {
     token: Token,
@@ -260,7 +294,10 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     next_home: AtomicUsize,
     /// Connections that began a message (or a handshake) and have not
     /// finished it: looked at once a tick, to drop those overdue.
-    partial: Mutex<HashSet<Token>>,
+    partial: Partial,
+    /// How many connections the table holds (read without its lock on
+    /// the single-client path).
+    count: AtomicUsize,
     /// Worker `w`'s CPU + 1 when it is pinned to one CPU (0: not), for
     /// the homes of connections (a pool).
     pinned: [AtomicU32; MAX_THREADS],
@@ -270,6 +307,10 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     me: Weak<ReactorCore<A>>,
     /// Priority inheritance and its watcher, when asked for.
     inherit: Option<Watched>,
+    /// Says when a client connects while a worker serves one client alone
+    /// (see `doorman.rs`); `None` where no listener could be watched (the
+    /// single-client path then looks every [`ACCEPT_EVERY`] requests).
+    door: Option<Arc<Door>>,
 }
 
 /// Why the single-client path serves a connection.
@@ -313,6 +354,8 @@ pub(crate) struct Worker<W> {
     /// sets meanwhile: registered, every message it receives would also
     /// run the epoll callback, a tenth of a same-CPU round trip here.
     alone: Option<(Token, ConnRef<W>)>,
+    /// The doorman can end a wait on `alone`'s wire (see `doorman.rs`).
+    woken: bool,
     /// Waits in a row that reported only `sole` (see [`SOLO_STREAK`]).
     streak: u32,
     calls: u32,
@@ -339,6 +382,7 @@ pub(crate) fn serve<A: Acceptor>(
         true => Some(Watched::start()?),
         false => None,
     };
+    let door = door_of(&acceptor, listener.as_ref());
     let core = Arc::new_cyclic(|me| ReactorCore {
         table: RwLock::new(Slab::default()),
         accepting: Mutex::new(Accepting {
@@ -349,14 +393,30 @@ pub(crate) fn serve<A: Acceptor>(
         sets: Sets::default(),
         setting_up: AtomicBool::new(false),
         next_home: AtomicUsize::new(0),
-        partial: Mutex::new(HashSet::new()),
+        partial: Partial::default(),
+        count: AtomicUsize::new(0),
         pinned: std::array::from_fn(|_| AtomicU32::new(0)),
         max_msg,
         tick,
         me: me.clone(),
         inherit,
+        door,
     });
     Single::new(core)
+}
+
+/// The door the doorman knocks on when a client connects to `listener`
+/// or one of the acceptor's listeners.
+fn door_of<A: Acceptor>(acceptor: &A, listener: Option<&Listener>) -> Option<Arc<Door>> {
+    let mut fds: Vec<io::Result<OwnedFd>> = listener
+        .map(|l| l.as_fd().try_clone_to_owned())
+        .into_iter()
+        .collect();
+    acceptor.listeners(&mut |fd, _| fds.push(fd.try_clone_to_owned()));
+    // Not a failure of the channel: without a door the single-client
+    // path looks at the set every ACCEPT_EVERY requests, as it did.
+    let fds = fds.into_iter().collect::<io::Result<Vec<OwnedFd>>>().ok()?;
+    doorman::watch(fds).ok()
 }
 
 impl<A: Acceptor> ReactorCore<A> {
@@ -464,9 +524,10 @@ impl<A: Acceptor> ReactorCore<A> {
                 if self.watch(&io).is_ok() {
                     if io.wire.as_ref().is_some_and(Wire::unfinished) {
                         // A handshake of the mechanism's own, bounded in time.
-                        self.partial.lock().insert(io.token);
+                        self.partial.insert(io.token);
                     }
                     table.insert(Arc::new(Mutex::new(io)));
+                    self.count.store(table.len(), Ordering::Relaxed);
                 }
             }
             Ok(None) => {}
@@ -504,6 +565,9 @@ impl<A: Acceptor> ReactorCore<A> {
     /// The listener is readable: accepts the clients waiting, a backlog's
     /// worth at most.
     fn accept(&self) {
+        if let Some(d) = &self.door {
+            d.answer();
+        }
         let mut acc = self.accepting.lock();
         let acc = &mut *acc;
         for _ in 0..ACCEPT_BURST {
@@ -542,15 +606,12 @@ impl<A: Acceptor> ReactorCore<A> {
             self.setting_up
                 .store(acc.acceptor.setting_up(), Ordering::Relaxed);
         }
-        let partial: Vec<Token> = self.partial.lock().drain().collect();
-        for t in partial {
+        for t in self.partial.take() {
             let Some(c) = self.conn(t) else { continue };
             let mut io = c.lock();
             match &io.wire {
                 Some(wire) if wire.overdue(now) => self.close(&mut io),
-                Some(wire) if wire.unfinished() => {
-                    self.partial.lock().insert(t);
-                }
+                Some(wire) if wire.unfinished() => self.partial.insert(t),
                 _ => {}
             }
         }
@@ -573,7 +634,10 @@ impl<A: Acceptor> ReactorCore<A> {
             return;
         }
         self.unwatch(io);
-        self.table.write().remove(io.token);
+        let mut table = self.table.write();
+        table.remove(io.token);
+        self.count.store(table.len(), Ordering::Relaxed);
+        drop(table);
         io.wire = None;
         io.session = None;
         if let (Some(i), Some(_)) = (&self.inherit, io.peer.take()) {
@@ -692,7 +756,7 @@ impl<A: Acceptor> ReactorCore<A> {
             // A handshake step of the mechanism, or part of a message.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if wire.unfinished() {
-                    self.partial.lock().insert(io.token);
+                    self.partial.insert(io.token);
                 }
                 Ok(None)
             }
@@ -805,11 +869,11 @@ impl<A: Acceptor> ReactorCore<A> {
             && w.queue.is_empty()
             && w.later.is_empty()
             && !self.setting_up.load(Ordering::Relaxed)
-            && self.partial.lock().is_empty();
+            && self.partial.is_empty();
         if !quiet {
             return None;
         }
-        if self.is_sole(t) {
+        if self.is_sole() {
             return Some((t, Lone::Sole));
         }
         (w.streak >= SOLO_STREAK).then_some((t, Lone::Busy))
@@ -842,25 +906,31 @@ impl<A: Acceptor> ReactorCore<A> {
         }
     }
 
-    /// True when `t` is the only connection in the table.
-    fn is_sole(&self, t: Token) -> bool {
-        let table = self.table.read();
-        table.len() == 1 && table.get(t).is_some()
+    /// True when the table holds one connection (the single-client path
+    /// then finds out whether it is still `t`: a connection that left
+    /// has no wire).
+    #[inline]
+    fn is_sole(&self) -> bool {
+        self.count.load(Ordering::Relaxed) == 1
     }
 
     /// With a single client: waits for its next request in the wire's own
     /// timed receive, with no wait on the set per request. Everything else
-    /// is looked at when the receive times out (an idle client, or one that
-    /// died without its wire telling), and every [`ACCEPT_EVERY`] requests
-    /// once a tick has passed.
+    /// is looked at as soon as the doorman says a client connected, when
+    /// the client is quiet for [`SOLO_QUIET`] (the worker then waits on
+    /// the set, which holds the listener, until the client sends again),
+    /// and, where no door could be watched, every [`ACCEPT_EVERY`]
+    /// requests once a tick has passed.
     fn receive_single(
         &self,
         w: &mut Worker<A::W>,
         t: Token,
         lone: Lone,
     ) -> Result<Option<Incoming>> {
-        if lone == Lone::Busy && w.calls % SOLO_LOOK == 0 && self.others_ready(w)? {
-            return Ok(None);
+        if self.knocked()
+            || (lone == Lone::Busy && w.calls % SOLO_LOOK == 0 && self.others_ready(w)?)
+        {
+            return Ok(self.leave_single(w));
         }
         self.set_alone(w, Some(t));
         let Some((_, c)) = &w.alone else {
@@ -872,27 +942,26 @@ impl<A: Acceptor> ReactorCore<A> {
             // Its request is held (deferred): it is muted until answered,
             // which only the set does.
             drop(io);
-            w.sole = None;
-            w.streak = 0;
-            return Ok(None);
+            return Ok(self.leave_single(w));
         }
-        let wait = match lone {
-            Lone::Sole => self.tick,
-            Lone::Busy => SOLO_QUIET,
+        // A wait the doorman can end may last a tick; one it cannot, only
+        // a moment (a newcomer waits for its end).
+        let wait = match w.woken {
+            true => self.tick,
+            false => SOLO_QUIET,
         };
         match self.read(w, &mut io, Some(wait)) {
             Ok(Some(inc)) => {
                 w.cur = Some(Current::Locked(io));
                 Ok(Some(inc))
             }
-            // The busy client went quiet: back to the set.
-            Err(()) if lone == Lone::Busy => {
+            // The client went quiet: back to the set until it sends again.
+            Err(()) => {
                 drop(io);
-                w.streak = 0;
                 if w.last_look.elapsed() >= self.tick {
                     self.look_around(w);
                 }
-                Ok(None)
+                Ok(self.leave_single(w))
             }
             // The client left (its wire closed): the path ends here.
             Ok(None) if io.wire.is_none() => {
@@ -904,13 +973,34 @@ impl<A: Acceptor> ReactorCore<A> {
             // A handshake step or part of a message: look around once a
             // tick, as while waiting.
             Ok(None) if w.last_look.elapsed() < self.tick => Ok(None),
-            Ok(None) | Err(()) => {
+            Ok(None) => {
                 drop(io);
                 self.harvest(w, Duration::ZERO)?;
                 self.look_around(w);
                 Ok(None)
             }
         }
+    }
+
+    /// True (once) when the doorman says a client connected: the worker
+    /// then looks at its set, which holds the listener.
+    #[inline]
+    fn knocked(&self) -> bool {
+        match &self.door {
+            Some(d) if d.knocked() => {
+                d.answer();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends the single-client path: the worker waits on its set next,
+    /// until a wait reports the client alone again.
+    fn leave_single(&self, w: &mut Worker<A::W>) -> Option<Incoming> {
+        w.sole = None;
+        w.streak = 0;
+        None
     }
 
     /// While one client is served alone among idle ones: looks at the set
@@ -925,7 +1015,9 @@ impl<A: Acceptor> ReactorCore<A> {
     }
 
     /// Makes `want` the connection taken out of the sets for the
-    /// single-client path (`None`: none), putting the previous one back.
+    /// single-client path (`None`: none), putting the previous one back,
+    /// and leaves on the door what ends a wait on its wire, if anything
+    /// can (`w.woken`).
     fn set_alone(&self, w: &mut Worker<A::W>, want: Option<Token>) {
         if w.alone.as_ref().map(|(t, _)| *t) == want {
             return;
@@ -944,14 +1036,20 @@ impl<A: Acceptor> ReactorCore<A> {
                 }
             }
         }
-        let Some(t) = want else { return };
-        if let Some(c) = self.conn(t) {
+        let waker = want.and_then(|t| self.conn(t)).and_then(|c| {
+            let mut io = c.lock();
             // The wire only: the session (whose hang-up tells of a client
             // whose wire does not) stays, and is silent while it lives.
-            if let Some(wire) = &c.lock().wire {
-                self.sets.delete(wire.poll_fd());
-            }
-            w.alone = Some((t, c));
+            let wire = io.wire.as_mut()?;
+            self.sets.delete(wire.poll_fd());
+            let waker = wire.waker(self.tick);
+            drop(io);
+            w.alone = Some((want?, c));
+            waker
+        });
+        w.woken = waker.is_some();
+        if let Some(d) = &self.door {
+            d.wake_with(waker);
         }
     }
 
@@ -1027,6 +1125,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             cur: None,
             sole: None,
             alone: None,
+            woken: false,
             streak: 0,
             calls: 0,
             last_look: Instant::now(),

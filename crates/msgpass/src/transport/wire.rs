@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::transport::api::Status;
+use crate::transport::doorman::Wake;
 use crate::transport::poker::{self, Target};
 
 /// Header length of every wire message.
@@ -86,6 +87,14 @@ pub(crate) trait Wire: Send {
     /// only on the poker's tick (pipes, eventfd).
     fn quick_timeout(&self) -> bool {
         false
+    }
+    /// Server side: what ends a [`Wire::recv_timeout`] on this wire from
+    /// outside, before its time (the poker's poke, registered now with
+    /// `tick` if it is not yet), for the doorman to end the wait when a
+    /// newcomer connects (`doorman.rs`); `None` (the default) where
+    /// nothing can, and the wait must be kept short instead.
+    fn waker(&mut self, _tick: Duration) -> Option<Arc<dyn Wake>> {
+        None
     }
     /// Sends one small message (a pulse) only if the path has room for it
     /// now: `Ok(false)` when it has not, and nothing was sent. Never waits.
@@ -774,6 +783,18 @@ impl Wire for StreamWire {
 
     fn quick_timeout(&self) -> bool {
         self.is_socket()
+    }
+
+    fn waker(&mut self, tick: Duration) -> Option<Arc<dyn Wake>> {
+        if self.packets != Packets::Receive {
+            return None;
+        }
+        let rx = &self.rx;
+        let poke = self
+            .poke
+            .get_or_insert_with(|| poker::register_pipe(rx, tick).map_err(|_| ()));
+        let target = poke.as_ref().ok()?;
+        Some(Arc::clone(target) as Arc<dyn Wake>)
     }
 
     fn poll_fd(&self) -> BorrowedFd<'_> {

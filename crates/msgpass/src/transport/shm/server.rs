@@ -30,6 +30,7 @@ use crate::transport::api::{
     HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
 };
 use crate::transport::core::{Core, Single};
+use crate::transport::doorman::{self, Door, Wake};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{Family, Listener};
 use crate::transport::server::{in_place_parts, refuse, starved, ACCEPT_EVERY};
@@ -50,6 +51,13 @@ impl ShmServer {
             .map_err(|e| Error::io("memfd_create doorbell", e))?;
         let flags = if wait == Wait::Spin { FLAG_SPINS } else { 0 };
         bell.atomic_u32(BELL_FLAGS).store(flags, SeqCst);
+        // Not a failure of the channel: without a door newcomers wait for
+        // the housekeeping tick, as they did.
+        let door = listener
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| doorman::watch(vec![fd]))
+            .ok();
         let core = Arc::new(ShmCore {
             bell_fd,
             bell,
@@ -64,6 +72,7 @@ impl ShmServer {
             wait,
             opts: opts.clone(),
             next_home: AtomicUsize::new(0),
+            door,
         });
         Ok(ShmServer(Single::new(core)?))
     }
@@ -130,6 +139,11 @@ pub(crate) struct ShmCore {
     opts: Options,
     /// The home of the next connection, until its client's CPU is known.
     next_home: AtomicUsize,
+    /// Says when a client connects while a thread is busy with, or naps
+    /// on, the slots it watches (see `doorman.rs`); `None` where the
+    /// listener could not be watched (newcomers then wait for the
+    /// housekeeping tick).
+    door: Option<Arc<Door>>,
 }
 
 /// A client, as the server keeps it.
@@ -201,6 +215,9 @@ pub(crate) struct ShmWorker {
     epoch: u32,
     calls: u32,
     last_look: Instant,
+    /// The connection whose state word the door's waker wakes (the one
+    /// this thread last napped on).
+    napping_on: Option<Token>,
 }
 
 /// The listener's token; connections' tokens are below it (marked: the
@@ -319,6 +336,9 @@ impl ShmCore {
 
     /// Accepts the clients waiting, a backlog's worth at most.
     fn accept(&self) {
+        if let Some(d) = &self.door {
+            d.answer();
+        }
         let mut acc = self.listener.lock();
         for _ in 0..ACCEPT_BURST {
             if acc.paused.is_some() || !readable_now(acc.listener.as_fd()) {
@@ -664,6 +684,29 @@ impl ShmCore {
         Ok(())
     }
 
+    /// A client connected while this thread looked only at its slots (the
+    /// doorman says so): accepts it now, through the set.
+    #[inline]
+    fn answer_knock(&self, w: &mut ShmWorker) -> Result<()> {
+        match &self.door {
+            Some(d) if d.knocked() => {
+                d.answer();
+                self.harvest(w, Duration::ZERO)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Leaves on the door what ends a nap on `c`'s state word (a futex
+    /// wake of it), when that is not there already.
+    fn nap_waker(&self, w: &mut ShmWorker, c: &Arc<ShmConn>) {
+        let Some(d) = &self.door else { return };
+        if w.napping_on != Some(c.token) {
+            w.napping_on = Some(c.token);
+            d.wake_with(Some(Arc::new(SlotWaker(Arc::downgrade(c)))));
+        }
+    }
+
     /// True when `w` is the only thread and its one watched slot is the
     /// channel's only client: it can nap on that slot's word.
     fn alone(&self, w: &ShmWorker) -> bool {
@@ -681,6 +724,8 @@ impl ShmCore {
     /// after the state is published is the one the kernel must find
     /// unchanged.
     fn nap(&self, w: &mut ShmWorker, stop: &AtomicBool, timeout: Duration) {
+        let c = Arc::clone(&w.watched[0].conn);
+        self.nap_waker(w, &c);
         let state = self.state_of(w.index);
         state.store(NAPPING, SeqCst);
         let word = w.watched[0].conn.slot.state();
@@ -708,6 +753,19 @@ impl ShmCore {
                     let _ = oslayer::eventfd::write(r.as_fd(), 1);
                 }
             }
+        }
+    }
+}
+
+/// What ends a thread's nap on a client's state word when a newcomer
+/// knocks (the doorman's [`Wake`]): a futex wake of the word. Weak: a
+/// waker left on the door keeps no connection alive.
+struct SlotWaker(std::sync::Weak<ShmConn>);
+
+impl Wake for SlotWaker {
+    fn wake(&self) {
+        if let Some(c) = self.0.upgrade() {
+            oslayer::futex::wake(c.slot.state(), u32::MAX, true);
         }
     }
 }
@@ -812,6 +870,7 @@ impl Core for ShmCore {
             epoch: 0,
             calls: 0,
             last_look: Instant::now(),
+            napping_on: None,
         })
     }
 
@@ -848,6 +907,7 @@ impl Core for ShmCore {
             }
         }
         w.calls = w.calls.wrapping_add(1);
+        self.answer_knock(w)?;
         if w.calls % HOUSEKEEP_EVERY == 0 && w.last_look.elapsed() >= self.opts.tick {
             self.harvest(w, Duration::ZERO)?;
             self.look_around(w);
@@ -873,6 +933,7 @@ impl Core for ShmCore {
             if stop.load(Relaxed) {
                 return Ok(None);
             }
+            self.answer_knock(w)?;
             spins = spins.wrapping_add(1);
             let spinning = match self.wait {
                 Wait::Spin => true,
