@@ -241,6 +241,33 @@ fn sysv_msg_frozen_client_leaves_no_queue() {
     suite::sysv_msg_frozen_client_leaves_no_queue()
 }
 
+/// ... nor one frozen with a reply queued for it, then killed: the queue
+/// goes with the server, not with the next server of the endpoint.
+#[test]
+fn sysv_msg_frozen_client_with_a_reply_leaves_no_queue() {
+    suite::sysv_msg_frozen_client_with_a_reply(suite::Served::ByOne, suite::Then::Kill)
+}
+
+/// The same with a relay pool serving the channel.
+#[test]
+fn sysv_msg_frozen_client_of_a_pool_leaves_no_queue() {
+    suite::sysv_msg_frozen_client_with_a_reply(suite::Served::ByPool, suite::Then::Kill)
+}
+
+/// A sysv-msg client frozen with a reply queued while its server stops,
+/// then thawed, gets that reply, and `Disconnected` for its next call.
+#[test]
+fn sysv_msg_frozen_client_thawed_gets_its_reply() {
+    suite::sysv_msg_frozen_client_with_a_reply(suite::Served::ByOne, suite::Then::Thaw)
+}
+
+/// A sysv-msg client killed with a reply queued while its server lives:
+/// the server removes the queue when it sees the client's session hang up.
+#[test]
+fn sysv_msg_killed_client_with_a_reply_leaves_no_queue() {
+    suite::sysv_msg_killed_client_with_a_reply_leaves_no_queue()
+}
+
 #[test]
 fn unknown_transport_is_refused() {
     match msgpass::transport::by_name("carrier-pigeon") {
@@ -283,6 +310,20 @@ fn child_entry() {
                 Connection::open(&ns, &name, &*t, &Options::default()).expect("child: connect");
             println!("MSGPASS_CONNECTED");
             let _ = c.call(CMD_HOLD, &[], &mut [0u8; 64]);
+            thread::sleep(CHILD_LIFETIME);
+        }
+        // As client-hold, then reports how its call and one more ended.
+        "client-hold-report" => {
+            let mut c =
+                Connection::open(&ns, &name, &*t, &Options::default()).expect("child: connect");
+            println!("MSGPASS_CONNECTED");
+            let mut buf = [0u8; 64];
+            let first = c
+                .call(CMD_HOLD, &[], &mut buf)
+                .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned());
+            println!("MSGPASS_FIRST {first:?}");
+            let second = c.call(1, b"again", &mut buf);
+            println!("MSGPASS_SECOND {second:?}");
             thread::sleep(CHILD_LIFETIME);
         }
         "client-idle" => {
@@ -1838,7 +1879,7 @@ mod suite {
 
     /// A client frozen (SIGSTOP) while its server stops cannot remove its
     /// reply queue (its watchdog never runs), and is then killed: the
-    /// server, or at the latest the next server of the endpoint, must.
+    /// server must.
     pub fn sysv_msg_frozen_client_leaves_no_queue() {
         run("sysv-msg", "frozen_client_leaves_no_queue", |cx| {
             let s = cx.server("frozen/0");
@@ -1846,12 +1887,172 @@ mod suite {
             idle.expect_line("MSGPASS_CONNECTED");
             let ids = recorded_queues(&s.path);
             assert_eq!(ids.len(), 2, "request queue + 1 reply queue: {ids:?}");
-            let pid = oslayer::process::Pid::from_raw(idle.pid() as i32).expect("child pid");
-            oslayer::process::kill(pid, oslayer::process::Signal::STOP).expect("SIGSTOP");
+            freeze(&idle);
             s.stop();
             idle.kill_and_reap();
-            // The next server of the endpoint, then it stops too.
-            cx.server("frozen/0").stop();
+            let live = sysv_queues();
+            let left: Vec<_> = ids.iter().filter(|i| live.contains(i)).collect();
+            assert!(left.is_empty(), "queues {left:?} left behind");
+        });
+    }
+
+    /// What serves the channel in [`sysv_msg_frozen_client_with_a_reply`].
+    #[derive(Clone, Copy)]
+    pub enum Served {
+        /// A server thread ([`Server`]).
+        ByOne,
+        /// A relay pool of two threads ([`PoolServer`]).
+        ByPool,
+    }
+
+    /// What becomes of the frozen client once its server stopped.
+    #[derive(Clone, Copy)]
+    pub enum Then {
+        /// It is killed (SIGKILL) without ever running again.
+        Kill,
+        /// It runs on (SIGCONT), and reports its call and the next.
+        Thaw,
+    }
+
+    /// A test server of either kind, driven the same way.
+    enum AnyServer {
+        One(Server),
+        Pool(PoolServer),
+    }
+
+    impl AnyServer {
+        fn event(&self) -> Event {
+            match self {
+                AnyServer::One(s) => s.event(),
+                AnyServer::Pool(p) => p.event(),
+            }
+        }
+
+        fn release(&self) {
+            match self {
+                AnyServer::One(s) => s.release(),
+                AnyServer::Pool(p) => p.release(),
+            }
+        }
+
+        /// Stops the server: when this returns, its channel is dropped.
+        fn stop(self) {
+            match self {
+                AnyServer::One(s) => drop(s.stop()),
+                AnyServer::Pool(p) => drop(p.stop()),
+            }
+        }
+    }
+
+    /// Sends `sig` to child `c`.
+    fn signal(c: &ChildProc, sig: oslayer::process::Signal) {
+        let pid = oslayer::process::Pid::from_raw(c.pid() as i32).expect("child pid");
+        oslayer::process::kill(pid, sig).expect("signal the child");
+    }
+
+    /// Stops child `c` (SIGSTOP) and waits until every thread of it is
+    /// stopped, out of any system call it blocked in (a `msgrcv` is left,
+    /// to be restarted when the child runs again).
+    fn freeze(c: &ChildProc) {
+        signal(c, oslayer::process::Signal::STOP);
+        let tasks = format!("/proc/{}/task", c.pid());
+        let stopped = |stat: String| {
+            let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+            matches!(state, Some('T' | 't'))
+        };
+        while !std::fs::read_dir(&tasks)
+            .expect("the child's threads")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+            .all(stopped)
+        {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Messages waiting in System V queue `id`, `None` once it is gone.
+    fn queued(id: i32) -> Option<u64> {
+        oslayer::sysv_msg::count(oslayer::sysv_msg::MsgQueueId(id)).ok()
+    }
+
+    /// The queue record beside `endpoint`.
+    fn record_of(endpoint: &std::path::Path) -> PathBuf {
+        let mut p = endpoint.as_os_str().to_owned();
+        p.push(".msq.lock.lock");
+        PathBuf::from(p)
+    }
+
+    /// A client is frozen (SIGSTOP) with the reply to its call queued for
+    /// it when its server stops: the server, not its next one, must
+    /// remove the reply queue, since the client, killed, never runs again
+    /// (`Then::Kill`: no queue and no record is left); thawed instead, the
+    /// client gets its reply, and `Disconnected` for its next call.
+    pub fn sysv_msg_frozen_client_with_a_reply(served: Served, then: Then) {
+        let test = match (served, then) {
+            (Served::ByOne, Then::Kill) => "frozen_client_with_a_reply",
+            (Served::ByPool, Then::Kill) => "frozen_client_of_a_pool",
+            (_, Then::Thaw) => "frozen_client_thawed",
+        };
+        run("sysv-msg", test, move |cx| {
+            let name = "frozen/1";
+            let path = cx.ns.root().join(name);
+            let s = match served {
+                Served::ByOne => AnyServer::One(cx.server(name)),
+                Served::ByPool => AnyServer::Pool(PoolServer::start(&cx.ns, name, cx.t, 2)),
+            };
+            let mut c = cx.child("client-hold-report", name);
+            c.expect_line("MSGPASS_CONNECTED");
+            assert!(matches!(s.event(), Event::Held), "the call is not held");
+            let ids = recorded_queues(&path);
+            assert_eq!(ids.len(), 2, "request queue + 1 reply queue: {ids:?}");
+            freeze(&c);
+            s.release();
+            // The reply waits in the frozen client's queue.
+            while queued(ids[1]) != Some(1) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            s.stop();
+            if let Then::Thaw = then {
+                signal(&c, oslayer::process::Signal::CONT);
+                let first = c.expect_line("MSGPASS_FIRST");
+                let second = c.expect_line("MSGPASS_SECOND");
+                assert_eq!(first, r#"Ok("released")"#, "the thawed call");
+                assert_eq!(second, "Err(Disconnected)", "the call after it");
+            }
+            c.kill_and_reap();
+            let live = sysv_queues();
+            let left: Vec<_> = ids.iter().filter(|i| live.contains(i)).collect();
+            let record = record_of(&path).exists();
+            assert!(left.is_empty(), "queues {left:?} left behind");
+            assert!(!record, "a queue record left beside the endpoint");
+        });
+    }
+
+    /// A client frozen with a reply queued for it, then killed, while its
+    /// server lives: the server removes its queue when it sees the
+    /// session hang up, and serves on.
+    pub fn sysv_msg_killed_client_with_a_reply_leaves_no_queue() {
+        run("sysv-msg", "killed_client_with_a_reply", |cx| {
+            let s = cx.server("killed/0");
+            let mut c = cx.child("client-hold", "killed/0");
+            c.expect_line("MSGPASS_CONNECTED");
+            assert!(matches!(s.event(), Event::Held), "the call is not held");
+            let ids = recorded_queues(&s.path);
+            assert_eq!(ids.len(), 2, "request queue + 1 reply queue: {ids:?}");
+            freeze(&c);
+            s.release();
+            while queued(ids[1]) != Some(1) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            c.kill_and_reap();
+            // Within a tick or so (the run's watchdog bounds the wait).
+            while queued(ids[1]).is_some() {
+                thread::sleep(Duration::from_millis(5));
+            }
+            let mut next = cx.open("killed/0");
+            echo(&mut next, 1, b"still serving", &mut [0u8; 64]);
+            assert_eq!(call_conns(&mut next), 1, "the killed client is counted");
+            drop(next);
+            s.stop();
             let live = sysv_queues();
             let left: Vec<_> = ids.iter().filter(|i| live.contains(i)).collect();
             assert!(left.is_empty(), "queues {left:?} left behind");

@@ -246,11 +246,6 @@ impl<L> Sessions<L> {
         self.table.values()
     }
 
-    /// Every client, to change.
-    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Session<L>> {
-        self.table.values_mut()
-    }
-
     /// Waits up to `timeout` for events, to be taken with
     /// [`Sessions::next_event`]; returns how many came. A listener at
     /// rest is watched again once its rest is over.

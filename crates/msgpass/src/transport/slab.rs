@@ -141,11 +141,6 @@ impl<T> Slab<T> {
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
         self.entries.iter().filter_map(|e| e.value.as_ref())
     }
-
-    /// Every entry, to change.
-    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.entries.iter_mut().filter_map(|e| e.value.as_mut())
-    }
 }
 
 #[cfg(test)]
@@ -168,7 +163,6 @@ mod tests {
         assert_eq!(s.get(c), Some(&"c"));
         assert_eq!(s.get_mut(a), None);
         *s.get_mut(c).unwrap() = "C";
-        assert_eq!(s.values_mut().count(), 2);
         assert_eq!(s.get(c), Some(&"C"));
         assert_eq!(s.values().count(), 2);
         assert_eq!(s.get(b), Some(&"b"));

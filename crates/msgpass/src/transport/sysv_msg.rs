@@ -75,25 +75,47 @@
 //! meanwhile goes nowhere (its queue is gone); one its queue refuses marks
 //! the connection over, and the dispatcher drops it at its next request.
 //!
-//! **No leaks.** The server removes a connection's queue when it drops the
-//! connection, and its request queue when the channel is dropped; a client
-//! removes its reply queue when it is dropped or sees the server die. A
-//! channel being dropped also removes each client's reply queue once it
-//! holds no reply (a client waiting in it sees `EIDRM`, as when its
-//! watchdog removes it): a client frozen (SIGSTOP) while the server stops,
-//! then killed, never runs its watchdog, and its queue would outlive
-//! everybody. A reply still queued after a tick (its client is frozen) is
-//! left for the client to read, and its queue stays in the record, which
-//! the server then leaves behind: if the client dies before it reads, the
-//! next server of the endpoint removes the queue (if its creator, mode and
-//! creation time still match) and the record. The
-//! server keeps a record of its live queues (id and creation time) beside
-//! its endpoint, in `<endpoint>.msq.lock.lock` (a name no endpoint, lock
-//! file or directory can take, since names ending in `.lock` are
-//! reserved); a server claiming the endpoint after a crash removes the
-//! recorded queues that still exist with the same creator and creation
-//! time, then the record. Only a crash between `msgget` and the record's
-//! update (microseconds) could leak a queue.
+//! **No leaks.** No queue outlives both its server and its client, unless
+//! the server is killed (see After a crash below). The
+//! server removes a connection's queue when it drops the connection (its
+//! session hung up: the client died, or broke the protocol), and its
+//! request queue when the channel is dropped; a client removes its reply
+//! queue when it is dropped or sees the server die. A channel being
+//! dropped removes every client's reply queue too, at once: a client
+//! frozen (SIGSTOP) while the server stops, then killed, never runs its
+//! watchdog, and its queue would outlive everybody. A reply still
+//! waiting in a queue then (its client is frozen, or not yet back in
+//! `msgrcv`) is first moved to the client's session socket, one
+//! `SOCK_SEQPACKET` message that the kernel keeps for the client and
+//! frees with it. A client whose reply queue is gone (`EIDRM`, `EINVAL`)
+//! reads its session, without waiting, before it reports
+//! [`Error::Disconnected`]: a frozen client that thaws gets the answer to
+//! its call, as on the transports whose replies wait in a socket or a
+//! mapping, and `Disconnected` for its next call. The server moves the
+//! reply before it removes the queue, so the client never reads too
+//! early; a reply a pool thread sends while the channel is being dropped
+//! may still find its queue gone (its client hears `Disconnected`, as for
+//! any call the stopping server did not answer). Rejected: removing the
+//! queue with the reply in it (a frozen client would lose an answer that
+//! a socket transport delivers, and report a served call `Disconnected`);
+//! leaving the queue to the next server of the endpoint (what was done:
+//! it outlived both ends until then, for ever if the endpoint was not
+//! served again); a reaper process outliving the server (one more
+//! process per channel, and killable too).
+//!
+//! **After a crash.** The server keeps a record of its live queues (id
+//! and creation time) beside its endpoint, in `<endpoint>.msq.lock.lock`
+//! (a name no endpoint, lock file or directory can take, since names
+//! ending in `.lock` are reserved), removed when the channel is dropped.
+//! A killed server (SIGKILL) runs no code: its request queue stays, and
+//! so does a client's reply queue if the client cannot remove it either
+//! (frozen, then killed too: a System V queue is not tied to any process,
+//! so nothing the kernel does on their deaths removes it). A server
+//! claiming the endpoint after a crash removes the recorded queues that
+//! still exist with the same creator, mode and creation time, then the
+//! record; until then (for ever, if the endpoint is not served again)
+//! they stay, as `ipcs -q` shows. Only a crash between `msgget` and the
+//! record's update (microseconds) leaves a queue that no record names.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -118,6 +140,7 @@ use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
 use crate::transport::slab::Token;
 use crate::transport::wire::{head, parse_head, HEAD};
+use oslayer::socket::RecvFlags;
 use oslayer::sysv_msg::{MsgBuf, MsgFlags, MsgQueueId, MsgQueueStamp, MsgType};
 
 /// Type of the ticker's wake-up messages in a request queue (connections
@@ -248,8 +271,9 @@ fn connect(path: &Path, opts: &Options) -> Result<SysvClient> {
     let mtype = MsgType::from_le_bytes(extra[8..16].try_into().expect("8 bytes"));
     let dead = Arc::new(AtomicBool::new(false));
     let (stop_r, stop_w) = oslayer::pipe::pipe().map_err(|e| Error::io("sysv-msg: pipe", e))?;
+    let session = Arc::new(sock);
     let watchdog = Watchdog {
-        sock,
+        sock: Arc::clone(&session),
         stop: stop_r,
         dead: Arc::clone(&dead),
         reply_q,
@@ -271,6 +295,7 @@ fn connect(path: &Path, opts: &Options) -> Result<SysvClient> {
         buf: MsgBuf::new(HEAD + hello.max_msg),
         max_msg: hello.max_msg,
         dead,
+        session,
         stop: Some(stop_w),
         watchdog: Some(handle),
         timeout: None,
@@ -297,8 +322,6 @@ fn new_queue() -> io::Result<(MsgQueueId, MsgQueueStamp)> {
 struct Record {
     file: File,
     path: PathBuf,
-    /// Left on disk when dropped: it lists queues that may outlive us.
-    keep: bool,
 }
 
 fn record_path(endpoint: &Path) -> PathBuf {
@@ -317,11 +340,7 @@ impl Record {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
-        Ok(Record {
-            file,
-            path,
-            keep: false,
-        })
+        Ok(Record { file, path })
     }
 
     /// Replaces the record's content with `queues`.
@@ -355,9 +374,7 @@ fn record_line((id, st): (MsgQueueId, MsgQueueStamp)) -> String {
 
 impl Drop for Record {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_file(&self.path);
-        }
+        let _ = fs::remove_file(&self.path);
     }
 }
 
@@ -476,16 +493,13 @@ struct Flags {
 }
 
 /// What the server keeps of a client besides its session. Dropping it
-/// removes the client's reply queue, unless kept.
+/// removes the client's reply queue.
 struct Link {
     /// The message type of this connection's requests.
     mtype: MsgType,
     reply_q: MsgQueueId,
     stamp: MsgQueueStamp,
     flags: Arc<Flags>,
-    /// Leave the queue when dropped (the channel is being dropped, see
-    /// `Drop for SysvServer`).
-    keep: bool,
 }
 
 impl Link {
@@ -495,7 +509,6 @@ impl Link {
             reply_q,
             stamp,
             flags: Arc::default(),
-            keep: false,
         }
     }
 }
@@ -503,9 +516,7 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         self.flags.over.store(true, Ordering::Release);
-        if !self.keep {
-            let _ = oslayer::sysv_msg::remove(self.reply_q);
-        }
+        let _ = oslayer::sysv_msg::remove(self.reply_q);
     }
 }
 
@@ -530,9 +541,8 @@ struct SysvServer {
     shared: Arc<Shared>,
     kick: Option<Arc<OwnedFd>>,
     ticker: Option<JoinHandle<()>>,
-    /// How long a reply queued when the channel is dropped may wait for
-    /// its client before it is left to the record; how long the listener
-    /// rests when accepting starves; how soon a pool's dispatcher stops.
+    /// How long the listener rests when accepting starves; how soon a
+    /// pool's dispatcher stops.
     tick: Duration,
 }
 
@@ -846,52 +856,34 @@ impl Drop for SysvServer {
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
-        // A live client's reply queue that still holds the reply to its
-        // last call is the client's to read and remove; an empty one goes
-        // now (its client, if it waits, sees EIDRM; one frozen and later
-        // killed would never remove it). No reply can arrive in between:
-        // we are the only sender.
         let _ = oslayer::sysv_msg::remove(self.req_q);
-        // A client in its call takes its reply within microseconds: give
-        // the replies still queued a tick before calling them abandoned.
-        let mut left: Vec<_> = self
-            .conns
-            .iter()
-            .map(|c| (c.link.reply_q, c.link.stamp))
-            .collect();
-        let deadline = Instant::now() + self.tick;
-        loop {
-            left.retain(|&(q, _)| match oslayer::sysv_msg::count(q) {
-                Ok(0) => {
-                    let _ = oslayer::sysv_msg::remove(q);
-                    false
-                }
-                Ok(_) => true,
-                Err(_) => false,
-            });
-            if left.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(200));
+        // A reply its client has not taken yet (frozen, or not back in
+        // `msgrcv`) moves to the client's session before its queue goes
+        // (see the module documentation).
+        for c in self.conns.iter() {
+            salvage(&mut self.buf, c.link.reply_q, c.sock.as_fd());
         }
-        // Every queue is removed now or left to its client: none goes with
-        // its link.
-        for c in self.conns.iter_mut() {
-            c.link.keep = true;
-        }
-        // What is left stays in the record, for the next server of the
-        // endpoint to remove should its client die before reading it.
-        if !left.is_empty() && self.record.write(&left).is_ok() {
-            self.record.keep = true;
-        }
-        // The record file goes with `self.record`, unless kept.
+        // The reply queues go with their links, the record file with
+        // `self.record`.
+    }
+}
+
+/// Moves the reply waiting in `reply_q`, if any, to the client's session
+/// `sock` (one message, without waiting: the session carries nothing
+/// else, so it has room), through `buf`. A client that is gone, or took
+/// its reply meanwhile, gets nothing.
+fn salvage(buf: &mut MsgBuf, reply_q: MsgQueueId, sock: BorrowedFd<'_>) {
+    let flags = MsgFlags::NOWAIT | MsgFlags::NOERROR;
+    if let Ok(n) = oslayer::sysv_msg::receive(reply_q, buf, MTYPE_REPLY, flags) {
+        let _ = oslayer::socket::send_now(sock, &buf.text()[..n]);
     }
 }
 
 /// A client's helper thread (see the module documentation).
 struct Watchdog {
-    /// The rendezvous session; closed when the watchdog ends.
-    sock: OwnedFd,
+    /// The rendezvous session, shared with the client (which may have to
+    /// read a reply its server moved there).
+    sock: Arc<OwnedFd>,
     /// Hangs up when the client is dropped.
     stop: OwnedFd,
     dead: Arc<AtomicBool>,
@@ -932,6 +924,9 @@ struct SysvClient {
     buf: MsgBuf,
     max_msg: usize,
     dead: Arc<AtomicBool>,
+    /// The rendezvous session: where a stopping server moves a reply we
+    /// had not taken (see the module documentation).
+    session: Arc<OwnedFd>,
     /// Dropping it stops the watchdog.
     stop: Option<OwnedFd>,
     watchdog: Option<JoinHandle<()>>,
@@ -1016,12 +1011,29 @@ impl SysvClient {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if self.dead.load(Ordering::Acquire) {
-                        return Err(Error::Disconnected);
+                        return self.salvaged();
                     }
                 }
-                Err(e) if queue_gone(&e) => return Err(Error::Disconnected),
+                Err(e) if queue_gone(&e) => return self.salvaged(),
                 Err(e) => return Err(Error::io("sysv-msg: receive reply", e)),
             }
+        }
+    }
+
+    /// Once our reply queue is gone: the reply a stopping server moved to
+    /// our session because we had not taken it, copied to our buffer (its
+    /// text length); [`Error::Disconnected`] when there is none. The
+    /// server moves it before it removes the queue, so it is there by now
+    /// if it ever comes.
+    fn salvaged(&mut self) -> Result<usize> {
+        let text = self.buf.text_mut();
+        let flags = RecvFlags::DONTWAIT;
+        match oslayer::socket::recv_bytes(self.session.as_fd(), text, flags) {
+            Ok(n) if n > 0 && n <= text.len() => {
+                self.buf.set_mtype(MTYPE_REPLY);
+                Ok(n)
+            }
+            _ => Err(Error::Disconnected),
         }
     }
 
@@ -1232,11 +1244,11 @@ mod tests {
         );
     }
 
-    /// A reply its client never takes (the client is frozen, say) outlives
-    /// the server: its queue stays in the record the server leaves behind,
-    /// and the next server's clean-up removes it.
+    /// A reply its client has not taken (the client is frozen, say) when
+    /// the server stops does not keep its queue past the server: it moves
+    /// to the client's session, the queue goes, and no record is left.
     #[test]
-    fn an_untaken_reply_is_left_to_the_next_server() {
+    fn an_untaken_reply_moves_to_the_session() {
         let dir = std::env::temp_dir().join(format!("msgpass-sysv-u-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).expect("dir");
@@ -1260,8 +1272,7 @@ mod tests {
             })
         };
         ready.recv().expect("server up");
-        let (_sock, hello, _) =
-            rendezvous::connect(&path, Family::SysvMsg, &opts).expect("connect");
+        let (sock, hello, _) = rendezvous::connect(&path, Family::SysvMsg, &opts).expect("connect");
         let extra = hello.extra;
         let id = |i: usize| MsgQueueId(i32::from_le_bytes(extra[i..i + 4].try_into().unwrap()));
         let (req_q, own_q) = (id(0), id(4));
@@ -1271,32 +1282,27 @@ mod tests {
         buf.text_mut()[..HEAD].copy_from_slice(&head(1, 0));
         oslayer::sysv_msg::send(req_q, &buf, HEAD, MsgFlags::EMPTY).expect("request");
         served.recv().expect("served");
+        let waiting = oslayer::sysv_msg::count(own_q).ok();
         stop.store(true, Ordering::Relaxed);
         server.join().expect("server thread");
-        let kept = oslayer::sysv_msg::count(own_q).ok();
-        let record = fs::read_to_string(record_path(&path)).ok();
-        clean_stale(&path);
-        let after = oslayer::sysv_msg::count(own_q).is_ok();
-        let record_after = record_path(&path).exists();
+        let queue_left = oslayer::sysv_msg::count(own_q).is_ok();
+        let record_left = record_path(&path).exists();
+        let mut got = [0u8; 64];
+        let moved = oslayer::socket::recv_bytes(sock.as_fd(), &mut got, RecvFlags::DONTWAIT);
         let _ = oslayer::sysv_msg::remove(own_q);
         let _ = fs::remove_dir_all(&dir);
-        assert_eq!(kept, Some(1), "the untaken reply went with the server");
-        let record = record.expect("no record left behind");
-        assert!(
-            record
-                .lines()
-                .any(|l| l.starts_with(&format!("{} ", own_q.0))),
-            "{record}"
-        );
-        assert!(!after, "the next server's clean-up left the queue");
-        assert!(!record_after, "the next server's clean-up left the record");
+        assert_eq!(waiting, Some(1), "the reply was not waiting in its queue");
+        assert!(!queue_left, "the reply queue outlived the server");
+        assert!(!record_left, "a record was left beside the endpoint");
+        let n = moved.expect("the reply in the session");
+        assert_eq!(n, HEAD + 5, "{:?}", &got[..n.min(got.len())]);
+        assert_eq!(&got[HEAD..n], b"yours");
     }
 
     /// A call's deadline ends its wait at about its time, not at a tick
     /// (ten seconds here): the alarm thread wakes the `msgrcv`. The late
     /// reply is discarded by the next call, which gets its own; and no
-    /// alarm message is left in the reply queue (the server, dropped,
-    /// would keep a record of a queue still holding one).
+    /// alarm message is left in the reply queue.
     #[test]
     fn a_deadline_ends_the_wait_before_any_tick() {
         let dir = std::env::temp_dir().join(format!("msgpass-sysv-d-{}", std::process::id()));
@@ -1327,7 +1333,7 @@ mod tests {
             })
         };
         ready.recv().expect("server up");
-        let mut c = SysvMsg.connect(&path, &opts).expect("connect");
+        let mut c = connect(&path, &opts).expect("connect");
         let timeout = Duration::from_millis(50);
         c.set_timeout(Some(timeout)).expect("timeout");
         let mut reply = [0u8; 64];
@@ -1337,10 +1343,10 @@ mod tests {
         late_tx.send(()).expect("answer late");
         let next = c.call(1, b"next", &mut reply).map(|n| reply[..n].to_vec());
         let on_time = (0..100).all(|_| c.call(1, b"x", &mut reply).is_ok());
+        let left_in_queue = oslayer::sysv_msg::count(c.reply_q).ok();
         stop.store(true, Ordering::Relaxed);
         drop(c);
         server.join().expect("server thread");
-        let record_left = record_path(&path).exists();
         let _ = fs::remove_dir_all(&dir);
         assert!(
             matches!(slow, Err(Error::TimedOut { timeout: t }) if t == timeout),
@@ -1350,6 +1356,10 @@ mod tests {
         assert!(took < Duration::from_secs(5), "ended at a tick: {took:?}");
         assert_eq!(next.expect("the next call"), b"next", "got the late reply");
         assert!(on_time, "calls answered in time failed");
-        assert!(!record_left, "a message was left in a reply queue");
+        assert_eq!(
+            left_in_queue,
+            Some(0),
+            "a message was left in the reply queue"
+        );
     }
 }
