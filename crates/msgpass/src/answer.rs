@@ -4,7 +4,7 @@
 //! and the `EIO` a request dropped unanswered sends are written here once.
 
 use crate::error::{Error, Result};
-use crate::transport::api::{HeldRequest, Incoming, ServerChannel, Status};
+use crate::transport::api::{Client, HeldRequest, Incoming, ServerChannel, Status};
 use crate::transport::Window;
 
 /// Where a request's answer goes: a channel's current request, or a held
@@ -12,6 +12,8 @@ use crate::transport::Window;
 pub(crate) trait Answer {
     /// The request payload.
     fn data(&self) -> &[u8];
+    /// Who sent it.
+    fn client(&self) -> Option<Client>;
     /// Sends the reply.
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
     /// The transport's own reply memory, starting with the request.
@@ -27,6 +29,10 @@ impl<S: ServerChannel + ?Sized> Answer for Chan<'_, S> {
     #[inline]
     fn data(&self) -> &[u8] {
         self.0.data()
+    }
+    #[inline]
+    fn client(&self) -> Option<Client> {
+        self.0.client()
     }
     #[inline]
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -48,6 +54,9 @@ pub(crate) struct Held(pub(crate) Box<dyn HeldRequest>);
 impl Answer for Held {
     fn data(&self) -> &[u8] {
         self.0.data()
+    }
+    fn client(&self) -> Option<Client> {
+        self.0.client()
     }
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         self.0.reply(status, data)
@@ -192,6 +201,8 @@ pub trait Received: Sized {
     }
     /// True for a one-way message: no reply is expected, and none is sent.
     fn is_oneway(&self) -> bool;
+    /// Who sent it (see [`Request::client`](crate::Request::client)).
+    fn client(&self) -> Client;
     /// Replies with `data` (see [`Request::reply`](crate::Request::reply)).
     fn reply(self, data: &[u8]) -> Result<()>;
     /// Replies in place (see [`Request::reply_with`](crate::Request::reply_with)).

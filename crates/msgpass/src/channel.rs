@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::answer::Answer as _;
 use crate::answer::{Chan, Once};
 use crate::error::{Error, Result};
 use crate::names::{EndpointClaim, Namespace};
@@ -13,7 +14,9 @@ use crate::pool::{
 };
 use crate::pulse::{pulse_of, Pulse};
 use crate::transport::core::{Copied, Unanswered};
-use crate::transport::{self, HeldRequest, Options, ServerChannel, Transport, Typed, View, Window};
+use crate::transport::{
+    self, Client, HeldRequest, Options, ServerChannel, Transport, Typed, View, Window,
+};
 
 /// The server side of a named endpoint. One thread receives on it; several
 /// channels can live in one process, one per thread; or one channel can be
@@ -338,6 +341,16 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         self.once.head.oneway
     }
 
+    /// Who sent it: its connection (an id no other connection of this
+    /// channel ever has) and, where the kernel names them, the client's
+    /// process, user and group (see [`Client`]). Read from the kernel's
+    /// records of the connection, never from what the client sent: a
+    /// server may base quotas and permissions on it.
+    #[inline]
+    pub fn client(&self) -> Client {
+        client_or_unknown(self.once.to.client())
+    }
+
     /// The pulse this is ([`Connection::send_pulse`](crate::Connection::send_pulse));
     /// `None` for a call or a one-way message. A pulse needs no reply.
     #[inline]
@@ -406,7 +419,8 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
         let head = self.once.head;
         let held: Box<dyn HeldRequest> = if head.oneway {
             // Nobody waits for an answer: keep a copy of the payload.
-            Copied::boxed(self.data().to_vec(), Unanswered, self.once.max_msg)
+            let data = self.data().to_vec();
+            Copied::boxed(data, Unanswered, self.once.max_msg, self.once.to.client())
         } else {
             match self.once.to.0.detach() {
                 Some(held) => held,
@@ -444,6 +458,10 @@ impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
         Request::is_oneway(self)
     }
     #[inline]
+    fn client(&self) -> Client {
+        Request::client(self)
+    }
+    #[inline]
     fn reply(self, data: &[u8]) -> Result<()> {
         Request::reply(self, data)
     }
@@ -455,4 +473,11 @@ impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
     fn reply_error(self, code: i32) -> Result<()> {
         Request::reply_error(self, code)
     }
+}
+
+/// A request's client as the transport says, or, where it says nothing
+/// (a transport of someone else's, see [`ServerChannel::client`]), id 0
+/// and no credentials.
+pub(crate) fn client_or_unknown(c: Option<Client>) -> Client {
+    c.unwrap_or(Client { id: 0, creds: None })
 }

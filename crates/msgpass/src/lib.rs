@@ -112,4 +112,4 @@ pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
 pub use pool::{OwnedRequest, Receiver};
 pub use pulse::{Pulse, PULSE, RESERVED};
-pub use transport::{Options, Status, Transport, Typed, View, Window, ONEWAY};
+pub use transport::{Client, Creds, Options, Status, Transport, Typed, View, Window, ONEWAY};

@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::answer::Answer as _;
 use crate::answer::{Held, Once};
 use crate::error::{Error, Result};
 use crate::names::EndpointClaim;
 use crate::transport::api::PoolWorker;
-use crate::transport::api::{HeldRequest, Incoming};
+use crate::transport::api::{Client, HeldRequest, Incoming};
 use crate::transport::Window;
 
 pub use crate::transport::api::MAX_THREADS;
@@ -267,6 +268,11 @@ impl OwnedRequest {
         self.once.head.oneway
     }
 
+    /// Who sent it (see [`Request::client`](crate::Request::client)).
+    pub fn client(&self) -> Client {
+        crate::channel::client_or_unknown(self.once.to.client())
+    }
+
     /// The pulse this is (see [`Request::pulse`](crate::Request::pulse)).
     pub fn pulse(&self) -> Option<crate::pulse::Pulse> {
         crate::pulse::pulse_of(self.once.head, self.data())
@@ -310,6 +316,9 @@ impl crate::answer::Received for OwnedRequest {
     #[inline]
     fn is_oneway(&self) -> bool {
         OwnedRequest::is_oneway(self)
+    }
+    fn client(&self) -> Client {
+        OwnedRequest::client(self)
     }
     #[inline]
     fn reply(self, data: &[u8]) -> Result<()> {

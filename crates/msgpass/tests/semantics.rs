@@ -16,6 +16,11 @@
 //!   connection's path, and the sender is told (`PulseQueueFull`) without
 //!   ever waiting, then every pulse sent is received exactly once, in order.
 //!
+//! - **who called** (`Request::client`): each request names its connection
+//!   (distinct for each client, the same for its calls and pulses, and for
+//!   a deferred request as for the request it was) and the client's
+//!   process, user and group as the kernel names them (none on tcp).
+//!
 //! No timing is asserted beyond the watchdog's liveness bound.
 
 #[macro_use]
@@ -78,6 +83,10 @@ macro_rules! semantics_tests {
             #[test]
             fn a_full_pulse_queue_is_reported_and_nothing_lost() {
                 super::a_full_pulse_queue_is_reported_and_nothing_lost(T)
+            }
+            #[test]
+            fn the_kernel_names_each_client() {
+                super::the_kernel_names_each_client(T)
             }
         })*
 
@@ -425,5 +434,55 @@ fn a_full_pulse_queue_is_reported_and_nothing_lost(t: &'static str) {
         req.reply(&answer_to(sent).to_le_bytes()).expect("reply");
         c.expect_line("MSGPASS_DONE");
         drop(c);
+    });
+}
+
+// ------------------------------------------------------------ who called
+
+/// Two client processes, each sending pulses and calls: every message
+/// names its own connection (one id per client, never the other's), a
+/// deferred request names the same as it did, and the credentials are the
+/// child's process and this user's (none on tcp, whose peer may be on
+/// another host).
+fn the_kernel_names_each_client(t: &'static str) {
+    run(t, "client", |ns, t| {
+        let mut chan = channel(ns, t, &msgpass::Options::default());
+        let children: Vec<ChildProc> = (1..=2).map(|id| client(ns, t, "pulses", id)).collect();
+        let pids: Vec<i32> = children.iter().map(|c| c.pid() as i32).collect();
+        let mut ids: std::collections::HashMap<u32, u64> = Default::default();
+        let mut calls = 0;
+        while calls < 4 {
+            let req = next(&mut chan);
+            let who = req.client();
+            let id = match req.pulse() {
+                Some(p) => u32::from(p.code),
+                // A call's value is its sequence: its child is known
+                // from the pulses before it (sent first in each round).
+                None => *ids.iter().find(|(_, &c)| c == who.id).expect("a known client").0,
+            };
+            assert_eq!(*ids.entry(id).or_insert(who.id), who.id, "child {id}'s id");
+            match (t, who.creds) {
+                ("tcp", None) => {}
+                ("tcp", Some(c)) => panic!("tcp named a peer: {c:?}"),
+                (_, Some(c)) => {
+                    assert_eq!(c.pid, pids[id as usize - 1], "child {id}'s process");
+                    assert_eq!((c.uid, c.gid), (oslayer::ids::euid(), oslayer::ids::egid()));
+                }
+                (_, None) => panic!("{t} named no credentials"),
+            }
+            if req.pulse().is_some() {
+                continue;
+            }
+            calls += 1;
+            let seq = asked(req.data());
+            let held = req.defer().expect("defer");
+            assert_eq!(held.client(), who, "a deferred request names its client");
+            held.reply(&answer_to(seq).to_le_bytes()).expect("reply");
+        }
+        assert_eq!(ids.len(), 2);
+        assert_ne!(ids[&1], ids[&2], "two clients, two ids");
+        for c in &children {
+            c.expect_line("MSGPASS_DONE");
+        }
     });
 }

@@ -118,6 +118,35 @@ impl Incoming {
     }
 }
 
+/// Who sent a request, as the kernel says: the connection it came on,
+/// and the process, user and group the kernel named for it (QNX's
+/// `_msg_info`: `scoid`, `pid`, and the credentials). Nothing here comes
+/// from what the client sent: a server may decide on it (quotas per
+/// connection or per user, who may do what).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// The connection: the same for every request of it, and never the
+    /// id of another connection of the channel, earlier or later.
+    pub id: u64,
+    /// The client's credentials, where the kernel names them: the peer
+    /// of its rendezvous session when it connected (`SO_PEERCRED`), or,
+    /// on fuse, the calling thread of each request as the kernel
+    /// reports it. `None` on tcp and udp, whose peer may be on another
+    /// host.
+    pub creds: Option<Creds>,
+}
+
+/// A process, a user and a group, as the kernel names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Creds {
+    /// The process.
+    pub pid: i32,
+    /// Its effective user.
+    pub uid: u32,
+    /// Its effective group.
+    pub gid: u32,
+}
+
 /// How a reply ends a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -164,6 +193,11 @@ pub trait ServerChannel: Send {
     /// [`data`](ServerChannel::data)'s bytes).
     fn view(&self) -> View<'_> {
         View::from(self.data())
+    }
+    /// Who sent the request last returned by `receive` (`None` without
+    /// one, and by default: every transport of this crate says).
+    fn client(&self) -> Option<Client> {
+        None
     }
     /// Replies to the request last returned by `receive`. A client that has
     /// gone away meanwhile is not an error: its connection is dropped.
@@ -222,6 +256,11 @@ pub trait HeldRequest: Send {
     /// The request payload (private memory: on shared-memory transports,
     /// copied out of it when the request was taken).
     fn data(&self) -> &[u8];
+    /// Who sent it (`None` by default: every transport of this crate
+    /// says).
+    fn client(&self) -> Option<Client> {
+        None
+    }
     /// Replies with `data`. A client known to be gone meanwhile is
     /// [`Error::Disconnected`] (the reply goes nowhere; nothing is kept).
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;

@@ -41,7 +41,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::transport::api::{HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
+use crate::transport::api::{Client, HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
 use crate::transport::server::reply_parts;
 use crate::transport::window::{View, Window};
 
@@ -70,6 +70,9 @@ pub(crate) trait Core: Send + Sync + Sized + 'static {
     fn view<'a>(&'a self, w: &'a Self::Worker) -> View<'a> {
         View::from(self.data(w))
     }
+
+    /// Who sent the request `w` holds.
+    fn client(&self, w: &Self::Worker) -> Option<Client>;
 
     /// Replies to the request `w` holds (an error without one). A client
     /// gone meanwhile is not an error: its connection is dropped.
@@ -123,6 +126,10 @@ impl<C: Core> ServerChannel for Single<C> {
     #[inline]
     fn view(&self) -> View<'_> {
         self.core.view(&self.w)
+    }
+
+    fn client(&self) -> Option<Client> {
+        self.core.client(&self.w)
     }
 
     #[inline]
@@ -217,17 +224,24 @@ pub(crate) struct Copied<A: Answer> {
     to: A,
     max_msg: usize,
     answered: bool,
+    client: Option<Client>,
 }
 
 impl<A: Answer> Copied<A> {
-    /// A request with payload `data`, answered through `to`, on a channel
-    /// carrying at most `max_msg` bytes.
-    pub(crate) fn boxed(data: Vec<u8>, to: A, max_msg: usize) -> Box<dyn HeldRequest> {
+    /// A request of `client` with payload `data`, answered through `to`,
+    /// on a channel carrying at most `max_msg` bytes.
+    pub(crate) fn boxed(
+        data: Vec<u8>,
+        to: A,
+        max_msg: usize,
+        client: Option<Client>,
+    ) -> Box<dyn HeldRequest> {
         Box::new(Copied {
             data,
             to,
             max_msg,
             answered: false,
+            client,
         })
     }
 }
@@ -235,6 +249,10 @@ impl<A: Answer> Copied<A> {
 impl<A: Answer> HeldRequest for Copied<A> {
     fn data(&self) -> &[u8] {
         &self.data
+    }
+
+    fn client(&self) -> Option<Client> {
+        self.client
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {

@@ -112,7 +112,8 @@ use crate::error::{Error, Result};
 use crate::pulse::{Pulse, PULSE, PULSE_LEN};
 use crate::transport::alarm::Alarm;
 use crate::transport::api::{
-    ClientConnection, HeldRequest, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
+    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, ServerChannel, Status,
+    Transport, ONEWAY,
 };
 use crate::transport::core::{Core, Single};
 use crate::transport::fuse_queue::{Kind, LetGo, Pending, Refused, State};
@@ -575,7 +576,14 @@ fn handle(dev: BorrowedFd<'_>, req: &[u8], shared: &Shared, next_fh: &mut u64, m
                 reply_err(dev, target, errno);
             }
         }
-        FUSE_IOCTL => handle_ioctl(dev, unique, u32_at(req, 32), body, shared, max_msg),
+        FUSE_IOCTL => {
+            let caller = Caller {
+                pid: u32_at(req, 32),
+                uid: u32_at(req, 24),
+                gid: u32_at(req, 28),
+            };
+            handle_ioctl(dev, unique, caller, body, shared, max_msg)
+        }
         FUSE_LOOKUP => reply_err(dev, unique, libc::ENOENT),
         _ => reply_err(dev, unique, libc::ENOSYS),
     }
@@ -600,11 +608,23 @@ fn interrupt(shared: &Shared, target: u64) -> Option<i32> {
     (dying(caller) && shared.lock().let_go(target, LetGo::Gone)).then_some(libc::EINTR)
 }
 
+/// Who made a FUSE request, as the kernel wrote it in the request's
+/// header.
+#[derive(Clone, Copy)]
+struct Caller {
+    /// The calling thread.
+    pid: u32,
+    uid: u32,
+    gid: u32,
+}
+
 /// The parts of a `FUSE_IOCTL` request the server looks at.
 struct IoctlIn<'a> {
     unique: u64,
     /// The calling thread.
     pid: u32,
+    uid: u32,
+    gid: u32,
     /// The connection's file handle.
     fh: u64,
     cmd: u32,
@@ -619,7 +639,7 @@ struct IoctlIn<'a> {
 fn handle_ioctl(
     dev: BorrowedFd<'_>,
     unique: u64,
-    pid: u32,
+    caller: Caller,
     body: &[u8],
     shared: &Shared,
     max_msg: usize,
@@ -629,7 +649,9 @@ fn handle_ioctl(
     }
     let io = IoctlIn {
         unique,
-        pid,
+        pid: caller.pid,
+        uid: caller.uid,
+        gid: caller.gid,
         fh: u64_at(body, 0),
         cmd: u32_at(body, 12),
         in_size: u32_at(body, 24) as usize,
@@ -696,6 +718,8 @@ fn call(dev: BorrowedFd<'_>, io: &IoctlIn<'_>, shared: &Shared) {
         unique: io.unique,
         fh: io.fh,
         pid: io.pid,
+        uid: io.uid,
+        gid: io.gid,
         cmd,
         kind: Kind::Call,
         out_size: io.out_size,
@@ -725,6 +749,8 @@ fn pulse(dev: BorrowedFd<'_>, io: &IoctlIn<'_>, shared: &Shared) {
         unique: io.unique,
         fh: io.fh,
         pid: io.pid,
+        uid: io.uid,
+        gid: io.gid,
         cmd: PULSE,
         kind: Kind::Pulse,
         out_size: 0,
@@ -850,6 +876,10 @@ impl Core for FuseCore {
         w.cur.get().map_or(&[], |p| &p.data)
     }
 
+    fn client(&self, w: &FuseWorker) -> Option<Client> {
+        w.cur.get().map(client_of)
+    }
+
     fn reply(&self, w: &mut FuseWorker, status: Status, data: &[u8]) -> Result<()> {
         let p = w.cur.take()?;
         let Some(dev) = &self.dev else { return Ok(()) };
@@ -863,6 +893,7 @@ impl Core for FuseCore {
     fn detach(&self, w: &mut FuseWorker) -> Option<FuseHeld> {
         let p = w.cur.take().ok()?;
         Some(FuseHeld {
+            client: client_of(&p),
             dev: Arc::downgrade(self.dev.as_ref()?),
             shared: Arc::clone(&self.shared),
             p: Some(p),
@@ -872,6 +903,23 @@ impl Core for FuseCore {
 
     fn connections(&self) -> usize {
         self.shared.lock().connections()
+    }
+}
+
+/// Who sent request `p`: its connection (the file handle the kernel gave
+/// the client's open), and the user, group and process of the calling
+/// thread as the kernel wrote them in the request's header (the process
+/// read from the thread's `/proc` entry; while the call waits, its thread
+/// is there).
+fn client_of(p: &Pending) -> Client {
+    let tid = p.pid as i32;
+    Client {
+        id: p.fh,
+        creds: Some(Creds {
+            pid: oslayer::ids::process_of(tid).unwrap_or(tid),
+            uid: p.uid,
+            gid: p.gid,
+        }),
     }
 }
 
@@ -924,6 +972,7 @@ fn answer(
 /// payload and identity, answered once from any thread while the channel
 /// lives (after, the kernel has aborted the connection: nobody waits).
 pub(crate) struct FuseHeld {
+    client: Client,
     /// `/dev/fuse`, while the channel has it open.
     dev: Weak<OwnedFd>,
     shared: Arc<Shared>,
@@ -935,6 +984,10 @@ pub(crate) struct FuseHeld {
 impl HeldRequest for FuseHeld {
     fn data(&self) -> &[u8] {
         self.p.as_ref().map_or(&[], |p| &p.data)
+    }
+
+    fn client(&self) -> Option<Client> {
+        Some(self.client)
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -1185,6 +1238,8 @@ mod tests {
             unique,
             fh: unique,
             pid,
+            uid: 0,
+            gid: 0,
             cmd: 1,
             kind: Kind::Call,
             out_size: CLASSES[0],

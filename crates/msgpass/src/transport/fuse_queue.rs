@@ -41,6 +41,9 @@ pub(crate) struct Pending {
     pub(crate) fh: u64,
     /// The calling thread, from the request header.
     pub(crate) pid: u32,
+    /// The calling thread's user and group, from the request header.
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
     pub(crate) cmd: u32,
     pub(crate) kind: Kind,
     /// Room for the reply: the class size the client chose.
@@ -309,6 +312,8 @@ mod tests {
             unique,
             fh,
             pid: 100 + fh as u32,
+            uid: 0,
+            gid: 0,
             cmd: 1,
             kind,
             out_size: 64,

@@ -147,6 +147,7 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
         greeted(listener.accept_with(&borrowed, &extra), |session| Conn {
             peer: reactor::peer_of(&session),
+            creds: reactor::creds_of(&session),
             wire,
             session: M::KEEP_SESSION.then_some(session),
         })

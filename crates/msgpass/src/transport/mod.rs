@@ -58,8 +58,8 @@ mod window;
 pub(crate) mod wire;
 
 pub use api::{
-    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
-    Typed, Wait, ONEWAY,
+    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
+    Status, Transport, Typed, Wait, ONEWAY,
 };
 pub use table::{info, SizeLimit, TransportInfo, TRANSPORTS};
 pub use window::{View, Window};

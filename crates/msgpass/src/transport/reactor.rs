@@ -83,7 +83,7 @@ use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse};
 use crate::transport::api::MAX_THREADS;
-use crate::transport::api::{HeldRequest, Incoming, Options, Status};
+use crate::transport::api::{Client, Creds, HeldRequest, Incoming, Options, Status};
 use crate::transport::core::{Core, Single};
 use crate::transport::doorman::{self, Door};
 use crate::transport::priority::{Boost, Boosts, Peer, Watched};
@@ -106,6 +106,9 @@ pub(crate) struct Conn<W> {
     /// rendezvous session), where there is one: whom priority
     /// inheritance asks about its threads.
     pub(crate) peer: Option<i32>,
+    /// The client's credentials as the kernel named them (the same
+    /// session), where there are any: what [`Client::creds`] says.
+    pub(crate) creds: Option<Creds>,
 }
 
 /// The process at the other end of a rendezvous session, as the kernel
@@ -114,6 +117,18 @@ pub(crate) fn peer_of(session: &OwnedFd) -> Option<i32> {
     oslayer::socket::peer_cred(session.as_fd())
         .ok()
         .map(|c| c.pid)
+}
+
+/// The credentials of the other end of a rendezvous session, as the
+/// kernel named them when it connected.
+pub(crate) fn creds_of(session: &OwnedFd) -> Option<Creds> {
+    oslayer::socket::peer_cred(session.as_fd())
+        .ok()
+        .map(|c| Creds {
+            pid: c.pid,
+            uid: c.uid,
+            gid: c.gid,
+        })
 }
 
 /// Where an acceptor registers the descriptors of connections it is still
@@ -270,6 +285,8 @@ pub(crate) struct ConnIo<W> {
     moved: Option<Instant>,
     /// Its caller, with priority inheritance.
     peer: Option<Arc<Peer>>,
+    /// Who it is (its token's id, and the kernel's credentials).
+    client: Client,
 }
 
 type ConnRef<W> = Arc<Mutex<ConnIo<W>>>;
@@ -511,7 +528,12 @@ impl<A: Acceptor> ReactorCore<A> {
                     i.inherit
                         .join(token.with_mark(false), c.peer, &c.wire.poll_fd())
                 });
+                let client = Client {
+                    id: token.with_mark(false),
+                    creds: c.creds,
+                };
                 let io = ConnIo {
+                    client,
                     token,
                     wire: Some(c.wire),
                     session: c.session,
@@ -1216,6 +1238,13 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         }
     }
 
+    fn client(&self, w: &Worker<A::W>) -> Option<Client> {
+        match w.cur.as_ref()? {
+            Current::Locked(io) => Some(io.client),
+            Current::Serving(c) => Some(c.lock().client),
+        }
+    }
+
     fn reply(&self, w: &mut Worker<A::W>, status: Status, data: &[u8]) -> Result<()> {
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         let io = self.current(w)?;
@@ -1260,14 +1289,16 @@ impl<A: Acceptor> Core for ReactorCore<A> {
                 c
             }
         };
-        let data = {
+        let (data, client) = {
             let io = conn.lock();
-            match io.wire.as_ref().and_then(|wire| wire.received(w.len)) {
+            let data = match io.wire.as_ref().and_then(|wire| wire.received(w.len)) {
                 Some(lent) => lent.to_vec(),
                 None => w.buf[HEAD..HEAD + w.len].to_vec(),
-            }
+            };
+            (data, io.client)
         };
         Some(Detached {
+            client,
             boost: w.boost.take(),
             conn: Some(conn),
             core: self.me.clone(),
@@ -1292,11 +1323,16 @@ pub(crate) struct Detached<A: Acceptor> {
     /// Its caller's boost of the thread that received it (until the
     /// reply is out).
     boost: Option<Boost>,
+    client: Client,
 }
 
 impl<A: Acceptor> HeldRequest for Detached<A> {
     fn data(&self) -> &[u8] {
         &self.data
+    }
+
+    fn client(&self) -> Option<Client> {
+        Some(self.client)
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {

@@ -102,8 +102,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::{
-    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
-    ONEWAY,
+    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
+    Status, Transport, ONEWAY,
 };
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
@@ -296,6 +296,8 @@ struct Conn {
     shared: Shared,
     /// The client's process, from `SO_PEERCRED`.
     pid: i32,
+    /// Its process, user and group, from `SO_PEERCRED`.
+    creds: Creds,
     /// The signal value both ways: the connection's token.
     id: u64,
     /// The server dropped the connection, or a reply could not be
@@ -414,6 +416,11 @@ fn greet(
     let conn = Arc::new(Conn {
         shared,
         pid: cred.pid,
+        creds: Creds {
+            pid: cred.pid,
+            uid: cred.uid,
+            gid: cred.gid,
+        },
         id,
         over: AtomicBool::new(false),
         hold: AtomicU8::new(0),
@@ -607,6 +614,14 @@ impl ServerChannel for SignalServer {
         }
     }
 
+    fn client(&self) -> Option<Client> {
+        let c = &self.conns.get(*self.guard.get()?)?.link.conn;
+        Some(Client {
+            id: c.id,
+            creds: Some(c.creds),
+        })
+    }
+
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         let t = self.guard.take()?;
         let (code, data, verdict) = reply_parts(status, data, self.opts.max_msg);
@@ -647,9 +662,11 @@ impl ServerChannel for SignalServer {
     /// area; nothing else of the connection is taken until then. A pulse
     /// holds nothing: nobody waits for its answer.
     fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let client = self.client();
         let t = self.guard.take().ok()?;
         if let Some(p) = self.pulse {
-            return Some(Copied::boxed(p.to_vec(), Unanswered, self.opts.max_msg));
+            let max = self.opts.max_msg;
+            return Some(Copied::boxed(p.to_vec(), Unanswered, max, client));
         }
         let link = &self.conns.get(t)?.link;
         let data = self.buf[..self.len].to_vec();
@@ -660,7 +677,7 @@ impl ServerChannel for SignalServer {
             tick: self.opts.tick,
             answered: false,
         };
-        Some(Copied::boxed(data, to, self.opts.max_msg))
+        Some(Copied::boxed(data, to, self.opts.max_msg, client))
     }
 
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {

@@ -132,8 +132,8 @@ use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::alarm::Alarm;
 use crate::transport::api::{
-    ClientConnection, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, Transport,
-    ONEWAY,
+    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
+    Status, Transport, ONEWAY,
 };
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
@@ -500,6 +500,9 @@ struct Link {
     reply_q: MsgQueueId,
     stamp: MsgQueueStamp,
     flags: Arc<Flags>,
+    /// Its client's process, user and group, from `SO_PEERCRED` of its
+    /// session.
+    creds: Option<Creds>,
 }
 
 impl Link {
@@ -509,6 +512,7 @@ impl Link {
             reply_q,
             stamp,
             flags: Arc::default(),
+            creds: None,
         }
     }
 }
@@ -694,9 +698,17 @@ fn greet(
     extra[0..4].copy_from_slice(&req_q.0.to_le_bytes());
     extra[4..8].copy_from_slice(&link.reply_q.0.to_le_bytes());
     extra[8..16].copy_from_slice(&mtype.to_le_bytes());
-    let made = greeted(listener.accept_with(&[], &extra), |sock| Session {
-        sock,
-        link,
+    let made = greeted(listener.accept_with(&[], &extra), |sock| {
+        let creds = oslayer::socket::peer_cred(sock.as_fd())
+            .ok()
+            .map(|c| Creds {
+                pid: c.pid,
+                uid: c.uid,
+                gid: c.gid,
+            });
+        let mut link = link;
+        link.creds = creds;
+        Session { sock, link }
     })?;
     if made.is_some() {
         by_type.insert(mtype, token);
@@ -766,11 +778,20 @@ impl ServerChannel for SysvServer {
     /// connection's reply queue; the connection's next call is answered
     /// `EAGAIN` until then (see [`SysvServer::admit`]). A one-way message
     /// (a pulse) holds nothing: nobody waits for its answer.
+    fn client(&self) -> Option<Client> {
+        let t = *self.guard.get()?;
+        Some(Client {
+            id: t.with_mark(false),
+            creds: self.conns.get(t)?.link.creds,
+        })
+    }
+
     fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        let client = self.client();
         let i = self.guard.take().ok()?;
         let data = self.data().to_vec();
         if self.oneway {
-            return Some(Copied::boxed(data, Unanswered, self.max_msg));
+            return Some(Copied::boxed(data, Unanswered, self.max_msg, client));
         }
         let link = &self.conns.get(i)?.link;
         link.flags.held.store(true, Ordering::Release);
@@ -779,7 +800,7 @@ impl ServerChannel for SysvServer {
             flags: Arc::clone(&link.flags),
             sent: false,
         };
-        Some(Copied::boxed(data, to, self.max_msg))
+        Some(Copied::boxed(data, to, self.max_msg, client))
     }
 
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {

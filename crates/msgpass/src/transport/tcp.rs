@@ -319,6 +319,7 @@ impl TcpAcceptor {
                 wire: StreamWire::socket(OwnedFd::from(stream)),
                 session: None,
                 peer: None,
+                creds: None,
             }));
         }
         if stream.set_nodelay(true).is_ok() && stream.set_nonblocking(true).is_ok() {
@@ -373,6 +374,7 @@ impl TcpAcceptor {
             wire: StreamWire::socket(OwnedFd::from(u.stream)),
             session: None,
             peer: None,
+            creds: None,
         })
     }
 }

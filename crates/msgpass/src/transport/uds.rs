@@ -69,6 +69,7 @@ impl Acceptor for SessionAcceptor {
     ) -> Result<Option<Conn<DatagramWire>>> {
         greeted(listener.accept(&[]), |session| Conn {
             peer: reactor::peer_of(&session),
+            creds: reactor::creds_of(&session),
             wire: DatagramWire::new(session),
             session: None,
         })

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{
-    HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
+    Client, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
 };
 use crate::transport::core::{Core, Single};
 use crate::transport::doorman::{self, Door, Wake};
@@ -90,6 +90,9 @@ impl ServerChannel for ShmServer {
     #[inline]
     fn view(&self) -> View<'_> {
         self.0.view()
+    }
+    fn client(&self) -> Option<Client> {
+        self.0.client()
     }
     #[inline]
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
@@ -163,6 +166,9 @@ pub(crate) struct ShmConn {
     moved: Mutex<Option<Instant>>,
     /// Dropped by the server: nobody takes its requests any more.
     dead: AtomicBool,
+    /// Who it is (its token's id, and the kernel's credentials of its
+    /// session).
+    client: Client,
     /// Its request is held apart from the thread that took it (deferred,
     /// or in a pool): no other request of it is taken until the answer (a
     /// client that posts again meanwhile breaks the protocol).
@@ -209,6 +215,8 @@ pub(crate) struct ShmWorker {
     /// The payload of the pulse just taken, copied out of its slot (which
     /// its client may write again at once).
     pulse: Option<[u8; PULSE_LEN]>,
+    /// Who sent that pulse.
+    pulse_from: Option<Client>,
     /// How long to hold back before the first look for the next request.
     pace: Pacer,
     /// Ticks seen so far (how long a watched slot has been idle).
@@ -309,12 +317,24 @@ impl ShmCore {
             true => self.next_home.fetch_add(1, Relaxed) % self.sets.len(),
             false => 0,
         };
+        let creds = oslayer::socket::peer_cred(session.as_fd())
+            .ok()
+            .map(|c| Creds {
+                pid: c.pid,
+                uid: c.uid,
+                gid: c.gid,
+            });
         let mut table = self.table.write();
+        let token = table.next_token();
         let conn = ShmConn {
+            client: Client {
+                id: token.with_mark(false),
+                creds,
+            },
             slot,
             session,
             ring: None,
-            token: table.next_token(),
+            token,
             served: AtomicU32::new(0),
             home: AtomicUsize::new(home),
             moved: Mutex::new(None),
@@ -459,6 +479,7 @@ impl ShmCore {
         }
         give_back(&c.slot);
         w.pulse = Some(p);
+        w.pulse_from = Some(c.client);
         Some(Incoming::from_wire(PULSE | ONEWAY, PULSE_LEN))
     }
 
@@ -866,6 +887,7 @@ impl Core for ShmCore {
             len: 0,
             copy: RequestCopy::new(self.opts.max_msg),
             pulse: None,
+            pulse_from: None,
             pace: Pacer::new(self.opts.pace),
             epoch: 0,
             calls: 0,
@@ -1025,6 +1047,7 @@ impl Core for ShmCore {
         if let Some(p) = w.pulse.take() {
             // A pulse: nothing to answer, its payload copied already.
             return Some(ShmHeld {
+                client: w.pulse_from,
                 conn: None,
                 copy: p.to_vec().into(),
                 len: PULSE_LEN,
@@ -1038,6 +1061,7 @@ impl Core for ShmCore {
         };
         conn.held.store(true, Relaxed);
         Some(ShmHeld {
+            client: Some(conn.client),
             conn: Some(conn),
             copy: w
                 .copy
@@ -1051,6 +1075,13 @@ impl Core for ShmCore {
 
     fn connections(&self) -> usize {
         self.table.read().len()
+    }
+
+    fn client(&self, w: &ShmWorker) -> Option<Client> {
+        match self.held(w) {
+            Some(c) => Some(c.client),
+            None => w.pulse.and(w.pulse_from),
+        }
     }
 }
 
@@ -1087,6 +1118,7 @@ impl Drop for ShmCore {
 pub(crate) struct ShmHeld {
     /// `None` once answered (or a pulse: nothing to answer).
     conn: Option<Arc<ShmConn>>,
+    client: Option<Client>,
     /// The request's payload copied out of the slot, when `data` first
     /// asks (or when its thread had copied it already; a pulse's, at
     /// once).
@@ -1133,6 +1165,10 @@ impl ShmHeld {
 }
 
 impl HeldRequest for ShmHeld {
+    fn client(&self) -> Option<Client> {
+        self.client
+    }
+
     fn data(&self) -> &[u8] {
         self.copy.get_or_init(|| {
             let mut v = vec![0; self.len];
