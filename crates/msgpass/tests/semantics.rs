@@ -458,7 +458,12 @@ fn the_kernel_names_each_client(t: &'static str) {
                 Some(p) => u32::from(p.code),
                 // A call's value is its sequence: its child is known
                 // from the pulses before it (sent first in each round).
-                None => *ids.iter().find(|(_, &c)| c == who.id).expect("a known client").0,
+                None => {
+                    *ids.iter()
+                        .find(|(_, &c)| c == who.id)
+                        .expect("a known client")
+                        .0
+                }
             };
             assert_eq!(*ids.entry(id).or_insert(who.id), who.id, "child {id}'s id");
             match (t, who.creds) {

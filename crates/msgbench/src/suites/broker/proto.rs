@@ -65,6 +65,10 @@ pub const RESULT_HEADER: usize = 12;
 pub const WORK_HEADER: usize = 12;
 /// The code of the pulses the broker's timer sends it.
 pub const TICK: u8 = 1;
+/// The msgpass command the broker's timer first calls it with: `[secret
+/// u64]`, the secret the broker made for it, which no other connection
+/// knows. Only that connection's [`TICK`] pulses count from then on.
+pub const TIMER: u32 = 4;
 
 /// The work the broker hands a service, in the reply to its call: the
 /// client request's token, its command, then the request as the client

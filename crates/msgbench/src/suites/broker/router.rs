@@ -30,6 +30,21 @@
 //! checked: any connection may attach as a service index nobody holds, as
 //! a name on a D-Bus bus without a policy goes to whoever asks first.
 //!
+//! **What one connection can hold** (every connection is named by the
+//! kernel, `Request::client`, never by what it sends). A one-way message
+//! is refused, never held: nobody waits for its answer, and holding it
+//! would let one connection keep thousands of calls in flight. So a
+//! connection holds at most its one call (msgpass takes no other request
+//! of a connection whose request is held). It serves one service index
+//! at most, and only it may bring that service's results. A service's
+//! queue holds [`QUEUE`] calls, past which its callers hear `EBUSY`, and
+//! the broker may hold every service's queue, work and ready call at once
+//! ([`Options::max_held`] is raised to that), so services that never
+//! answer fill their own queues, never the others' share. Only the
+//! broker's own timer makes it look at deadlines: the timer proves it is
+//! that with a secret the broker made (`TIMER`), and `TICK` pulses from any
+//! other connection are counted and ignored.
+//!
 //! It reads only the fixed header ([`RequestHeader`]): the destination, to
 //! pick the service. With `validate` it also decodes every request and
 //! reply body in the D-Bus wire format with the D-Bus library, as a daemon
@@ -52,7 +67,8 @@ use serde::{Deserialize, Serialize};
 
 use super::dbus;
 use super::proto::{
-    read_reply, read_result, write_work_header, RequestHeader, ATTACH, RESULT, TICK, WORK_HEADER,
+    read_reply, read_result, write_work_header, RequestHeader, ATTACH, RESULT, TICK, TIMER,
+    WORK_HEADER,
 };
 use crate::measure::clock::Clock;
 
@@ -79,6 +95,11 @@ pub struct RouterStats {
     pub late: u64,
     /// Most calls in flight at once (queued or at a service).
     pub most_in_flight: u64,
+    /// Messages ignored: one-way messages (nobody waits for them, so
+    /// none is held), and timer pulses from any connection but the
+    /// broker's own timer.
+    #[serde(default)]
+    pub ignored: u64,
     /// The broker's own time over all routed calls, ns: a client's request
     /// in hand to its send onward, plus the service's result in hand to
     /// the reply sent (validation included, the sends not).
@@ -98,6 +119,9 @@ struct Service {
     queue: VecDeque<u64>,
     /// Its process, as it said when it attached.
     pidfd: Option<OwnedFd>,
+    /// The connection it attached on (`Request::client`): the only one
+    /// whose results it takes.
+    conn: Option<u64>,
     /// It attached once and is gone since.
     gone: bool,
 }
@@ -130,6 +154,12 @@ pub struct Router {
     call_timeout: Option<Duration>,
     clock: Clock,
     stats: RouterStats,
+    /// The service index each connection serves (one at most).
+    attached: HashMap<u64, u32>,
+    /// The secret the broker's timer proves itself with.
+    timer_secret: u64,
+    /// The timer's connection, once it proved itself.
+    timer: Option<u64>,
 }
 
 impl Router {
@@ -143,13 +173,19 @@ impl Router {
         call_timeout: Option<Duration>,
         opts: &Options,
     ) -> Result<Router> {
+        let mut secret = [0u8; 8];
+        oslayer::random::fill(&mut secret).context("make the timer's secret")?;
         Ok(Router {
             ns: ns.clone(),
             transport: msgpass::transport::by_name(transport)?,
             opts: Options {
                 wait: None,
+                max_held: opts.max_held.max(most_held(services)),
                 ..opts.clone()
             },
+            attached: HashMap::new(),
+            timer_secret: u64::from_le_bytes(secret),
+            timer: None,
             services: (0..services).map(|_| Service::default()).collect(),
             calls: HashMap::new(),
             at: HashMap::new(),
@@ -172,7 +208,13 @@ impl Router {
             Some(t) => (t / 4).clamp(Duration::from_millis(1), TICK_EVERY),
             None => TICK_EVERY,
         };
-        let timer = Timer::start(&self.ns, self.transport.name(), every, &self.opts)?;
+        let timer = Timer::start(
+            &self.ns,
+            self.transport.name(),
+            every,
+            self.timer_secret,
+            &self.opts,
+        )?;
         while let Some(req) = ch.receive()? {
             self.handle(req);
         }
@@ -185,23 +227,47 @@ impl Router {
     /// result, or a client's call.
     fn handle(&mut self, req: Request<'_>) {
         if let Some(p) = req.pulse() {
-            if p.code == TICK {
-                self.expire(Instant::now());
+            match p.code == TICK && self.timer == Some(req.client().id) {
+                true => self.expire(Instant::now()),
+                false => self.stats.ignored += 1,
             }
             return;
         }
+        if req.is_oneway() {
+            // Nobody waits for its answer: nothing of it is held.
+            self.stats.ignored += 1;
+            return;
+        }
         match req.cmd() {
+            TIMER => self.on_timer(req),
             ATTACH => self.on_attach(req),
             RESULT => self.on_result(req),
             _ => self.on_call(req),
         }
     }
 
+    /// The broker's timer proves itself: `[secret]`. Its connection's
+    /// pulses count from now on; nobody else's ever do.
+    fn on_timer(&mut self, req: Request<'_>) {
+        let proven = <[u8; 8]>::try_from(req.data())
+            .is_ok_and(|b| u64::from_le_bytes(b) == self.timer_secret);
+        if !proven || self.timer.is_some() {
+            return self.refuse(req, libc::EPERM);
+        }
+        self.timer = Some(req.client().id);
+        let _ = req.reply(&[]);
+    }
+
     /// A service attaches: `[index][pid]`; its call is held as its ready.
+    /// A connection serves one index at most.
     fn on_attach(&mut self, req: Request<'_>) {
         let Some((index, pid)) = attach_of(req.data()) else {
             return self.refuse(req, libc::EBADMSG);
         };
+        let conn = req.client().id;
+        if self.attached.contains_key(&conn) {
+            return self.refuse(req, libc::EALREADY);
+        }
         let Some(s) = self.services.get_mut(index as usize) else {
             return self.refuse(req, libc::ENOENT);
         };
@@ -212,6 +278,8 @@ impl Router {
         s.ready = Some(held);
         s.pidfd = oslayer::pidfd::open(pid).ok();
         s.gone = false;
+        s.conn = Some(conn);
+        self.attached.insert(conn, index);
         self.dispatch(index);
     }
 
@@ -311,10 +379,16 @@ impl Router {
         let Some((token, status, reply)) = read_result(req.data()) else {
             return self.refuse(req, libc::EBADMSG);
         };
-        // A service tells its results only for work it was handed.
-        let Some(index) = self.at.remove(&token) else {
+        // A service tells its results only for work it was handed, on
+        // the connection it attached on.
+        let conn = req.client().id;
+        let Some(&index) = self.at.get(&token) else {
             return self.refuse(req, libc::EPROTO);
         };
+        if self.services[index as usize].conn != Some(conn) {
+            return self.refuse(req, libc::EPROTO);
+        }
+        self.at.remove(&token);
         match self.calls.remove(&token) {
             Some(call) => {
                 let mut checked = 0;
@@ -384,6 +458,10 @@ impl Router {
         s.gone = true;
         s.ready = None;
         s.pidfd = None;
+        if let Some(conn) = s.conn.take() {
+            self.attached.remove(&conn);
+        }
+        let s = &mut self.services[index as usize];
         let tokens: Vec<u64> = s.busy.take().into_iter().chain(s.queue.drain(..)).collect();
         for token in tokens {
             self.at.remove(&token);
@@ -427,6 +505,15 @@ impl Router {
     }
 }
 
+/// Most requests the broker may hold for `services` services: each one's
+/// queue, the work it has and its ready call, and room for the timer's
+/// and a few calls being refused.
+fn most_held(services: u32) -> usize {
+    (services as usize)
+        .saturating_mul(QUEUE + 2)
+        .saturating_add(16)
+}
+
 /// An attach message: (index, pid).
 fn attach_of(data: &[u8]) -> Option<(u32, u32)> {
     let b: [u8; 8] = data.try_into().ok()?;
@@ -446,14 +533,20 @@ struct Timer {
 impl Timer {
     /// Starts the timer thread. It connects from its own thread: the
     /// broker answers the connection's hello only once it receives.
-    fn start(ns: &Namespace, t: &str, every: Duration, opts: &Options) -> Result<Timer> {
+    fn start(
+        ns: &Namespace,
+        t: &str,
+        every: Duration,
+        secret: u64,
+        opts: &Options,
+    ) -> Result<Timer> {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let stop = Arc::clone(&stop);
             let (ns, t, opts) = (ns.clone(), t.to_string(), opts.clone());
             std::thread::Builder::new()
                 .name("broker-timer".into())
-                .spawn(move || tick(&ns, &t, every, &opts, &stop))
+                .spawn(move || tick(&ns, &t, every, secret, &opts, &stop))
                 .context("start the broker's timer")?
         };
         Ok(Timer {
@@ -463,13 +556,18 @@ impl Timer {
     }
 }
 
-/// The timer thread: a [`TICK`] pulse every `every` until `stop`. Should it
-/// fail to connect, the broker still routes; only its deadlines and
-/// liveness checks go unlooked at, and it says so.
-fn tick(ns: &Namespace, t: &str, every: Duration, opts: &Options, stop: &AtomicBool) {
+/// The timer thread: proves itself with `secret`, then a [`TICK`] pulse
+/// every `every` until `stop`. Should it fail to connect, the broker
+/// still routes; only its deadlines and liveness checks go unlooked at,
+/// and it says so.
+fn tick(ns: &Namespace, t: &str, every: Duration, secret: u64, opts: &Options, stop: &AtomicBool) {
     let conn = msgpass::transport::by_name(t)
         .map_err(anyhow::Error::from)
-        .and_then(|t| Ok(Connection::open(ns, ENDPOINT, &*t, opts)?));
+        .and_then(|t| Ok(Connection::open(ns, ENDPOINT, &*t, opts)?))
+        .and_then(|mut c| {
+            c.call(TIMER, &secret.to_le_bytes(), &mut [])?;
+            Ok(c)
+        });
     let mut conn = match conn {
         Ok(c) => c,
         Err(e) => {
