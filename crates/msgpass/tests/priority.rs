@@ -3,9 +3,10 @@
 //! serving thread runs at a SCHED_FIFO caller's priority during the
 //! request and at its own after the reply (both read back from the
 //! kernel), a busy server is raised when a higher caller sends (boost on
-//! arrival), a client lying about its thread gets nothing, a client killed
-//! mid-request leaves the server at its own priority once the request
-//! ends, a channel without the option never changes priority, and the
+//! arrival), a client lying about its thread gets nothing, nor does one
+//! whose claimed thread has exited and whose thread id another user's
+//! real-time thread holds now, a client killed mid-request leaves the
+//! server at its own priority once the request ends, a channel without the option never changes priority, and the
 //! option is refused with one line where it cannot be given.
 //!
 //! Needs CAP_SYS_NICE (root): skipped with the reason by hand without it,
@@ -132,7 +133,8 @@ impl Drop for Srv {
 /// MSGPASS_PRIO_CMD once and prints the reply), `fifo-thread` (a
 /// SCHED_FIFO HIGH thread that prints its id and sleeps), `liar`
 /// (SCHED_OTHER, speaks the uds wire by hand: names the thread in
-/// MSGPASS_PRIO_TID as its caller, then calls WHO).
+/// MSGPASS_PRIO_TID as its caller, then calls WHO), `recycler` (speaks
+/// the uds wire by hand: see [`recycler`]).
 #[test]
 fn child_entry() {
     let Ok(role) = std::env::var(CHILD_ENV) else {
@@ -166,6 +168,7 @@ fn child_entry() {
             thread::sleep(CHILD_LIFETIME);
         }
         "liar" => liar(&ns, &name),
+        "recycler" => recycler(&ns, &name),
         other => panic!("unknown role {other}"),
     }
 }
@@ -177,22 +180,118 @@ fn liar(ns: &Namespace, name: &str) {
         .parse()
         .expect("tid");
     let raw = raw_client(&ns.path_of(name).expect("path"));
-    let frame = |code: u32, payload: &[u8]| {
-        let mut f = code.to_le_bytes().to_vec();
-        f.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        f.extend_from_slice(payload);
-        f
-    };
-    let fd = raw.session.as_fd();
-    let tid_msg = frame(0xffff_fffd, &forged.to_le_bytes());
-    oslayer::socket::send_bytes(fd, &tid_msg).expect("send tid");
+    println!("PRIO_REPLY {}", raw_who(raw.session.as_fd(), Some(forged)));
+}
+
+/// A frame of the wire: command or control code, length, payload.
+fn frame(code: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = code.to_le_bytes().to_vec();
+    f.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// On a raw uds session: names thread `tid` as the caller (a `TID`
+/// control message) if given, then calls WHO; the reply's "policy
+/// priority".
+fn raw_who(fd: std::os::fd::BorrowedFd<'_>, tid: Option<i32>) -> String {
+    if let Some(tid) = tid {
+        oslayer::socket::send_bytes(fd, &frame(0xffff_fffd, &tid.to_le_bytes())).expect("send tid");
+    }
     oslayer::socket::send_bytes(fd, &frame(WHO, b"")).expect("send call");
     let mut reply = [0u8; 64];
     let n = oslayer::socket::recv_bytes(fd, &mut reply, oslayer::socket::RecvFlags::empty())
         .expect("reply");
     assert_eq!(n, 16, "a reply of 8 bytes");
     let (p, q) = decode(&reply[8..16]);
-    println!("PRIO_REPLY {p} {q}");
+    format!("{p} {q}")
+}
+
+/// A thread of this process, scheduled `at` (if given), that lives until
+/// the returned sender is dropped: its id, the sender, the thread.
+fn own_thread(at: Option<SchedAttr>) -> (i32, mpsc::Sender<()>, thread::JoinHandle<()>) {
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let (live, until) = mpsc::channel::<()>();
+    let h = thread::spawn(move || {
+        if let Some(a) = at {
+            prio::set_attr(0, a).expect("child: schedule its thread");
+        }
+        tid_tx.send(oslayer::thread::gettid()).expect("tid");
+        let _ = until.recv();
+    });
+    (tid_rx.recv().expect("thread id"), live, h)
+}
+
+/// SIGUSR1s the recycler has had: its parent's go-aheads.
+static GO: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn on_go(_: libc::c_int) {
+    GO.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// In the recycler: counts SIGUSR1 in [`GO`].
+fn count_go_aheads() {
+    // SAFETY: a handler that only adds to an atomic; the sigaction struct
+    // is fully initialised (zeroed, then the handler and flags set).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_go as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+    }
+}
+
+/// In the recycler: gives up root for nobody (65534) with no real-time
+/// rights at all (RLIMIT_RTPRIO 0, no capabilities), and checks that
+/// SCHED_FIFO is refused.
+fn become_nobody() {
+    let none = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain system calls on values that live across them; glibc
+    // applies setgid/setuid to every thread of the process.
+    unsafe {
+        assert_eq!(libc::setrlimit(libc::RLIMIT_RTPRIO, &none), 0);
+        assert_eq!(libc::setgroups(0, std::ptr::null()), 0);
+        assert_eq!(libc::setgid(65534), 0);
+        assert_eq!(libc::setuid(65534), 0);
+        // Changing credentials cleared it.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+    }
+    assert!(
+        prio::set_attr(0, SchedAttr::fifo(1)).is_err(),
+        "nobody must not be able to use SCHED_FIFO"
+    );
+}
+
+/// The attacker: a raw uds client that connects as root, shows that a
+/// live SCHED_FIFO HIGH thread of its own boosts its call (the control),
+/// then gives up every right ([`become_nobody`]) and, twice: names a
+/// thread of its own (a true claim), lets it exit, says its id, and once
+/// its parent signals that another user's real-time thread has that id,
+/// calls again without a new claim.
+fn recycler(ns: &Namespace, name: &str) {
+    count_go_aheads();
+    let raw = raw_client(&ns.path_of(name).expect("path"));
+    let fd = raw.session.as_fd();
+    let (tid, live, h) = own_thread(Some(SchedAttr::fifo(HIGH)));
+    println!("PRIO_CONTROL {}", raw_who(fd, Some(tid)));
+    drop(live);
+    h.join().expect("control thread");
+    become_nobody();
+    println!("PRIO_NOBODY");
+    for round in 1..=2 {
+        let (tid, live, h) = own_thread(None);
+        println!("PRIO_OWN {}", raw_who(fd, Some(tid)));
+        drop(live);
+        h.join().expect("own thread");
+        println!("PRIO_FREED {tid}");
+        while GO.load(std::sync::atomic::Ordering::SeqCst) < round {
+            thread::sleep(Duration::from_millis(1));
+        }
+        println!("PRIO_AFTER {}", raw_who(fd, None));
+    }
 }
 
 fn child(ns: &TestNs, transport: &str, role: &str, extra: &[(&str, &str)]) -> ChildProc {
@@ -207,7 +306,12 @@ fn child(ns: &TestNs, transport: &str, role: &str, extra: &[(&str, &str)]) -> Ch
 
 /// The reply's (policy, priority) a child printed.
 fn reply_of(c: &ChildProc) -> (i32, u32) {
-    let line = c.expect_line("PRIO_REPLY");
+    printed(c, "PRIO_REPLY")
+}
+
+/// The (policy, priority) a child printed after `marker`.
+fn printed(c: &ChildProc, marker: &str) -> (i32, u32) {
+    let line = c.expect_line(marker);
     let mut it = line
         .split_whitespace()
         .map(|s| s.parse::<i64>().expect("number"));
@@ -301,6 +405,146 @@ fn a_peer_naming_another_process_thread_gets_no_boost() {
             reply_of(&liar).0,
             libc::SCHED_OTHER,
             "a forged caller thread must not boost"
+        );
+        assert_eq!(srv.settled().policy, libc::SCHED_OTHER);
+    });
+}
+
+/// Where the kernel keeps the last pid it gave in this pid namespace.
+const NS_LAST_PID: &str = "/proc/sys/kernel/ns_last_pid";
+
+/// Why thread ids cannot be placed here (`true`: skipped, or a failure
+/// under CI): writing [`NS_LAST_PID`] needs CAP_SYS_ADMIN or
+/// CAP_CHECKPOINT_RESTORE over this pid namespace. Probed by writing back
+/// what it holds.
+fn no_tid_placing() -> bool {
+    let now = std::fs::read_to_string(NS_LAST_PID).unwrap_or_default();
+    let Err(e) = std::fs::write(NS_LAST_PID, now.trim()) else {
+        return false;
+    };
+    let why = format!("cannot write {NS_LAST_PID} ({e}) to give a thread a chosen id");
+    assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+    println!("skipped: {why}");
+    true
+}
+
+/// A SCHED_FIFO HIGH thread of this process (root: another user than the
+/// recycler's nobody) given a chosen thread id; it ends on drop.
+struct Occupant {
+    live: Option<mpsc::Sender<()>>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl Occupant {
+    /// Makes the next id the kernel gives `tid` ([`NS_LAST_PID`] at
+    /// `tid - 1`) and starts a thread, until that thread has it (another
+    /// process may take it first, or it may not be free yet): 10 s at most.
+    fn take(tid: i32) -> Occupant {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            std::fs::write(NS_LAST_PID, (tid - 1).to_string()).expect("write ns_last_pid");
+            let (got_tx, got) = mpsc::channel();
+            let (live, until) = mpsc::channel::<()>();
+            let handle = thread::spawn(move || {
+                let mine = oslayer::thread::gettid() == tid;
+                if mine {
+                    prio::set_attr(0, SchedAttr::fifo(HIGH)).expect("SCHED_FIFO");
+                }
+                let _ = got_tx.send(mine);
+                if mine {
+                    let _ = until.recv();
+                }
+            });
+            if got.recv() == Ok(true) {
+                return Occupant {
+                    live: Some(live),
+                    handle: Some(handle),
+                };
+            }
+            let _ = handle.join();
+            assert!(
+                Instant::now() < deadline,
+                "thread id {tid} could not be given to a new thread within 10 s"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for Occupant {
+    fn drop(&mut self) {
+        drop(self.live.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A SCHED_OTHER caller of this process keeping `srv` busy with a SLOW
+/// request (started when this returns): the highest scheduling the
+/// handler saw meanwhile, once joined.
+fn busy(t: &TestNs, srv: &Srv) -> thread::JoinHandle<(i32, u32)> {
+    let ns = t.ns.clone();
+    let low = thread::spawn(move || {
+        let tr = msgpass::transport::by_name("uds").expect("transport");
+        let mut conn = Connection::open(&ns, "prio/0", &*tr, &opts(false)).expect("open");
+        let mut reply = [0u8; 8];
+        let n = conn.call(SLOW, b"", &mut reply).expect("slow call");
+        decode(&reply[..n])
+    });
+    srv.started.recv().expect("slow request started");
+    low
+}
+
+#[test]
+fn a_recycled_thread_id_buys_no_boost() {
+    run("recycled", |t| {
+        if no_tid_placing() {
+            return;
+        }
+        let srv = Srv::start(&t.ns, "uds", true);
+        let c = child(t, "uds", "recycler", &[]);
+        assert_eq!(
+            printed(&c, "PRIO_CONTROL"),
+            (libc::SCHED_FIFO, HIGH),
+            "control: a live SCHED_FIFO thread of the caller boosts its call"
+        );
+        c.expect_line("PRIO_NOBODY");
+        let mut wrong = Vec::new();
+        // Round 1 with the server idle (the worker reads the claim), round
+        // 2 with it busy (the watcher reads it first, on arrival).
+        for round in 1..=2u32 {
+            let own = printed(&c, "PRIO_OWN");
+            assert_eq!(own.0, libc::SCHED_OTHER, "round {round}: its own thread");
+            let tid: i32 = c.expect_line("PRIO_FREED").parse().expect("tid");
+            let occupant = Occupant::take(tid);
+            assert_eq!(prio::attr(tid).expect("attr"), SchedAttr::fifo(HIGH));
+            let low = (round == 2).then(|| busy(t, &srv));
+            oslayer::process::kill(
+                oslayer::process::Pid::from_raw(c.pid() as i32).expect("pid"),
+                oslayer::process::Signal::USR1,
+            )
+            .expect("go ahead");
+            let after = printed(&c, "PRIO_AFTER");
+            if after != own {
+                wrong.push(format!(
+                    "round {round}: its call after its thread exited was served at {after:?}, \
+                     the scheduling of the thread that has its id now"
+                ));
+            }
+            if let Some(seen) = low.map(|h| h.join().expect("low caller")) {
+                if seen.0 != libc::SCHED_OTHER {
+                    wrong.push(format!(
+                        "round {round}: the watcher raised the busy server to {seen:?} on its arrival"
+                    ));
+                }
+            }
+            drop(occupant);
+        }
+        assert!(
+            wrong.is_empty(),
+            "a recycled thread id bought a boost:\n{}",
+            wrong.join("\n")
         );
         assert_eq!(srv.settled().policy, libc::SCHED_OTHER);
     });

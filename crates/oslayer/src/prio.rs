@@ -2,9 +2,12 @@
 //! inheritance through messages: `sched_getattr` / `sched_setattr` (which
 //! neither rustix nor nix nor libc wraps: the raw system call here, with
 //! the kernel's `struct sched_attr` written out), whether this process may
-//! use the real-time policies, and whether a thread belongs to a process.
+//! use the real-time policies, and whether a thread belongs to a process
+//! (`/proc/<pid>/task/<tid>`, also held open as a handle that a reused
+//! thread id cannot pass).
 
 use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
 use crate::rlimit::{self, Resource};
@@ -148,6 +151,30 @@ pub fn thread_of(pid: i32, tid: i32) -> bool {
     PathBuf::from(format!("/proc/{pid}/task/{tid}")).exists()
 }
 
+/// `/proc/<pid>/task/<tid>` opened as a handle (`O_PATH`, close-on-exec):
+/// found only when `tid` is a thread of process `pid` now. The directory
+/// keeps naming that thread, not its id: see [`task_listed`]. For kernels
+/// without thread pidfds ([`crate::pidfd::open_thread`]).
+pub fn task_dir(pid: i32, tid: i32) -> io::Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    if pid <= 0 || tid <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    let path = format!("/proc/{pid}/task/{tid}");
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(path.as_str(), flags, Mode::empty())?)
+}
+
+/// True while the thread of a [`task_dir`] has not been reaped: the
+/// kernel finds `stat` under its directory (one `faccessat`). Once that
+/// thread is gone it finds nothing there, even when a new thread has its
+/// id (the directory names the old one). False on any error.
+pub fn task_listed(dir: BorrowedFd<'_>) -> bool {
+    use rustix::fs::{Access, AtFlags};
+    crate::retry_rustix(|| rustix::fs::accessat(dir, "stat", Access::EXISTS, AtFlags::empty()))
+        .is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +192,30 @@ mod tests {
         assert!(!thread_of(1, crate::thread::gettid()));
         // Setting what is there already needs no privilege.
         set_attr(0, me).unwrap();
+    }
+
+    #[test]
+    fn a_task_dir_stops_listing_its_thread_once_it_is_gone() {
+        use std::os::fd::AsFd;
+        let pid = crate::process::pid().as_raw_nonzero().get();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(crate::thread::gettid()).unwrap();
+            let _ = wait.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let dir = task_dir(pid, tid).unwrap();
+        assert!(task_listed(dir.as_fd()));
+        assert!(task_dir(1, tid).is_err(), "not a thread of process 1");
+        drop(stop);
+        t.join().unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while task_listed(dir.as_fd()) && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!task_listed(dir.as_fd()));
+        assert!(task_listed(task_dir(pid, pid).unwrap().as_fd()));
     }
 
     #[test]

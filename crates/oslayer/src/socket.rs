@@ -4,11 +4,12 @@
 //!
 //! Backed by rustix (raw system calls; control buffers on the stack, no
 //! allocation), except [`set_int_opt`], hand-written over libc because
-//! rustix only exposes options by name and the callers pick theirs.
+//! rustix only exposes options by name and the callers pick theirs, and
+//! [`peer_pidfd`], whose option rustix does not have.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -321,6 +322,41 @@ pub fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<PeerCred> {
     })
 }
 
+/// `SO_PEERPIDFD` (Linux 6.5; this number on every architecture but
+/// alpha, mips, parisc and sparc).
+const SO_PEERPIDFD: libc::c_int = 77;
+
+/// A close-on-exec pidfd of the process at the other end of a connected
+/// Unix socket: the one that connected (`SO_PEERPIDFD`). Unlike the pid of
+/// [`peer_cred`], it names that process and no other, also once it has
+/// exited and its pid has gone to another. `Ok(None)` on a kernel older
+/// than 6.5, which does not have the option; an error when the kernel
+/// cannot give one (the peer is gone, on kernels that refuse a pidfd of
+/// a reaped process).
+pub fn peer_pidfd(fd: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
+    let mut raw: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: raw and len are valid and writable for the duration of the
+    // call, and len says raw's size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_PEERPIDFD,
+            &mut raw as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    match check(r) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOPROTOOPT) => Ok(None),
+        Err(e) => Err(e),
+        Ok(_) if raw < 0 => Err(io::Error::from_raw_os_error(libc::EBADF)),
+        // SAFETY: the kernel installed a new descriptor, raw, for this call
+        // alone: nothing else owns it.
+        Ok(_) => Ok(Some(unsafe { OwnedFd::from_raw_fd(raw) })),
+    }
+}
+
 /// True when the peer of a connected socket has gone away (hang-up, error,
 /// or an orderly shutdown with nothing left to read): a poll with zero
 /// timeout, then a one-byte `MSG_PEEK` when readable.
@@ -459,6 +495,39 @@ mod tests {
         assert!(!peer_gone(a.as_fd()), "pending data is not a hang-up");
         drop(b);
         assert!(peer_gone(a.as_fd()));
+    }
+
+    #[test]
+    fn peer_pidfd_names_the_connecting_process_until_it_exits() {
+        use crate::process::{fork, reap, Fork};
+        let (a, _b) = socketpair(SocketType::SEQPACKET).unwrap();
+        let me = peer_pidfd(a.as_fd()).unwrap().expect("Linux 6.5 or later");
+        assert!(crate::pidfd::running(me.as_fd()));
+        // A child connects and exits: the pidfd says it has, whoever gets
+        // its pid next.
+        let path = std::env::temp_dir().join(format!("oslayer-peerpidfd-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let l = unix_listen(&path, SocketType::SEQPACKET).unwrap();
+        let addr = unix_addr(&path).unwrap();
+        let sock = unix_socket(SocketType::SEQPACKET).unwrap();
+        // SAFETY: the child makes one raw system call (connect, on memory
+        // prepared before the fork) and ends with exit_now.
+        let child = match unsafe { fork() }.unwrap() {
+            Fork::Child => {
+                let ok = rustix::net::connect(&sock, &addr).is_ok();
+                crate::process::exit_now(if ok { 0 } else { 1 });
+            }
+            Fork::Parent(pid) => pid,
+        };
+        let s = accept(l.as_fd()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let theirs = peer_pidfd(s.as_fd()).unwrap().expect("Linux 6.5 or later");
+        assert_eq!(
+            peer_cred(s.as_fd()).unwrap().pid,
+            child.as_raw_nonzero().get()
+        );
+        reap(child).unwrap();
+        assert!(!crate::pidfd::running(theirs.as_fd()));
     }
 
     #[test]

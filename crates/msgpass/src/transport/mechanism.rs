@@ -145,8 +145,9 @@ impl<M: Mechanism> Acceptor for MechAcceptor<M> {
             Err(e) => return refuse(listener, Error::io("make a connection", e)),
         };
         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+        let inherit = self.opts.inherit_priority;
         greeted(listener.accept_with(&borrowed, &extra), |session| Conn {
-            peer: reactor::peer_of(&session),
+            peer: inherit.then(|| reactor::peer_of(&session)).flatten(),
             creds: reactor::creds_of(&session),
             wire,
             session: M::KEEP_SESSION.then_some(session),

@@ -86,7 +86,7 @@ use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{Client, Creds, HeldRequest, Incoming, Options, Status};
 use crate::transport::core::{Core, Single};
 use crate::transport::doorman::{self, Door};
-use crate::transport::priority::{Boost, Boosts, Peer, Watched};
+use crate::transport::priority::{Boost, Boosts, Peer, PeerProcess, Watched};
 use crate::transport::rendezvous::Listener;
 use crate::transport::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
@@ -102,21 +102,19 @@ pub(crate) struct Conn<W> {
     /// where the wire is the session (uds, remote tcp) or reports a dead
     /// peer itself.
     pub(crate) session: Option<OwnedFd>,
-    /// The client's process as the kernel named it (`SO_PEERCRED` of its
-    /// rendezvous session), where there is one: whom priority
-    /// inheritance asks about its threads.
-    pub(crate) peer: Option<i32>,
+    /// The client's process as the kernel named it when it connected its
+    /// rendezvous session, where there is one and priority inheritance
+    /// asks about its threads.
+    pub(crate) peer: Option<PeerProcess>,
     /// The client's credentials as the kernel named them (the same
     /// session), where there are any: what [`Client::creds`] says.
     pub(crate) creds: Option<Creds>,
 }
 
 /// The process at the other end of a rendezvous session, as the kernel
-/// named it when it connected.
-pub(crate) fn peer_of(session: &OwnedFd) -> Option<i32> {
-    oslayer::socket::peer_cred(session.as_fd())
-        .ok()
-        .map(|c| c.pid)
+/// named it when it connected (see `priority.rs`).
+pub(crate) fn peer_of(session: &OwnedFd) -> Option<PeerProcess> {
+    PeerProcess::of(session.as_fd())
 }
 
 /// The credentials of the other end of a rendezvous session, as the

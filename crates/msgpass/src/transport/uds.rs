@@ -36,11 +36,10 @@ impl Transport for Uds {
 
     fn serve(&self, path: &Path, opts: &Options) -> Result<Box<dyn ServerChannel>> {
         let listener = Listener::bind(path, Family::Uds, opts.max_msg)?;
-        Ok(Box::new(reactor::serve(
-            SessionAcceptor,
-            Some(listener),
-            opts,
-        )?))
+        let acceptor = SessionAcceptor {
+            inherit: opts.inherit_priority,
+        };
+        Ok(Box::new(reactor::serve(acceptor, Some(listener), opts)?))
     }
 
     fn connect(&self, path: &Path, opts: &Options) -> Result<Box<dyn ClientConnection>> {
@@ -57,7 +56,10 @@ impl Transport for Uds {
 }
 
 /// Serves each client on its rendezvous session.
-struct SessionAcceptor;
+struct SessionAcceptor {
+    /// Priority inheritance is on: each client's process is taken.
+    inherit: bool,
+}
 
 impl Acceptor for SessionAcceptor {
     type W = DatagramWire;
@@ -68,7 +70,7 @@ impl Acceptor for SessionAcceptor {
         _setup: &Setup<'_>,
     ) -> Result<Option<Conn<DatagramWire>>> {
         greeted(listener.accept(&[]), |session| Conn {
-            peer: reactor::peer_of(&session),
+            peer: self.inherit.then(|| reactor::peer_of(&session)).flatten(),
             creds: reactor::creds_of(&session),
             wire: DatagramWire::new(session),
             session: None,
