@@ -312,13 +312,17 @@ pub struct PeerCred {
     pub gid: u32,
 }
 
-/// The [`PeerCred`] of a connected Unix socket's peer.
+/// The [`PeerCred`] of a connected Unix socket's peer. Its pid is 0 when
+/// the peer's process has no id in our pid namespace (the kernel says so
+/// with 0). Through nix, not rustix: rustix 1.1 reads the pid into a
+/// non-zero type, which a 0 from the kernel would make undefined
+/// behaviour.
 pub fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<PeerCred> {
-    let c = rustix::net::sockopt::socket_peercred(fd)?;
+    let c = nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::PeerCredentials)?;
     Ok(PeerCred {
-        pid: c.pid.as_raw_nonzero().get(),
-        uid: c.uid.as_raw(),
-        gid: c.gid.as_raw(),
+        pid: c.pid(),
+        uid: c.uid(),
+        gid: c.gid(),
     })
 }
 

@@ -272,6 +272,10 @@ impl PeerProcess {
     /// when the kernel names none.
     pub(crate) fn of(session: BorrowedFd<'_>) -> Option<PeerProcess> {
         let pid = oslayer::socket::peer_cred(session).ok()?.pid;
+        if pid <= 0 {
+            // Outside our pid namespace: no /proc entry to check claims in.
+            return None;
+        }
         let pidfd = match oslayer::socket::peer_pidfd(session) {
             Ok(Some(fd)) => fd,
             // Before Linux 6.5: whoever holds that pid now (the race the

@@ -410,7 +410,12 @@ fn greet(
         Err(e) if starved(&e) => return Err(e),
         Err(_) => return Ok(None),
     };
-    let Ok(cred) = oslayer::socket::peer_cred(sock.as_fd()) else {
+    // A peer outside our pid namespace has pid 0, and a signal to pid 0
+    // would go to our whole process group: hung up on.
+    let Some(cred) = oslayer::socket::peer_cred(sock.as_fd())
+        .ok()
+        .filter(|c| c.pid > 0)
+    else {
         return Ok(None);
     };
     let conn = Arc::new(Conn {
