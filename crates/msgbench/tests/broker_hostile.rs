@@ -136,7 +136,7 @@ fn second_attach(ns: &Namespace) -> Result<usize, Error> {
 }
 
 /// Forged timer pulses from one connection until `stop`, counted in
-/// `sent`.
+/// `sent`; returns once the broker has read them all.
 fn forge_ticks(ns: &Namespace, stop: &AtomicBool, sent: &AtomicU64) {
     let mut c = connect(ns);
     while !stop.load(Ordering::Relaxed) {
@@ -151,6 +151,8 @@ fn forge_ticks(ns: &Namespace, stop: &AtomicBool, sent: &AtomicU64) {
             Err(e) => panic!("forged pulse: {e}"),
         }
     }
+    // A call goes after the pulses: once answered, all were read.
+    let _ = c.call(GET_INTEGER, &request_to(SERVICES + 1, 0), &mut [0; 64]);
 }
 
 #[test]
