@@ -155,13 +155,11 @@ fn forge_ticks(ns: &Namespace, stop: &AtomicBool, sent: &AtomicU64) {
     let _ = c.call(GET_INTEGER, &request_to(SERVICES + 1, 0), &mut [0; 64]);
 }
 
-#[test]
-fn a_hostile_connection_takes_nobody_elses_share() {
-    let dir = TestDir::new("broker-hostile");
-    let ns_dir = dir.ns();
+/// The broker and the honest service, as processes of their own.
+fn start(ns_dir: &std::path::Path) -> (Proc, Proc) {
     let ns_arg = ns_dir.display().to_string();
     let services = SERVICES.to_string();
-    let mut broker = Proc::start(
+    let broker = Proc::start(
         Bin::Msgbench,
         [
             "broker-peer",
@@ -174,7 +172,7 @@ fn a_hostile_connection_takes_nobody_elses_share() {
             &ns_arg,
         ],
     );
-    let _service = Proc::start(
+    let service = Proc::start(
         Bin::Msgbench,
         [
             "broker-peer",
@@ -188,7 +186,45 @@ fn a_hostile_connection_takes_nobody_elses_share() {
             &ns_arg,
         ],
     );
-    let ns = Namespace::open(&ns_dir).expect("namespace");
+    (broker, service)
+}
+
+/// The honest client's calls under a flood of forged timer pulses;
+/// returns its report and how many pulses went.
+fn under_forged_ticks(ns: &Namespace, caller: &mut MsgpassCaller) -> (ClientReport, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let forged = Arc::new(AtomicU64::new(0));
+    let forger = {
+        let (ns, stop, forged) = (ns.clone(), Arc::clone(&stop), Arc::clone(&forged));
+        thread::spawn(move || forge_ticks(&ns, &stop, &forged))
+    };
+    let report = honest(caller, 2.0, "under forged timer pulses");
+    stop.store(true, Ordering::Relaxed);
+    forger.join().expect("forger");
+    (report, forged.load(Ordering::Relaxed))
+}
+
+/// Stops the broker and reads what it says it did, as JSON values, field
+/// by field: a broker that does not count ignored messages fails on its
+/// own figures.
+fn stop_and_read(mut broker: Proc) -> serde_json::Value {
+    broker.signal(libc::SIGTERM);
+    let out = broker.wait();
+    let stats: serde_json::Value = out
+        .stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no broker stats: {out}"));
+    println!("broker: {stats}");
+    stats
+}
+
+#[test]
+fn a_hostile_connection_takes_nobody_elses_share() {
+    let dir = TestDir::new("broker-hostile");
+    let (broker, _service) = start(&dir.ns());
+    let ns = Namespace::open(dir.ns()).expect("namespace");
     let mut caller =
         MsgpassCaller::connect(&ns, ENDPOINT, "uds", 0, 0, &opts()).expect("honest client");
     client::warm_up(&mut caller, 1, 200).expect("warm-up");
@@ -204,37 +240,17 @@ fn a_hostile_connection_takes_nobody_elses_share() {
         "the broker let one connection attach to two indices: {second:?}"
     );
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let forged = Arc::new(AtomicU64::new(0));
-    let forger = {
-        let (ns, stop, forged) = (ns.clone(), Arc::clone(&stop), Arc::clone(&forged));
-        thread::spawn(move || forge_ticks(&ns, &stop, &forged))
-    };
-    let ticked = honest(&mut caller, 2.0, "under forged timer pulses");
-    stop.store(true, Ordering::Relaxed);
-    forger.join().expect("forger");
+    let (ticked, forged) = under_forged_ticks(&ns, &mut caller);
     println!(
-        "honest p99: {:.1} us alone, {:.1} us after the flood, {:.1} us under {} forged pulses",
+        "honest p99: {:.1} us alone, {:.1} us after the flood, {:.1} us under {forged} forged pulses",
         p99_us(&quiet),
         p99_us(&held),
         p99_us(&ticked),
-        forged.load(Ordering::Relaxed)
     );
-
     drop(caller);
-    broker.signal(libc::SIGTERM);
-    let out = broker.wait();
-    // Read as JSON values, field by field: what a broker that does not
-    // count ignored messages reports fails on its own figures.
-    let stats: serde_json::Value = out
-        .stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("no broker stats: {out}"));
-    println!("broker: {stats}");
+    let stats = stop_and_read(broker);
     let field = |k: &str| stats.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-    let ignored = sent + forged.load(Ordering::Relaxed);
+    let ignored = sent + forged;
     assert!(
         field("ignored") >= ignored,
         "the broker took {} of {ignored} one-way messages and forged pulses",
