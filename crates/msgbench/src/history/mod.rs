@@ -89,25 +89,36 @@ impl FilterArgs {
     }
 }
 
-/// `--since` was not a date, a time or a time ago.
+/// Why a `--since` value was refused (clap prints it after `--since WHEN: `).
 #[derive(Debug, thiserror::Error)]
-#[error("not a date (2026-05-01), a time (2026-05-01T12:00:00Z) or a time ago (7d, 12h, 30min)")]
-pub struct BadSince;
+pub enum BadSince {
+    /// Not a date, a time or a time ago.
+    #[error(
+        "not a date (2026-05-01), a time (2026-05-01T12:00:00Z) or a time ago (7d, 12h, 30min)"
+    )]
+    NotWhen,
+    /// A time ago beyond 1970 (no run started before, and no time
+    /// before is written as a date here).
+    #[error("a time ago before 1970-01-01, the earliest a run can have started")]
+    BeforeEpoch,
+}
 
 /// `--since`: a date, an RFC 3339 time or a time ago, as the RFC 3339
 /// UTC text runs are stored with.
 pub fn since(s: &str) -> Result<String, BadSince> {
     let t = s.trim();
-    let bad = || BadSince;
+    let bad = |_| BadSince::NotWhen;
     let when = if let Ok(ago) = humantime::parse_duration(t) {
         std::time::SystemTime::now()
             .checked_sub(ago)
-            .ok_or_else(bad)?
+            .filter(|w| *w >= std::time::UNIX_EPOCH)
+            .ok_or(BadSince::BeforeEpoch)?
     } else if t.len() == 10 {
-        humantime::parse_rfc3339_weak(&format!("{t}T00:00:00")).map_err(|_| bad())?
+        humantime::parse_rfc3339_weak(&format!("{t}T00:00:00")).map_err(bad)?
     } else {
-        humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).map_err(|_| bad())?
+        humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).map_err(bad)?
     };
+    // Every time here is at or after 1970, so this cannot panic.
     Ok(humantime::format_rfc3339_seconds(when).to_string())
 }
 
@@ -174,9 +185,17 @@ mod tests {
         );
         let ago = since("1h").unwrap();
         assert!(ago < humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
-        for bad in ["yesterday", "2026-13-01", "5 parsecs", ""] {
+        for bad in ["yesterday", "2026-13-01", "5 parsecs", "", "1969-12-31"] {
             let e = since(bad).unwrap_err().to_string();
             assert!(e.starts_with("not a date"), "{bad}: {e}");
+        }
+        for long_ago in ["99999999999d", "100y", "584942417355y"] {
+            match since(long_ago) {
+                Err(BadSince::BeforeEpoch) => {}
+                // Too large for a duration at all.
+                Err(BadSince::NotWhen) if long_ago.starts_with("5849") => {}
+                other => panic!("{long_ago}: {other:?}"),
+            }
         }
     }
 }

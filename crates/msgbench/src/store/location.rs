@@ -95,7 +95,7 @@ pub fn parse(s: &str, what: &str) -> Result<Location, StoreError> {
     }
     if let Some((scheme, _)) = s.split_once("://") {
         if scheme == "postgres" || scheme == "postgresql" {
-            postgres::Config::from_str(s).map_err(|e| bad(format!("bad URL: {e}")))?;
+            tokio_postgres::Config::from_str(s).map_err(|e| bad(format!("bad URL: {e}")))?;
             return Ok(Location::Postgres(s.to_string()));
         }
         return Err(bad(format!(

@@ -10,6 +10,7 @@
 //! A run whose recording fails is never lost: the suite prints it and
 //! writes `--json` first, and [`record_run`] only reports the failure.
 
+pub mod file;
 pub mod headline;
 pub mod location;
 mod pg;
@@ -20,6 +21,7 @@ mod sql;
 mod sqlite;
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +42,15 @@ pub enum StoreError {
         /// The value, password hidden.
         given: String,
         /// What is wrong.
+        why: String,
+    },
+    /// A file on the store's path that is not to be opened: a link of
+    /// another user, a device, a link where SQLite keeps its own file.
+    #[error("{path} {why}")]
+    File {
+        /// Where.
+        path: String,
+        /// What it is, and that it was refused.
         why: String,
     },
     /// No default place for the store.
@@ -74,6 +85,10 @@ pub enum StoreError {
     /// whole recording is tried again.
     #[error("{0}")]
     Busy(String),
+    /// Another process held the store's lock all the time a recording
+    /// waits ([`WAIT`]).
+    #[error("locked by another process for more than {} s, the longest a run waits to be recorded ({})", WAIT.as_secs(), .0)]
+    Locked(String),
     /// Not an envelope this msgbench reads.
     #[error("{0}")]
     NotEnvelope(String),
@@ -233,13 +248,31 @@ pub struct Store {
     backend: Box<dyn Backend>,
 }
 
+/// The longest msgbench waits for a store: for another process's lock
+/// (SQLite's busy wait and a recording's tries together) or a PostgreSQL
+/// server's answer (connecting, at most [`pg::CONNECT_TIMEOUT`] of it,
+/// included). A recording waits this long in all; any other command this
+/// long for each of its operations.
+pub const WAIT: Duration = Duration::from_secs(30);
+
 impl Store {
     /// Opens (and, for writing, creates) the store at `location`,
-    /// bringing its schema up to date.
+    /// bringing its schema up to date; each operation waits at most
+    /// [`WAIT`] for the store.
     pub fn open(location: Location, access: Access) -> Result<Store, StoreError> {
+        Store::open_until(location, access, None)
+    }
+
+    /// As [`Store::open`], every wait for the store (this opening and
+    /// every operation after it) ending by `deadline` if one is given.
+    pub fn open_until(
+        location: Location,
+        access: Access,
+        deadline: Option<Instant>,
+    ) -> Result<Store, StoreError> {
         let backend: Box<dyn Backend> = match &location {
-            Location::Sqlite(p) => Box::new(sqlite::Sqlite::open(p, access)?),
-            Location::Postgres(url) => Box::new(pg::Postgres::open(url, access)?),
+            Location::Sqlite(p) => Box::new(sqlite::Sqlite::open(p, access, deadline)?),
+            Location::Postgres(url) => Box::new(pg::Postgres::open(url, access, deadline)?),
         };
         Ok(Store { location, backend })
     }
@@ -292,10 +325,11 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
     };
     let shown = location.to_string();
     test_start();
+    let deadline = Instant::now() + WAIT;
     let stored = serde_json::to_string(rendering)
         .map_err(|e| StoreError::Db(e.to_string()))
         .and_then(|r| NewRun::from_text(text.to_string(), Origin::Run, Some(r)))
-        .and_then(|run| insert_retrying(&location, &run));
+        .and_then(|run| insert_retrying(&location, &run, deadline));
     match stored {
         Ok(id) => Recorded::Stored { id, location },
         Err(e) => Recorded::Failed(format!(
@@ -304,21 +338,28 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
     }
 }
 
-/// How often a recording refused `Busy` is tried again, and the pause
-/// between tries (about 5 s in all, beside SQLite's own 30 s busy wait).
-const BUSY_TRIES: u32 = 50;
-const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+/// The pause before a recording refused `Busy` is tried again.
+const BUSY_PAUSE: Duration = Duration::from_millis(100);
 
 /// Opens the store and inserts `run`, again from the start (each try is
 /// one transaction, rolled back when refused) while SQLite answers
-/// `Busy`.
-fn insert_retrying(location: &Location, run: &NewRun) -> Result<i64, StoreError> {
-    let mut tries = 1;
+/// `Busy`, until `deadline`: every wait, SQLite's busy handler's
+/// included, ends by then.
+fn insert_retrying(
+    location: &Location,
+    run: &NewRun,
+    deadline: Instant,
+) -> Result<i64, StoreError> {
     loop {
-        match Store::open(location.clone(), Access::Write).and_then(|mut s| s.insert(run)) {
-            Err(StoreError::Busy(_)) if tries < BUSY_TRIES => {
-                tries += 1;
-                std::thread::sleep(BUSY_PAUSE);
+        let tried = Store::open_until(location.clone(), Access::Write, Some(deadline))
+            .and_then(|mut s| s.insert(run));
+        match tried {
+            Err(StoreError::Busy(why)) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(StoreError::Locked(why));
+                }
+                std::thread::sleep(BUSY_PAUSE.min(left));
             }
             other => return other,
         }

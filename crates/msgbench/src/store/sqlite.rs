@@ -1,30 +1,75 @@
 //! The store in a SQLite file (rusqlite, SQLite built in).
 //!
 //! Many processes may record at once: the file is in WAL mode (readers
-//! never wait for a writer) and every connection waits up to
-//! [`BUSY_TIMEOUT`] for the write lock, which each write takes at its
+//! never wait for a writer) and each write takes the write lock at its
 //! start (`BEGIN IMMEDIATE`), so no transaction fails half-way on a lock.
+//! A lock held by another process is waited for until the operation's
+//! deadline ([`super::WAIT`] from its start, or the recording's own
+//! deadline), by a busy handler that knows it ([`WAIT_UNTIL`]): SQLite's
+//! `busy_timeout` would start its count again at each statement.
 //! A file is ours when its application id is msgbench's; a file with
 //! another id, or with tables and no id, is refused before anything is
-//! written to it, and so is one that SQLite cannot read.
+//! written to it, and so is one that SQLite cannot read. The file is
+//! found and opened as [`super::file`] says (no link of another user
+//! followed, nothing but a regular file).
 
+use std::cell::Cell;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::schema::{self, Migration, MIGRATIONS, SCHEMA_TABLE, SQLITE_APPLICATION_ID};
 use super::sql::{self, Cells, Param};
-use super::{Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
+use super::{file, Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
 use crate::results::envelope;
 
-/// Longest wait for another process's write.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+thread_local! {
+    /// Until when [`busy`] waits for a lock on this thread: the deadline
+    /// of the store operation running on it ([`Waiting`]); none outside one.
+    static WAIT_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// SQLite's busy handler: while the running operation's deadline is
+/// ahead, sleeps a little (1 ms, a millisecond longer each time, at most
+/// 100 ms) and has SQLite try the lock again.
+fn busy(tries: i32) -> bool {
+    let Some(until) = WAIT_UNTIL.with(Cell::get) else {
+        return false;
+    };
+    let left = until.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return false;
+    }
+    let ms = u64::try_from(tries).unwrap_or(0).saturating_add(1).min(100);
+    std::thread::sleep(Duration::from_millis(ms).min(left));
+    true
+}
+
+/// [`WAIT_UNTIL`] set for as long as it lives (the one before restored).
+struct Waiting(Option<Instant>);
+
+impl Waiting {
+    /// Locks are waited for until `deadline`, else [`super::WAIT`] from now.
+    fn until(deadline: Option<Instant>) -> Waiting {
+        let until = deadline.unwrap_or_else(|| Instant::now() + super::WAIT);
+        Waiting(WAIT_UNTIL.with(|w| w.replace(Some(until))))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAIT_UNTIL.with(|w| w.set(self.0));
+    }
+}
 
 /// An open SQLite store.
 pub struct Sqlite {
     conn: Connection,
+    /// The deadline of every wait for a lock, if the caller set one;
+    /// else each operation waits at most [`super::WAIT`].
+    deadline: Option<Instant>,
 }
 
 /// What a SQLite file holds.
@@ -40,23 +85,24 @@ enum Kind {
 
 impl Sqlite {
     /// Opens the store at `path` and brings its schema up to date;
-    /// creates it (and its directory) for writing.
-    pub fn open(path: &Path, access: Access) -> Result<Sqlite, StoreError> {
-        Sqlite::open_with(path, access, MIGRATIONS)
+    /// creates it (and its directory) for writing. Locks are waited for
+    /// until `deadline` (else [`super::WAIT`] per operation).
+    pub fn open(
+        path: &Path,
+        access: Access,
+        deadline: Option<Instant>,
+    ) -> Result<Sqlite, StoreError> {
+        Sqlite::open_with(path, access, MIGRATIONS, deadline)
     }
 
-    fn open_with(path: &Path, access: Access, steps: &[Migration]) -> Result<Sqlite, StoreError> {
-        if !path.exists() {
-            if access == Access::Read {
-                return Err(StoreError::Missing);
-            }
-            create_parent(path)?;
-        }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(db)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+    fn open_with(
+        path: &Path,
+        access: Access,
+        steps: &[Migration],
+        deadline: Option<Instant>,
+    ) -> Result<Sqlite, StoreError> {
+        let conn = connect(path, access)?;
+        let _waiting = Waiting::until(deadline);
         match kind(&conn)? {
             Kind::Foreign(what) => return Err(StoreError::Foreign(what)),
             Kind::Fresh if access == Access::Read => return Err(StoreError::Missing),
@@ -70,9 +116,14 @@ impl Sqlite {
                 .map_err(db)?;
         }
         conn.pragma_update(None, "foreign_keys", true).map_err(db)?;
-        let mut store = Sqlite { conn };
+        let mut store = Sqlite { conn, deadline };
         store.migrate(steps)?;
         Ok(store)
+    }
+
+    /// Waits for locks until this store's deadline while it lives.
+    fn waiting(&self) -> Waiting {
+        Waiting::until(self.deadline)
     }
 
     /// Applies the steps the store lacks, in one transaction under the
@@ -103,16 +154,49 @@ impl Sqlite {
     }
 }
 
-/// Creates the store's directory (private to the user) if missing.
-fn create_parent(path: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::DirBuilderExt;
-    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) if !dir.exists() => std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| StoreError::Db(format!("cannot create {}: {e}", dir.display()))),
-        _ => Ok(()),
+/// Opens the file at `path` as [`file`] allows (for reading, only if it
+/// exists: a read creates nothing), with [`busy`] as its busy handler;
+/// nothing is read from it yet.
+fn connect(path: &Path, access: Access) -> Result<Connection, StoreError> {
+    let checked = file::check(path)?;
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    match access {
+        Access::Read if !checked.exists => return Err(StoreError::Missing),
+        Access::Read => {}
+        Access::Write => {
+            file::create_parent(&checked.path)?;
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+    }
+    let conn = Connection::open_with_flags(&checked.path, flags).map_err(|e| {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::CannotOpen)
+                if extended(&e) == rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK =>
+            {
+                StoreError::File {
+                    path: checked.path.display().to_string(),
+                    why: "has a symbolic link on its path (made while it was opened): refused"
+                        .into(),
+                }
+            }
+            Some(ErrorCode::CannotOpen) if access == Access::Read && !checked.path.exists() => {
+                StoreError::Missing
+            }
+            _ => db(e),
+        }
+    })?;
+    file::recheck(&checked.path)?;
+    conn.busy_handler(Some(busy)).map_err(db)?;
+    Ok(conn)
+}
+
+/// SQLite's extended result code of `e` (0 if it has none).
+fn extended(e: &rusqlite::Error) -> i32 {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => f.extended_code,
+        _ => 0,
     }
 }
 
@@ -225,6 +309,7 @@ impl Sqlite {
 
 impl Backend for Sqlite {
     fn insert(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+        let _waiting = self.waiting();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -257,6 +342,7 @@ impl Backend for Sqlite {
     }
 
     fn list(&mut self, filter: &Filter) -> Result<Vec<Summary>, StoreError> {
+        let _waiting = self.waiting();
         let (q, params) = sql::list(filter);
         let mut out = self.rows(&q, &params, |r| sql::summary(r))?;
         out.reverse();
@@ -264,11 +350,13 @@ impl Backend for Sqlite {
     }
 
     fn get(&mut self, id: i64) -> Result<Option<Stored>, StoreError> {
+        let _waiting = self.waiting();
         let mut out = self.rows(&sql::get(), &[Param::Int(id)], |r| sql::stored(r))?;
         Ok(out.pop())
     }
 
     fn points(&mut self, metric: &str, filter: &Filter) -> Result<Vec<Point>, StoreError> {
+        let _waiting = self.waiting();
         let (q, params) = sql::points(metric, filter);
         self.rows(&q, &params, |r| sql::point(r))
     }

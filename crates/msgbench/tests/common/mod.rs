@@ -363,12 +363,21 @@ pub struct Proc {
     out: Arc<Pipe>,
     err: Arc<Pipe>,
     dog: Watchdog,
+    /// How long the watchdog lets it run.
+    limit: Duration,
 }
 
 impl Proc {
     /// Spawns `cmd` (named `name` in messages) with stdin closed and
     /// stdout/stderr captured. It is sent SIGKILL if the test process dies.
-    pub fn spawn(name: &str, mut cmd: Command) -> Proc {
+    pub fn spawn(name: &str, cmd: Command) -> Proc {
+        Proc::spawn_for(name, cmd, WATCHDOG)
+    }
+
+    /// As [`Proc::spawn`], the watchdog killing it after `limit` (for a
+    /// program that must give up on its own after a documented wait
+    /// longer than [`WATCHDOG`]).
+    pub fn spawn_for(name: &str, mut cmd: Command, limit: Duration) -> Proc {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -394,7 +403,7 @@ impl Proc {
         let err = Pipe::start(child.stderr.take().expect("stderr is piped"));
         let pid = child.id();
         let child = Arc::new(Mutex::new(child));
-        let dog = Watchdog::start(Arc::clone(&child), WATCHDOG);
+        let dog = Watchdog::start(Arc::clone(&child), limit);
         Proc {
             name: name.to_string(),
             pid,
@@ -403,6 +412,7 @@ impl Proc {
             out,
             err,
             dog,
+            limit,
         }
     }
 
@@ -440,7 +450,7 @@ impl Proc {
                 "watchdog: {} (pid {}) ran for more than {:?} and was killed\n--- stdout ---\n{}--- stderr ---\n{}",
                 self.name,
                 self.pid,
-                WATCHDOG,
+                self.limit,
                 self.stdout(),
                 self.stderr()
             );
@@ -618,8 +628,8 @@ impl Drop for Proc {
         self.dog.disarm();
         if self.dog.fired.load(Ordering::SeqCst) && !std::thread::panicking() {
             panic!(
-                "watchdog: {} (pid {}) ran for more than {WATCHDOG:?} and was killed",
-                self.name, self.pid
+                "watchdog: {} (pid {}) ran for more than {:?} and was killed",
+                self.name, self.pid, self.limit
             );
         }
     }

@@ -7,12 +7,15 @@
 //! nothing in the store changed.
 //!
 //! - `sqlite.rs`: SQLite stores, the references, the failures;
-//! - `postgres.rs`: the same on PostgreSQL (`cluster.rs` starts it).
+//! - `postgres.rs`: the same on PostgreSQL (`cluster.rs` starts it);
+//! - `hostile.rs`: links planted by another user, a device or a FIFO for
+//!   a store, a lock held past the wait, a server that never answers.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod cluster;
+mod hostile;
 mod postgres;
 mod sqlite;
 

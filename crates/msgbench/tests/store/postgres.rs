@@ -6,8 +6,9 @@
 use serde_json::Value;
 
 use super::cluster::{self, Cluster};
-use super::common::{procs_mentioning, skip, TestDir};
-use super::{eight_at_once, floor_into, ids, run_store, stored, FLOOR};
+use super::common::{procs_mentioning, skip, Proc, TestDir};
+use super::hostile::HANG_GUARD;
+use super::{eight_at_once, floor_into, ids, run_store, stored, with_store, FLOOR};
 
 #[test]
 fn a_postgres_store_on_a_server_of_its_own() {
@@ -31,6 +32,42 @@ fn a_postgres_store_on_a_server_of_its_own() {
     );
     let left = procs_mentioning(leftover.to_str().unwrap());
     assert!(left.is_empty(), "postgres processes left behind: {left:?}");
+}
+
+#[test]
+fn a_postgres_store_locked_by_another_session_costs_one_line_not_the_run() {
+    let Some(bin) = cluster::binaries() else {
+        skip(&format!("no initdb/postgres found: {}", cluster::INSTALL));
+        return;
+    };
+    let dir = TestDir::new("store-pg-lock");
+    let pg = Cluster::start(&bin);
+    let url = pg.url();
+    floor_into(&url, &dir.file("first.json"));
+    // Another session holds the runs' table: every statement on it waits.
+    let mut holder = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut tx = holder.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE msgbench_runs IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let json = dir.file("kept.json");
+    let mut a: Vec<&str> = FLOOR.to_vec();
+    a.extend(["--json", json.to_str().unwrap()]);
+    let mut run = Proc::spawn_for("msgbench floor", with_store(&a, &url), HANG_GUARD);
+    let list = with_store(&["history"], &url);
+    let mut list = Proc::spawn_for("msgbench history", list, HANG_GUARD);
+    let (run, list) = (run.wait(), list.wait());
+    tx.rollback().unwrap();
+    let waited =
+        |l: &str| l.contains("statement timeout") || l.contains("no answer from the server");
+    let line = run.assert_one_line_error(0);
+    assert!(
+        line.starts_with("msgbench: warning: the run was not recorded") && waited(&line),
+        "{run}"
+    );
+    assert!(json.is_file(), "--json was not written");
+    let e = list.assert_one_line_error(1);
+    assert!(waited(&e), "{list}");
+    assert_eq!(ids(&url).len(), 1, "the store changed");
 }
 
 /// `@last`, `@prev`, compare, export and a refused duplicate import.

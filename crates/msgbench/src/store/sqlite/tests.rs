@@ -56,11 +56,11 @@ fn a_store_is_created_on_first_write_and_not_on_a_read() {
     let dir = Dir::new("create");
     let path = dir.file("sub/results.db");
     assert!(matches!(
-        Sqlite::open(&path, Access::Read),
+        Sqlite::open(&path, Access::Read, None),
         Err(StoreError::Missing)
     ));
     assert!(!path.exists());
-    let mut s = Sqlite::open(&path, Access::Write).unwrap();
+    let mut s = Sqlite::open(&path, Access::Write, None).unwrap();
     let mode: String = s
         .conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -86,7 +86,7 @@ fn a_store_is_created_on_first_write_and_not_on_a_read() {
 #[test]
 fn listing_filters_and_orders() {
     let dir = Dir::new("list");
-    let mut s = Sqlite::open(&dir.file("r.db"), Access::Write).unwrap();
+    let mut s = Sqlite::open(&dir.file("r.db"), Access::Write, None).unwrap();
     let mut ids = Vec::new();
     for (i, suite) in ["floor", "adder", "floor"].iter().enumerate() {
         let mut run = sample(suite, 1.0 + i as f64);
@@ -121,12 +121,12 @@ fn a_store_is_migrated_with_its_rows_and_a_newer_one_is_refused() {
     let dir = Dir::new("migrate");
     let path = dir.file("r.db");
     let run = sample("floor", 1.0);
-    let id = Sqlite::open_with(&path, Access::Write, &MIGRATIONS[..1])
+    let id = Sqlite::open_with(&path, Access::Write, &MIGRATIONS[..1], None)
         .unwrap()
         .insert(&run)
         .unwrap();
     let steps = [MIGRATIONS[0], V2];
-    let mut s = Sqlite::open_with(&path, Access::Write, &steps).unwrap();
+    let mut s = Sqlite::open_with(&path, Access::Write, &steps, None).unwrap();
     assert_eq!(version(&s.conn).unwrap(), 2);
     assert_eq!(s.get(id).unwrap().unwrap().envelope, run.text);
     s.conn
@@ -134,11 +134,11 @@ fn a_store_is_migrated_with_its_rows_and_a_newer_one_is_refused() {
         .unwrap();
     drop(s);
     // This msgbench knows version 1 only: refused, nothing touched.
-    let e = Sqlite::open_with(&path, Access::Write, &MIGRATIONS[..1])
+    let e = Sqlite::open_with(&path, Access::Write, &MIGRATIONS[..1], None)
         .err()
         .unwrap();
     assert!(matches!(e, StoreError::Newer { found: 2, known: 1 }), "{e}");
-    let s = Sqlite::open_with(&path, Access::Read, &steps).unwrap();
+    let s = Sqlite::open_with(&path, Access::Read, &steps, None).unwrap();
     let n: i64 = s
         .conn
         .query_row("SELECT count(*) FROM msgbench_runs", [], |r| r.get(0))
@@ -169,14 +169,20 @@ fn a_foreign_or_corrupted_file_is_refused_and_left_as_it_was() {
         .collect();
     let names = dir.names();
     for access in [Access::Write, Access::Read] {
-        let e = Sqlite::open(&other, access).err().unwrap().to_string();
+        let e = Sqlite::open(&other, access, None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("not a msgbench results store") && e.contains("accounts"),
             "{e}"
         );
-        let e = Sqlite::open(&named, access).err().unwrap().to_string();
+        let e = Sqlite::open(&named, access, None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("application id 0x2a"), "{e}");
-        let e = Sqlite::open(&junk, access).err().unwrap().to_string();
+        let e = Sqlite::open(&junk, access, None).err().unwrap().to_string();
         assert!(
             e.starts_with("cannot read it: file is not a database"),
             "{e}"

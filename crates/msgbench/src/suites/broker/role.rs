@@ -21,6 +21,8 @@ use msgpass::{Namespace, Options};
 
 use super::client::{self, Caller, MsgpassCaller};
 use super::dbus::{self, library::DbusLib};
+use super::options::{MAX_CALL_TIMEOUT, MAX_CLIENTS};
+use super::proto::MAX_INTS;
 use super::router::{self, Router};
 use super::service;
 use crate::measure::peers;
@@ -29,6 +31,34 @@ use crate::measure::peers;
 pub const COMMAND: &str = "broker-peer";
 /// Untimed calls a client makes before it says `ready`.
 pub const WARMUP: u32 = 200;
+/// The most untimed calls a client is asked for (`--warmup`).
+const MAX_WARMUP: i64 = 1_000_000;
+/// The longest a client calls (`--seconds`), as the suite's bound.
+const MAX_SECONDS: f64 = 3600.0;
+
+// Every count a peer takes is bounded by what the suite itself asks for,
+// by its value parser, before anything is allocated: a peer run by hand
+// with `--services 4294967295` is a usage error, not 584 GB (issue 33).
+
+/// Value parser of a peer's service or client index: below
+/// [`MAX_CLIENTS`], as the suite's.
+fn index() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(0..MAX_CLIENTS as i64)
+}
+
+/// `--seconds` out of (0, [`MAX_SECONDS`]] (clap prints it after
+/// `--seconds VALUE: `).
+#[derive(Debug, thiserror::Error)]
+#[error("must be a number of seconds above 0, at most {MAX_SECONDS}")]
+pub struct BadSeconds;
+
+/// Value parser of a client's `--seconds`.
+fn seconds(s: &str) -> std::result::Result<f64, BadSeconds> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= MAX_SECONDS => Ok(v),
+        _ => Err(BadSeconds),
+    }
+}
 
 /// `msgbench broker-peer`: one process of a broker run.
 pub type PeerArgs = peers::PeerArgs<Role>;
@@ -94,7 +124,7 @@ impl Reach {
 pub struct ServiceArgs {
     /// Its index: service K serves `svc/K` (msgpass) or the bus name of
     /// service K (D-Bus).
-    #[arg(long = "index", value_name = "K")]
+    #[arg(long = "index", value_name = "K", value_parser = index())]
     pub index: u32,
     /// Attach to the msgbench broker instead of serving an endpoint of
     /// its own (msgpass).
@@ -112,15 +142,17 @@ pub struct ServiceArgs {
 /// `broker-peer route`.
 #[derive(Debug, Args)]
 pub struct RouteArgs {
-    /// Services to route to (`svc/0` ...).
-    #[arg(long = "services", value_name = "N")]
+    /// Services to route to (`svc/0` ...), 1 to the suite's most clients.
+    #[arg(long = "services", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_CLIENTS as i64))]
     pub services: u32,
     /// Decode and validate every body with the D-Bus library.
     #[arg(long = "validate")]
     pub validate: bool,
     /// Answer a call not answered within this many milliseconds
-    /// `ETIMEDOUT`.
-    #[arg(long = "call-timeout-ms", value_name = "MS")]
+    /// `ETIMEDOUT` (1 to the suite's longest `--call-timeout`).
+    #[arg(long = "call-timeout-ms", value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CALL_TIMEOUT.as_millis() as u64))]
     pub call_timeout_ms: Option<u64>,
     /// Where it meets the others.
     #[command(flatten)]
@@ -131,23 +163,25 @@ pub struct RouteArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Its index (its serial space).
-    #[arg(long = "index", value_name = "K")]
+    #[arg(long = "index", value_name = "K", value_parser = index())]
     pub index: u32,
     /// The service it calls.
-    #[arg(long = "destination", value_name = "K")]
+    #[arg(long = "destination", value_name = "K", value_parser = index())]
     pub destination: u32,
     /// Call through the msgbench broker instead of straight to the
     /// service (msgpass only).
     #[arg(long = "via-broker")]
     pub via_broker: bool,
     /// numInts of every call.
-    #[arg(long = "ints", value_name = "N")]
+    #[arg(long = "ints", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_INTS)))]
     pub ints: u32,
     /// Untimed calls before `ready`.
-    #[arg(long = "warmup", value_name = "CALLS", default_value_t = WARMUP)]
+    #[arg(long = "warmup", value_name = "CALLS", default_value_t = WARMUP,
+          value_parser = clap::value_parser!(u32).range(0..=MAX_WARMUP))]
     pub warmup: u32,
     /// Seconds of timed calls after `go`.
-    #[arg(long = "seconds", value_name = "SECS")]
+    #[arg(long = "seconds", value_name = "SECS", value_parser = seconds)]
     pub seconds: f64,
     /// Where it meets the others.
     #[command(flatten)]
@@ -199,9 +233,6 @@ fn route(a: &RouteArgs, stop: Arc<AtomicBool>) -> Result<()> {
 }
 
 fn call(a: &ClientArgs) -> Result<()> {
-    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
-        bail!("--seconds must be in (0, 3600], not {}", a.seconds);
-    }
     let mut caller: Box<dyn Caller> = match a.reach.meet()? {
         Meet::Msgpass { ns, transport } => {
             let endpoint = if a.via_broker {

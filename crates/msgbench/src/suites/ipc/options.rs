@@ -432,7 +432,7 @@ fn parse_rate(s: &str) -> Result<f64, ValueError> {
 /// The largest `--sizes` entry, bytes (16 MiB): each side holds a few
 /// buffers of this size, so a larger one only ends in an allocation
 /// failure (an abort, not an error).
-const MAX_SIZE: usize = 16 << 20;
+pub(crate) const MAX_SIZE: usize = 16 << 20;
 
 /// Why a value of an ipc option was refused (clap prints it after
 /// `--option value: `).
@@ -512,7 +512,7 @@ fn parse_row_secs(s: &str) -> Result<f64, BadValue> {
 }
 
 /// `--spin-us`: microseconds, 0 to [`crate::cli::MAX_SPIN_US`].
-fn parse_spin_us(s: &str) -> Result<u64, BadValue> {
+pub(crate) fn parse_spin_us(s: &str) -> Result<u64, BadValue> {
     match s.trim().parse::<u64>() {
         Ok(us) if us <= crate::cli::MAX_SPIN_US => Ok(us),
         _ => Err(BadValue::SpinUs),

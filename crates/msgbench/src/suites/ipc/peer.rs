@@ -33,14 +33,37 @@ use oslayer::rlimit::{self, Resource};
 use super::connect::{open_then, OverConnection};
 use super::crowd::ClientReport;
 use super::echo::Echo;
+use super::options::{parse_spin_us, MAX_SIZE};
 use super::protocol::{echo_transform, CMD_PING, PING_MAX};
 use super::row::Api;
-use super::scale::CHILD_SLACK_FDS;
+use super::scale::{CHILD_SLACK_FDS, MAX_CLIENTS, MAX_IDLE, MAX_PER_CHILD};
 use crate::measure::clock::Clock;
 use crate::measure::footprint::open_fds;
 use crate::measure::hist::Recorder;
 use crate::measure::peers;
-use crate::measure::placement::pin_current_thread;
+use crate::measure::placement::{pin_current_thread, MAX_CPU_ID};
+
+// Every count and size a peer takes is bounded by what the suite itself
+// asks for, by its value parser, before anything is allocated (a peer
+// run by hand with `--count 4294967295` is a usage error, issue 33).
+
+/// The most round trips before `ready` (`--warmup`).
+const MAX_WARMUP: i64 = 1_000_000;
+/// The longest a client makes round trips (`--secs`).
+const MAX_SECS: f64 = 3600.0;
+
+/// `--secs` out of (0, [`MAX_SECS`]] (clap prints it after `--secs VALUE: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be a number of seconds above 0, at most {MAX_SECS}")]
+pub struct BadSecs;
+
+/// Value parser of `--secs`.
+fn secs(s: &str) -> std::result::Result<f64, BadSecs> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= MAX_SECS => Ok(v),
+        _ => Err(BadSecs),
+    }
+}
 
 /// The hidden subcommand the peers run as.
 pub const COMMAND: &str = "ipc-peer";
@@ -70,7 +93,7 @@ pub struct Reach {
     #[arg(long = "endpoint", value_name = "NAME")]
     pub endpoint: String,
     /// Hybrid waiting: spin budget in microseconds.
-    #[arg(long = "spin-us", value_name = "US", default_value_t = 20)]
+    #[arg(long = "spin-us", value_name = "US", default_value_t = 20, value_parser = parse_spin_us)]
     pub spin_us: u64,
 }
 
@@ -110,11 +133,13 @@ impl Reach {
 /// `ipc-peer idle`.
 #[derive(Debug, Args)]
 pub struct IdleArgs {
-    /// Connections to open.
-    #[arg(long = "count", value_name = "N")]
+    /// Connections to open (at most as many as the suite gives a child).
+    #[arg(long = "count", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=MAX_PER_CHILD as i64))]
     pub count: u32,
     /// Number of the first connection (each pings with its own).
-    #[arg(long = "first", value_name = "K", default_value_t = 0)]
+    #[arg(long = "first", value_name = "K", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..u64::from(MAX_IDLE)))]
     pub first: u64,
     /// The server.
     #[command(flatten)]
@@ -125,10 +150,12 @@ pub struct IdleArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Its index (its range of sequence numbers).
-    #[arg(long = "index", value_name = "K")]
+    #[arg(long = "index", value_name = "K",
+          value_parser = clap::value_parser!(u32).range(0..i64::from(MAX_CLIENTS)))]
     pub index: u32,
-    /// Message size, bytes.
-    #[arg(long = "size", value_name = "BYTES")]
+    /// Message size, bytes (at most the suite's largest `--sizes`).
+    #[arg(long = "size", value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_SIZE as u64))]
     pub size: usize,
     /// The API: in-place or copy.
     #[arg(
@@ -139,13 +166,15 @@ pub struct ClientArgs {
     )]
     pub api: Api,
     /// CPU to pin itself to.
-    #[arg(long = "cpu", value_name = "CPU")]
+    #[arg(long = "cpu", value_name = "CPU",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_CPU_ID as u64))]
     pub cpu: usize,
     /// Seconds of round trips after `go`.
-    #[arg(long = "secs", value_name = "SECS")]
+    #[arg(long = "secs", value_name = "SECS", value_parser = secs)]
     pub secs: f64,
     /// Round trips before `ready`.
-    #[arg(long = "warmup", value_name = "CALLS", default_value_t = 50)]
+    #[arg(long = "warmup", value_name = "CALLS", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(0..=MAX_WARMUP))]
     pub warmup: u32,
     /// The server.
     #[command(flatten)]
@@ -309,9 +338,6 @@ fn parse_api(s: &str) -> std::result::Result<Api, UnknownApi> {
 
 fn client(a: &ClientArgs, stop: Arc<AtomicBool>) -> Result<()> {
     let api = a.api;
-    if !(a.secs > 0.0 && a.secs <= 3600.0) {
-        bail!("--secs {}: must be in (0, 3600]", a.secs);
-    }
     pin_current_thread(a.cpu).map_err(|e| anyhow!("--cpu {}: {e}", a.cpu))?;
     let opts = a.reach.options()?;
     let ns = Namespace::open(&a.reach.ns)?;

@@ -36,7 +36,7 @@ pub const CLIENT_FDS_BOUND: u64 = 5;
 pub const CHILD_SLACK_FDS: u64 = 64;
 /// Most idle connections one child holds, whatever its limit (so that
 /// large counts connect from several processes at once).
-const MAX_PER_CHILD: u64 = 4096;
+pub const MAX_PER_CHILD: u64 = 4096;
 
 /// Why a list of client counts was refused (clap prints it after
 /// `--idle-clients LIST: ` or `--clients LIST: `).

@@ -23,7 +23,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
 use msgpass::{Channel, Namespace, Options};
 use oslayer::clock::{now_ns, Clock};
@@ -62,10 +62,12 @@ pub struct ServerArgs {
     #[arg(long = "endpoint", value_name = "NAME")]
     pub endpoint: String,
     /// The CPU it runs on.
-    #[arg(long = "cpu", value_name = "CPU")]
+    #[arg(long = "cpu", value_name = "CPU",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(0..=crate::measure::placement::MAX_CPU_ID as u64))]
     pub cpu: usize,
     /// Its own SCHED_FIFO priority, 1 to 98.
-    #[arg(long = "fifo", value_name = "PRIO")]
+    #[arg(long = "fifo", value_name = "PRIO", value_parser = clap::value_parser!(u32).range(1..=98))]
     pub fifo: u32,
     /// Serve with priority inheritance through messages.
     #[arg(long = "inherit")]
@@ -118,9 +120,6 @@ pub fn options(inherit: bool) -> Options {
 }
 
 fn serve(a: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
-    if !(1..=98).contains(&a.fifo) {
-        bail!("--fifo {}: expected 1 to 98", a.fifo);
-    }
     super::rt::enter(Some(a.fifo as i32), Some(a.cpu))?;
     let ns = Namespace::open(&a.ns)?;
     let t = msgpass::transport::by_name(TRANSPORT)?;
