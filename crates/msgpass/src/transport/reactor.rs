@@ -120,13 +120,7 @@ pub(crate) fn peer_of(session: &OwnedFd) -> Option<PeerProcess> {
 /// The credentials of the other end of a rendezvous session, as the
 /// kernel named them when it connected.
 pub(crate) fn creds_of(session: &OwnedFd) -> Option<Creds> {
-    oslayer::socket::peer_cred(session.as_fd())
-        .ok()
-        .map(|c| Creds {
-            pid: c.pid,
-            uid: c.uid,
-            gid: c.gid,
-        })
+    crate::transport::server::creds_of(session.as_fd())
 }
 
 /// Where an acceptor registers the descriptors of connections it is still

@@ -14,7 +14,7 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use oslayer::poll::{self, PollFd};
 
 use crate::error::{Error, Result};
-use crate::transport::api::Status;
+use crate::transport::api::{Creds, Status};
 use crate::transport::rendezvous::Listener;
 use crate::transport::slab::{Slab, Token};
 
@@ -89,6 +89,16 @@ pub(crate) fn in_place_parts(len: usize, max: usize) -> (u32, usize, Result<()>)
         return (libc::EMSGSIZE as u32, 0, Err(Error::TooLarge { len, max }));
     }
     (0, len, Ok(()))
+}
+
+/// The credentials of the client at the other end of rendezvous session
+/// `session`, as the kernel named them when it connected (`SO_PEERCRED`).
+pub(crate) fn creds_of(session: BorrowedFd<'_>) -> Option<Creds> {
+    oslayer::socket::peer_cred(session).ok().map(|c| Creds {
+        pid: c.pid,
+        uid: c.uid,
+        gid: c.gid,
+    })
 }
 
 /// True when accepting failed for want of descriptors or memory: the

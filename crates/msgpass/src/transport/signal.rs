@@ -110,7 +110,7 @@ use crate::transport::client::fits;
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
-    in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
+    creds_of, in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
 };
 use crate::transport::slab::Token;
 use crate::transport::window::{View, Window};
@@ -412,20 +412,13 @@ fn greet(
     };
     // A peer outside our pid namespace has pid 0, and a signal to pid 0
     // would go to our whole process group: hung up on.
-    let Some(cred) = oslayer::socket::peer_cred(sock.as_fd())
-        .ok()
-        .filter(|c| c.pid > 0)
-    else {
+    let Some(creds) = creds_of(sock.as_fd()).filter(|c| c.pid > 0) else {
         return Ok(None);
     };
     let conn = Arc::new(Conn {
         shared,
-        pid: cred.pid,
-        creds: Creds {
-            pid: cred.pid,
-            uid: cred.uid,
-            gid: cred.gid,
-        },
+        pid: creds.pid,
+        creds,
         id,
         over: AtomicBool::new(false),
         hold: AtomicU8::new(0),

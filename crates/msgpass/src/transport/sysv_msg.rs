@@ -137,7 +137,9 @@ use crate::transport::api::{
 };
 use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
 use crate::transport::rendezvous::{self, Family, Listener};
-use crate::transport::server::{greeted, refuse, reply_parts, Event, Guard, Session, Sessions};
+use crate::transport::server::{
+    creds_of, greeted, refuse, reply_parts, Event, Guard, Session, Sessions,
+};
 use crate::transport::slab::Token;
 use crate::transport::wire::{head, parse_head, HEAD};
 use oslayer::socket::RecvFlags;
@@ -699,13 +701,7 @@ fn greet(
     extra[4..8].copy_from_slice(&link.reply_q.0.to_le_bytes());
     extra[8..16].copy_from_slice(&mtype.to_le_bytes());
     let made = greeted(listener.accept_with(&[], &extra), |sock| {
-        let creds = oslayer::socket::peer_cred(sock.as_fd())
-            .ok()
-            .map(|c| Creds {
-                pid: c.pid,
-                uid: c.uid,
-                gid: c.gid,
-            });
+        let creds = creds_of(sock.as_fd());
         let mut link = link;
         link.creds = creds;
         Session { sock, link }

@@ -27,13 +27,13 @@ use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{
-    Client, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
+    Client, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
 };
 use crate::transport::core::{Core, Single};
 use crate::transport::doorman::{self, Door, Wake};
 use crate::transport::pace::Pacer;
 use crate::transport::rendezvous::{Family, Listener};
-use crate::transport::server::{in_place_parts, refuse, starved, ACCEPT_EVERY};
+use crate::transport::server::{creds_of, in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
 use crate::transport::window::{View, Window};
@@ -317,13 +317,7 @@ impl ShmCore {
             true => self.next_home.fetch_add(1, Relaxed) % self.sets.len(),
             false => 0,
         };
-        let creds = oslayer::socket::peer_cred(session.as_fd())
-            .ok()
-            .map(|c| Creds {
-                pid: c.pid,
-                uid: c.uid,
-                gid: c.gid,
-            });
+        let creds = creds_of(session.as_fd());
         let mut table = self.table.write();
         let token = table.next_token();
         let conn = ShmConn {
