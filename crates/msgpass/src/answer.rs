@@ -210,3 +210,10 @@ pub trait Received: Sized {
     /// Replies with an errno-style code.
     fn reply_error(self, code: i32) -> Result<()>;
 }
+
+/// A request's client as the transport says, or, where it says nothing
+/// (a transport of someone else's, see [`ServerChannel::client`]), id 0
+/// and no credentials.
+pub(crate) fn client_or_unknown(c: Option<Client>) -> Client {
+    c.unwrap_or(Client { id: 0, creds: None })
+}

@@ -348,7 +348,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// server may base quotas and permissions on it.
     #[inline]
     pub fn client(&self) -> Client {
-        client_or_unknown(self.once.to.client())
+        crate::answer::client_or_unknown(self.once.to.client())
     }
 
     /// The pulse this is ([`Connection::send_pulse`](crate::Connection::send_pulse));
@@ -473,11 +473,4 @@ impl<S: ServerChannel + ?Sized> crate::answer::Received for Request<'_, S> {
     fn reply_error(self, code: i32) -> Result<()> {
         Request::reply_error(self, code)
     }
-}
-
-/// A request's client as the transport says, or, where it says nothing
-/// (a transport of someone else's, see [`ServerChannel::client`]), id 0
-/// and no credentials.
-pub(crate) fn client_or_unknown(c: Option<Client>) -> Client {
-    c.unwrap_or(Client { id: 0, creds: None })
 }

@@ -270,7 +270,7 @@ impl OwnedRequest {
 
     /// Who sent it (see [`Request::client`](crate::Request::client)).
     pub fn client(&self) -> Client {
-        crate::channel::client_or_unknown(self.once.to.client())
+        crate::answer::client_or_unknown(self.once.to.client())
     }
 
     /// The pulse this is (see [`Request::pulse`](crate::Request::pulse)).
