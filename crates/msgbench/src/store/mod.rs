@@ -250,7 +250,7 @@ pub struct Store {
 
 /// The longest msgbench waits for a store: for another process's lock
 /// (SQLite's busy wait and a recording's tries together) or a PostgreSQL
-/// server's answer (connecting, at most [`pg::CONNECT_TIMEOUT`] of it,
+/// server's answer (connecting, at most `pg::CONNECT_TIMEOUT` of it,
 /// included). A recording waits this long in all; any other command this
 /// long for each of its operations.
 pub const WAIT: Duration = Duration::from_secs(30);

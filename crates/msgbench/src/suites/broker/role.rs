@@ -46,7 +46,7 @@ fn index() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(0..MAX_CLIENTS as i64)
 }
 
-/// `--seconds` out of (0, [`MAX_SECONDS`]] (clap prints it after
+/// `--seconds` out of (0, `MAX_SECONDS`] (clap prints it after
 /// `--seconds VALUE: `).
 #[derive(Debug, thiserror::Error)]
 #[error("must be a number of seconds above 0, at most {MAX_SECONDS}")]

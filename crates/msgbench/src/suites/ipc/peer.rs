@@ -52,7 +52,7 @@ const MAX_WARMUP: i64 = 1_000_000;
 /// The longest a client makes round trips (`--secs`).
 const MAX_SECS: f64 = 3600.0;
 
-/// `--secs` out of (0, [`MAX_SECS`]] (clap prints it after `--secs VALUE: `).
+/// `--secs` out of (0, `MAX_SECS`] (clap prints it after `--secs VALUE: `).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("must be a number of seconds above 0, at most {MAX_SECS}")]
 pub struct BadSecs;
