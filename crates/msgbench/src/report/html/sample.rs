@@ -1,6 +1,8 @@
 //! Sample envelopes of every suite, generated (not measured), written with
-//! the envelope's own types: for the report's tests, and for the browser
-//! test's suites whose runs do not write the envelope yet. The shapes
+//! the envelope's own types, for the report's unit tests: they render
+//! every suite's section in milliseconds, where a real run of each would
+//! take minutes (the browser test, `tests/report_browser.rs`, loads a
+//! report of real runs). The shapes
 //! follow `docs/results.md` (figure keys and metrics; ipc `histogram`,
 //! rtos `reference`/`outcome`, validate `tolerance` in the rows).
 

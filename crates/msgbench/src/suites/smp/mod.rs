@@ -1,4 +1,4 @@
-//! `msgbench smp` (in progress, issue 12): SMP forwarding and lock
+//! `msgbench smp`: SMP forwarding and lock
 //! contention, after the dual-core QNX router study.
 //!
 //! The parts, each its own module:
