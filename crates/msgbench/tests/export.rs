@@ -122,6 +122,46 @@ fn openmetrics_of_a_run_passes_promtool_and_the_store_exports_the_same() {
     assert_ne!(code, 0, "promtool took a broken text: {said}");
 }
 
+#[test]
+fn an_ipc_row_is_labelled_by_suite_host_kernel_transport_size_placement() {
+    let dir = TestDir::new("export-om-ipc");
+    let json = dir.file("ipc.json");
+    let mut args = vec!["ipc"];
+    args.extend(IPC_QUICK_UDS);
+    args.extend(["--format", "openmetrics", "--json", json.to_str().unwrap()]);
+    let out = msgbench(&dir, &args);
+    out.assert_ok();
+    let Some((code, said)) = promtool(&dir, &out.stdout) else {
+        return;
+    };
+    assert_eq!(
+        (code, said.as_str()),
+        (0, ""),
+        "promtool on:\n{}",
+        out.stdout
+    );
+    let doc = read_json(&json);
+    let env = &doc["environment"];
+    let want = format!(
+        "suite=\"ipc\",host=\"{}\",kernel=\"{}\",api=\"in-place\",placement=\"same\",size=\"64\",transport=\"uds\"",
+        env["hostname"].as_str().unwrap(),
+        env["kernel"].as_str().unwrap()
+    );
+    let got = samples(&out.stdout);
+    assert_eq!(got.len(), figures(&doc).len(), "{}", out.stdout);
+    for (name, labels, _) in &got {
+        assert!(name.starts_with("msgbench_ipc_"), "{name}");
+        assert_eq!(*labels, want, "{name}");
+    }
+    let names: Vec<&str> = got.iter().map(|(n, _, _)| n.as_str()).collect();
+    for n in [
+        "msgbench_ipc_p50_seconds",
+        "msgbench_ipc_throughput_messages_per_second",
+    ] {
+        assert!(names.contains(&n), "{n}: {names:?}");
+    }
+}
+
 /// The envelope of `doc`, its host and a key value made hostile, imported
 /// into the store of `dir` (as a run of another machine would be).
 fn import_hostile(dir: &TestDir, doc: &Value, host: &str, value: &str) {
