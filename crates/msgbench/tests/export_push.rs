@@ -100,7 +100,6 @@ fn quoted(s: &str) -> (String, &str) {
 fn sample(line: &str) -> Sample {
     let (name, mut rest) = line
         .split_once('{')
-        .map(|(n, r)| (n, r))
         .unwrap_or_else(|| line.split_once(' ').expect("a sample"));
     let mut labels = BTreeMap::new();
     if line.contains('{') {

@@ -123,7 +123,7 @@ fn help(suite: &str, f: &Figure, u: &Unit) -> String {
 }
 
 /// A key field's label name: letters, digits and `_`, not starting with
-/// a digit or `__`, and not one of [`RESERVED`].
+/// a digit or `__`, and not one of the names reserved (`RESERVED`).
 pub fn label_name(field: &str) -> String {
     let mut n = name_safe(field);
     if n.is_empty() || n.starts_with(|c: char| c.is_ascii_digit()) || n.starts_with("__") {
