@@ -1,12 +1,17 @@
 //! `msgbench history export` and `import`: envelopes out of the store and
 //! into it, byte for byte, so a board without network keeps its runs as
-//! files and a machine with the store loads them later.
+//! files and a machine with the store loads them later; and a stored run
+//! exported for a lab's engine (`--format bmf|openmetrics|lines|lava`,
+//! on standard output; `--push URL` with openmetrics).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use crate::results::envelope::Run;
+use crate::results::export::push::Gateway;
+use crate::results::export::{Export, Subject};
 use crate::store::{refs, Access, NewRun, Origin, Store, StoreArgs, StoreError};
 
 /// Options of `msgbench history export`.
@@ -21,9 +26,20 @@ pub struct ExportArgs {
         short = 'o',
         long = "output-dir",
         value_name = "DIR",
-        default_value = "."
+        default_value = ".",
+        conflicts_with = "format"
     )]
     pub dir: PathBuf,
+    /// Instead of envelope files: one run's figures on standard output,
+    /// for a lab's engine: bmf (Bencher), openmetrics (Prometheus), lines
+    /// (`name: value unit`, LKP), lava (`lava-test-case` lines).
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub format: Option<Export>,
+    /// With --format openmetrics: also push the figures to the Prometheus
+    /// Pushgateway at URL (http://HOST:PORT), as the group
+    /// job=msgbench, instance=HOST (the run's host).
+    #[arg(long = "push", value_name = "URL")]
+    pub push: Option<String>,
 }
 
 /// Options of `msgbench history import`.
@@ -34,8 +50,13 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
 }
 
-/// Writes each run's envelope to a file of its own.
+/// Writes each run's envelope to a file of its own, or one run in an
+/// export format on standard output.
 pub fn export(store: &StoreArgs, args: &ExportArgs) -> Result<()> {
+    let gateway = gateway(args)?;
+    if let Some(format) = args.format {
+        return export_one(store, args, format, gateway.as_ref());
+    }
     let ids: Vec<_> = args
         .runs
         .iter()
@@ -56,6 +77,49 @@ pub fn export(store: &StoreArgs, args: &ExportArgs) -> Result<()> {
         let path = args.dir.join(name);
         write_new(&path, &run.envelope)?;
         println!("@{id} -> {}", path.display());
+    }
+    Ok(())
+}
+
+/// `--push`, checked before the store is opened: with `--format
+/// openmetrics` only, an address.
+fn gateway(args: &ExportArgs) -> Result<Option<Gateway>> {
+    let Some(url) = &args.push else {
+        return Ok(None);
+    };
+    if args.format != Some(Export::Openmetrics) {
+        bail!("--push {url}: pushes the openmetrics export: give it with --format openmetrics");
+    }
+    Gateway::parse(url).map(Some)
+}
+
+/// One run in `format` on standard output, and pushed to `gateway`.
+fn export_one(
+    store: &StoreArgs,
+    args: &ExportArgs,
+    format: Export,
+    gateway: Option<&Gateway>,
+) -> Result<()> {
+    let [one] = args.runs.as_slice() else {
+        bail!(
+            "--format {} exports one run ({} given): give one RUN",
+            format.name(),
+            args.runs.len()
+        );
+    };
+    let r = super::run_ref(one)?;
+    let mut s = refs::open(store)?;
+    let id = refs::resolve(&mut s, r)?.id;
+    let shown = s.location.to_string();
+    let stored = s.get(id).with_context(|| format!("store {shown}"))?;
+    let run = Run::parse(&stored.envelope, &format!("@{id} in the store {shown}"))?;
+    let subject = Subject::of(&run);
+    let text = format
+        .export(&subject)
+        .with_context(|| format!("@{id}: cannot export as {}", format.name()))?;
+    print!("{text}");
+    if let Some(g) = gateway {
+        g.push(subject.host, &text)?;
     }
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! The results format every suite writes and every reader reads: the
 //! versioned envelope, the one text renderer (table, markdown, CSV), the
+//! exports for the engines labs use (Bencher, Prometheus, LKP, LAVA), the
 //! progress bar, and the clock and number formats they share. It sits
 //! below the suites and the results store; the commands that read
 //! results back (`msgbench report`, `compare`) live above them in
 //! [`crate::report`].
 
 pub mod envelope;
+pub mod export;
 pub mod progress;
 pub mod table;
 

@@ -29,6 +29,8 @@ use crate::measure::env::Environment;
 use crate::measure::sched::SchedArgs;
 use crate::pingpong::floor::FloorReport;
 use crate::results::envelope::{self, Envelope, Figure, Outcome};
+use crate::results::export::push::Gateway;
+use crate::results::export::{Export, ExportError, Subject, SuiteFormat};
 use crate::results::progress::Progress;
 use crate::results::table::{self, Format, Section};
 use crate::results::ClockInfo;
@@ -38,9 +40,21 @@ use crate::store::{self, RecordArgs, Recorded, Rendering};
 #[derive(Debug, Clone, Default, Args)]
 pub struct OutputArgs {
     /// How results are printed on standard output: table, markdown, csv,
-    /// or json (the results envelope, as --json writes it).
-    #[arg(long = "format", value_enum, default_value_t = Format::Table, value_name = "FORMAT")]
-    pub format: Format,
+    /// json (the results envelope, as --json writes it), or an export for
+    /// a lab's engine: bmf (Bencher), openmetrics (Prometheus), lines
+    /// (`name: value unit`, LKP), lava (`lava-test-case` lines).
+    #[arg(
+        long = "format",
+        value_enum,
+        default_value = "table",
+        value_name = "FORMAT"
+    )]
+    pub format: SuiteFormat,
+    /// With --format openmetrics: also push the figures to the Prometheus
+    /// Pushgateway at URL (http://HOST:PORT), as the group
+    /// job=msgbench, instance=HOST.
+    #[arg(long = "push", value_name = "URL")]
+    pub push: Option<String>,
     /// Also write the results envelope (environment, settings, every row
     /// with its raw data, generic figures) to FILE, for `msgbench report`
     /// and `msgbench compare`.
@@ -168,15 +182,32 @@ pub trait Suite {
     fn figures(results: &Results<Self::Row>) -> Vec<Figure>;
 }
 
+impl OutputArgs {
+    /// The Pushgateway of `--push`, checked before a run starts: an
+    /// address, and given with `--format openmetrics` only (one line,
+    /// exit status 1, as the plan's checks of two options).
+    pub fn gateway(&self) -> Result<Option<Gateway>> {
+        let Some(url) = &self.push else {
+            return Ok(None);
+        };
+        if self.format != SuiteFormat::Export(Export::Openmetrics) {
+            bail!("--push {url}: pushes the openmetrics export: give it with --format openmetrics");
+        }
+        Gateway::parse(url).map(Some)
+    }
+}
+
 /// Runs suite `S`: plan, banner, run with progress, envelope (printed with
-/// `--format json`, written with `--json`), text in the chosen format,
-/// and an error (exit status 1) when any row failed.
+/// `--format json`, written with `--json`), text or an export in the
+/// chosen format, the run recorded, the export pushed (`--push`), and an
+/// error (exit status 1) when any row failed.
 pub fn execute<S: Suite>(
     args: &S::Args,
     out: &OutputArgs,
     stop: Arc<AtomicBool>,
 ) -> Result<Results<S::Row>> {
     let plan = S::plan(args)?;
+    let gateway = out.gateway()?;
     // Held to the end of the run; applied before the environment is
     // captured, so the envelope records the controls in effect.
     let _applied = S::sched(args).map(SchedArgs::apply).transpose()?;
@@ -193,7 +224,7 @@ pub fn execute<S: Suite>(
         S::banner(&plan, &cx),
         cx.environment.context_line()
     );
-    if matches!(out.format, Format::Table | Format::Markdown) {
+    if out.format.for_people() {
         println!("{banner}\n");
     }
     let mut results = S::run(&plan, &cx)?;
@@ -220,28 +251,70 @@ pub fn execute<S: Suite>(
         envelope::write_text(p, &text)?;
     }
     let sections = S::sections(&plan, &results);
-    match out.format {
-        Format::Json => print!("{text}"),
-        f => print!("{}", table::render(&sections, f)),
-    }
+    let subject = Subject {
+        suite: S::NAME,
+        host: &cx.environment.hostname,
+        kernel: &cx.environment.kernel,
+        figures: &figures,
+    };
+    let exported = print_run(out.format, &text, &sections, &subject);
     let rendering = Rendering { banner, sections };
     report_recording(
         &store::record_run(&out.record, &text, &rendering),
         out.format,
     );
+    deliver(exported, gateway.as_ref(), subject.host)?;
     verdict(S::NAME, &results.outcome)?;
     Ok(results)
 }
 
+/// Prints the run on standard output in `format`: the envelope's text,
+/// the sections drawn, or an export (whose text is returned, for
+/// `--push`).
+fn print_run(
+    format: SuiteFormat,
+    text: &str,
+    sections: &[Section],
+    subject: &Subject,
+) -> Result<Option<String>, ExportError> {
+    match format {
+        SuiteFormat::Text(Format::Json) => print!("{text}"),
+        SuiteFormat::Text(f) => print!("{}", table::render(sections, f)),
+        SuiteFormat::Export(e) => {
+            let t = e.export(subject)?;
+            print!("{t}");
+            return Ok(Some(t));
+        }
+    }
+    Ok(None)
+}
+
+/// After the run is recorded: the export's failure as the run's one
+/// error line, else the export pushed to the gateway, if one was given.
+fn deliver(
+    exported: Result<Option<String>, ExportError>,
+    gateway: Option<&Gateway>,
+    host: &str,
+) -> Result<()> {
+    let exported = match exported {
+        Ok(x) => x,
+        Err(e) => bail!("--format: cannot export the run: {e}"),
+    };
+    if let (Some(g), Some(text)) = (gateway, &exported) {
+        g.push(host, text)?;
+    }
+    Ok(())
+}
+
 /// Says on standard error where the run was recorded (after tables and
-/// Markdown only: CSV and JSON readers get nothing more), or, whatever
-/// the format, that it was not and why: the run itself is printed above
-/// and in `--json`, never lost.
-fn report_recording(r: &Recorded, format: Format) {
+/// Markdown only: CSV, JSON and export readers get nothing more), or,
+/// whatever the format, that it was not and why: the run itself is
+/// printed above and in `--json`, never lost.
+fn report_recording(r: &Recorded, format: SuiteFormat) {
     match r {
         Recorded::Off => {}
         Recorded::Stored { id, location } => {
-            if matches!(format, Format::Table | Format::Markdown) {
+            if format.for_people() {
                 eprintln!("msgbench: recorded as @{id} in {location} (msgbench history)");
             }
         }

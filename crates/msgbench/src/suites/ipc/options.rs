@@ -377,7 +377,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         vs_floor: args.vs_floor,
         ipcbench_block: args.ipcbench_block,
         copy: args.copy,
-        format: args.output.format,
+        format: args.output.format.text(),
         fault: args.inject_fault,
         warmup_secs: args.warmup,
         repeats: args.repeats.or(1),
