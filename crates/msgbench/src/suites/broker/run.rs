@@ -136,7 +136,7 @@ fn unavailable(c: &Cell) -> Option<String> {
 fn marshal_costs(cells: &[Cell]) -> BTreeMap<(DbusLib, u32), Option<f64>> {
     cells
         .iter()
-        .filter_map(|c| c.lib.filter(|l| l.built_in()).map(|l| (l, c.ints)))
+        .filter_map(|c| c.lib.filter(|l| l.available().is_ok()).map(|l| (l, c.ints)))
         .collect::<BTreeSet<(DbusLib, u32)>>()
         .into_iter()
         .map(|(lib, n)| {

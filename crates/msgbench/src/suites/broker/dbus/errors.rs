@@ -5,6 +5,8 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use super::dynlib::LoadError;
+
 /// An answer to `GetInteger(num_ints)` that is not the right one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WrongAnswer {
@@ -59,14 +61,10 @@ pub enum Unavailable {
         /// How to install it.
         install: &'static str,
     },
-    /// A D-Bus library left out of this build.
-    #[error("{name} is not built into this msgbench (install: {install})")]
-    Library {
-        /// The library.
-        name: &'static str,
-        /// How to get it.
-        install: &'static str,
-    },
+    /// A D-Bus library's C library that cannot be loaded here (missing,
+    /// or without a function the suite calls), with its package.
+    #[error(transparent)]
+    Library(#[from] LoadError),
 }
 
 /// Why a child bus daemon did not stop cleanly.

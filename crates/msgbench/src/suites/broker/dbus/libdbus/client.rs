@@ -30,10 +30,10 @@ impl Client {
     /// [`CONNECT_TIMEOUT`] for it (its name owned on a bus, its socket
     /// accepting peer to peer).
     pub fn connect(target: &Target, index: u32) -> Result<Client> {
-        super::init_threads();
+        let api = super::api()?;
         match target {
             Target::Bus(address) => {
-                let conn = Conn::open(&escaped_bus_address(address))?;
+                let conn = Conn::open(api, &escaped_bus_address(address))?;
                 conn.register()?;
                 let name = CString::new(bus_name(index))?;
                 wait_for_name(&conn, &name)?;
@@ -46,7 +46,7 @@ impl Client {
                 let address = unix_address(path);
                 let deadline = Instant::now() + CONNECT_TIMEOUT;
                 loop {
-                    match Conn::open(&address) {
+                    match Conn::open(api, &address) {
                         Ok(conn) => return Ok(Client { conn, dest: None }),
                         Err(e) if Instant::now() > deadline => {
                             return Err(e).context(format!(
@@ -64,7 +64,7 @@ impl Client {
     /// Calls `GetInteger(num_ints)` and checks the reply: its serial
     /// answers this call's, and every integer is right.
     fn call(&mut self, num_ints: u32) -> Result<()> {
-        let mut m = Msg::get_integer_call(self.dest.as_deref())?;
+        let mut m = Msg::get_integer_call(self.conn.api(), self.dest.as_deref())?;
         m.append_i32(num_ints as i32)?;
         let reply = self.conn.call(&m, TIMEOUT_MS, "the call")?;
         let (sent, answered) = (m.serial(), reply.reply_serial());
@@ -90,6 +90,7 @@ fn wait_for_name(conn: &Conn, name: &CString) -> Result<()> {
     let deadline = Instant::now() + CONNECT_TIMEOUT;
     loop {
         let mut m = Msg::call(
+            conn.api(),
             Some(c"org.freedesktop.DBus"),
             c"/org/freedesktop/DBus",
             c"org.freedesktop.DBus",

@@ -14,12 +14,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use libdbus_sys as sys;
 use oslayer::poll::{self, PollFd};
-use sys::{DBusConnection, DBusHandlerResult, DBusMessage, DBusObjectPathVTable, DBusWatch};
 
 use super::conn::Conn;
-use super::ffi;
+use super::ffi::{
+    self, Api, DBusConnection, DBusHandlerResult, DBusMessage, DBusObjectPathVTable, DBusServer,
+    DBusWatch, DBUS_NAME_FLAG_DO_NOT_QUEUE, DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER,
+    DBUS_WATCH_ERROR, DBUS_WATCH_HANGUP, DBUS_WATCH_READABLE,
+};
 use super::msg::{Error, Msg};
 use super::{INTERFACE, INVALID_ARGS, METHOD, PATH};
 use crate::suites::broker::dbus::address::{escaped_bus_address, unix_address};
@@ -34,10 +36,10 @@ const POLL_MS: c_int = 50;
 /// the connection; peer to peer, listens at the path (removed on return)
 /// and serves each peer on its own thread, a peer leaving not an error.
 pub fn serve(target: &Target, index: u32, stop: &AtomicBool) -> Result<()> {
-    super::init_threads();
+    let api = super::api()?;
     match target {
-        Target::Bus(address) => serve_bus(address, index, stop),
-        Target::P2p(path) => serve_p2p(path, stop),
+        Target::Bus(address) => serve_bus(api, address, index, stop),
+        Target::P2p(path) => serve_p2p(api, path, stop),
     }
 }
 
@@ -45,19 +47,16 @@ pub fn serve(target: &Target, index: u32, stop: &AtomicBool) -> Result<()> {
 static VTABLE: DBusObjectPathVTable = DBusObjectPathVTable {
     unregister_function: None,
     message_function: Some(on_message),
-    dbus_internal_pad1: None,
-    dbus_internal_pad2: None,
-    dbus_internal_pad3: None,
-    dbus_internal_pad4: None,
+    dbus_internal_pad: [None; 4],
 };
 
 /// Registers the vtable at the object path on `conn`.
 fn register(conn: &Conn) -> Result<()> {
-    let mut err = Error::new();
+    let mut err = Error::new(conn.api());
     // SAFETY: a live connection, a NUL-terminated path, a vtable that
     // lives for the program, no user data, an initialised error.
     let ok = unsafe {
-        sys::dbus_connection_try_register_object_path(
+        conn.api().dbus_connection_try_register_object_path(
             conn.as_ptr(),
             PATH.as_ptr(),
             &VTABLE,
@@ -78,19 +77,22 @@ extern "C" fn on_message(
     msg: *mut DBusMessage,
     _data: *mut c_void,
 ) -> DBusHandlerResult {
+    // libdbus calls this, so it is loaded: the lookup cannot fail.
+    let Ok(api) = ffi::api() else {
+        return DBusHandlerResult::NotYetHandled;
+    };
     // SAFETY: a live message and NUL-terminated names.
-    let ours =
-        unsafe { sys::dbus_message_is_method_call(msg, INTERFACE.as_ptr(), METHOD.as_ptr()) };
+    let ours = unsafe { api.dbus_message_is_method_call(msg, INTERFACE.as_ptr(), METHOD.as_ptr()) };
     if ours == 0 {
         return DBusHandlerResult::NotYetHandled;
     }
-    let Some(call) = Msg::from_borrowed(msg) else {
+    let Some(call) = Msg::from_borrowed(api, msg) else {
         return DBusHandlerResult::NotYetHandled;
     };
     match answer(&call) {
         Ok(reply) => {
             // SAFETY: a live connection and message; libdbus queues it.
-            unsafe { sys::dbus_connection_send(conn, reply.as_ptr(), ptr::null_mut()) };
+            unsafe { api.dbus_connection_send(conn, reply.as_ptr(), ptr::null_mut()) };
             DBusHandlerResult::Handled
         }
         // Out of memory building the reply: libdbus retries the message.
@@ -121,32 +123,33 @@ fn answer(call: &Msg) -> Result<Msg> {
 /// Serves `conn` until `stop` is set (Ok) or it is disconnected (`Err`
 /// with `closed`).
 fn dispatch(conn: &Conn, stop: &AtomicBool, closed: impl FnOnce() -> String) -> Result<()> {
+    let api = conn.api();
     while !stop.load(Ordering::Relaxed) {
         // SAFETY: a live connection; this thread alone uses it.
-        if unsafe { sys::dbus_connection_read_write_dispatch(conn.as_ptr(), POLL_MS) } == 0 {
+        if unsafe { api.dbus_connection_read_write_dispatch(conn.as_ptr(), POLL_MS) } == 0 {
             bail!(closed());
         }
     }
     Ok(())
 }
 
-fn serve_bus(address: &str, index: u32, stop: &AtomicBool) -> Result<()> {
+fn serve_bus(api: &'static Api, address: &str, index: u32, stop: &AtomicBool) -> Result<()> {
     let name = bus_name(index);
-    let conn = Conn::open(&escaped_bus_address(address))?;
+    let conn = Conn::open(api, &escaped_bus_address(address))?;
     conn.register()?;
     let c_name = CString::new(name.as_str())?;
-    let mut err = Error::new();
+    let mut err = Error::new(api);
     // SAFETY: a live bus connection, a NUL-terminated name, an
     // initialised error.
     let r = unsafe {
-        sys::dbus_bus_request_name(
+        api.dbus_bus_request_name(
             conn.as_ptr(),
             c_name.as_ptr(),
-            sys::DBUS_NAME_FLAG_DO_NOT_QUEUE as u32,
+            DBUS_NAME_FLAG_DO_NOT_QUEUE,
             err.as_ptr(),
         )
     };
-    if r != sys::DBusRequestNameReply::PrimaryOwner as c_int {
+    if r != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER {
         bail!(
             "{name}: not its owner on the bus at {address} (RequestName said {r}{})",
             if r < 0 {
@@ -164,8 +167,8 @@ fn serve_bus(address: &str, index: u32, stop: &AtomicBool) -> Result<()> {
 
 /// What the server's callbacks collect while `dbus_watch_handle` runs:
 /// the watches on its listening socket and the connections it accepted.
-#[derive(Default)]
 struct Accepting {
+    api: &'static Api,
     watches: Vec<*mut DBusWatch>,
     fresh: Vec<Conn>,
 }
@@ -193,46 +196,51 @@ extern "C" fn remove_watch(watch: *mut DBusWatch, data: *mut c_void) {
 extern "C" fn toggle_watch(_watch: *mut DBusWatch, _data: *mut c_void) {}
 
 extern "C" fn new_connection(
-    _server: *mut ffi::DBusServer,
+    _server: *mut DBusServer,
     conn: *mut DBusConnection,
     data: *mut c_void,
 ) {
-    if let Some(c) = Conn::from_borrowed(conn) {
+    let api = accepting(data).borrow().api;
+    if let Some(c) = Conn::from_borrowed(api, conn) {
         accepting(data).borrow_mut().fresh.push(c);
     }
 }
 
 /// A listening `DBusServer`: disconnected (its socket removed) and
 /// unreferenced on drop.
-struct Server(*mut ffi::DBusServer);
+struct Server {
+    api: &'static Api,
+    p: *mut DBusServer,
+}
 
 impl Drop for Server {
     fn drop(&mut self) {
         // SAFETY: a live server we hold the one reference to.
         unsafe {
-            ffi::dbus_server_disconnect(self.0);
-            ffi::dbus_server_unref(self.0);
+            self.api.dbus_server_disconnect(self.p);
+            self.api.dbus_server_unref(self.p);
         }
     }
 }
 
 /// Listens at `path` and routes the server's callbacks to `acc`.
 fn listen(path: &Path, acc: &RefCell<Accepting>) -> Result<Server> {
+    let api = acc.borrow().api;
     let address = CString::new(unix_address(path))?;
-    let mut err = Error::new();
+    let mut err = Error::new(api);
     // SAFETY: a NUL-terminated address and an initialised error.
-    let p = unsafe { ffi::dbus_server_listen(address.as_ptr(), err.as_ptr()) };
+    let p = unsafe { api.dbus_server_listen(address.as_ptr(), err.as_ptr()) };
     if p.is_null() {
         bail!(err.text(&format!("listening for D-Bus peers at {}", path.display())));
     }
-    let server = Server(p);
+    let server = Server { api, p };
     let data = acc as *const RefCell<Accepting> as *mut c_void;
     // SAFETY: a live server; the callbacks are extern "C" functions of
     // this module and `data` outlives the server (see `accepting`).
     let ok = unsafe {
-        ffi::dbus_server_set_new_connection_function(server.0, Some(new_connection), data, None);
-        ffi::dbus_server_set_watch_functions(
-            server.0,
+        api.dbus_server_set_new_connection_function(server.p, Some(new_connection), data, None);
+        api.dbus_server_set_watch_functions(
+            server.p,
             Some(add_watch),
             Some(remove_watch),
             Some(toggle_watch),
@@ -249,18 +257,21 @@ fn listen(path: &Path, acc: &RefCell<Accepting>) -> Result<Server> {
 /// Waits up to [`POLL_MS`] on the server's enabled watches and lets
 /// libdbus handle what they report (accepting connections).
 fn pump(acc: &RefCell<Accepting>) -> Result<()> {
-    let watches = acc.borrow().watches.clone();
+    let (api, watches) = {
+        let a = acc.borrow();
+        (a.api, a.watches.clone())
+    };
     let mut ready: Vec<(*mut DBusWatch, PollFd)> = Vec::new();
     for w in watches {
         // SAFETY: a watch libdbus added and has not removed.
         let (on, flags, fd) = unsafe {
             (
-                sys::dbus_watch_get_enabled(w),
-                sys::dbus_watch_get_flags(w),
-                sys::dbus_watch_get_unix_fd(w),
+                api.dbus_watch_get_enabled(w),
+                api.dbus_watch_get_flags(w),
+                api.dbus_watch_get_unix_fd(w),
             )
         };
-        if on != 0 && fd >= 0 && flags & sys::DBUS_WATCH_READABLE as u32 != 0 {
+        if on != 0 && fd >= 0 && flags & DBUS_WATCH_READABLE != 0 {
             // SAFETY: the watch's socket stays open while the watch
             // exists, which is past this poll.
             let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
@@ -276,25 +287,29 @@ fn pump(acc: &RefCell<Accepting>) -> Result<()> {
     for ((w, _), p) in ready.iter().zip(&fds) {
         let mut flags = 0;
         if p.revents & poll::IN != 0 {
-            flags |= sys::DBUS_WATCH_READABLE;
+            flags |= DBUS_WATCH_READABLE;
         }
         if p.revents & poll::ERR != 0 {
-            flags |= sys::DBUS_WATCH_ERROR;
+            flags |= DBUS_WATCH_ERROR;
         }
         if p.revents & poll::HUP != 0 {
-            flags |= sys::DBUS_WATCH_HANGUP;
+            flags |= DBUS_WATCH_HANGUP;
         }
         if flags != 0 && acc.borrow().watches.contains(w) {
             // SAFETY: a watch libdbus still has (checked just above); no
             // borrow of `acc` is held while it runs our callbacks.
-            unsafe { sys::dbus_watch_handle(*w, flags as u32) };
+            unsafe { api.dbus_watch_handle(*w, flags) };
         }
     }
     Ok(())
 }
 
-fn serve_p2p(path: &Path, stop: &AtomicBool) -> Result<()> {
-    let acc = RefCell::new(Accepting::default());
+fn serve_p2p(api: &'static Api, path: &Path, stop: &AtomicBool) -> Result<()> {
+    let acc = RefCell::new(Accepting {
+        api,
+        watches: Vec::new(),
+        fresh: Vec::new(),
+    });
     let server = listen(path, &acc)?;
     let served = std::thread::scope(|scope| -> Result<()> {
         // Peer threads are scoped: all are joined before this returns.

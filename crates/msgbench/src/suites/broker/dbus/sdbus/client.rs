@@ -9,7 +9,6 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use libsystemd_sys::bus as sys;
 
 use super::{ok, Bus, Message};
 use crate::suites::broker::client::Caller;
@@ -31,9 +30,10 @@ impl Client {
     /// [`CONNECT_TIMEOUT`] for it (its name owned on a bus, its socket
     /// accepting peer to peer).
     pub fn connect(target: &Target, index: u32) -> Result<Client> {
+        let api = super::api()?;
         match target {
             Target::Bus(address) => {
-                let bus = Bus::open(address)?;
+                let bus = Bus::open(api, address)?;
                 let name = CString::new(bus_name(index))?;
                 wait_for_name(&bus, &name)?;
                 Ok(Client {
@@ -43,7 +43,7 @@ impl Client {
             }
             Target::P2p(path) => {
                 let stream = connect_socket(path)?;
-                let bus = Bus::on_socket(OwnedFd::from(stream), None)
+                let bus = Bus::on_socket(api, OwnedFd::from(stream), None)
                     .with_context(|| format!("D-Bus handshake with {}", path.display()))?;
                 Ok(Client { bus, dest: None })
             }
@@ -75,12 +75,13 @@ impl Caller for Client {
 /// Asks the bus (`NameHasOwner`) until `name` is owned, up to
 /// [`CONNECT_TIMEOUT`].
 fn wait_for_name(bus: &Bus, name: &CString) -> Result<()> {
+    let (api, sys) = (bus.api, &bus.api.f);
     let deadline = Instant::now() + CONNECT_TIMEOUT;
     loop {
         let mut m = ptr::null_mut();
         // SAFETY: a live bus, NUL-terminated names, an out pointer.
         let r = unsafe {
-            sys::sd_bus_message_new_method_call(
+            sys.sd_bus_message_new_method_call(
                 bus.as_ptr(),
                 &mut m,
                 c"org.freedesktop.DBus".as_ptr(),
@@ -90,17 +91,17 @@ fn wait_for_name(bus: &Bus, name: &CString) -> Result<()> {
             )
         };
         ok("NameHasOwner", r)?;
-        let m = Message::own(m).ok_or_else(|| anyhow!("sd-bus made no message"))?;
+        let m = Message::own(api, m).ok_or_else(|| anyhow!("sd-bus made no message"))?;
         // SAFETY: an unsealed message; for `s` sd-bus takes the string
         // pointer itself, NUL-terminated.
         ok("NameHasOwner's argument", unsafe {
-            sys::sd_bus_message_append_basic(m.as_ptr(), b's' as _, name.as_ptr().cast())
+            sys.sd_bus_message_append_basic(m.as_ptr(), b's' as _, name.as_ptr().cast())
         })?;
         let reply = bus.call(&m, TIMEOUT_US, "NameHasOwner")?;
         let mut owned: std::os::raw::c_int = 0;
         // SAFETY: a live reply; `b` is read into a C int.
         ok("NameHasOwner's reply", unsafe {
-            sys::sd_bus_message_read_basic(
+            sys.sd_bus_message_read_basic(
                 reply.as_ptr(),
                 b'b' as _,
                 (&mut owned as *mut i32).cast(),
