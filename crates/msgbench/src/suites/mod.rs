@@ -235,8 +235,9 @@ pub fn execute<S: Suite>(
 
 /// Says on standard error where the run was recorded (after tables and
 /// Markdown only: CSV and JSON readers get nothing more), or, whatever
-/// the format, that it was not and why: the run itself is printed above
-/// and in `--json`, never lost.
+/// the format, that it was not and why (a failure as a warning; an
+/// interrupted campaign entry, withheld on purpose, as a note): the run
+/// itself is printed above and in `--json`, never lost.
 fn report_recording(r: &Recorded, format: Format) {
     match r {
         Recorded::Off => {}
@@ -246,6 +247,7 @@ fn report_recording(r: &Recorded, format: Format) {
             }
         }
         Recorded::Failed(why) => eprintln!("msgbench: warning: {why}"),
+        Recorded::Withheld(why) => eprintln!("msgbench: {why}"),
     }
 }
 
