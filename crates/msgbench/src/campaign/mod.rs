@@ -1,5 +1,5 @@
 //! `msgbench campaign FILE`: a list of suite runs written in a small
-//! TOML file ([`file`]), run one after the other, each recorded in the
+//! TOML file ([`mod@file`]), run one after the other, each recorded in the
 //! results store tagged with the campaign, its pass and the machine;
 //! one summary table at the end ([`summary`]) and one report.
 //!
