@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod campaign;
 pub mod cli;
 pub mod devctl;
 pub mod history;

@@ -57,6 +57,9 @@ enum Cmd {
     Compare(CompareArgs),
     /// One self-contained HTML page (inline SVG charts) from runs (files, or @last, @prev, @ID from the store; --host: the latest of each machine; --trend: a figure over time); several are overlaid.
     Report(ReportArgs),
+    /// Suite runs listed in a campaign file (TOML), run and recorded one after the other, tagged with the campaign and this machine; resumed where it stopped.
+    #[command(long_about = msgbench::campaign::LONG_ABOUT)]
+    Campaign(msgbench::campaign::CampaignArgs),
     /// The runs kept in the results store: list, show, export, import, and a figure's trend.
     #[command(long_about = history::LONG_ABOUT)]
     History(HistoryArgs),
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
         Some(Cmd::RtosPeer(a)) => rtos::msgpeer::run(&a, stop),
         Some(Cmd::Report(a)) => report::run(&a),
         Some(Cmd::History(a)) => history::run(&a),
+        Some(Cmd::Campaign(a)) => msgbench::campaign::run::<Cli>(&a, stop),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });

@@ -122,7 +122,7 @@ impl Environment {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| UNKNOWN.into()),
+            hostname: hostname(),
             kernel: kernel(),
             arch: std::env::consts::ARCH.to_string(),
             cpu_model: cpuinfo_field(&cpuinfo, "model name").unwrap_or_else(|| UNKNOWN.into()),
@@ -144,6 +144,11 @@ impl Environment {
                 .unwrap_or(0),
         }
     }
+}
+
+/// This machine's name as a run records it (`unknown` if unreadable).
+pub fn hostname() -> String {
+    read("/proc/sys/kernel/hostname").unwrap_or_else(|| UNKNOWN.into())
 }
 
 /// A file's trimmed content, `None` if unreadable or empty.

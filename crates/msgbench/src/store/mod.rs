@@ -9,7 +9,9 @@
 //! and its versions are in [`schema`]. Every write is one transaction.
 //! A run whose recording fails is never lost: the suite prints it and
 //! writes `--json` first, and [`record_run`] only reports the failure.
+//! A run of a campaign's entry is recorded with its tag ([`campaign`]).
 
+pub mod campaign;
 pub mod file;
 pub mod headline;
 pub mod location;
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::results::table::Section;
+pub use campaign::{CampaignFilter, CampaignRun, Tag};
 pub use location::{Location, RecordArgs, StoreArgs};
 pub use record::{NewRun, Origin};
 use sql::Param;
@@ -95,6 +98,21 @@ pub enum StoreError {
     /// No such run.
     #[error("no run @{0}")]
     NotFound(i64),
+    /// A campaign tag that cannot be read ([`campaign::ENV_CAMPAIGN`]).
+    #[error("{0}")]
+    Campaign(String),
+    /// The entry of a campaign's pass is recorded already.
+    #[error("campaign {campaign} has entry {entry} in pass {pass} on this host already, as @{id}: not recorded twice")]
+    EntryDone {
+        /// The campaign.
+        campaign: String,
+        /// The pass.
+        pass: i64,
+        /// The entry.
+        entry: String,
+        /// Its run.
+        id: i64,
+    },
     /// What the database said.
     #[error("{0}")]
     Db(String),
@@ -229,6 +247,8 @@ pub trait Backend {
     fn get(&mut self, id: i64) -> Result<Option<Stored>, StoreError>;
     /// Every value of `metric` in the runs `filter` selects, oldest first.
     fn points(&mut self, metric: &str, filter: &Filter) -> Result<Vec<Point>, StoreError>;
+    /// The runs of the campaign `filter` names, by host, pass and start.
+    fn campaign_runs(&mut self, filter: &CampaignFilter) -> Result<Vec<CampaignRun>, StoreError>;
 }
 
 /// Whether a command writes to the store or only reads it.
@@ -296,6 +316,14 @@ impl Store {
     pub fn points(&mut self, metric: &str, filter: &Filter) -> Result<Vec<Point>, StoreError> {
         self.backend.points(metric, filter)
     }
+
+    /// The runs of the campaign `filter` names, by host, pass and start.
+    pub fn campaign_runs(
+        &mut self,
+        filter: &CampaignFilter,
+    ) -> Result<Vec<CampaignRun>, StoreError> {
+        self.backend.campaign_runs(filter)
+    }
 }
 
 /// What became of a run's recording.
@@ -312,11 +340,16 @@ pub enum Recorded {
     },
     /// Not recorded: the line saying why.
     Failed(String),
+    /// Not recorded on purpose: an interrupted run of a campaign's entry
+    /// (the campaign runs the entry again when resumed); the line saying so.
+    Withheld(String),
 }
 
 /// Records a suite's run (its envelope `text`, as `--json` wrote it, and
-/// how it printed it) where `args` says. Never fails: a store that cannot
-/// be written gives [`Recorded::Failed`] with one line saying why.
+/// how it printed it) where `args` says, with its campaign tag if
+/// [`campaign::ENV_CAMPAIGN`] gives one. Never fails: a store that cannot
+/// be written gives [`Recorded::Failed`] with one line saying why; an
+/// interrupted run of a campaign's entry is [`Recorded::Withheld`].
 pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recorded {
     let location = match args.choice() {
         None => return Recorded::Off,
@@ -324,13 +357,27 @@ pub fn record_run(args: &RecordArgs, text: &str, rendering: &Rendering) -> Recor
         Some(Err(e)) => return Recorded::Failed(format!("the run was not recorded: {e}")),
     };
     let shown = location.to_string();
-    test_start();
-    let deadline = Instant::now() + WAIT;
-    let stored = serde_json::to_string(rendering)
+    let run = serde_json::to_string(rendering)
         .map_err(|e| StoreError::Db(e.to_string()))
         .and_then(|r| NewRun::from_text(text.to_string(), Origin::Run, Some(r)))
-        .and_then(|run| insert_retrying(&location, &run, deadline));
-    match stored {
+        .and_then(|mut run| {
+            run.campaign = Tag::from_env()?;
+            Ok(run)
+        });
+    if let Ok(NewRun {
+        campaign: Some(t),
+        outcome: "interrupted",
+        ..
+    }) = &run
+    {
+        return Recorded::Withheld(format!(
+            "the run was not recorded: it was interrupted, so campaign {} runs entry {} again when resumed",
+            t.campaign, t.entry
+        ));
+    }
+    test_start();
+    let deadline = Instant::now() + WAIT;
+    match run.and_then(|run| insert_retrying(&location, &run, deadline)) {
         Ok(id) => Recorded::Stored { id, location },
         Err(e) => Recorded::Failed(format!(
             "the run was not recorded in the store {shown}: {e}"

@@ -26,7 +26,10 @@ use tokio_postgres::{Client, Config, GenericClient, NoTls};
 
 use super::schema::{self, Migration, MIGRATIONS, PG_LOCK_KEY, SCHEMA_TABLE};
 use super::sql::{self, Cells, Param};
-use super::{Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
+use super::{
+    Access, Backend, CampaignFilter, CampaignRun, Filter, NewRun, Point, StoreError, Stored,
+    Summary,
+};
 use crate::results::envelope;
 
 /// Longest wait for a connection (socket and startup), unless the URL
@@ -269,6 +272,20 @@ impl Postgres {
 const INSERT_FIGURES: &str = "INSERT INTO msgbench_figures (run_id, metric, key, value, unit) \
     SELECT $1::BIGINT, m, k, v, u FROM UNNEST($2::TEXT[], $3::TEXT[], $4::FLOAT8[], $5::TEXT[]) AS t (m, k, v, u)";
 
+/// A failed insert as a store error: a unique index refusing it means
+/// another writer stored the same run (or campaign entry) since the look
+/// before it.
+fn unique(e: tokio_postgres::Error) -> StoreError {
+    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+        StoreError::Db(format!(
+            "{}: recorded meanwhile by another writer",
+            text(&e)
+        ))
+    } else {
+        db(e)
+    }
+}
+
 /// Records `run` in one transaction; its id.
 async fn insert(client: &mut Client, run: &NewRun) -> Result<i64, StoreError> {
     let tx = client.transaction().await.map_err(db)?;
@@ -280,18 +297,23 @@ async fn insert(client: &mut Client, run: &NewRun) -> Result<i64, StoreError> {
     {
         return Err(StoreError::Duplicate(r.try_get(0).map_err(db)?));
     }
-    let v = values(&sql::run_params(run, &envelope::now()));
-    let id: i64 = match tx.query_one(sql::INSERT_RUN, &refs(&v)).await {
-        Ok(r) => r.try_get(0).map_err(db)?,
-        // Another machine stored the same run since the look above.
-        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-            return Err(StoreError::Db(format!(
-                "{}: recorded meanwhile by another writer",
-                text(&e)
-            )))
+    if let Some(t) = &run.campaign {
+        let key = values(&sql::campaign_key(run, t));
+        if let Some(r) = tx
+            .query_opt(sql::FIND_CAMPAIGN_ENTRY, &refs(&key))
+            .await
+            .map_err(db)?
+        {
+            return Err(sql::entry_done(t, r.try_get(0).map_err(db)?));
         }
-        Err(e) => return Err(db(e)),
-    };
+    }
+    let v = values(&sql::run_params(run, &envelope::now()));
+    let id: i64 = tx
+        .query_one(sql::INSERT_RUN, &refs(&v))
+        .await
+        .map_err(unique)?
+        .try_get(0)
+        .map_err(db)?;
     let f = &run.figures;
     let metrics: Vec<&str> = f.iter().map(|x| x.metric.as_str()).collect();
     let keys: Vec<&str> = f.iter().map(|x| x.key.as_str()).collect();
@@ -300,6 +322,12 @@ async fn insert(client: &mut Client, run: &NewRun) -> Result<i64, StoreError> {
     tx.execute(INSERT_FIGURES, &[&id, &metrics, &keys, &vals, &units])
         .await
         .map_err(db)?;
+    if let Some(t) = &run.campaign {
+        let v = values(&sql::campaign_params(id, run, t));
+        tx.execute(sql::INSERT_CAMPAIGN_RUN, &refs(&v))
+            .await
+            .map_err(unique)?;
+    }
     super::test_hold();
     tx.commit().await.map_err(db)?;
     Ok(id)
@@ -326,5 +354,10 @@ impl Backend for Postgres {
     fn points(&mut self, metric: &str, filter: &Filter) -> Result<Vec<Point>, StoreError> {
         let (q, params) = sql::points(metric, filter);
         self.rows(&q, &params, sql::point)
+    }
+
+    fn campaign_runs(&mut self, filter: &CampaignFilter) -> Result<Vec<CampaignRun>, StoreError> {
+        let (q, params) = sql::campaign_runs(filter);
+        self.rows(&q, &params, sql::campaign_run)
     }
 }

@@ -79,6 +79,8 @@ pub struct NewRun {
     pub rendering: Option<String>,
     /// Its figures.
     pub figures: Vec<FigureRow>,
+    /// The campaign entry it is the run of, if any.
+    pub campaign: Option<super::Tag>,
 }
 
 impl NewRun {
@@ -142,6 +144,7 @@ impl NewRun {
             origin,
             rendering,
             figures: figure_rows(run),
+            campaign: None,
         }
     }
 }

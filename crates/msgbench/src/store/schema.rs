@@ -13,6 +13,9 @@
 //! SQLite's `user_version` (no PostgreSQL); the second's two backends
 //! would bring their own history table and error types for two tables
 //! and one step. The rule here is thirty lines, the same for both.
+//!
+//! Version 2 adds `msgbench_campaign_runs`: which run is which entry of
+//! which pass of a campaign on which host (`msgbench campaign`).
 
 /// One step of the schema.
 #[derive(Debug, Clone, Copy)]
@@ -26,14 +29,21 @@ pub struct Migration {
 }
 
 /// The newest schema this msgbench knows.
-pub const LATEST: i64 = 1;
+pub const LATEST: i64 = 2;
 
 /// Every step, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sqlite: V1_SQLITE,
-    postgres: V1_POSTGRES,
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sqlite: V1_SQLITE,
+        postgres: V1_POSTGRES,
+    },
+    Migration {
+        version: 2,
+        sqlite: V2_SQLITE,
+        postgres: V2_POSTGRES,
+    },
+];
 
 /// The version table, created (if missing) before any step.
 pub const SCHEMA_TABLE: &str =
@@ -113,6 +123,38 @@ CREATE TABLE msgbench_figures (
 CREATE INDEX msgbench_figures_metric ON msgbench_figures (metric, run_id);
 ";
 
+/// The campaigns (`msgbench campaign`): a row per run recorded as an
+/// entry of a campaign, in pass `pass` of that campaign on `host` (the
+/// run's host). A run is one entry at most (its id is the key) and an
+/// entry is recorded once per pass and host (the unique index: a
+/// resumed campaign never stores an entry twice); `args` are the
+/// entry's words as the campaign file gave them (JSON), so that an
+/// entry edited since it ran is told apart. Deleting a run deletes its
+/// row here.
+const V2_SQLITE: &str = "
+CREATE TABLE msgbench_campaign_runs (
+    run_id INTEGER PRIMARY KEY REFERENCES msgbench_runs (id) ON DELETE CASCADE,
+    campaign TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pass INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    args TEXT NOT NULL
+);
+CREATE UNIQUE INDEX msgbench_campaign_runs_entry ON msgbench_campaign_runs (campaign, host, pass, entry);
+";
+
+const V2_POSTGRES: &str = "
+CREATE TABLE msgbench_campaign_runs (
+    run_id BIGINT PRIMARY KEY REFERENCES msgbench_runs (id) ON DELETE CASCADE,
+    campaign TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pass BIGINT NOT NULL,
+    entry TEXT NOT NULL,
+    args TEXT NOT NULL
+);
+CREATE UNIQUE INDEX msgbench_campaign_runs_entry ON msgbench_campaign_runs (campaign, host, pass, entry);
+";
+
 /// The steps a store at version `current` lacks, from `steps`; a store
 /// newer than the last step is refused.
 pub fn pending(current: i64, steps: &[Migration]) -> Result<&[Migration], super::StoreError> {
@@ -137,18 +179,23 @@ mod tests {
             assert_eq!(m.version, i as i64 + 1);
         }
         assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(LATEST));
-        assert_eq!(
-            V1_SQLITE.matches("CREATE ").count(),
-            V1_POSTGRES.matches("CREATE ").count()
-        );
+        for m in MIGRATIONS {
+            assert_eq!(
+                m.sqlite.matches("CREATE ").count(),
+                m.postgres.matches("CREATE ").count(),
+                "version {}",
+                m.version
+            );
+        }
         assert!(V1_SQLITE.contains(&SQLITE_APPLICATION_ID.to_string()));
     }
 
     #[test]
     fn pending_steps_and_a_newer_store() {
-        assert_eq!(pending(0, MIGRATIONS).unwrap().len(), 1);
+        assert_eq!(pending(0, MIGRATIONS).unwrap().len(), 2);
+        assert_eq!(pending(1, MIGRATIONS).unwrap()[0].version, 2);
         assert!(pending(LATEST, MIGRATIONS).unwrap().is_empty());
         let e = pending(LATEST + 1, MIGRATIONS).unwrap_err().to_string();
-        assert!(e.contains("version 2") && e.contains("knows (1)"), "{e}");
+        assert!(e.contains("version 3") && e.contains("knows (2)"), "{e}");
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::campaign::{self, CampaignFilter, CampaignRun, Tag};
 use super::{Filter, NewRun, Point, StoreError, Stored, Summary};
 
 /// A query parameter.
@@ -45,6 +46,76 @@ pub(crate) const INSERT_RUN: &str = "INSERT INTO msgbench_runs \
 /// One figure's row (SQLite, one per figure).
 pub(crate) const INSERT_FIGURE: &str =
     "INSERT INTO msgbench_figures (run_id, metric, key, value, unit) VALUES ($1, $2, $3, $4, $5)";
+
+/// The run of a campaign's entry in a pass on a host, if recorded.
+pub(crate) const FIND_CAMPAIGN_ENTRY: &str = "SELECT run_id FROM msgbench_campaign_runs \
+    WHERE campaign = $1 AND host = $2 AND pass = $3 AND entry = $4";
+
+/// A run's campaign tag.
+pub(crate) const INSERT_CAMPAIGN_RUN: &str = "INSERT INTO msgbench_campaign_runs \
+    (run_id, campaign, host, pass, entry, args) VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// The parameters of [`FIND_CAMPAIGN_ENTRY`] for `run` tagged `t`.
+pub(crate) fn campaign_key(run: &NewRun, t: &Tag) -> Vec<Param> {
+    vec![
+        Param::Text(t.campaign.clone()),
+        Param::Text(run.host.clone()),
+        Param::Int(t.pass),
+        Param::Text(t.entry.clone()),
+    ]
+}
+
+/// The parameters of [`INSERT_CAMPAIGN_RUN`] for run `id`.
+pub(crate) fn campaign_params(id: i64, run: &NewRun, t: &Tag) -> Vec<Param> {
+    let mut p = vec![Param::Int(id)];
+    p.extend(campaign_key(run, t));
+    p.push(Param::Text(t.args_text()));
+    p
+}
+
+/// The error for an entry recorded already as run `id`.
+pub(crate) fn entry_done(t: &Tag, id: i64) -> StoreError {
+    StoreError::EntryDone {
+        campaign: t.campaign.clone(),
+        pass: t.pass,
+        entry: t.entry.clone(),
+        id,
+    }
+}
+
+/// The runs of the campaign `f` names, by host, pass and start.
+pub(crate) fn campaign_runs(f: &CampaignFilter) -> (String, Vec<Param>) {
+    let mut params = vec![Param::Text(f.campaign.clone())];
+    let mut cond = "c.campaign = $1".to_string();
+    if !f.hosts.is_empty() {
+        let ns: Vec<String> = f
+            .hosts
+            .iter()
+            .map(|h| {
+                params.push(Param::Text(h.clone()));
+                format!("${}", params.len())
+            })
+            .collect();
+        cond.push_str(&format!(" AND c.host IN ({})", ns.join(", ")));
+    }
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS}, c.campaign, c.pass, c.entry, c.args \
+         FROM msgbench_campaign_runs c JOIN msgbench_runs r ON r.id = c.run_id \
+         WHERE {cond} ORDER BY c.host, c.pass, r.started, r.id"
+    );
+    (sql, params)
+}
+
+/// A [`CampaignRun`] from [`campaign_runs`]' row.
+pub(crate) fn campaign_run(r: &impl Cells) -> Result<CampaignRun, StoreError> {
+    Ok(CampaignRun {
+        summary: summary(r)?,
+        campaign: r.text(11)?,
+        pass: r.int(12)?,
+        entry: r.text(13)?,
+        args: campaign::args_of(&r.text(14)?),
+    })
+}
 
 /// The parameters of [`INSERT_RUN`].
 pub(crate) fn run_params(run: &NewRun, recorded: &str) -> Vec<Param> {

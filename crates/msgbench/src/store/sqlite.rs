@@ -22,7 +22,10 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 
 use super::schema::{self, Migration, MIGRATIONS, SCHEMA_TABLE, SQLITE_APPLICATION_ID};
 use super::sql::{self, Cells, Param};
-use super::{file, Access, Backend, Filter, NewRun, Point, StoreError, Stored, Summary};
+use super::{
+    file, Access, Backend, CampaignFilter, CampaignRun, Filter, NewRun, Point, StoreError, Stored,
+    Summary,
+};
 use crate::results::envelope;
 
 thread_local! {
@@ -321,6 +324,19 @@ impl Backend for Sqlite {
         if let Some(id) = there {
             return Err(StoreError::Duplicate(id));
         }
+        if let Some(t) = &run.campaign {
+            let done: Option<i64> = tx
+                .query_row(
+                    &numbered(sql::FIND_CAMPAIGN_ENTRY),
+                    rusqlite::params_from_iter(values(&sql::campaign_key(run, t))),
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db)?;
+            if let Some(id) = done {
+                return Err(sql::entry_done(t, id));
+            }
+        }
         let params = values(&sql::run_params(run, &envelope::now()));
         let id: i64 = tx
             .query_row(
@@ -335,6 +351,13 @@ impl Backend for Sqlite {
                 st.execute((id, &f.metric, &f.key, f.value, &f.unit))
                     .map_err(db)?;
             }
+        }
+        if let Some(t) = &run.campaign {
+            tx.execute(
+                &numbered(sql::INSERT_CAMPAIGN_RUN),
+                rusqlite::params_from_iter(values(&sql::campaign_params(id, run, t))),
+            )
+            .map_err(db)?;
         }
         super::test_hold();
         tx.commit().map_err(db)?;
@@ -359,6 +382,12 @@ impl Backend for Sqlite {
         let _waiting = self.waiting();
         let (q, params) = sql::points(metric, filter);
         self.rows(&q, &params, |r| sql::point(r))
+    }
+
+    fn campaign_runs(&mut self, filter: &CampaignFilter) -> Result<Vec<CampaignRun>, StoreError> {
+        let _waiting = self.waiting();
+        let (q, params) = sql::campaign_runs(filter);
+        self.rows(&q, &params, |r| sql::campaign_run(r))
     }
 }
 

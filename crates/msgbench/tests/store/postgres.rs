@@ -112,7 +112,7 @@ fn a_newer_schema_is_refused(dir: &TestDir, url: &str) {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     client
         .execute(
-            "INSERT INTO msgbench_schema VALUES (2, 'a newer msgbench')",
+            "INSERT INTO msgbench_schema VALUES (3, 'a newer msgbench')",
             &[],
         )
         .unwrap();
@@ -132,7 +132,7 @@ fn a_newer_schema_is_refused(dir: &TestDir, url: &str) {
     let out = run_store(&a, url);
     let line = out.assert_one_line_error(0);
     assert!(
-        line.contains("its schema is version 2, newer than this msgbench knows (1)"),
+        line.contains("its schema is version 3, newer than this msgbench knows (2)"),
         "{line}"
     );
     assert!(json.is_file(), "--json was not written");

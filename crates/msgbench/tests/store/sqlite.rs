@@ -358,13 +358,13 @@ fn foreign_store(dir: &TestDir) -> std::path::PathBuf {
     foreign
 }
 
-/// A real store that a newer msgbench (schema version 2) has written.
+/// A real store that a newer msgbench (schema version 3) has written.
 fn newer_store(dir: &TestDir) -> std::path::PathBuf {
     let newer = dir.file("newer.db");
     floor_into(s(&newer), &dir.file("first.json"));
     let c = rusqlite::Connection::open(&newer).unwrap();
     c.execute(
-        "INSERT INTO msgbench_schema VALUES (2, 'a newer msgbench')",
+        "INSERT INTO msgbench_schema VALUES (3, 'a newer msgbench')",
         [],
     )
     .unwrap();
@@ -390,7 +390,7 @@ fn refusals<'a>(
         ),
         (
             s(newer),
-            "its schema is version 2, newer than this msgbench knows (1)",
+            "its schema is version 3, newer than this msgbench knows (2)",
         ),
         (
             "mysql://db/runs",

@@ -1,5 +1,6 @@
 //! `msgbench report`: runs in (results files, or runs in the store:
-//! `@last`, `@prev`, `@ID`, the latest run of each `--host`), one
+//! `@last`, `@prev`, `@ID`, the latest run of each `--host`, a
+//! campaign's latest pass on each host: [`campaign`]), one
 //! self-contained HTML page out (styles inline, charts as inline SVG
 //! drawn by plotters, no script, no address to fetch anything from);
 //! `--trend METRIC` adds a figure over time from the store ([`trend`]).
@@ -18,6 +19,7 @@
 pub mod adder;
 pub mod answers;
 pub mod broker;
+pub mod campaign;
 pub mod chart;
 pub mod dots;
 pub mod env;
@@ -45,7 +47,7 @@ use chart::{Chart, Line, Marker};
 /// `msgbench report` options.
 #[derive(Debug, Clone, Default, Args)]
 #[command(group(ArgGroup::new("runs").required(true).multiple(true)
-    .args(["files", "suite", "hosts", "trend"])))]
+    .args(["files", "suite", "hosts", "trend", "campaign"])))]
 pub struct ReportArgs {
     /// Runs: results files (`--json FILE` of any suite), or @last, @prev,
     /// @ID from the results store; several are overlaid.
@@ -59,9 +61,16 @@ pub struct ReportArgs {
     #[arg(long = "suite", value_name = "SUITE")]
     pub suite: Option<String>,
     /// From the store: the latest run of this host (repeat for several
-    /// machines side by side; with --suite, of that suite).
+    /// machines side by side; with --suite, of that suite; with
+    /// --campaign, the campaign's runs on that host).
     #[arg(long = "host", value_name = "HOST")]
     pub hosts: Vec<String>,
+    /// From the store: the runs of campaign NAME (`msgbench campaign`),
+    /// its latest pass on each --host (on every host that ran it,
+    /// without --host), overlaid suite by suite; with --suite, of that
+    /// suite only.
+    #[arg(long = "campaign", value_name = "NAME", conflicts_with = "trend")]
+    pub campaign: Option<String>,
     /// From the store: METRIC over time, a line per host (with --trend,
     /// --suite and --host only choose the runs of the trend).
     #[arg(long = "trend", value_name = "METRIC")]
@@ -131,7 +140,9 @@ fn inputs(args: &ReportArgs) -> Result<Vec<Input>> {
         .map(|f| Source::parse(f))
         .collect::<Result<_>>()?;
     let mut loaded = refs::load_all(&sources, &args.store)?;
-    let by_host = args.trend.is_none() && (args.suite.is_some() || !args.hosts.is_empty());
+    let by_host = args.campaign.is_none()
+        && args.trend.is_none()
+        && (args.suite.is_some() || !args.hosts.is_empty());
     if by_host {
         loaded.extend(latest_per_host(args)?);
     }
@@ -146,6 +157,16 @@ fn inputs(args: &ReportArgs) -> Result<Vec<Input>> {
             label: unique_label(&label, &out),
             run: l.run,
         });
+    }
+    if let Some(name) = &args.campaign {
+        let mut store = refs::open(&args.store)?;
+        let runs = campaign::inputs(&mut store, name, &args.hosts, args.suite.as_deref())?;
+        for i in runs {
+            out.push(Input {
+                label: unique_label(&i.label, &out),
+                run: i.run,
+            });
+        }
     }
     Ok(out)
 }

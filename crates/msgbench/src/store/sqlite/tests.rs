@@ -196,3 +196,78 @@ fn a_foreign_or_corrupted_file_is_refused_and_left_as_it_was() {
     assert!(before == after, "a refused file was changed");
     assert_eq!(dir.names(), names, "files appeared beside the refused ones");
 }
+
+/// A run of `suite` tagged as `entry` of pass `pass` of campaign `c`.
+fn tagged(suite: &str, scale: f64, c: &str, pass: i64, entry: &str) -> NewRun {
+    let mut run = sample(suite, scale);
+    run.campaign = Some(crate::store::Tag {
+        campaign: c.into(),
+        pass,
+        entry: entry.into(),
+        args: vec![suite.into(), "--quick".into()],
+    });
+    run
+}
+
+#[test]
+fn a_campaign_entry_is_recorded_with_its_run_once_per_pass() {
+    let dir = Dir::new("campaign");
+    let mut s = Sqlite::open(&dir.file("r.db"), Access::Write, None).unwrap();
+    let a = s.insert(&tagged("floor", 1.0, "c", 1, "floor")).unwrap();
+    let untagged = s.insert(&sample("floor", 5.0)).unwrap();
+    let b = s.insert(&tagged("adder", 1.0, "c", 1, "adder")).unwrap();
+    // The same entry in the same pass: refused, nothing written.
+    let e = s
+        .insert(&tagged("floor", 2.0, "c", 1, "floor"))
+        .unwrap_err();
+    assert!(
+        matches!(&e, StoreError::EntryDone { id, pass: 1, .. } if *id == a),
+        "{e}"
+    );
+    assert_eq!(s.list(&Filter::default()).unwrap().len(), 3);
+    // In another pass, or another campaign, it is another entry.
+    let c = s.insert(&tagged("floor", 3.0, "c", 2, "floor")).unwrap();
+    let d = s
+        .insert(&tagged("floor", 4.0, "other", 1, "floor"))
+        .unwrap();
+    let f = |hosts: &[&str]| CampaignFilter {
+        campaign: "c".into(),
+        hosts: hosts.iter().map(|h| h.to_string()).collect(),
+    };
+    let runs = s.campaign_runs(&f(&[])).unwrap();
+    let got: Vec<(i64, i64, &str)> = runs
+        .iter()
+        .map(|r| (r.summary.id, r.pass, r.entry.as_str()))
+        .collect();
+    assert_eq!(got, [(a, 1, "floor"), (b, 1, "adder"), (c, 2, "floor")]);
+    assert_eq!(runs[0].args, ["floor", "--quick"]);
+    assert!(!runs.iter().any(|r| [untagged, d].contains(&r.summary.id)));
+    let host = runs[0].summary.host.clone();
+    assert_eq!(s.campaign_runs(&f(&[&host])).unwrap().len(), 3);
+    assert!(s.campaign_runs(&f(&["elsewhere"])).unwrap().is_empty());
+    // Deleting a run deletes its tag.
+    s.conn
+        .execute("DELETE FROM msgbench_runs WHERE id = ?1", [a])
+        .unwrap();
+    assert_eq!(s.campaign_runs(&f(&[])).unwrap().len(), 2);
+}
+
+#[test]
+fn a_store_of_the_first_version_gets_the_campaign_table_with_its_runs_kept() {
+    let dir = Dir::new("campaign-migrate");
+    let path = dir.file("r.db");
+    let run = sample("floor", 1.0);
+    let id = Sqlite::open_with(&path, Access::Write, &MIGRATIONS[..1], None)
+        .unwrap()
+        .insert(&run)
+        .unwrap();
+    let mut s = Sqlite::open(&path, Access::Write, None).unwrap();
+    assert_eq!(version(&s.conn).unwrap(), schema::LATEST);
+    assert_eq!(s.get(id).unwrap().unwrap().envelope, run.text);
+    let t = s.insert(&tagged("adder", 1.0, "c", 1, "adder")).unwrap();
+    let f = CampaignFilter {
+        campaign: "c".into(),
+        hosts: Vec::new(),
+    };
+    assert_eq!(s.campaign_runs(&f).unwrap()[0].summary.id, t);
+}
