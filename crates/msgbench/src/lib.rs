@@ -11,5 +11,6 @@ pub mod measure;
 pub mod pingpong;
 pub mod report;
 pub mod results;
+pub mod serve;
 pub mod store;
 pub mod suites;

@@ -63,6 +63,8 @@ enum Cmd {
     /// The runs kept in the results store: list, show, export, import, and a figure's trend.
     #[command(long_about = history::LONG_ABOUT)]
     History(HistoryArgs),
+    /// The server side of adder or ipc for a client on another host (`msgbench adder|ipc --server`): one ready line, then serve until SIGTERM.
+    Serve(msgbench::serve::ServeArgs),
     /// Serve adder instances (what `dev-adder` does; used by `msgbench adder`).
     #[command(hide = true)]
     ServeAdder(ServerArgs),
@@ -99,6 +101,7 @@ fn main() -> ExitCode {
         Some(Cmd::History(a)) => history::run(&a),
         Some(Cmd::Campaign(a)) => msgbench::campaign::run::<Cli>(&a, stop),
         Some(Cmd::ServeAdder(s)) => server::run(&s, stop),
+        Some(Cmd::Serve(a)) => msgbench::serve::run(&a, stop),
         Some(Cmd::Compare(_)) => Ok(()), // returned above, with its own exit status
     });
     cli::finish("msgbench", result)

@@ -3,113 +3,22 @@
 //!
 //! The cross-host test builds two network namespaces joined by a veth pair
 //! (addresses 10.200.7.1/24 and 10.200.7.2/24 on the veth ends, inside the
-//! namespaces only), runs `dev-adder` in one and `client-adder` in the
-//! other, and removes both namespaces in a `Drop` guard whatever happens.
+//! namespaces only: `common::netns`), runs `dev-adder` in one and
+//! `client-adder` in the other, and removes both namespaces in a `Drop`
+//! guard whatever happens.
 //! It needs root and iproute2: without them it prints `skipped: <reason>`
 //! and passes, unless the `CI` environment variable is set, where a skip is
 //! a failure. The option checks and a loopback run need neither.
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
+use common::netns::{cannot_run, Netns, SERVER_IP};
 use common::*;
 
-/// Server and client addresses on the veth pair.
-const SERVER_IP: &str = "10.200.7.1";
-const CLIENT_IP: &str = "10.200.7.2";
 /// First adder port (instance k on PORT + k).
 const PORT: u16 = 7100;
-
-/// Runs `ip args` under the watchdog.
-fn ip(args: &[&str]) -> Output {
-    let mut c = Command::new("ip");
-    c.args(args);
-    run_cmd("ip", c)
-}
-
-/// Runs `ip args` and fails the test if it fails.
-fn ip_ok(args: &[&str]) {
-    let o = ip(args);
-    assert!(o.status.success(), "ip {}: {o}", args.join(" "));
-}
-
-/// Two network namespaces joined by a veth pair, deleted on drop.
-struct Netns {
-    server: String,
-    client: String,
-    veth: String,
-}
-
-impl Netns {
-    /// Creates the namespaces (`Err` with the reason when this machine
-    /// cannot), then the link and addresses (failing the test if not).
-    fn create() -> Result<Netns, String> {
-        let id = std::process::id();
-        let n = Netns {
-            server: format!("mb-srv-{id}"),
-            client: format!("mb-cli-{id}"),
-            veth: format!("mbv{id}"),
-        };
-        let o = ip(&["netns", "add", &n.server]);
-        if !o.status.success() {
-            return Err(format!(
-                "cannot create a network namespace: {}",
-                o.stderr.trim()
-            ));
-        }
-        ip_ok(&["netns", "add", &n.client]);
-        let (vs, vc) = (format!("{}s", n.veth), format!("{}c", n.veth));
-        // Both ends are created directly inside the namespaces: the host's
-        // own network is never touched.
-        ip_ok(&[
-            "link", "add", &vs, "netns", &n.server, "type", "veth", "peer", "name", &vc, "netns",
-            &n.client,
-        ]);
-        for (ns, dev, addr) in [(&n.server, &vs, SERVER_IP), (&n.client, &vc, CLIENT_IP)] {
-            ip_ok(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev]);
-            ip_ok(&["-n", ns, "link", "set", dev, "up"]);
-            ip_ok(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        Ok(n)
-    }
-
-    /// A command running `bin args` inside namespace `ns`.
-    fn exec(ns: &str, bin: Bin, args: &[String]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns, bin.path()])
-            .args(args)
-            .env_remove("MSGBENCH_NS");
-        c
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        // Bounded waits, and no panic here (this may run while unwinding).
-        for args in [
-            vec!["netns", "del", self.server.as_str()],
-            vec!["netns", "del", self.client.as_str()],
-        ] {
-            let mut c = Command::new("ip");
-            c.args(&args);
-            let mut p = Proc::spawn("ip netns del", c);
-            let _ = p.wait_exit_within(Duration::from_secs(10));
-        }
-    }
-}
-
-/// Why this machine cannot run the namespace test, if it cannot.
-fn cannot_run() -> Option<String> {
-    if !is_root() {
-        return Some("needs root (network namespaces and a veth pair)".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("needs iproute2 (the `ip` command)".into()),
-    }
-}
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
@@ -120,7 +29,7 @@ fn adder_between_network_namespaces() {
     if let Some(reason) = cannot_run() {
         return skip(&reason);
     }
-    let net = match Netns::create() {
+    let net = match Netns::create("a") {
         Ok(n) => n,
         Err(reason) => return skip(&reason),
     };

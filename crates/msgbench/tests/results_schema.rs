@@ -255,3 +255,61 @@ fn broker_envelope_follows_the_schema() {
         ],
     );
 }
+
+/// `msgbench adder --server` against a `msgbench serve adder` on loopback:
+/// the envelope follows the schema, with the server in `settings.server`,
+/// and the schema refuses a server described wrong (or with its token).
+#[test]
+fn remote_adder_envelope_follows_the_schema() {
+    let listen = format!("127.0.0.1:{}", unused_port());
+    let mut server = Proc::start(Bin::Msgbench, ["serve", "adder", "--listen", &listen]);
+    let out = server.wait_stdout("}\n");
+    let ready: Value = serde_json::from_str(out.trim()).expect("the ready line");
+    let token = ready["token"].as_str().expect("a token").to_string();
+    let mut c = Bin::Msgbench.cmd([
+        "adder",
+        "--server",
+        &listen,
+        "-S",
+        "1000",
+        "--idle-secs",
+        "0",
+        "--format",
+        "json",
+    ]);
+    c.env("MSGBENCH_TOKEN", &token);
+    let o = run_cmd("adder --server", c);
+    o.assert_ok();
+    let doc: Value = serde_json::from_str(&o.stdout).expect("one JSON document");
+    let v = validator();
+    let errs = errors(&v, &doc);
+    assert!(errs.is_empty(), "{errs:#?}");
+    let s = &doc["settings"]["server"];
+    assert_eq!(
+        (s["remote"].as_bool(), s["address"].as_str()),
+        (Some(true), Some(listen.as_str()))
+    );
+    assert_eq!(s["host"], ready["host"]);
+    let broken: [Breakage; 3] = [
+        ("a server without its host", |d| {
+            d["settings"]["server"]
+                .as_object_mut()
+                .unwrap()
+                .remove("host");
+        }),
+        ("a server not remote", |d| {
+            d["settings"]["server"]["remote"] = false.into()
+        }),
+        ("a server with its token", |d| {
+            d["settings"]["server"]["token"] = "00".repeat(16).into()
+        }),
+    ];
+    for (what, breaks) in broken {
+        let mut d = doc.clone();
+        breaks(&mut d);
+        assert!(!errors(&v, &d).is_empty(), "the schema accepts {what}");
+    }
+    server.signal(libc::SIGTERM);
+    let o = server.wait_within(std::time::Duration::from_secs(10), "SIGTERM");
+    assert_eq!(o.code(), 0, "{o}");
+}

@@ -64,6 +64,7 @@ impl Channel {
         opts: &Options,
     ) -> Result<Channel> {
         transport::priority::check(transport.name(), opts)?;
+        crate::token::refuse_local(transport.name(), opts)?;
         let claim = EndpointClaim::new(ns, name)?;
         let inner = transport.serve(claim.path(), opts)?;
         Ok(Channel::new(
@@ -85,6 +86,7 @@ impl Channel {
         opts: &Options,
     ) -> Result<Channel<T::Server>> {
         transport::priority::check(transport.name(), opts)?;
+        crate::token::refuse_local(transport.name(), opts)?;
         let claim = EndpointClaim::new(ns, name)?;
         let inner = Box::new(transport.serve_typed(claim.path(), opts)?);
         Ok(Channel::new(
@@ -106,6 +108,27 @@ impl Channel {
     /// Liveness across hosts: a peer process that dies is noticed at once
     /// (its kernel closes the connection); a peer host that vanishes is
     /// noticed by TCP keep-alive within about 5 s.
+    ///
+    /// Who may call: anyone who reaches the address, unless
+    /// [`Options::token`] is set. Then a client is served only once it
+    /// has presented that token (compared in constant time); one without
+    /// it, or with another, is refused ([`Error::Refused`] on its side)
+    /// before any request of it is read, and a client that never sends it
+    /// is dropped after five seconds, having cost the server no thread.
+    ///
+    /// ```no_run
+    /// use msgpass::{Channel, Connection, Options, Token};
+    /// # fn main() -> msgpass::Result<()> {
+    /// let token = Token::random()?;
+    /// // Give the client `token.to_hex()` by a way of your choosing.
+    /// let opts = Options { token: Some(token.clone()), ..Options::default() };
+    /// let mut server = Channel::listen_tcp("0.0.0.0:7100", &opts)?;
+    /// # let _ = &mut server;
+    /// // On the other host, with the same token:
+    /// let mut conn = Connection::connect_tcp("10.0.0.1:7100", &opts)?;
+    /// # let _ = &mut conn;
+    /// # Ok(()) }
+    /// ```
     pub fn listen_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Channel> {
         transport::priority::check("tcp", opts)?;
         let (inner, addr) = transport::tcp::listen(addr, opts)?;

@@ -54,6 +54,7 @@ impl Connection {
         transport: &dyn Transport,
         opts: &Options,
     ) -> Result<Connection> {
+        crate::token::refuse_local(transport.name(), opts)?;
         let path = endpoint(ns, name, transport.name())?;
         Connection::new(transport.connect(&path, opts)?, transport.name(), opts)
     }
@@ -67,6 +68,7 @@ impl Connection {
         transport: &T,
         opts: &Options,
     ) -> Result<Connection<T::Client>> {
+        crate::token::refuse_local(transport.name(), opts)?;
         let path = endpoint(ns, name, transport.name())?;
         Connection::new(
             Box::new(transport.connect_typed(&path, opts)?),
@@ -80,7 +82,10 @@ impl Connection {
     /// `10.0.0.1:5000`), on this host or another, waiting up to
     /// [`Options::wait`] for the server to appear. Nobody listening is
     /// [`Error::NotFound`] (its path is `tcp://ADDR:PORT`); something
-    /// other than a msgpass server is [`Error::Protocol`].
+    /// other than a msgpass server is [`Error::Protocol`]. A server that
+    /// asks for a token gets [`Options::token`]; without one, or with
+    /// another than the server's, the connection is [`Error::Refused`]. A
+    /// token given to a server that asks for none is not sent.
     pub fn connect_tcp(addr: impl ToSocketAddrs, opts: &Options) -> Result<Connection> {
         Connection::new(transport::tcp::connect(addr, opts)?, "tcp", opts)
     }

@@ -127,6 +127,25 @@ pub enum Error {
         max: usize,
     },
 
+    /// A remote server ([`Channel::listen_tcp`](crate::Channel::listen_tcp)
+    /// with [`Options::token`](crate::Options::token)) let this client
+    /// in only with its token, and it gave none or another.
+    #[error("{} refused this client: {reason}", path.display())]
+    Refused {
+        /// The server, `tcp://ADDR:PORT`.
+        path: PathBuf,
+        /// Why: no token given, or the wrong one.
+        reason: &'static str,
+    },
+
+    /// Text that is not a [`Token`](crate::Token) (the text itself is never
+    /// repeated: it may be a mistyped secret).
+    #[error("bad token: {reason}")]
+    BadToken {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
     /// The peer went away (server died or closed the channel; client died).
     #[error("the peer closed the connection")]
     Disconnected,

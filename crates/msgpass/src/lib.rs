@@ -6,7 +6,8 @@
 //! live in a [`Namespace`] directory; the mechanism underneath is a
 //! [`Transport`] chosen by name (see [`transport::TRANSPORTS`]). Across
 //! hosts, [`Channel::listen_tcp`] and [`Connection::connect_tcp`] do the
-//! same over TCP without a namespace.
+//! same over TCP without a namespace, and with [`Options::token`] only for
+//! clients that know the server's [`Token`].
 //!
 //! ## Two ways to pass a message
 //!
@@ -103,6 +104,7 @@ mod error;
 mod names;
 pub mod pool;
 mod pulse;
+mod token;
 pub mod transport;
 
 pub use answer::Received;
@@ -112,4 +114,5 @@ pub use error::{Error, Result};
 pub use names::{Namespace, NS_ENV};
 pub use pool::{OwnedRequest, Receiver};
 pub use pulse::{Pulse, PULSE, RESERVED};
+pub use token::Token;
 pub use transport::{Client, Creds, Options, Status, Transport, Typed, View, Window, ONEWAY};

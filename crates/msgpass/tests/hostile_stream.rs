@@ -3,7 +3,10 @@
 //! pipe and fifo): a peer that stops in the middle of a message, one that
 //! trickles a byte at a time, and one that never reads its replies. Each
 //! runs beside an honest client, which must keep being answered, and each
-//! must be dropped once past its limit (ten ticks).
+//! must be dropped once past its limit (ten ticks). Against a server with
+//! a token: a peer silent inside its token, dropped after the handshake
+//! timeout, and peers with a wrong token, told `NOPE` and closed, whose
+//! requests are never served.
 
 mod common;
 
@@ -15,7 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use msgpass::{Channel, Connection, Options};
+use msgpass::{Channel, Connection, Options, Token};
 
 /// The ticks a test server looks around at: short, so that a peer's limit
 /// (ten ticks) passes quickly.
@@ -38,13 +41,41 @@ fn server() -> (Server, SocketAddr) {
     (Server::serve_channel(chan), addr)
 }
 
-/// A raw connection that has read the server's hello.
+/// A raw connection that has read the server's hello and terms.
 fn raw(addr: SocketAddr) -> TcpStream {
+    raw_with_terms(addr).0
+}
+
+/// A raw connection that has read the server's hello, and its terms.
+fn raw_with_terms(addr: SocketAddr) -> (TcpStream, u32) {
     let mut s = TcpStream::connect(addr).expect("connect");
-    let mut hello = [0u8; 16];
-    s.read_exact(&mut hello).expect("hello");
+    let mut hello = [0u8; 20];
+    s.read_exact(&mut hello).expect("hello and terms");
     assert_eq!(&hello[..4], b"MSGP");
-    s
+    let terms = u32::from_le_bytes([hello[16], hello[17], hello[18], hello[19]]);
+    (s, terms)
+}
+
+/// A test server that asks for `token`.
+fn server_with(token: &Token) -> (Server, SocketAddr) {
+    let opts = Options {
+        token: Some(token.clone()),
+        ..options()
+    };
+    let chan = Channel::listen_tcp("127.0.0.1:0", &opts).expect("listen_tcp");
+    let addr = chan.local_addr().expect("address");
+    (Server::serve_channel(chan), addr)
+}
+
+/// `calls` honest echo calls, with `token`, beside the attacker.
+fn honest_calls_with(addr: SocketAddr, token: &Token, calls: usize) {
+    let opts = Options {
+        token: Some(token.clone()),
+        ..options()
+    };
+    common::honest_calls("tcp with a token", calls, HONEST_BOUND, move || {
+        Connection::connect_tcp(addr, &opts).expect("honest connect")
+    });
 }
 
 /// A frame header: command, payload length.
@@ -165,6 +196,100 @@ fn a_peer_that_never_reads_its_replies_stops_nobody_and_is_dropped() {
         );
         drop(attacker);
         honest_calls(addr, 5);
+        s.stop();
+    });
+}
+
+#[test]
+fn a_peer_silent_inside_its_token_stops_nobody_and_is_dropped() {
+    watchdog("silent_token", WATCHDOG, || {
+        let token = Token::random().expect("token");
+        let (s, addr) = server_with(&token);
+        let (mut attacker, terms) = raw_with_terms(addr);
+        assert_eq!(terms, 1, "a server with a token asks for it");
+        attacker
+            .write_all(&[0u8; 5])
+            .expect("five bytes of a token");
+        honest_calls_with(addr, &token, 50);
+        // The handshake timeout (5 s), not ten ticks: a client on a slow
+        // link may take a while to send 16 bytes.
+        attacker
+            .set_read_timeout(Some(HONEST_BOUND))
+            .expect("timeout");
+        let told = read_until_closed(&mut attacker);
+        assert!(told.is_empty(), "the silent peer was told {told:?}");
+        honest_calls_with(addr, &token, 5);
+        s.stop();
+    });
+}
+
+/// Everything `s` receives until the server closes it (end of file or
+/// reset), within its read timeout.
+fn read_until_closed(s: &mut TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return got,
+            Err(e) => panic!("no close within the bound: {e}"),
+        }
+    }
+}
+
+#[test]
+fn peers_with_a_wrong_token_are_told_no_and_never_served() {
+    watchdog("wrong_token", WATCHDOG, || {
+        let token = Token::random().expect("token");
+        let (s, addr) = server_with(&token);
+        let mut honest = Connection::connect_tcp(
+            addr,
+            &Options {
+                token: Some(token.clone()),
+                ..options()
+            },
+        )
+        .expect("honest connect");
+        for i in 0..100u8 {
+            let (mut attacker, _) = raw_with_terms(addr);
+            let mut wrong = *b"0123456789abcdef";
+            wrong[0] = i;
+            // Half send a request right behind the wrong token, in the
+            // same write. The server closes with it unread, which resets
+            // the connection and may discard the verdict before it is
+            // read: all they may see is a prefix of NOPE, never a reply.
+            let pushy = i % 2 == 1;
+            let mut msg = wrong.to_vec();
+            if pushy {
+                msg.extend_from_slice(&head(1, 3));
+                msg.extend_from_slice(b"hey");
+            }
+            attacker.write_all(&msg).expect("token");
+            attacker
+                .set_read_timeout(Some(HONEST_BOUND))
+                .expect("timeout");
+            let told = read_until_closed(&mut attacker);
+            if pushy {
+                assert!(b"NOPE".starts_with(&told), "peer {i}: told {told:?}");
+            } else {
+                assert_eq!(told, b"NOPE", "peer {i}: told {told:?}, then closed");
+            }
+        }
+        let mut buf = [0u8; 64];
+        let n = honest
+            .call(1, b"after them", &mut buf)
+            .expect("honest call");
+        assert_eq!(buf[..n], echo_reply(1, b"after them", honest.max_msg())[..]);
+        // The count the server took after that call (see CMD_CONNS).
+        let mut b = [0u8; 8];
+        honest.call(CMD_CONNS, &[], &mut b).expect("CONNS");
+        assert_eq!(
+            u64::from_le_bytes(b),
+            1,
+            "a refused peer became a connection"
+        );
+        drop(honest);
         s.stop();
     });
 }

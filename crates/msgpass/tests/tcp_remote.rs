@@ -1,7 +1,7 @@
 //! The cross-host TCP API (`Channel::listen_tcp`, `Connection::connect_tcp`)
 //! on loopback: round trips, errors, liveness, waiting for a late server,
-//! and clear errors from things that are not a msgpass server of this
-//! version. The same path between two network namespaces is tested with
+//! clear errors from things that are not a msgpass server of this
+//! version, and a token that lets in only its holders. The same path between two network namespaces is tested with
 //! the adder programs (crates/msgbench/tests/adder_tcp_netns.rs).
 
 mod common;
@@ -13,7 +13,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use msgpass::{Channel, Connection, Error, Options};
+use msgpass::{Channel, Connection, Error, Options, Token};
 
 /// A test server listening on a free loopback port.
 fn server() -> (Server, SocketAddr) {
@@ -156,8 +156,8 @@ fn version_and_transport_mismatch() {
             Err(e) => panic!("version 99: got {e:?}"),
             Ok(_) => panic!("connected to version 99"),
         }
-        // This version (2), family uds (1).
-        let addr = impostor(b"MSGP\x02\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00");
+        // This version (3), family uds (1).
+        let addr = impostor(b"MSGP\x03\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00");
         match Connection::connect_tcp(addr, &Options::default()) {
             Err(Error::WrongTransport {
                 expected, found, ..
@@ -165,5 +165,125 @@ fn version_and_transport_mismatch() {
             Err(e) => panic!("uds hello: got {e:?}"),
             Ok(_) => panic!("connected to a uds hello"),
         }
+    });
+}
+
+#[test]
+fn a_server_of_the_version_before_terms_is_a_clear_error() {
+    watchdog("version_before_terms", WATCHDOG, || {
+        // Version 2 sent its hello and served at once: a client that took
+        // its first reply's header for the terms would misread everything.
+        let addr = impostor(b"MSGP\x02\x00\x0a\x00\x00\x00\x01\x00\x01\x00\x00\x00");
+        match Connection::connect_tcp(addr, &Options::default()) {
+            Err(Error::Protocol(m)) => {
+                assert!(m.contains("protocol version 2, this build speaks 3"), "{m}")
+            }
+            Err(e) => panic!("version 2: got {e:?}"),
+            Ok(_) => panic!("connected to version 2"),
+        }
+        // This version, with terms this build does not know (bit 1).
+        let addr =
+            impostor(b"MSGP\x03\x00\x0a\x00\x00\x00\x01\x00\x01\x00\x00\x00\x02\x00\x00\x00");
+        match Connection::connect_tcp(addr, &Options::default()) {
+            Err(Error::Protocol(m)) => assert!(m.contains("asks for terms 0x2"), "{m}"),
+            Err(e) => panic!("unknown terms: got {e:?}"),
+            Ok(_) => panic!("connected despite unknown terms"),
+        }
+    });
+}
+
+/// Options carrying `token`.
+fn with_token(token: Option<&Token>) -> Options {
+    Options {
+        token: token.cloned(),
+        ..Options::default()
+    }
+}
+
+/// The server's count of live connections, asked over `c`.
+fn connections(c: &mut Connection) -> u64 {
+    let mut b = [0u8; 8];
+    c.call(CMD_CONNS, &[], &mut b).expect("CONNS");
+    u64::from_le_bytes(b)
+}
+
+#[test]
+fn a_token_lets_in_only_its_holders() {
+    watchdog("token_holders", WATCHDOG, || {
+        let token = Token::random().expect("token");
+        let chan = Channel::listen_tcp("127.0.0.1:0", &with_token(Some(&token))).expect("listen");
+        let addr = chan.local_addr().expect("address");
+        let s = Server::serve_channel(chan);
+        let name = format!("tcp://{addr}");
+        let mut c = Connection::connect_tcp(addr, &with_token(Some(&token))).expect("holder");
+        echo(&mut c, 5, b"let in");
+        // No token: refused on the client's side, before anything is sent.
+        match Connection::connect_tcp(addr, &with_token(None)) {
+            Err(e @ Error::Refused { .. }) => assert_eq!(
+                e.to_string(),
+                format!("{name} refused this client: it requires a token and none was given (Options::token)")
+            ),
+            Err(e) => panic!("no token: got {e:?}"),
+            Ok(_) => panic!("let in without a token"),
+        }
+        // Another token: refused by the server.
+        let other = Token::random().expect("token");
+        match Connection::connect_tcp(addr, &with_token(Some(&other))) {
+            Err(e @ Error::Refused { .. }) => {
+                assert_eq!(
+                    e.to_string(),
+                    format!("{name} refused this client: wrong token")
+                );
+                assert!(!e.to_string().contains(&other.to_hex()), "{e}");
+            }
+            Err(e) => panic!("wrong token: got {e:?}"),
+            Ok(_) => panic!("let in with a wrong token"),
+        }
+        // The holder is still served, and the refused were never
+        // connections of the channel.
+        echo(&mut c, 6, b"still served");
+        assert_eq!(connections(&mut c), 1);
+        let mut again = Connection::connect_tcp(addr, &with_token(Some(&token))).expect("again");
+        echo(&mut again, 7, b"and a new holder");
+        drop((c, again));
+        s.stop();
+    });
+}
+
+#[test]
+fn a_token_given_to_a_server_that_asks_none_is_not_needed() {
+    watchdog("token_unasked", WATCHDOG, || {
+        let (s, addr) = server();
+        let token = Token::random().expect("token");
+        let mut c = Connection::connect_tcp(addr, &with_token(Some(&token))).expect("connect");
+        echo(&mut c, 2, b"no terms");
+        drop(c);
+        s.stop();
+    });
+}
+
+#[test]
+fn a_token_is_for_remote_tcp_only() {
+    watchdog("token_local", WATCHDOG, || {
+        let ns = TestNs::new();
+        let opts = with_token(Some(&Token::random().expect("token")));
+        for name in ["uds", "tcp", "shm"] {
+            let t = msgpass::transport::by_name(name).expect("transport");
+            match Channel::create(&ns.ns, "tok/0", &*t, &opts) {
+                Err(e @ Error::Unsupported { .. }) => {
+                    assert!(e.to_string().contains("a token (Options::token"), "{e}")
+                }
+                Err(e) => panic!("{name}: got {e:?}"),
+                Ok(_) => panic!("{name}: a local channel took a token"),
+            }
+            let server = Server::start(&ns.ns, "tok/1", name);
+            match Connection::open(&ns.ns, "tok/1", &*t, &opts) {
+                Err(Error::Unsupported { .. }) => {}
+                Err(e) => panic!("{name}: open got {e:?}"),
+                Ok(_) => panic!("{name}: a local connection took a token"),
+            }
+            server.stop();
+        }
+        ns.finish();
     });
 }

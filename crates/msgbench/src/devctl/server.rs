@@ -289,7 +289,7 @@ fn describe(args: &ServerArgs, place: &Place) -> Result<String> {
 
 /// Serves every channel on its own pinned thread until stopped; the first
 /// to fail stops the others, and its error is returned.
-fn serve_all<S: ServerChannel + ?Sized>(
+pub(crate) fn serve_all<S: ServerChannel + ?Sized>(
     channels: Vec<Channel<S>>,
     cpus: &CpuList,
     delay: Option<Duration>,

@@ -12,6 +12,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod netns;
+
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Read;

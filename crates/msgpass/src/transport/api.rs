@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::window::{View, Window};
 use crate::error::{Error, Result};
+use crate::token::Token;
 
 /// Most threads a pool may have.
 pub const MAX_THREADS: usize = 64;
@@ -71,6 +72,18 @@ pub struct Options {
     /// [`Channel::create`](crate::Channel::create) refuses it elsewhere
     /// with [`Error::NoInheritance`], saying why.
     pub inherit_priority: bool,
+    /// The shared secret of a remote TCP channel (default `None`): a
+    /// server made by [`Channel::listen_tcp`](crate::Channel::listen_tcp)
+    /// with a token serves only clients that present it, and
+    /// [`Connection::connect_tcp`](crate::Connection::connect_tcp)
+    /// presents it when the server asks. A client without it, or with
+    /// another, is refused ([`Error::Refused`]) before any request is
+    /// taken. Local transports meet through the namespace, whose file
+    /// permissions say who may connect:
+    /// [`Channel::create`](crate::Channel::create) and
+    /// [`Connection::open`](crate::Connection::open) refuse a token
+    /// ([`Error::Unsupported`]) rather than seem to guard with it.
+    pub token: Option<Token>,
 }
 
 impl Default for Options {
@@ -84,6 +97,7 @@ impl Default for Options {
             max_held: 1024,
             call_timeout: None,
             inherit_priority: false,
+            token: None,
         }
     }
 }

@@ -18,8 +18,10 @@ use crate::transport::api::Options;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"MSGP");
 /// The protocol version: 2 since the shm transport passes each client a bell
-/// (an eventfd) and its slot carries a request number and a watcher.
-const VERSION: u16 = 2;
+/// (an eventfd) and its slot carries a request number and a watcher; 3
+/// since a remote tcp server follows its hello with its terms (whether it
+/// asks for a token: see `tcp.rs`).
+const VERSION: u16 = 3;
 /// Length of the hello, before any extra bytes.
 pub(crate) const HELLO_LEN: usize = 16;
 /// Largest transport-specific addition to the hello (queue names, ports).

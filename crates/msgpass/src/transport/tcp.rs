@@ -15,8 +15,19 @@
 //! `Connection::connect_tcp`): no namespace and no rendezvous; the TCP
 //! connection is the session. The server's first bytes on it are the same
 //! hello as the rendezvous one, so a version or transport mismatch is a
-//! clear error. Keep-alive probes (after 2 s idle, every 1 s, 3 tries) and
-//! a 5 s user timeout notice a peer host that vanished without closing.
+//! clear error, followed by its *terms* (4 bytes, little-endian: bit 0 set
+//! when it asks for a token, every other bit 0; protocol version 3 on).
+//! A server with a [`Token`] ([`Options::token`]) asks for it: the client
+//! sends its 16 bytes and the server answers a 4-byte verdict (`OKAY`, or
+//! `NOPE` and it closes); nothing else is read or served before. The
+//! token is read the way a local stream's is (non-blocking, in the
+//! reactor's set-up set, dropped after [`HANDSHAKE_TIMEOUT`]), so a client
+//! that never sends it costs the server one descriptor for five seconds
+//! and no thread, and it is compared in constant time. A client without
+//! a token to give fails at once with [`Error::Refused`], telling the
+//! server nothing. Keep-alive probes (after 2 s idle, every 1 s, 3 tries)
+//! and a 5 s user timeout notice a peer host that vanished without
+//! closing.
 //!
 //! Either way: TCP_NODELAY on every connection, messages are
 //! `wire::head` + payload on the stream, and a dead peer reads as EOF.
@@ -35,14 +46,24 @@ use crate::transport::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::rendezvous::{self, Family, Listener, HELLO_LEN};
 use crate::transport::server::{greeted, starved};
 use crate::transport::wire::StreamWire;
+use crate::Token;
 
-/// Length of the per-connection token.
-const TOKEN: usize = 16;
+/// Length of a token: the per-connection one of a local client, or a
+/// remote channel's [`Options::token`].
+const TOKEN: usize = Token::LEN;
 /// Hello extra bytes: the port (u16, little-endian), then the token.
 const EXTRA: usize = 2 + TOKEN;
 /// How long a half-made connection (a session waiting for its stream, a
 /// stream that has not sent its token, a remote hello) may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bytes of a remote server's terms, after its hello.
+const TERMS_LEN: usize = 4;
+/// The terms' bit that asks the client for the channel's token.
+const TERMS_TOKEN: u32 = 1;
+/// The verdict on a remote client's token: let in.
+const ADMITTED: [u8; 4] = *b"OKAY";
+/// The verdict on a remote client's token: refused (the server closes).
+const REFUSED: [u8; 4] = *b"NOPE";
 
 /// TCP over loopback, met through the rendezvous.
 #[derive(Debug, Clone, Copy, Default)]
@@ -162,22 +183,82 @@ pub(crate) fn connect(
         .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
         .map_err(|e| Error::io("tcp: set receive timeout", e))?;
     let mut hello = [0u8; HELLO_LEN];
-    stream.read_exact(&mut hello).map_err(|e| match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Protocol(format!(
-            "{} accepted the connection but sent no hello within {HANDSHAKE_TIMEOUT:?}",
-            name.display()
-        )),
-        io::ErrorKind::UnexpectedEof => Error::Protocol(format!(
-            "{} closed the connection before its hello: not a msgpass endpoint?",
-            name.display()
-        )),
-        _ => Error::io(format!("receive hello from {}", name.display()), e),
-    })?;
+    handshake_read(&mut stream, &mut hello, &name, "hello")?;
+    let (max_msg, _pid) = rendezvous::check_hello(&hello, &name, Family::Tcp)?;
+    let mut terms = [0u8; TERMS_LEN];
+    handshake_read(&mut stream, &mut terms, &name, "terms")?;
+    meet_terms(
+        &mut stream,
+        u32::from_le_bytes(terms),
+        opts.token.as_ref(),
+        &name,
+    )?;
     stream
         .set_read_timeout(None)
         .map_err(|e| Error::io("tcp: clear receive timeout", e))?;
-    let (max_msg, _pid) = rendezvous::check_hello(&hello, &name, Family::Tcp)?;
     Ok(client(stream, None, max_msg, opts.tick))
+}
+
+/// Reads `buf.len()` bytes of the handshake (`what`: hello, terms,
+/// verdict) from `name`, within the stream's receive timeout.
+fn handshake_read(stream: &mut TcpStream, buf: &mut [u8], name: &Path, what: &str) -> Result<()> {
+    stream.read_exact(buf).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Protocol(format!(
+            "{} accepted the connection but sent no {what} within {HANDSHAKE_TIMEOUT:?}",
+            name.display()
+        )),
+        io::ErrorKind::UnexpectedEof if what == "hello" => Error::Protocol(format!(
+            "{} closed the connection before its hello: not a msgpass endpoint?",
+            name.display()
+        )),
+        io::ErrorKind::UnexpectedEof => Error::Protocol(format!(
+            "{} closed the connection before its {what}",
+            name.display()
+        )),
+        _ => Error::io(format!("receive {what} from {}", name.display()), e),
+    })
+}
+
+/// Meets a remote server's `terms`: presents `token` when they ask for
+/// one and reads the verdict. A client without a token, or refused, gets
+/// [`Error::Refused`]; terms this build does not know are a protocol error.
+fn meet_terms(
+    stream: &mut TcpStream,
+    terms: u32,
+    token: Option<&Token>,
+    name: &Path,
+) -> Result<()> {
+    if terms & !TERMS_TOKEN != 0 {
+        return Err(Error::Protocol(format!(
+            "{} asks for terms {terms:#x}, which this build does not know",
+            name.display()
+        )));
+    }
+    if terms & TERMS_TOKEN == 0 {
+        return Ok(());
+    }
+    let Some(token) = token else {
+        return Err(Error::Refused {
+            path: name.to_path_buf(),
+            reason: "it requires a token and none was given (Options::token)",
+        });
+    };
+    stream
+        .write_all(token.bytes())
+        .map_err(|e| Error::io(format!("send the token to {}", name.display()), e))?;
+    let mut verdict = [0u8; 4];
+    handshake_read(stream, &mut verdict, name, "verdict on the token")?;
+    match verdict {
+        ADMITTED => Ok(()),
+        REFUSED => Err(Error::Refused {
+            path: name.to_path_buf(),
+            reason: "wrong token",
+        }),
+        _ => Err(Error::Protocol(format!(
+            "{} answered the token with {verdict:02x?}, neither OKAY nor NOPE",
+            name.display()
+        ))),
+    }
 }
 
 /// Connects to the first of `addrs` that answers; on failure, the last
@@ -221,17 +302,13 @@ struct Pending {
     since: Instant,
 }
 
-/// An accepted loopback stream that has not yet sent all of its token.
+/// An accepted stream that has not yet sent all of its token: a local
+/// one's per-connection token, or a remote channel's.
 struct Unpaired {
     stream: TcpStream,
     got: [u8; TOKEN],
     n: usize,
     since: Instant,
-}
-
-/// Compares tokens without an early exit.
-fn same_token(a: &[u8; TOKEN], b: &[u8; TOKEN]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The set-up number of the TCP listener; sessions and streams being set
@@ -252,6 +329,9 @@ struct TcpAcceptor {
     unpaired: HashMap<u32, Unpaired>,
     next_id: u32,
     max_msg: usize,
+    /// Remote mode: the token a client must present before it is served
+    /// (`None`: every client is served at once).
+    token: Option<Token>,
 }
 
 /// Serves the streams `listener` (made non-blocking: a connection may be
@@ -265,6 +345,10 @@ fn server(
     listener
         .set_nonblocking(true)
         .map_err(|e| Error::io("tcp: make the listener non-blocking", e))?;
+    let token = match rendezvous {
+        Some(_) => None,
+        None => opts.token.clone(),
+    };
     let port = match rendezvous {
         Some(_) => Some(
             listener
@@ -281,6 +365,7 @@ fn server(
         unpaired: HashMap::new(),
         next_id: TCP_LISTENER,
         max_msg: opts.max_msg,
+        token,
     };
     Ok(Box::new(reactor::serve(acceptor, rendezvous, opts)?))
 }
@@ -310,18 +395,36 @@ impl TcpAcceptor {
             }
         };
         if self.port.is_none() {
-            let hello = rendezvous::hello_bytes(Family::Tcp, self.max_msg);
-            // A fresh socket's buffer takes the hello at once.
-            if remote_socket_options(&stream).is_err() || (&stream).write_all(&hello).is_err() {
-                return Ok(None);
-            }
-            return Ok(Some(Conn {
-                wire: StreamWire::socket(OwnedFd::from(stream)),
-                session: None,
-                peer: None,
-                creds: None,
-            }));
+            return Ok(self.greet_remote(stream, setup));
         }
+        self.await_token(stream, setup);
+        Ok(None)
+    }
+
+    /// Greets a remote client with the hello and the terms; serves it at
+    /// once, or (with a token) waits for its token.
+    fn greet_remote(&mut self, stream: TcpStream, setup: &Setup<'_>) -> Option<Conn<StreamWire>> {
+        let mut hello = [0u8; HELLO_LEN + TERMS_LEN];
+        hello[..HELLO_LEN].copy_from_slice(&rendezvous::hello_bytes(Family::Tcp, self.max_msg));
+        let terms = match self.token {
+            Some(_) => TERMS_TOKEN,
+            None => 0,
+        };
+        hello[HELLO_LEN..].copy_from_slice(&terms.to_le_bytes());
+        // A fresh socket's buffer takes the hello at once.
+        if remote_socket_options(&stream).is_err() || (&stream).write_all(&hello).is_err() {
+            return None;
+        }
+        if self.token.is_none() {
+            return Some(stream_conn(stream));
+        }
+        self.await_token(stream, setup);
+        None
+    }
+
+    /// Puts `stream` in the set-up set until its token has come (or its
+    /// time is up: see `expire`).
+    fn await_token(&mut self, stream: TcpStream, setup: &Setup<'_>) {
         if stream.set_nodelay(true).is_ok() && stream.set_nonblocking(true).is_ok() {
             let id = self.new_id();
             if setup.add(stream.as_fd(), id).is_ok() {
@@ -336,11 +439,11 @@ impl TcpAcceptor {
                 );
             }
         }
-        Ok(None)
     }
 
-    /// Reads what unpaired stream `id` has of its token; pairs it with its
-    /// session once complete (or drops it).
+    /// Reads what unpaired stream `id` has of its token; once complete,
+    /// lets it in (remote) or pairs it with its session (local), or drops
+    /// it.
     fn read_token(&mut self, id: u32, setup: &Setup<'_>) -> Option<Conn<StreamWire>> {
         let u = self.unpaired.get_mut(&id)?;
         match u.stream.read(&mut u.got[u.n..]) {
@@ -360,22 +463,47 @@ impl TcpAcceptor {
         if u.n < TOKEN {
             return None;
         }
+        if let Some(token) = &self.token {
+            return admit(u, token);
+        }
         let (&pid, _) = self
             .pending
             .iter()
-            .find(|(_, p)| same_token(&p.token, &u.got))?;
+            .find(|(_, p)| crate::token::same(&p.token, &u.got))?;
         let p = self.pending.remove(&pid)?;
         setup.delete(p.session.as_fd());
         u.stream.set_nonblocking(false).ok()?;
         // A dead peer reads as end of file on the stream: the session
         // is not needed any more.
         drop(p.session);
-        Some(Conn {
-            wire: StreamWire::socket(OwnedFd::from(u.stream)),
-            session: None,
-            peer: None,
-            creds: None,
-        })
+        Some(stream_conn(u.stream))
+    }
+}
+
+/// A remote client whose token has come: told the verdict, and served
+/// when it is the channel's (else dropped, which closes it).
+fn admit(u: Unpaired, token: &Token) -> Option<Conn<StreamWire>> {
+    let right = token.matches(&u.got);
+    let verdict = if right { ADMITTED } else { REFUSED };
+    // Four bytes after the 20 of the greeting: the buffer takes them at
+    // once, and the socket is still non-blocking, so a peer that reads
+    // nothing costs no wait.
+    let told = (&u.stream).write_all(&verdict).is_ok();
+    if !(right && told) {
+        return None;
+    }
+    u.stream.set_nonblocking(false).ok()?;
+    Some(stream_conn(u.stream))
+}
+
+/// A connection on `stream`, which reports a dead peer itself (end of
+/// file): no session to watch.
+fn stream_conn(stream: TcpStream) -> Conn<StreamWire> {
+    Conn {
+        wire: StreamWire::socket(OwnedFd::from(stream)),
+        session: None,
+        peer: None,
+        creds: None,
     }
 }
 

@@ -13,6 +13,7 @@ use crate::devctl::options::{check_samples, transport_name, Api};
 use crate::devctl::MAX_INSTANCES;
 use crate::measure::placement::{self, CpuList};
 use crate::measure::sched::SchedArgs;
+use crate::serve::remote::{RemoteArgs, RemoteServer};
 use crate::suites::OutputArgs;
 
 /// How the X server threads are laid out.
@@ -98,13 +99,16 @@ pub struct AdderArgs {
     /// pool mode) [default: 1 to CPUs+2, within those bounds].
     #[arg(long = "threads", value_name = "LIST", value_parser = parse_threads)]
     pub threads: Option<std::vec::Vec<u32>>,
-    /// Transports, comma-separated; one table each.
+    /// Transports, comma-separated; one table each [default: shm; tcp
+    /// with --server].
     #[arg(
         short = 't',
         long = "transport",
         value_name = "LIST",
         value_delimiter = ',',
         default_value = "shm",
+        default_value_if("server", clap::builder::ArgPredicate::IsPresent, "tcp"),
+        hide_default_value = true,
         value_parser = transport_name
     )]
     pub transports: Vec<String>,
@@ -129,12 +133,15 @@ pub struct AdderArgs {
     )]
     pub idle_secs: f64,
     /// Server models to run at every X, comma-separated, each once: one,
-    /// multi, pool (the tables' Mode column).
+    /// multi, pool (the tables' Mode column) [default: one,multi,pool;
+    /// one with --server].
     #[arg(
         long = "modes",
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "one,multi,pool"
+        default_value = "one,multi,pool",
+        default_value_if("server", clap::builder::ArgPredicate::IsPresent, "one"),
+        hide_default_value = true
     )]
     pub modes: Vec<Mode>,
     /// Placements to run, in order: pinned (--client-cpus/--server-cpus,
@@ -171,6 +178,10 @@ pub struct AdderArgs {
     /// in-place twin, side by side in the tables [default: in place only].
     #[arg(long = "copy")]
     pub copy: bool,
+    /// --server, --token-file: measure against `msgbench serve adder` on
+    /// another host.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// Scheduling controls: --fifo, --mlock, --dma-latency.
     #[command(flatten)]
     pub sched: SchedArgs,
@@ -224,6 +235,10 @@ pub struct AdderPlan {
     pub server_cpus: Vec<usize>,
     /// `--ns`, as given.
     pub ns: Option<PathBuf>,
+    /// `--server`: the remote `msgbench serve adder` every row measures
+    /// against (absent: the suite starts its own servers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<RemoteServer>,
 }
 
 /// One row to run.
@@ -319,8 +334,18 @@ pub(super) fn plan(args: &AdderArgs) -> Result<AdderPlan> {
     crate::cli::check_spin_us(args.spin_us)?;
     let modes = modes(&args.modes)?;
     let (placements, client_cpus, server_cpus) = placements(args)?;
+    let server = match args.remote.server {
+        Some(_) => {
+            check_remote(args, &modes)?;
+            RemoteServer::reach(&args.remote, "adder")?
+        }
+        None => None,
+    };
     Ok(AdderPlan {
-        threads: threads(args.threads.as_deref(), &modes)?,
+        threads: match &server {
+            Some(s) => remote_threads(args.threads.as_deref(), s)?,
+            None => threads(args.threads.as_deref(), &modes)?,
+        },
         transports: args.transports.clone(),
         modes,
         placements,
@@ -335,9 +360,59 @@ pub(super) fn plan(args: &AdderArgs) -> Result<AdderPlan> {
         spin_us: args.spin_us,
         timestamps: !args.no_timestamps,
         client_cpus,
-        server_cpus,
+        server_cpus: if server.is_some() {
+            Vec::new()
+        } else {
+            server_cpus
+        },
         ns: args.ns.clone(),
+        server,
     })
+}
+
+/// With `--server`: what a remote server can be measured with. Its one
+/// process of N instances is "One process" over tcp; it pins its own
+/// threads and answers in place.
+fn check_remote(args: &AdderArgs, modes: &[Mode]) -> Result<()> {
+    if let Some(t) = args.transports.iter().find(|t| *t != "tcp") {
+        bail!("--server: the remote server is reached over tcp; -t {t} cannot cross hosts");
+    }
+    if let Some(m) = modes.iter().find(|m| **m != Mode::One) {
+        bail!(
+            "--server: --modes {}: the remote server is one process of N instances \
+             (msgbench serve adder -n N), so only --modes one",
+            m.key()
+        );
+    }
+    if args.server_cpus.is_some() {
+        bail!(
+            "--server-cpus: the remote server pins its own threads \
+             (msgbench serve adder --cpus LIST)"
+        );
+    }
+    if args.copy {
+        bail!("--copy: the remote server answers in place only");
+    }
+    Ok(())
+}
+
+/// With `--server`: `--threads`, or 1 to the server's instances; never
+/// more threads than it has instances.
+fn remote_threads(given: Option<&[u32]>, server: &RemoteServer) -> Result<Vec<u32>> {
+    let n = server.instances.unwrap_or(0);
+    let threads: Vec<u32> = match given {
+        Some(l) => l.to_vec(),
+        None => (1..=n).collect(),
+    };
+    if let Some(x) = threads.iter().find(|x| **x > n || **x == 0) {
+        bail!(
+            "--threads {x}: the server at {} serves {n} instance{} (msgbench serve adder -n N): \
+             at most {n} threads",
+            server.address,
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    Ok(threads)
 }
 
 /// `--modes`: at least one, each once.

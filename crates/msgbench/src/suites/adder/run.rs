@@ -110,6 +110,9 @@ fn results(
 ) -> Results<Row> {
     let left = plan.row_count() - rows.len();
     let mut r = Results::new(rows);
+    if let Some(s) = &plan.server {
+        r.notes.push(s.describe("adder"));
+    }
     if let Some(i) = idle {
         r.notes.push(format!(
             "Idle baseline: {i:.2}% busy over {} s, before the first row.",
@@ -134,23 +137,36 @@ fn measure_row(
     on_rerun: &dyn Fn(),
 ) -> Result<Sized> {
     let (client_cpus, server_cpus) = plan.cpus(spec.placement);
-    let mut servers = Servers::start(
-        spec.mode,
-        spec.threads,
-        spec.transport,
-        ns,
-        &server_cpus,
-        plan.spin_us,
-        spec.api,
-    )?;
+    // A remote server serves already; else this row's servers start.
+    let mut servers = match &plan.server {
+        Some(_) => None,
+        None => Some(Servers::start(
+            spec.mode,
+            spec.threads,
+            spec.transport,
+            ns,
+            &server_cpus,
+            plan.spin_us,
+            spec.api,
+        )?),
+    };
+    let remote = match &plan.server {
+        Some(s) => Some(s.first_instance()?),
+        None => None,
+    };
+    let opts = msgpass::Options {
+        wait: Some(Duration::from_secs(10)),
+        spin: Duration::from_micros(plan.spin_us),
+        ..msgpass::Options::default()
+    };
+    let opts = match &plan.server {
+        Some(s) => s.options(opts),
+        None => opts,
+    };
     let cfg = |samples: u64, timestamps: bool| RunConfig {
         ns,
         transport: spec.transport,
-        opts: msgpass::Options {
-            wait: Some(Duration::from_secs(10)),
-            spin: Duration::from_micros(plan.spin_us),
-            ..msgpass::Options::default()
-        },
+        opts: opts.clone(),
         n: spec.threads,
         first: 0,
         one_path: spec.mode.one_path(),
@@ -168,8 +184,10 @@ fn measure_row(
             .then(|| Duration::from_secs_f64((plan.row_secs * 3.0).max(2.0))),
         api: spec.api,
     };
-    let sized = size_and_run(plan, &|s, ts| client::run(&cfg(s, ts)), on_rerun)?;
-    servers.stop()?;
+    let sized = size_and_run(plan, &|s, ts| client::run_to(&cfg(s, ts), remote), on_rerun)?;
+    if let Some(s) = servers.as_mut() {
+        s.stop()?;
+    }
     Ok(sized)
 }
 

@@ -46,6 +46,12 @@ impl OverConnection for Measure<'_> {
 /// Runs the client side of a row (see [`open_then`]).
 pub fn run(cfg: &ClientConfig) -> Result<Measured, Stop> {
     pin_current_thread(cfg.cpu).map_err(|e| Stop::Skipped(format!("client thread: {e}")))?;
+    if let Some(addr) = cfg.remote {
+        let conn = Connection::connect_tcp(addr, &cfg.opts).map_err(|e| {
+            Stop::Failed(format!("cannot connect to the row's server at {addr}: {e}"))
+        })?;
+        return Measure(cfg).over(conn);
+    }
     open_then(
         &cfg.ns,
         &cfg.endpoint,

@@ -31,6 +31,7 @@ mod one_row;
 mod options;
 pub mod peer;
 mod protocol;
+mod remote;
 mod render;
 mod row;
 mod run;
@@ -45,12 +46,14 @@ use std::time::Duration;
 use anyhow::Result;
 
 pub use judge::GroupSummary;
+pub(crate) use options::usable_cpus;
 pub use options::{IpcArgs, Plan};
 pub use peer::PeerArgs;
 pub use row::{
     Api, CpuCost, CpuMethod, ExactStats, LatencyRun, Placement, Row, RowSpec, Status,
     ThroughputRun, WaitClass,
 };
+pub(crate) use server::ServerThread;
 
 use super::{Results, RunContext, Suite};
 use crate::measure::placement;

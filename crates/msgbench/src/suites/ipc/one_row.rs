@@ -68,6 +68,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
         timing: ctx.plan.timing,
         rate: ctx.plan.rate,
         window: ctx.plan.window,
+        remote: None,
     };
     let meter = LoadMeter::start();
     let outcome = run_client(cfg, ctx.hard_limit());
@@ -88,7 +89,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
 
 /// The row as the client's `outcome` and the server's stop (`stopped`)
 /// leave it: figures, or the status and reason it ended with.
-fn conclude(
+pub(super) fn conclude(
     mut row: Row,
     transport: &str,
     outcome: Result<client::Measured, Stop>,
@@ -150,7 +151,7 @@ fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
 /// Runs the client in its own thread and waits at most `limit` for it. A
 /// thread stuck in a call is left behind: stopping the server makes its
 /// call return (the peer closed) within a tick.
-fn run_client(cfg: ClientConfig, limit: Duration) -> Result<client::Measured, Stop> {
+pub(super) fn run_client(cfg: ClientConfig, limit: Duration) -> Result<client::Measured, Stop> {
     let (tx, rx) = mpsc::channel();
     let stop = Arc::clone(&cfg.stop);
     let spawned = std::thread::Builder::new()

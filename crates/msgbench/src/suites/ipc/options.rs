@@ -17,6 +17,7 @@ use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
 use crate::results::table::Format;
+use crate::serve::remote::{RemoteArgs, RemoteServer};
 use crate::suites::args::{Repeats, RepeatsSpec};
 use crate::suites::OutputArgs;
 
@@ -74,11 +75,14 @@ pub struct IpcArgs {
     )]
     pub sizes: Option<std::vec::Vec<usize>>,
     /// Placements, comma-separated: same (client and server pinned to one
-    /// CPU), cross (pinned to two CPUs).
+    /// CPU), cross (pinned to two CPUs) [default: same,cross; cross with
+    /// --server, whose server is on another host].
     #[arg(
         long = "placement",
         value_name = "LIST",
         default_value = "same,cross",
+        default_value_if("server", clap::builder::ArgPredicate::IsPresent, "cross"),
+        hide_default_value = true,
         value_parser = parse_placements
     )]
     pub placement: std::vec::Vec<Placement>,
@@ -206,6 +210,10 @@ pub struct IpcArgs {
         value_parser = parse_fault
     )]
     pub inject_fault: Option<Fault>,
+    /// --server, --token-file: measure the tcp rows against `msgbench
+    /// serve ipc` on another host.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// --format (table, markdown, csv, json), --json FILE.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -263,6 +271,10 @@ pub struct Plan {
     /// `--clients`: the counts of the active-clients rows (absent: none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<u32>,
+    /// `--server`: the remote `msgbench serve ipc` every row measures
+    /// against (absent: each row's server is a thread of this process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<RemoteServer>,
 }
 
 impl Plan {
@@ -345,9 +357,10 @@ pub enum NoCpus {
 
 /// Checks the options, every one, before anything runs.
 pub fn plan(args: &IpcArgs) -> Result<Plan> {
-    let transports = match &args.transports {
-        Some(l) => l.clone(),
-        None => msgpass::transport::NAMES
+    let transports = match (&args.transports, &args.remote.server) {
+        (Some(l), _) => l.clone(),
+        (None, Some(_)) => vec!["tcp".to_string()],
+        (None, None) => msgpass::transport::NAMES
             .iter()
             .map(|s| s.to_string())
             .collect(),
@@ -366,6 +379,13 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
     scale::check_fit(&transports, &idle_clients, &clients)?;
     // Every kind of row counts against the time budget.
     let rows = rows * (idle_clients.len().max(1) + clients.len());
+    let server = match args.remote.server {
+        Some(_) => {
+            check_remote(args, &transports)?;
+            RemoteServer::reach(&args.remote, "ipc")?
+        }
+        None => None,
+    };
     Ok(Plan {
         transports,
         sizes,
@@ -386,7 +406,33 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         window: args.window,
         idle_clients,
         clients,
+        server,
     })
+}
+
+/// With `--server`: what a remote server can be measured with. It serves
+/// tcp rows, one client at a time, on a CPU of another host (so every row
+/// is cross), its faults its own.
+fn check_remote(args: &IpcArgs, transports: &[String]) -> Result<()> {
+    if let Some(t) = transports.iter().find(|t| *t != "tcp") {
+        bail!(
+            "--server: the remote server is reached over tcp; -t {t} cannot cross hosts \
+             (udp's sockets are made on 127.0.0.1 and handed over a local socket)"
+        );
+    }
+    if args.placement.contains(&Placement::Same) {
+        bail!("--placement same: the server is on another host, so every row is cross");
+    }
+    let local_only = [
+        ("--idle-clients", args.idle_clients.is_some()),
+        ("--clients", args.clients.is_some()),
+        ("--vs-floor", args.vs_floor),
+        ("--inject-fault", args.inject_fault.is_some()),
+    ];
+    if let Some((flag, _)) = local_only.iter().find(|(_, given)| *given) {
+        bail!("{flag}: not with --server (it needs the server in this process or on this host)");
+    }
+    Ok(())
 }
 
 /// `--row-secs`, or the default for `rows` rows: the target length cut
@@ -550,7 +596,7 @@ fn parse_fault(s: &str) -> Result<Fault, BadValue> {
 }
 
 /// Online CPUs that this process's affinity mask allows, in order.
-fn usable_cpus() -> Vec<usize> {
+pub(crate) fn usable_cpus() -> Vec<usize> {
     let online = placement::online_cpus();
     match oslayer::sched::affinity() {
         Ok(allowed) => online.into_iter().filter(|c| allowed.contains(c)).collect(),
@@ -718,6 +764,7 @@ mod tests {
             window: 16,
             idle_clients: Vec::new(),
             clients: Vec::new(),
+            server: None,
         }
     }
 

@@ -37,7 +37,13 @@ pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
         .iter()
         .cloned()
         .partition(|r| r.clients.is_some());
-    let cpus = |r: Option<&Row>| r.and_then(|r| plan.cpus_for(r.placement).ok());
+    // A remote server's CPU is one of another host: the notes name it,
+    // the rows' server_cpu holds it.
+    let local = plan.server.is_none();
+    let cpus = |r: Option<&Row>| {
+        r.filter(|_| local)
+            .and_then(|r| plan.cpus_for(r.placement).ok())
+    };
     let mut out = Vec::new();
     for g in single.chunk_by(|a, b| {
         (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)

@@ -159,9 +159,12 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
     rows
 }
 
-/// One row as endpoint `row-<index>`, or skipped when its placement
-/// cannot be had here.
+/// One row as endpoint `row-<index>` (against the remote server with
+/// `--server`), or skipped when its placement cannot be had here.
 fn one_row(ctx: &RowContext, index: usize, spec: &RowSpec) -> Row {
+    if let Some(server) = &ctx.plan.server {
+        return super::remote::run(ctx, server, spec);
+    }
     match ctx.plan.cpus_for(spec.placement) {
         Ok(cpus) => one_row::run(ctx, &format!("row-{index}"), spec, cpus),
         Err(reason) => Row::for_spec(spec).end(Status::Skipped, reason.to_string()),
@@ -184,6 +187,9 @@ fn results(
             rows.len(),
             plan.row_order().len()
         ));
+    }
+    if let Some(s) = &plan.server {
+        notes.insert(0, s.describe("ipc"));
     }
     let mut r = Results::new(rows);
     r.floor = floor;

@@ -76,13 +76,57 @@ impl ServerThread {
         fault: Option<Fault>,
         api: Api,
     ) -> Result<ServerThread, ServerError> {
-        let (tx, rx) = mpsc::channel();
         let (ns, endpoint, transport, opts) = (
             ns.clone(),
             endpoint.to_string(),
             transport.to_string(),
             opts.clone(),
         );
+        let cfg = Serve { size, fault, api };
+        ServerThread::spawn(cpu, move |tx| {
+            if let Some(shm) = Shm::by_name(&transport) {
+                let chan = Channel::create_typed(&ns, &endpoint, &shm, &opts);
+                return started(chan, tx, cfg);
+            }
+            match msgpass::transport::by_name(&transport) {
+                Ok(t) => started(Channel::create(&ns, &endpoint, &*t, &opts), tx, cfg),
+                Err(e) => {
+                    let _ = tx.send(Err(ServerError::Transport(e)));
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    /// Like [`start`](ServerThread::start), serving a remote tcp channel
+    /// at `addr` ([`Channel::listen_tcp`]: `msgbench serve ipc`'s rows),
+    /// with no fault.
+    pub fn listen_tcp(
+        addr: std::net::SocketAddr,
+        opts: &Options,
+        cpu: usize,
+        size: usize,
+        api: Api,
+    ) -> Result<ServerThread, ServerError> {
+        let opts = opts.clone();
+        let cfg = Serve {
+            size,
+            fault: None,
+            api,
+        };
+        ServerThread::spawn(cpu, move |tx| {
+            started(Channel::listen_tcp(addr, &opts), tx, cfg)
+        })
+    }
+
+    /// Starts the server thread: pinned to `cpu`, it runs `open`, which
+    /// makes the channel, reports it on the sender and serves it
+    /// ([`started`]). Waits for the report.
+    fn spawn(
+        cpu: usize,
+        open: impl FnOnce(&Started) -> Result<(), ServerError> + Send + 'static,
+    ) -> Result<ServerThread, ServerError> {
+        let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("ipc-server".into())
             .spawn(move || {
@@ -90,18 +134,7 @@ impl ServerThread {
                     let _ = tx.send(Err(ServerError::Pin(e)));
                     return Ok(());
                 }
-                let cfg = Serve { size, fault, api };
-                if let Some(shm) = Shm::by_name(&transport) {
-                    let chan = Channel::create_typed(&ns, &endpoint, &shm, &opts);
-                    return started(chan, &tx, cfg);
-                }
-                match msgpass::transport::by_name(&transport) {
-                    Ok(t) => started(Channel::create(&ns, &endpoint, &*t, &opts), &tx, cfg),
-                    Err(e) => {
-                        let _ = tx.send(Err(ServerError::Transport(e)));
-                        Ok(())
-                    }
-                }
+                open(&tx)
             })
             .map_err(ServerError::Spawn)?;
         match rx.recv_timeout(START_LIMIT) {
@@ -151,11 +184,15 @@ struct Serve {
     api: Api,
 }
 
+/// How a server thread reports its channel's stop flag, or why it has
+/// no channel.
+type Started = mpsc::Sender<Result<Arc<AtomicBool>, ServerError>>;
+
 /// Reports the channel (its stop flag, or why there is none) to
 /// [`ServerThread::start`] and serves it.
 fn started<S: ServerChannel + ?Sized>(
     chan: msgpass::Result<Channel<S>>,
-    tx: &mpsc::Sender<Result<Arc<AtomicBool>, ServerError>>,
+    tx: &Started,
     cfg: Serve,
 ) -> Result<(), ServerError> {
     match chan {

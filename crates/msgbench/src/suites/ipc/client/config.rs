@@ -51,6 +51,9 @@ pub struct ClientConfig {
     pub rate: Option<f64>,
     /// Throughput window asked for (`--window`).
     pub window: u32,
+    /// A remote row's server (`msgbench serve ipc`): connect there over
+    /// tcp instead of to `endpoint` in `ns`.
+    pub remote: Option<std::net::SocketAddr>,
 }
 
 /// Messages for a run of `secs` at `rate`.
