@@ -307,18 +307,11 @@ fn deliver(
 }
 
 /// Says on standard error where the run was recorded (after tables and
-<<<<<<< HEAD
 /// Markdown only: CSV, JSON and export readers get nothing more), or,
-/// whatever the format, that it was not and why: the run itself is
-/// printed above and in `--json`, never lost.
-fn report_recording(r: &Recorded, format: SuiteFormat) {
-=======
-/// Markdown only: CSV and JSON readers get nothing more), or, whatever
-/// the format, that it was not and why (a failure as a warning; an
-/// interrupted campaign entry, withheld on purpose, as a note): the run
+/// whatever the format, that it was not and why (a failure as a warning;
+/// an interrupted campaign entry, withheld on purpose, as a note): the run
 /// itself is printed above and in `--json`, never lost.
-fn report_recording(r: &Recorded, format: Format) {
->>>>>>> i34-campaign
+fn report_recording(r: &Recorded, format: SuiteFormat) {
     match r {
         Recorded::Off => {}
         Recorded::Stored { id, location } => {
