@@ -1,5 +1,12 @@
-//! Clocks and sleeps: `clock_gettime`/`clock_getres` (rustix, through the
+//! Clocks and sleeps: `clock_gettime`/`clock_getres` (glibc's, through the
 //! vDSO), `clock_nanosleep` absolute and `nanosleep` relative (rustix).
+//!
+//! The clock is read through libc rather than rustix: rustix finds the
+//! vDSO itself by walking the auxiliary vector's ELF image, which valgrind
+//! does not map as the kernel does (bytecodealliance/rustix#1559: every
+//! program died at its first clock read under callgrind), while glibc's
+//! lookup is the one valgrind is built to serve. The cost is the same vDSO
+//! call.
 
 use std::io;
 use std::time::Duration;
@@ -32,6 +39,35 @@ impl Clock {
             Clock::ProcessCpu => ClockId::ProcessCPUTime,
         }
     }
+
+    /// The clock's id as libc names it.
+    #[inline(always)]
+    fn raw(self) -> libc::clockid_t {
+        match self {
+            Clock::Monotonic => libc::CLOCK_MONOTONIC,
+            Clock::MonotonicCoarse => libc::CLOCK_MONOTONIC_COARSE,
+            Clock::Realtime => libc::CLOCK_REALTIME,
+            Clock::ThreadCpu => libc::CLOCK_THREAD_CPUTIME_ID,
+            Clock::ProcessCpu => libc::CLOCK_PROCESS_CPUTIME_ID,
+        }
+    }
+}
+
+/// `clock_gettime(clock)` through glibc (see the module's header). The
+/// clocks of `Clock` always exist, so the call cannot fail.
+#[inline(always)]
+pub(crate) fn read(clock: Clock) -> Timespec {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write; the clock id
+    // is one of the fixed clocks every Linux kernel has.
+    unsafe { libc::clock_gettime(clock.raw(), &mut ts) };
+    Timespec {
+        tv_sec: ts.tv_sec as _,
+        tv_nsec: ts.tv_nsec as _,
+    }
 }
 
 #[inline(always)]
@@ -62,7 +98,7 @@ pub fn timespec(d: Duration) -> Timespec {
 /// and realtime clocks; no allocation).
 #[inline(always)]
 pub fn now_ns(clock: Clock) -> u64 {
-    ns_of(rustix::time::clock_gettime(clock.id()))
+    ns_of(read(clock))
 }
 
 /// CLOCK_MONOTONIC now, in ns.
@@ -73,13 +109,19 @@ pub fn monotonic_ns() -> u64 {
 
 /// The resolution of `clock`, in ns (clock_getres).
 pub fn resolution_ns(clock: Clock) -> u64 {
-    ns_of(rustix::time::clock_getres(clock.id()))
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as in `read`: a valid timespec, a clock every kernel has.
+    unsafe { libc::clock_getres(clock.raw(), &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// CLOCK_REALTIME now plus `d`: the absolute deadline the POSIX timed
 /// calls (`sem_timedwait`, `mq_timedreceive`, ...) take.
 pub fn realtime_deadline(d: Duration) -> Timespec {
-    let now = rustix::time::clock_gettime(ClockId::Realtime);
+    let now = read(Clock::Realtime);
     let d = timespec(d);
     let mut sec = now.tv_sec.saturating_add(d.tv_sec);
     let mut nsec = now.tv_nsec + d.tv_nsec;

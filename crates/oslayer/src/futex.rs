@@ -72,7 +72,7 @@ pub fn wait_any<'a>(
     }
     // The timeout of futex_waitv is a deadline on the given clock.
     let deadline = timeout.map(|d| {
-        let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        let now = crate::clock::read(crate::clock::Clock::Monotonic);
         let nanos = now.tv_nsec as u64 + u64::from(d.subsec_nanos());
         let secs = (now.tv_sec as u64)
             .saturating_add(d.as_secs())
