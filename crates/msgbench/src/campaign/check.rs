@@ -154,7 +154,7 @@ mod tests {
 
     #[derive(Subcommand)]
     enum Cmd {
-        Adder(AdderArgs),
+        Adder(Box<AdderArgs>),
         Floor(FloorArgs),
         History,
     }
