@@ -9,7 +9,8 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-/// A 16-byte shared secret (see the [module](self) docs). Compared in
+/// A 16-byte shared secret a remote TCP server asks its clients for
+/// ([`Options::token`](crate::Options::token)). Compared in
 /// constant time: `==` looks at every byte whatever the first difference.
 #[derive(Clone)]
 pub struct Token([u8; Token::LEN]);

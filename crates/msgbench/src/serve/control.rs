@@ -70,7 +70,7 @@ impl Info {
     }
 
     /// An [`Info`] from a peer's reply: JSON of at most [`INFO_MAX`]
-    /// bytes, its texts cut to [`TEXT_MAX`] characters, control
+    /// bytes, its texts cut to `TEXT_MAX` characters, control
     /// characters replaced (they go into terminals and results).
     pub fn parse(bytes: &[u8]) -> std::result::Result<Info, String> {
         let mut info: Info =
