@@ -218,7 +218,12 @@ impl ShmClient {
         // the first look at it, so a reply within 256 spins costs no read)
         let (spin, limit) = match self.wait {
             Wait::Block => (false, None),
-            Wait::Hybrid => (worth_spinning(me, self.server_cpu()), Some(self.spin)),
+            // (a spin of zero is no spin at all, not the 256 rounds before
+            // the first look at the clock)
+            Wait::Hybrid => (
+                !self.spin.is_zero() && worth_spinning(me, self.server_cpu()),
+                Some(self.spin),
+            ),
             Wait::Spin => (true, None),
         };
         if spin {
