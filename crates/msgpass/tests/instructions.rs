@@ -91,7 +91,15 @@ fn build_example() -> PathBuf {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("instructions");
     let out = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--release", "--quiet", "-p", "msgpass", "--example", "roundtrip"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "msgpass",
+            "--example",
+            "roundtrip",
+        ])
         .arg("--target-dir")
         .arg(&target)
         .env("CARGO_INCREMENTAL", "0")
@@ -120,7 +128,10 @@ fn total(example: &Path, transport: &str, api: &str, n: u64) -> u64 {
     );
     let collected = text
         .lines()
-        .find_map(|l| l.split_once("Collected :").map(|(_, v)| v.trim().to_string()))
+        .find_map(|l| {
+            l.split_once("Collected :")
+                .map(|(_, v)| v.trim().to_string())
+        })
         .unwrap_or_else(|| panic!("{transport} {api}: no count in callgrind's output:\n{text}"));
     collected.parse().expect("callgrind's count")
 }
@@ -224,10 +235,16 @@ fn the_fast_path_costs_no_more_instructions_than_its_baseline() {
         got.iter().map(|(k, v)| (k.clone(), at(v))).collect()
     };
     if let Ok(why) = std::env::var("MSGPASS_INSTRUCTIONS_UPDATE") {
-        assert!(!why.trim().is_empty(), "MSGPASS_INSTRUCTIONS_UPDATE says why");
+        assert!(
+            !why.trim().is_empty(),
+            "MSGPASS_INSTRUCTIONS_UPDATE says why"
+        );
         let median = pick(|v| v[v.len() / 2]);
         std::fs::write(baseline_path(), render(&base, &median, why.trim())).unwrap();
-        eprintln!("instructions: baseline written to {}", baseline_path().display());
+        eprintln!(
+            "instructions: baseline written to {}",
+            baseline_path().display()
+        );
         return;
     }
     let bad = verdicts(&base, &pick(|v| v[0]));
