@@ -49,6 +49,11 @@
 //! Run: `cargo bench -p msgbench --bench overhead [-- [--quick] [--only NAME[,NAME]]]`
 //! (`--only` keeps the rows of the named library transports, in both
 //! placements, e.g. `--only posix-mq` or `--only pipe,fifo`).
+//!
+//! Before and after: `--ab OTHER [--ab-rounds N]` runs this build and
+//! another build's bench binary `OTHER` interleaved, N rounds (default 5),
+//! and prints each row's library figure for both with its spread
+//! (`overhead/ab.rs`); `scripts/ab-overhead REV` builds REV's and runs it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -61,6 +66,11 @@ use msgbench::pingpong::{self, PingPong};
 use msgpass::transport::shm::Shm;
 use msgpass::transport::{ClientConnection, ServerChannel};
 use msgpass::{Channel, Connection, Namespace, Options, View};
+
+#[path = "overhead/ab.rs"]
+mod ab;
+#[path = "overhead/ab_parse.rs"]
+mod ab_parse;
 
 /// Spread (max-min over median, in percent) above which a row is flagged.
 const NOISY_PCT: f64 = 25.0;
@@ -143,34 +153,74 @@ fn main() {
     let mut quick = false;
     let mut verbose = false;
     let mut only: Option<Vec<String>> = None;
+    let mut other: Option<std::path::PathBuf> = None;
+    let mut ab_rounds = 5;
+    // What the other build of an A/B run is given: --quick and --only.
+    let mut pass: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--ab" | "--ab-rounds" => {
+                let Some(v) = args.next() else {
+                    eprintln!("overhead: {a} needs a value");
+                    std::process::exit(2);
+                };
+                if a == "--ab" {
+                    other = Some(v.into());
+                } else {
+                    ab_rounds = match v.parse::<usize>() {
+                        Ok(n) if (1..=100).contains(&n) => n,
+                        _ => {
+                            eprintln!("overhead: --ab-rounds {v:?}: a number from 1 to 100");
+                            std::process::exit(2);
+                        }
+                    };
+                }
+                continue;
+            }
             "--quick" => quick = true,
             "-v" | "--verbose" => verbose = true,
             "--only" => match args.next() {
-                Some(v) => only = Some(split_names(&v)),
+                Some(v) => {
+                    pass.extend(["--only".to_string(), v.clone()]);
+                    only = Some(split_names(&v))
+                }
                 None => {
                     eprintln!("overhead: --only needs a value, e.g. --only pipe,tcp");
                     std::process::exit(2);
                 }
             },
-            s if s.starts_with("--only=") => only = Some(split_names(&s["--only=".len()..])),
+            s if s.starts_with("--only=") => {
+                pass.push(s.to_string());
+                only = Some(split_names(&s["--only=".len()..]))
+            }
             // cargo bench passes --bench; filters and other flags do not apply.
             "--bench" => {}
             "-h" | "--help" => {
                 println!(
-                    "usage: overhead [--quick] [--verbose] [--only NAME[,NAME]]\n  \
+                    "usage: overhead [--quick] [--verbose] [--only NAME[,NAME]] [--ab OTHER [--ab-rounds N]]\n  \
                      cargo bench -p msgbench --bench overhead -- --quick\n  \
                      --quick    fewer round trips and runs (well under 20 s)\n  \
                      --verbose  print every run's figure under its row\n  \
                      --only     keep the rows of these library transports \
-                     (e.g. --only posix-mq,tcp)"
+                     (e.g. --only posix-mq,tcp)\n  \
+                     --ab       this build against OTHER (another build's bench binary), \
+                     interleaved, --ab-rounds rounds (5)"
                 );
                 return;
             }
             other => eprintln!("overhead: ignoring argument {other:?}"),
         }
+    }
+    if quick {
+        pass.push("--quick".to_string());
+    }
+    if let Some(other) = other {
+        if let Err(e) = ab::run(&other, &pass, ab_rounds) {
+            eprintln!("overhead: {e:#}");
+            std::process::exit(1);
+        }
+        return;
     }
     let plan = if quick {
         Plan {
