@@ -212,6 +212,12 @@ impl Error {
             transport: "this transport",
         }
     }
+
+    /// A reply (or a deferral) with no request received and unanswered:
+    /// the one constructor for it, whichever server family answers.
+    pub(crate) fn no_request() -> Error {
+        Error::Protocol("reply without a request".into())
+    }
 }
 
 /// Result alias for msgpass operations.

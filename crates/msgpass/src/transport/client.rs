@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{PULSE, PULSE_LEN};
 use crate::transport::api::{ClientConnection, ONEWAY};
+use crate::transport::owed::Owed;
 use crate::transport::window::{View, Window};
 use crate::transport::wire::{check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID};
 
@@ -57,7 +58,7 @@ pub(crate) struct WireClient<W: Wire> {
     /// Every call's deadline, from its start.
     timeout: Option<Duration>,
     /// A call timed out: the next reply to arrive is its, to discard.
-    owed: bool,
+    owed: Owed,
     /// Pulses sent since the last reply (counted where the credit applies).
     pulses: u32,
 }
@@ -122,7 +123,7 @@ impl<W: Wire> WireClient<W> {
             cpu: 0,
             tid: 0,
             timeout: None,
-            owed: false,
+            owed: Owed::none(),
             pulses: 0,
         }
     }
@@ -180,11 +181,14 @@ impl<W: Wire> WireClient<W> {
     /// (until `deadline`) and discarded.
     #[inline]
     fn settle(&mut self, deadline: Option<Instant>) -> Result<()> {
-        if self.owed {
-            self.receive_one(deadline).map_err(|e| self.timing_out(e))?;
-            self.owed = false;
-        }
-        Ok(())
+        let mut owed = std::mem::take(&mut self.owed);
+        let r = owed.settle(|()| {
+            self.receive_one(deadline)
+                .map(drop)
+                .map_err(|e| self.timing_out(e))
+        });
+        self.owed = owed;
+        r
     }
 
     /// A wait that timed out is the call's [`Error::TimedOut`].
@@ -269,12 +273,8 @@ impl<W: Wire> WireClient<W> {
     /// Past `deadline` the reply is owed (the next call discards it) and
     /// this is [`Error::TimedOut`].
     fn await_reply(&mut self, deadline: Option<Instant>) -> Result<usize> {
-        self.receive_one(deadline).map_err(|e| {
-            if matches!(e, Error::TimedOut { .. }) {
-                self.owed = true;
-            }
-            self.timing_out(e)
-        })
+        let r = self.receive_one(deadline);
+        self.owed.after_wait(r, ()).map_err(|e| self.timing_out(e))
     }
 
     /// Receives one reply (until `deadline`, if any).
@@ -367,7 +367,7 @@ impl<W: Wire> ClientConnection for WireClient<W> {
     /// while a reply is owed or the memory still holds a pulse the server
     /// has not taken (the copying `call` waits for those first).
     fn request_buffer(&mut self) -> Option<Window<'_>> {
-        if self.owed {
+        if self.owed.is_owed() {
             return None;
         }
         let max = self.max_msg;

@@ -209,7 +209,7 @@ pub(crate) trait Detach: ServerChannel {
 
 /// The part of a detached request that is its transport's: where its
 /// answer goes.
-pub(crate) trait Answer: Send + 'static {
+pub(crate) trait ReplyTo: Send + 'static {
     /// Sends a reply (wire `code`, then `data`, already within the size
     /// rule). False when the client is known to be gone (before, or the
     /// send found it so): the reply went nowhere, and the server learns,
@@ -218,8 +218,8 @@ pub(crate) trait Answer: Send + 'static {
 }
 
 /// A detached request holding a copy of its payload (what a [`Detach`]
-/// server hands out): answered once, through its transport's [`Answer`].
-pub(crate) struct Copied<A: Answer> {
+/// server hands out): answered once, through its transport's [`ReplyTo`].
+pub(crate) struct Copied<A: ReplyTo> {
     data: Vec<u8>,
     to: A,
     max_msg: usize,
@@ -227,7 +227,7 @@ pub(crate) struct Copied<A: Answer> {
     client: Option<Client>,
 }
 
-impl<A: Answer> Copied<A> {
+impl<A: ReplyTo> Copied<A> {
     /// A request of `client` with payload `data`, answered through `to`,
     /// on a channel carrying at most `max_msg` bytes.
     pub(crate) fn boxed(
@@ -246,7 +246,7 @@ impl<A: Answer> Copied<A> {
     }
 }
 
-impl<A: Answer> HeldRequest for Copied<A> {
+impl<A: ReplyTo> HeldRequest for Copied<A> {
     fn data(&self) -> &[u8] {
         &self.data
     }
@@ -257,7 +257,7 @@ impl<A: Answer> HeldRequest for Copied<A> {
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
         if std::mem::replace(&mut self.answered, true) {
-            return Err(Error::Protocol("reply without a request".into()));
+            return Err(Error::no_request());
         }
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         match self.to.send(code, data) {
@@ -270,7 +270,7 @@ impl<A: Answer> HeldRequest for Copied<A> {
 /// Where the answer to a one-way message goes: nowhere (nobody waits).
 pub(crate) struct Unanswered;
 
-impl Answer for Unanswered {
+impl ReplyTo for Unanswered {
     fn send(&mut self, _code: u32, _data: &[u8]) -> bool {
         true
     }
@@ -572,7 +572,7 @@ mod tests {
         }
         fn reply(&mut self, status: Status, _: &[u8]) -> Result<()> {
             if std::mem::replace(&mut self.2, true) {
-                return Err(Error::Protocol("reply without a request".into()));
+                return Err(Error::no_request());
             }
             self.0.replies.lock().push((self.1, status));
             Ok(())

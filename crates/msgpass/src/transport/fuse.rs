@@ -991,10 +991,7 @@ impl HeldRequest for FuseHeld {
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let p = self
-            .p
-            .take()
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let p = self.p.take().ok_or_else(Error::no_request)?;
         match self.dev.upgrade() {
             Some(dev) => answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg),
             None => reply_parts(status, data, self.max_msg).2,

@@ -33,6 +33,7 @@ pub mod fuse;
 mod fuse_queue;
 pub mod io_uring;
 mod mechanism;
+mod owed;
 mod pace;
 pub mod pipe;
 mod poker;

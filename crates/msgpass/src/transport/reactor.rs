@@ -1098,7 +1098,7 @@ impl<A: Acceptor> ReactorCore<A> {
     fn current<'a>(&self, w: &'a mut Worker<A::W>) -> Result<&'a mut ConnIo<A::W>> {
         match w.cur.as_mut() {
             Some(Current::Locked(io)) => Ok(&mut **io),
-            _ => Err(Error::Protocol("reply without a request".into())),
+            _ => Err(Error::no_request()),
         }
     }
 }
@@ -1328,10 +1328,7 @@ impl<A: Acceptor> HeldRequest for Detached<A> {
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let conn = self
-            .conn
-            .take()
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let conn = self.conn.take().ok_or_else(Error::no_request)?;
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         let mut io = conn.lock();
         match self.core.upgrade() {

@@ -57,9 +57,7 @@ impl<T> Guard<T> {
     /// request, is an error.
     #[inline]
     pub(crate) fn take(&mut self) -> Result<T> {
-        self.0
-            .take()
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))
+        self.0.take().ok_or_else(Error::no_request)
     }
 }
 

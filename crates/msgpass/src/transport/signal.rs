@@ -107,7 +107,8 @@ use crate::transport::api::{
 };
 use crate::transport::areas::Areas;
 use crate::transport::client::fits;
-use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
+use crate::transport::core::{relay_pool, Copied, Detach, ReplyTo, Unanswered};
+use crate::transport::owed::Owed;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
     creds_of, in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
@@ -281,7 +282,7 @@ impl Transport for Signal {
             seq,
             max_msg: max,
             timeout: None,
-            owed: None,
+            owed: Owed::none(),
             tick: opts.tick,
         }))
     }
@@ -773,7 +774,7 @@ impl Announce {
     }
 }
 
-impl Answer for Announce {
+impl ReplyTo for Announce {
     /// A reply that cannot be announced marks the connection over, for
     /// the server to drop at its next request (a dead client's session
     /// hangs up besides). The hold ends once the reply is announced: the
@@ -825,7 +826,7 @@ struct SignalClient {
     /// A call timed out: the number of the request whose reply is owed
     /// (the next call waits for it and discards it), and the thread its
     /// reply signal goes to.
-    owed: Option<(u64, i32)>,
+    owed: Owed<(u64, i32)>,
     /// How long a wait for a reply whose signal goes to another thread
     /// goes between looks at the memory.
     tick: Duration,
@@ -935,11 +936,10 @@ impl SignalClient {
     /// Before a call: the reply owed to a call that timed out, waited for
     /// (until `deadline`) and discarded.
     fn settle(&mut self, deadline: Option<Instant>) -> Result<()> {
-        if let Some((seq, tid)) = self.owed {
-            self.wait(seq, deadline, tid == gettid())?;
-            self.owed = None;
-        }
-        Ok(())
+        let mut owed = std::mem::take(&mut self.owed);
+        let r = owed.settle(|(seq, tid)| self.wait(seq, deadline, tid == gettid()));
+        self.owed = owed;
+        r
     }
 
     /// Writes the request (`put`) once the area is ours again: a pulse the
@@ -988,12 +988,8 @@ impl SignalClient {
         self.seq += 1;
         ctl.req_seq.store(self.seq, Ordering::SeqCst);
         self.notify()?;
-        if let Err(e) = self.wait(self.seq, deadline, true) {
-            if matches!(e, Error::TimedOut { .. }) {
-                self.owed = Some((self.seq, tid));
-            }
-            return Err(e);
-        }
+        let r = self.wait(self.seq, deadline, true);
+        self.owed.after_wait(r, (self.seq, tid))?;
         let (status, len) = self
             .shared
             .areas
@@ -1020,7 +1016,7 @@ impl ClientConnection for SignalClient {
     /// server has not taken, nor while a reply is owed (the copying call
     /// waits for those first).
     fn request_buffer(&mut self) -> Option<Window<'_>> {
-        if self.owed.is_some() || !self.shared.areas.room() {
+        if self.owed.is_owed() || !self.shared.areas.room() {
             return None;
         }
         let max = self.max_msg;

@@ -135,7 +135,8 @@ use crate::transport::api::{
     Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
     Status, Transport, ONEWAY,
 };
-use crate::transport::core::{relay_pool, Answer, Copied, Detach, Unanswered};
+use crate::transport::core::{relay_pool, Copied, Detach, ReplyTo, Unanswered};
+use crate::transport::owed::Owed;
 use crate::transport::rendezvous::{self, Family, Listener};
 use crate::transport::server::{
     creds_of, greeted, refuse, reply_parts, Event, Guard, Session, Sessions,
@@ -303,7 +304,7 @@ fn connect(path: &Path, opts: &Options) -> Result<SysvClient> {
         timeout: None,
         alarm: None,
         woken: false,
-        owed: false,
+        owed: Owed::none(),
     })
 }
 
@@ -833,7 +834,7 @@ struct ReplyQueue {
     sent: bool,
 }
 
-impl Answer for ReplyQueue {
+impl ReplyTo for ReplyQueue {
     /// A reply its queue refuses marks the connection over, for the server
     /// to drop at its next request. The connection is no longer held from
     /// just before the reply goes: its client sends its next call once it
@@ -955,7 +956,7 @@ struct SysvClient {
     /// The call under way took the alarm's message.
     woken: bool,
     /// A call timed out: the next reply to arrive is its, to discard.
-    owed: bool,
+    owed: Owed,
 }
 
 /// True for the errors a removed queue gives.
@@ -1064,16 +1065,13 @@ impl SysvClient {
         reply: &mut [u8],
         deadline: Option<Instant>,
     ) -> Result<usize> {
-        if self.owed {
-            self.receive_reply(deadline)?;
-            self.owed = false;
-        }
+        let mut owed = std::mem::take(&mut self.owed);
+        let settled = owed.settle(|()| self.receive_reply(deadline).map(drop));
+        self.owed = owed;
+        settled?;
         self.send_request(cmd, req, deadline)?;
-        let n = self.receive_reply(deadline).inspect_err(|e| {
-            if matches!(e, Error::TimedOut { .. }) {
-                self.owed = true;
-            }
-        })?;
+        let r = self.receive_reply(deadline);
+        let n = self.owed.after_wait(r, ())?;
         self.unpack(n, reply)
     }
 

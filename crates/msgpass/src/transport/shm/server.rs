@@ -1006,9 +1006,7 @@ impl Core for ShmCore {
 
     #[inline]
     fn reply(&self, w: &mut ShmWorker, status: Status, data: &[u8]) -> Result<()> {
-        let c = self
-            .held(w)
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let c = self.held(w).ok_or_else(Error::no_request)?;
         reply_into(&c.slot, status, data, self.opts.max_msg);
         w.cur = None;
         Ok(())
@@ -1022,9 +1020,7 @@ impl Core for ShmCore {
 
     #[inline]
     fn reply_in_place(&self, w: &mut ShmWorker, len: usize) -> Result<()> {
-        let c = self
-            .held(w)
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let c = self.held(w).ok_or_else(Error::no_request)?;
         let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
         publish(&c.slot, code, len);
         w.cur = None;
@@ -1140,10 +1136,7 @@ impl ShmHeld {
     /// The connection to answer, once: its next request may be taken from
     /// now on. A client gone meanwhile is `Disconnected`.
     fn take(&mut self) -> Result<Arc<ShmConn>> {
-        let c = self
-            .conn
-            .take()
-            .ok_or_else(|| Error::Protocol("reply without a request".into()))?;
+        let c = self.conn.take().ok_or_else(Error::no_request)?;
         c.held.store(false, Relaxed);
         let r = &self.receiver;
         if std::thread::current().id() == r.thread
