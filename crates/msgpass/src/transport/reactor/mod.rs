@@ -81,6 +81,8 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 
 use crate::error::{Error, Result};
+
+mod first;
 use crate::pulse::{is_pulse, Pulse};
 use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{Client, Creds, HeldRequest, Incoming, Options, Status};
@@ -93,6 +95,7 @@ use crate::transport::sets::Sets;
 use crate::transport::slab::{Slab, Token};
 use crate::transport::window::Window;
 use crate::transport::wire::{frame_head, head, Wire, HEAD, HINT, TID};
+use first::{Answered, Looks};
 
 /// One client of a server, as an acceptor makes it.
 pub(crate) struct Conn<W> {
@@ -320,6 +323,21 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     /// (see `doorman.rs`); `None` where no listener could be watched (the
     /// single-client path then looks every [`ACCEPT_EVERY`] requests).
     door: Option<Arc<Door>>,
+    /// The connection a single worker answered last, read first next
+    /// (`first.rs`).
+    answered: Answered,
+}
+
+/// How [`ReactorCore::read`] waits for a connection's message.
+#[derive(Debug, Clone, Copy)]
+enum Read {
+    /// At most this long.
+    Within(Duration),
+    /// Not at all: the set reported one (a pool's worker still looks
+    /// first: another may have taken it).
+    Reported,
+    /// Not at all, with no report: only if one is there now.
+    IfThere,
 }
 
 /// Why the single-client path serves a connection.
@@ -370,6 +388,8 @@ pub(crate) struct Worker<W> {
     calls: u32,
     /// When everything was last looked at.
     last_look: Instant,
+    /// Its looks at the connection answered last (`first.rs`).
+    looks: Looks,
     /// This thread's boosts (priority inheritance).
     boosts: Option<Arc<Boosts>>,
     /// The boost of the request it holds.
@@ -410,6 +430,7 @@ pub(crate) fn serve<A: Acceptor>(
         me: me.clone(),
         inherit,
         door,
+        answered: Answered::default(),
     });
     Single::new(core)
 }
@@ -706,6 +727,8 @@ impl<A: Acceptor> ReactorCore<A> {
         let Some(wire) = &mut io.wire else { return };
         if wire.send(&head(code, data.len()), data).is_err() {
             self.close(io);
+        } else if !self.sets.pool() {
+            self.answered.set(io.token.with_mark(false));
         }
     }
 
@@ -714,23 +737,22 @@ impl<A: Acceptor> ReactorCore<A> {
     /// a handshake step of the mechanism or part of a message, or when the
     /// connection turned out dead or broken (and was dropped).
     ///
-    /// With a `timeout`, waits for the request at most that long (a time
-    /// out is `Err(())`); without, one must be waiting (a pool first checks
-    /// that one is).
+    /// `how` says how long to wait for it (nothing there in time is
+    /// `Err(())`).
     fn read(
         &self,
         w: &mut Worker<A::W>,
         io: &mut ConnIo<A::W>,
-        timeout: Option<Duration>,
+        how: Read,
     ) -> std::result::Result<Option<Incoming>, ()> {
         let pool = self.sets.pool();
         let Some(wire) = io.wire.as_mut() else {
             return Ok(None);
         };
-        let got = match (timeout, pool) {
-            (Some(t), _) => wire.recv_lent(&mut w.buf, Some(t)),
-            (None, true) => wire.recv_lent_now(&mut w.buf),
-            (None, false) => wire.recv_lent(&mut w.buf, None),
+        let got = match (how, pool) {
+            (Read::Within(t), _) => wire.recv_lent(&mut w.buf, Some(t)),
+            (Read::Reported, true) | (Read::IfThere, _) => wire.recv_lent_now(&mut w.buf),
+            (Read::Reported, false) => wire.recv_lent(&mut w.buf, None),
         };
         match got {
             Ok(Some(len)) => {
@@ -842,7 +864,7 @@ impl<A: Acceptor> ReactorCore<A> {
             self.mute(&mut io);
             return None;
         }
-        let inc = self.read(w, &mut io, None).ok()??;
+        let inc = self.read(w, &mut io, Read::Reported).ok()??;
         w.sole = Some(t);
         w.cur = Some(match self.sets.pool() {
             true => {
@@ -964,7 +986,7 @@ impl<A: Acceptor> ReactorCore<A> {
             true => self.tick,
             false => SOLO_QUIET,
         };
-        match self.read(w, &mut io, Some(wait)) {
+        match self.read(w, &mut io, Read::Within(wait)) {
             Ok(Some(inc)) => {
                 w.cur = Some(Current::Locked(io));
                 Ok(Some(inc))
@@ -1006,6 +1028,49 @@ impl<A: Acceptor> ReactorCore<A> {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// A single worker with nothing queued reads the connection it
+    /// answered last, if it has sent again already (`first.rs`); every
+    /// [`first::LOOK_EVERY`] hits in a row it also queues what its set
+    /// holds, without waiting, to be served first.
+    fn answered_first(&self, w: &mut Worker<A::W>) -> Result<Option<Incoming>> {
+        if self.sets.pool() {
+            return Ok(None);
+        }
+        let Some(raw) = self.answered.take() else {
+            return Ok(None);
+        };
+        let Source::Wire(t) = Source::of(raw) else {
+            return Ok(None);
+        };
+        // A connection with a message buffered is in the next round
+        // already (read here, the round would wait on an empty wire).
+        if w.later.contains(&t) || !w.looks.wanted() {
+            return Ok(None);
+        }
+        let Some(c) = self.conn(t) else {
+            return Ok(None);
+        };
+        let mut io = c.lock_arc();
+        if io.serving {
+            return Ok(None);
+        }
+        match self.read(w, &mut io, Read::IfThere) {
+            Err(()) => {
+                w.looks.miss();
+                Ok(None)
+            }
+            Ok(got) => {
+                if w.looks.hit() {
+                    self.harvest(w, Duration::ZERO)?;
+                }
+                let Some(inc) = got else { return Ok(None) };
+                w.sole = Some(t);
+                w.cur = Some(Current::Locked(io));
+                Ok(Some(inc))
+            }
         }
     }
 
@@ -1143,6 +1208,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             streak: 0,
             calls: 0,
             last_look: Instant::now(),
+            looks: Looks::default(),
             boosts: None,
             boost: None,
         })
@@ -1208,8 +1274,15 @@ impl<A: Acceptor> Core for ReactorCore<A> {
                 }
                 continue;
             }
+            if let Some(inc) = self.answered_first(w)? {
+                return Ok(Some(inc));
+            }
+            if !w.queue.is_empty() {
+                continue;
+            }
             // Every connection in the sets before waiting on them.
             self.set_alone(w, None);
+            w.looks.waited();
             let n = self.harvest(w, self.tick)?;
             self.count_streak(w);
             if n == 0 || w.last_look.elapsed() >= self.tick {
