@@ -25,9 +25,9 @@ pub(super) const LOOK_EVERY: u32 = 16;
 /// The most messages a miss makes the worker go without looking.
 const MOST_SKIP: u32 = 256;
 
-/// The connection a single worker answered last (its raw token), set by
-/// whoever sends the reply (the worker, or a held request's answer on the
-/// worker's thread).
+/// The connection whose held request a single worker answered last (its
+/// raw token), set by the held request's reply (a request answered at once
+/// is the one the worker served last: it knows it without this).
 pub(super) struct Answered(AtomicU64);
 
 impl Default for Answered {

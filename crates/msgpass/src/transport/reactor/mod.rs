@@ -323,8 +323,9 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     /// (see `doorman.rs`); `None` where no listener could be watched (the
     /// single-client path then looks every [`ACCEPT_EVERY`] requests).
     door: Option<Arc<Door>>,
-    /// The connection a single worker answered last, read first next
-    /// (`first.rs`).
+    /// The connection whose held request a single worker answered last,
+    /// read first next (`first.rs`; a request answered at once is the
+    /// worker's `sole`).
     answered: Answered,
 }
 
@@ -727,8 +728,6 @@ impl<A: Acceptor> ReactorCore<A> {
         let Some(wire) = &mut io.wire else { return };
         if wire.send(&head(code, data.len()), data).is_err() {
             self.close(io);
-        } else if !self.sets.pool() {
-            self.answered.set(io.token.with_mark(false));
         }
     }
 
@@ -1039,11 +1038,14 @@ impl<A: Acceptor> ReactorCore<A> {
         if self.sets.pool() {
             return Ok(None);
         }
-        let Some(raw) = self.answered.take() else {
-            return Ok(None);
-        };
-        let Source::Wire(t) = Source::of(raw) else {
-            return Ok(None);
+        // A held request answered since, else the request served last.
+        let t = match self.answered.take().map(Source::of) {
+            Some(Source::Wire(t)) => t,
+            Some(_) => return Ok(None),
+            None => match w.sole {
+                Some(t) => t,
+                None => return Ok(None),
+            },
         };
         // A connection with a message buffered is in the next round
         // already (read here, the round would wait on an empty wire).
@@ -1408,6 +1410,9 @@ impl<A: Acceptor> HeldRequest for Detached<A> {
             Some(core) if io.wire.is_some() => {
                 core.send(&mut io, code, data);
                 core.served(&mut io);
+                if !core.sets.pool() {
+                    core.answered.set(io.token.with_mark(false));
+                }
             }
             // The server is gone: nobody to answer.
             None => io.wire = None,
