@@ -149,72 +149,100 @@ struct Outcome {
     lib: Vec<f64>,
 }
 
-fn main() {
-    let mut quick = false;
-    let mut verbose = false;
-    let mut only: Option<Vec<String>> = None;
-    let mut other: Option<std::path::PathBuf> = None;
-    let mut ab_rounds = 5;
-    // What the other build of an A/B run is given: --quick and --only.
-    let mut pass: Vec<String> = Vec::new();
+/// The command line.
+#[derive(Default)]
+struct Args {
+    quick: bool,
+    verbose: bool,
+    only: Option<Vec<String>>,
+    /// `--ab OTHER`: the other build's bench binary.
+    other: Option<std::path::PathBuf>,
+    ab_rounds: usize,
+    /// What the other build of an A/B run is given: --quick and --only.
+    pass: Vec<String>,
+}
+
+/// Exits 2 with `msg` (a usage error).
+fn usage_error(msg: &str) -> ! {
+    eprintln!("overhead: {msg}");
+    std::process::exit(2);
+}
+
+/// Reads the command line; `None` when it asked for the help.
+fn parse_args() -> Option<Args> {
+    let mut a = Args {
+        ab_rounds: 5,
+        ..Args::default()
+    };
     let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
             "--ab" | "--ab-rounds" => {
                 let Some(v) = args.next() else {
-                    eprintln!("overhead: {a} needs a value");
-                    std::process::exit(2);
+                    usage_error(&format!("{arg} needs a value"))
                 };
-                if a == "--ab" {
-                    other = Some(v.into());
+                if arg == "--ab" {
+                    a.other = Some(v.into());
                 } else {
-                    ab_rounds = match v.parse::<usize>() {
+                    a.ab_rounds = match v.parse::<usize>() {
                         Ok(n) if (1..=100).contains(&n) => n,
-                        _ => {
-                            eprintln!("overhead: --ab-rounds {v:?}: a number from 1 to 100");
-                            std::process::exit(2);
-                        }
+                        _ => usage_error(&format!("--ab-rounds {v:?}: a number from 1 to 100")),
                     };
                 }
-                continue;
             }
-            "--quick" => quick = true,
-            "-v" | "--verbose" => verbose = true,
+            "--quick" => a.quick = true,
+            "-v" | "--verbose" => a.verbose = true,
             "--only" => match args.next() {
                 Some(v) => {
-                    pass.extend(["--only".to_string(), v.clone()]);
-                    only = Some(split_names(&v))
+                    a.pass.extend(["--only".to_string(), v.clone()]);
+                    a.only = Some(split_names(&v))
                 }
-                None => {
-                    eprintln!("overhead: --only needs a value, e.g. --only pipe,tcp");
-                    std::process::exit(2);
-                }
+                None => usage_error("--only needs a value, e.g. --only pipe,tcp"),
             },
             s if s.starts_with("--only=") => {
-                pass.push(s.to_string());
-                only = Some(split_names(&s["--only=".len()..]))
+                a.pass.push(s.to_string());
+                a.only = Some(split_names(&s["--only=".len()..]))
             }
             // cargo bench passes --bench; filters and other flags do not apply.
             "--bench" => {}
             "-h" | "--help" => {
-                println!(
-                    "usage: overhead [--quick] [--verbose] [--only NAME[,NAME]] [--ab OTHER [--ab-rounds N]]\n  \
-                     cargo bench -p msgbench --bench overhead -- --quick\n  \
-                     --quick    fewer round trips and runs (well under 20 s)\n  \
-                     --verbose  print every run's figure under its row\n  \
-                     --only     keep the rows of these library transports \
-                     (e.g. --only posix-mq,tcp)\n  \
-                     --ab       this build against OTHER (another build's bench binary), \
-                     interleaved, --ab-rounds rounds (5)"
-                );
-                return;
+                print_help();
+                return None;
             }
             other => eprintln!("overhead: ignoring argument {other:?}"),
         }
     }
-    if quick {
-        pass.push("--quick".to_string());
+    if a.quick {
+        a.pass.push("--quick".to_string());
     }
+    Some(a)
+}
+
+fn print_help() {
+    println!(
+        "usage: overhead [--quick] [--verbose] [--only NAME[,NAME]] [--ab OTHER [--ab-rounds N]]\n  \
+         cargo bench -p msgbench --bench overhead -- --quick\n  \
+         --quick    fewer round trips and runs (well under 20 s)\n  \
+         --verbose  print every run's figure under its row\n  \
+         --only     keep the rows of these library transports \
+         (e.g. --only posix-mq,tcp)\n  \
+         --ab       this build against OTHER (another build's bench binary), \
+         interleaved, --ab-rounds rounds (5)"
+    );
+}
+
+fn main() {
+    let Some(Args {
+        quick,
+        verbose,
+        only,
+        other,
+        ab_rounds,
+        pass,
+    }) = parse_args()
+    else {
+        return;
+    };
     if let Some(other) = other {
         if let Err(e) = ab::run(&other, &pass, ab_rounds) {
             eprintln!("overhead: {e:#}");

@@ -208,7 +208,6 @@ impl ShmClient {
     /// it closes or dies, `TimedOut` past `deadline`.
     #[inline]
     fn wait_reply(&mut self, me: u32, deadline: Option<Instant>, wanted: Wanted) -> Result<()> {
-        let st = self.slot.state();
         let done = |s: u32| match wanted {
             Wanted::Reply => s & MASK == REPLY,
             Wanted::Free => s & MASK != REQUEST,
@@ -227,40 +226,14 @@ impl ShmClient {
             Wait::Spin => (true, None),
         };
         if spin {
-            let mut until = None;
-            let mut spins: u32 = 0;
-            self.pace.hold();
-            loop {
-                let s = st.load(Acquire);
-                if done(s) && s & MASK != CLOSED {
-                    self.pace.done();
-                    return Ok(());
-                }
-                if s & MASK == CLOSED {
-                    return Err(Error::Disconnected);
-                }
-                std::hint::spin_loop();
-                spins = spins.wrapping_add(1);
-                if spins % 256 == 0 {
-                    self.ring_if_unwatched();
-                    let now = Instant::now();
-                    if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
-                        return Err(Error::Disconnected);
-                    }
-                    if deadline.is_some_and(|d| now >= d) {
-                        return Err(self.timed_out());
-                    }
-                    if let Some(limit) = limit {
-                        if now >= *until.get_or_insert(now + limit) {
-                            break;
-                        }
-                    }
-                }
+            if let Some(r) = self.spin_for(&done, &mut watch, deadline, limit) {
+                return r;
             }
         }
         // Judge liveness from the start of the blocking phase, so the first
         // tick already checks the peer.
         watch.start(Instant::now());
+        let st = self.slot.state();
         loop {
             let s = st.load(Acquire);
             if s & MASK == CLOSED {
@@ -285,6 +258,51 @@ impl ShmClient {
                 && oslayer::socket::peer_gone(self.sock.as_fd())
             {
                 return Err(Error::Disconnected);
+            }
+        }
+    }
+
+    /// The spinning phase of [`ShmClient::wait_reply`]: looks at the
+    /// slot until `done` says so (`Some(Ok)`), the server closes or dies
+    /// or `deadline` passes (`Some(Err)`), or `limit` is spent (`None`:
+    /// the caller blocks next). Looks at the clock once per 256 spins.
+    #[inline]
+    fn spin_for(
+        &mut self,
+        done: &impl Fn(u32) -> bool,
+        watch: &mut Liveness,
+        deadline: Option<Instant>,
+        limit: Option<Duration>,
+    ) -> Option<Result<()>> {
+        let st = self.slot.state();
+        let mut until = None;
+        let mut spins: u32 = 0;
+        self.pace.hold();
+        loop {
+            let s = st.load(Acquire);
+            if done(s) && s & MASK != CLOSED {
+                self.pace.done();
+                return Some(Ok(()));
+            }
+            if s & MASK == CLOSED {
+                return Some(Err(Error::Disconnected));
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                self.ring_if_unwatched();
+                let now = Instant::now();
+                if watch.due(now) && oslayer::socket::peer_gone(self.sock.as_fd()) {
+                    return Some(Err(Error::Disconnected));
+                }
+                if deadline.is_some_and(|d| now >= d) {
+                    return Some(Err(self.timed_out()));
+                }
+                if let Some(limit) = limit {
+                    if now >= *until.get_or_insert(now + limit) {
+                        return None;
+                    }
+                }
             }
         }
     }
