@@ -13,7 +13,7 @@ use crate::pool::{
     HeldCount, Keep, OwnedRequest, Place, PoolShared, Receiver, Spares, MAX_THREADS,
 };
 use crate::pulse::{pulse_of, Pulse};
-use crate::transport::core::{Copied, Unanswered};
+use crate::transport::serve::core::{Copied, Unanswered};
 use crate::transport::{
     self, Client, HeldRequest, Options, ServerChannel, Transport, Typed, View, Window,
 };

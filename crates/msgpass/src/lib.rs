@@ -26,8 +26,8 @@
 //! reads an 8-byte header of a 64 KiB request copies 8 bytes. The peer
 //! may write the slot at any moment, breaking the protocol; what you
 //! copy out is a value the bytes held, private from then on, so check it
-//! there (see `transport/shared.rs` for the rules, and
-//! `transport/window.rs`). On `eventfd`, `io-uring` and `signal`, whose
+//! there (see `transport/mem/shared.rs` for the rules, and
+//! `transport/mem/window.rs`). On `eventfd`, `io-uring` and `signal`, whose
 //! messages lie in shared memory too, and on every other transport, the
 //! memory is a buffer of the library's, and the message is copied once
 //! each way, so generic code runs on any transport. The borrow checker

@@ -1693,7 +1693,7 @@ mod suite {
     /// `in_place` is true exactly for the transports whose messages lie in
     /// shared memory, whose `call_with` lends memory of the connection (on
     /// the shm family the slot itself, read and written only by copies:
-    /// see `transport/shared.rs`) and returns the reply in that same
+    /// see `transport/mem/shared.rs`) and returns the reply in that same
     /// memory. Any of them falling back on the library's copying path
     /// fails here.
     pub fn in_place_exactly_on_shared_memory(t: &'static str) {

@@ -2,7 +2,7 @@
 //! on every transport, with real processes.
 //!
 //! A server with one client serves it on a single-client path that does
-//! not wait on the listener (see `transport/doorman.rs`). Before the
+//! not wait on the listener (see `transport/wire/doorman.rs`). Before the
 //! doorman, a client calling every 50 ms kept a newcomer out for about
 //! 51 s (it gave up: no hello within 5 s), and one calling every 2 ms for
 //! about 1.7 s (some 850 of its calls).

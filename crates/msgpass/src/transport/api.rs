@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::window::{View, Window};
+use super::mem::window::{View, Window};
 use crate::error::{Error, Result};
 use crate::token::Token;
 
@@ -65,7 +65,7 @@ pub struct Options {
     /// false): the thread serving a request runs at the calling thread's
     /// policy and priority until it replies, then at its own again, and a
     /// server busy with a low caller's request is raised as soon as a
-    /// higher caller sends (see [`priority`](crate::transport::priority) for how the
+    /// higher caller sends (see [`priority`](crate::transport::serve::priority) for how the
     /// caller is named by the kernel and never taken on its word). Only
     /// on `uds`, `uds-stream` and `uds-dgram`, in a process that may use
     /// SCHED_FIFO (CAP_SYS_NICE or an RLIMIT_RTPRIO above 0):
@@ -367,7 +367,7 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
 /// A transport whose server and client types are named at compile time,
 /// for [`Channel::create_typed`](crate::Channel::create_typed) and
 /// [`Connection::open_typed`](crate::Connection::open_typed): calls on
-/// them are direct, with no dynamic dispatch. [`Shm`](crate::transport::shm::Shm) is one;
+/// them are direct, with no dynamic dispatch. [`Shm`](crate::transport::mechanisms::shm::Shm) is one;
 /// [`by_name`](crate::transport::by_name) keeps serving programs that choose at run time.
 pub trait Typed: Transport {
     /// The server side.

@@ -21,49 +21,27 @@
 
 use crate::error::Result;
 
-mod alarm;
 pub(crate) mod api;
-mod areas;
-mod client;
-pub(crate) mod core;
-mod doorman;
-pub mod eventfd;
-pub mod fifo;
-pub mod fuse;
-mod fuse_queue;
-pub mod io_uring;
-mod mechanism;
-mod owed;
-mod pace;
-pub mod pipe;
-mod poker;
-pub mod posix_mq;
-pub mod priority;
+pub(crate) mod clock;
+pub(crate) mod mechanisms;
+pub(crate) mod mem;
 #[cfg(test)]
 mod proptests;
-mod reactor;
-pub(crate) mod rendezvous;
-mod server;
-mod sets;
-mod shared;
-pub mod shm;
-pub mod signal;
-pub(crate) mod slab;
-pub mod sysv_msg;
+pub(crate) mod serve;
 pub(crate) mod table;
-pub mod tcp;
-pub mod udp;
-pub mod uds;
-pub mod uds_pair;
-mod window;
 pub(crate) mod wire;
+
+pub use mechanisms::{
+    eventfd, fifo, fuse, io_uring, pipe, posix_mq, shm, signal, sysv_msg, tcp, udp, uds, uds_pair,
+};
+pub use serve::priority;
 
 pub use api::{
     Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
     Status, Transport, Typed, Wait, ONEWAY,
 };
+pub use mem::window::{View, Window};
 pub use table::{info, SizeLimit, TransportInfo, TRANSPORTS};
-pub use window::{View, Window};
 
 /// Every name a transport is selected by (aliases included), in table
 /// order: derived from [`TRANSPORTS`].

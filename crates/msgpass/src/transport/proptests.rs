@@ -18,11 +18,11 @@ use proptest::prelude::*;
 
 use crate::error::Error;
 use crate::transport::api::Options;
-use crate::transport::areas::{Areas, MAX_AREA_MSG};
-use crate::transport::mechanism::Mechanism;
-use crate::transport::rendezvous::{self, Family, HELLO_LEN};
-use crate::transport::wire::{self, HEAD};
-use crate::transport::{eventfd::EventFd, fifo::Fifo, io_uring::IoUring, tcp};
+use crate::transport::mechanisms::{eventfd::EventFd, fifo::Fifo, io_uring::IoUring, tcp};
+use crate::transport::serve::mechanism::Mechanism;
+use crate::transport::wire::areas::{Areas, MAX_AREA_MSG};
+use crate::transport::wire::framing::{self, HEAD};
+use crate::transport::wire::rendezvous::{self, Family, HELLO_LEN};
 
 /// Arbitrary bytes, mostly short, up to the largest hello extra.
 fn bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -89,9 +89,9 @@ proptest! {
     fn proptest_wire_heads_answer_cleanly(frame in vec(any::<u8>(), HEAD..HEAD + 64)) {
         let mut h = [0u8; HEAD];
         h.copy_from_slice(&frame[..HEAD]);
-        let (code, len) = wire::parse_head(&h);
-        prop_assert_eq!(wire::frame_head(&frame), (code, len));
-        prop_assert_eq!(wire::head(code, len), h);
+        let (code, len) = framing::parse_head(&h);
+        prop_assert_eq!(framing::frame_head(&frame), (code, len));
+        prop_assert_eq!(framing::head(code, len), h);
     }
 
     #[test]
@@ -107,10 +107,10 @@ proptest! {
         if honest_len {
             // A header that tells the truth, so the status is reached.
             let status = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) % 4;
-            frame[..HEAD].copy_from_slice(&wire::head(status, len));
+            frame[..HEAD].copy_from_slice(&framing::head(status, len));
         }
         let mut reply = vec![0u8; room];
-        match wire::unpack_reply(&frame, &frame[HEAD..HEAD + len], &mut reply) {
+        match framing::unpack_reply(&frame, &frame[HEAD..HEAD + len], &mut reply) {
             Ok(n) => {
                 prop_assert_eq!(n, len);
                 prop_assert_eq!(&reply[..n], &frame[HEAD..HEAD + n]);

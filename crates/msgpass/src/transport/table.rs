@@ -14,11 +14,11 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::transport::api::{Transport, Wait};
-use crate::transport::rendezvous::Family;
-use crate::transport::{
-    eventfd, fifo, fuse, io_uring, mechanism, pipe, posix_mq, shm, signal, sysv_msg, tcp, udp, uds,
-    uds_pair,
+use crate::transport::mechanisms::{
+    eventfd, fifo, fuse, io_uring, pipe, posix_mq, shm, signal, sysv_msg, tcp, udp, uds, uds_pair,
 };
+use crate::transport::serve::mechanism;
+use crate::transport::wire::rendezvous::Family;
 
 /// How a transport limits [`Options::max_msg`](super::Options::max_msg)
 /// (see [`Transport::max_msg`]).
@@ -468,7 +468,7 @@ mod tests {
             let flag = Arc::clone(&stop);
             let receiver =
                 std::thread::spawn(move || while let Ok(Some(_)) = server.receive(&flag) {});
-            let met = crate::transport::rendezvous::connect(&path, family, &opts);
+            let met = crate::transport::wire::rendezvous::connect(&path, family, &opts);
             stop.store(true, Ordering::Relaxed);
             receiver.join().expect("receiver");
             let _ = std::fs::remove_file(&path);

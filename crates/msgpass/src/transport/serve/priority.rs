@@ -1,0 +1,753 @@
+//! Priority inheritance through messages ([`Options::inherit_priority`]):
+//! the thread that serves a request runs at the calling thread's policy
+//! and priority until it replies, as on QNX.
+//!
+//! **Who calls.** The calling *process* is the one the kernel names: the
+//! process that connected the client's rendezvous session (a Unix
+//! seqpacket socket), held from accept on as a pidfd (`SO_PEERPIDFD`,
+//! Linux 6.5), which names that process and no other, also after it has
+//! exited and its pid has gone to another. On an older kernel the pidfd
+//! is opened on the `SO_PEERCRED` pid at accept: a client that has
+//! exited by then, its pid already reused, would be taken for the
+//! process holding that pid now (a race of one accept; the pid space must
+//! wrap meanwhile). The calling *thread* is claimed by the client library
+//! in a one-way control message (`TID`, sent only when the calling
+//! thread differs from the last one named on that connection), and
+//! believed only if the kernel lists that thread as one of the peer
+//! process's (`/proc/<pid>/task/<tid>`, read while both pidfds say that
+//! pid and that thread id are still theirs), and only while it is that
+//! thread: the claim keeps a handle on it that a reused thread id cannot
+//! pass (a thread pidfd, `PIDFD_THREAD`, Linux 6.9; on older kernels its
+//! `/proc/<pid>/task/<tid>` directory, under which the kernel finds
+//! nothing once that thread is gone, whoever has its id since). A claim
+//! that fails is forgotten, and the connection's requests get no boost
+//! until a true one comes. The caller's policy and priority are then read
+//! from the kernel (`sched_getattr` on that thread id) at each request,
+//! never taken from a message, and used only if the handle says, *after*
+//! the read, that the thread has not exited (so the id read was still
+//! its): one `poll` more per request. When it has, the claim is
+//! forgotten then: no boost for that request and the following ones, and
+//! a boost on arrival it gave is dropped.
+//!
+//! **Which transports.** `uds`, `uds-stream` and `uds-dgram`: a Unix
+//! socket whose peer the kernel names, and whose next message the watcher
+//! can look at without taking it (`MSG_PEEK`). Refused elsewhere with
+//! [`Error::NoInheritance`]: tcp and udp have no peer credentials (the
+//! peer may be on another host, and a datagram's sender is not tied to the
+//! session's process); pipe, fifo, eventfd, posix-mq and io-uring could
+//! name the process through their session, but a message waiting there
+//! cannot be looked at before it is taken, so boost on arrival would not
+//! know who is waiting (not done); shm, sysv-msg, signal and fuse have
+//! servers of their own, which do not carry it yet (not done).
+//!
+//! **The boost.** Each serving thread keeps the requests it holds
+//! (received and not yet answered: deferred ones, and in a pool the ones
+//! it received) with their callers' scheduling, and runs at the highest of
+//! them; with none, at its own (read from the kernel at its first
+//! receive). A caller below the server's own priority lowers it for the
+//! request, as on QNX. A held request answered from another thread ends
+//! its boost on the thread that received it. A caller under
+//! SCHED_DEADLINE, or one whose thread is gone, gives no boost.
+//!
+//! **Boost on arrival.** A single-threaded server busy with a low
+//! caller's request must run at a higher caller's priority as soon as that
+//! caller sends, or a medium-priority task keeps both waiting. A watcher
+//! thread of the channel, at SCHED_FIFO 99, waits on an epoll set of its
+//! own holding every connection's wire edge-triggered; on an arrival while
+//! the worker holds a request it peeks at the message (a `TID` claim in
+//! front of it, else the connection's last verified thread; either
+//! checked as above, a failed one forgotten and its boost on arrival
+//! dropped), reads that thread's priority, and if it is above the one the
+//! worker runs at, raises the worker (`sched_setattr` on its thread id)
+//! until that connection's message is taken: the worker therefore goes
+//! on at that priority after its reply, to receive it. It never lowers.
+//! Its cost is one wake-up of the watcher per message (see `msgbench rtos
+//! MSG-P-PRI`). In a pool the watcher raises nothing (a free thread takes
+//! the arrival at its caller's priority; not done: raising a busy pool).
+//!
+//! **Rights.** Raising a thread needs CAP_SYS_NICE or an RLIMIT_RTPRIO
+//! that allows the priority; the option is refused at channel creation
+//! when the process has neither. With an RLIMIT_RTPRIO below a caller's
+//! priority the boost fails, and is counted (see `Boosts::failures`).
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use oslayer::epoll::{Epoll, Interest, Ready};
+use oslayer::prio::{self, SchedAttr};
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::transport::api::Options;
+use crate::transport::wire::framing::{parse_head, HEAD, TID};
+
+/// The transports that carry priority inheritance.
+pub(crate) const SUPPORTED: &[&str] = &["uds", "uds-stream", "uds-dgram"];
+
+/// Why `transport` cannot carry priority inheritance, if it cannot.
+fn refusal(transport: &str) -> Option<&'static str> {
+    match transport {
+        t if SUPPORTED.contains(&t) => None,
+        "tcp" | "udp" => Some("the kernel names no peer process on an IP socket (it may be on another host), so the calling thread cannot be checked"),
+        "pipe" | "fifo" | "eventfd" | "posix-mq" | "io-uring" => Some("a waiting message cannot be looked at before it is taken, so a caller's boost on arrival is not done here yet"),
+        _ => Some("this transport's server does not carry it yet"),
+    }
+}
+
+/// Refuses [`Options::inherit_priority`] where it cannot be given: on a
+/// transport that cannot name its callers, or in a process that may not
+/// use SCHED_FIFO.
+pub(crate) fn check(transport: &str, opts: &Options) -> Result<()> {
+    if !opts.inherit_priority {
+        return Ok(());
+    }
+    if let Some(why) = refusal(transport) {
+        return Err(Error::NoInheritance {
+            reason: format!(
+                "not on transport {transport}: {why} (it works on {})",
+                SUPPORTED.join(", ")
+            ),
+        });
+    }
+    if prio::max_rt_priority() == 0 {
+        return Err(Error::NoInheritance {
+            reason: "this process cannot set SCHED_FIFO (it needs CAP_SYS_NICE, or an RLIMIT_RTPRIO above 0)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The rank of `a` (SCHED_DEADLINE, never stored, ranks lowest).
+fn rank(a: &SchedAttr) -> u32 {
+    a.rank().unwrap_or(0)
+}
+
+/// What one serving thread runs at, and why.
+struct State {
+    own: SchedAttr,
+    applied: SchedAttr,
+    /// Requests it holds: (boost id, caller's scheduling).
+    held: Vec<(u64, SchedAttr)>,
+    /// Arrivals the watcher raised it for: (connection token, caller's).
+    pending: Vec<(u64, SchedAttr)>,
+    next: u64,
+}
+
+impl State {
+    /// What the thread should run at: the highest of its held requests'
+    /// callers and pending arrivals, or its own with neither.
+    fn target(&self) -> SchedAttr {
+        self.held
+            .iter()
+            .chain(&self.pending)
+            .map(|(_, a)| *a)
+            .max_by_key(rank)
+            .unwrap_or(self.own)
+    }
+}
+
+/// One serving thread's boosts.
+pub(crate) struct Boosts {
+    tid: i32,
+    state: Mutex<State>,
+    failures: AtomicU64,
+}
+
+impl Boosts {
+    /// The calling thread's, its own scheduling read from the kernel now.
+    pub(crate) fn for_this_thread() -> io::Result<Arc<Boosts>> {
+        let own = prio::attr(0)?;
+        Ok(Arc::new(Boosts {
+            tid: oslayer::thread::gettid(),
+            state: Mutex::new(State {
+                own,
+                applied: own,
+                held: Vec::new(),
+                pending: Vec::new(),
+                next: 0,
+            }),
+            failures: AtomicU64::new(0),
+        }))
+    }
+
+    /// The thread these boosts are for.
+    pub(crate) fn tid(&self) -> i32 {
+        self.tid
+    }
+
+    /// Boosts that the kernel refused (an RLIMIT_RTPRIO too low).
+    #[allow(dead_code)]
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Schedules the thread at what `s` says it should run at, if that
+    /// changed.
+    fn apply(&self, s: &mut State) {
+        let want = s.target();
+        if want == s.applied {
+            return;
+        }
+        match prio::set_attr(self.tid, want) {
+            Ok(()) => s.applied = want,
+            Err(_) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A message of connection `token` was taken: an arrival raised for
+    /// is no longer pending.
+    pub(crate) fn taken(&self, token: u64) {
+        let mut s = self.state.lock();
+        if s.pending.iter().any(|(t, _)| *t == token) {
+            s.pending.retain(|(t, _)| *t != token);
+            self.apply(&mut s);
+        }
+    }
+
+    /// A request of connection `token` from a caller scheduled `caller`
+    /// was received: the thread runs at least at it until the returned
+    /// [`Boost`] is dropped (after the reply).
+    pub(crate) fn begin(self: &Arc<Self>, token: u64, caller: SchedAttr) -> Boost {
+        let mut s = self.state.lock();
+        s.pending.retain(|(t, _)| *t != token);
+        let id = s.next;
+        s.next += 1;
+        s.held.push((id, caller));
+        self.apply(&mut s);
+        Boost {
+            boosts: self.clone(),
+            id,
+        }
+    }
+
+    /// The watcher saw a message of connection `token` arrive from a
+    /// caller scheduled `caller`: while the thread holds a request, it is
+    /// raised to it if that is higher (never lowered).
+    fn arrival(&self, token: u64, caller: SchedAttr) {
+        let mut s = self.state.lock();
+        if s.held.is_empty() || rank(&caller) <= rank(&s.applied) {
+            return;
+        }
+        s.pending.retain(|(t, _)| *t != token);
+        s.pending.push((token, caller));
+        self.apply(&mut s);
+    }
+
+    fn end(&self, id: u64) {
+        let mut s = self.state.lock();
+        s.held.retain(|(i, _)| *i != id);
+        self.apply(&mut s);
+    }
+}
+
+/// One held request's boost: ends (the thread back at what its other
+/// requests, or its own priority, say) when dropped.
+pub(crate) struct Boost {
+    boosts: Arc<Boosts>,
+    id: u64,
+}
+
+impl Drop for Boost {
+    fn drop(&mut self) {
+        self.boosts.end(self.id);
+    }
+}
+
+/// The process at the other end of a connection, as the kernel named it
+/// when it connected: its pid, and a pidfd that names it and no other.
+pub(crate) struct PeerProcess {
+    pid: i32,
+    pidfd: OwnedFd,
+}
+
+impl PeerProcess {
+    /// The process that connected `session` (see the module doc), `None`
+    /// when the kernel names none.
+    pub(crate) fn of(session: BorrowedFd<'_>) -> Option<PeerProcess> {
+        let pid = oslayer::socket::peer_cred(session).ok()?.pid;
+        if pid <= 0 {
+            // Outside our pid namespace: no /proc entry to check claims in.
+            return None;
+        }
+        let pidfd = match oslayer::socket::peer_pidfd(session) {
+            Ok(Some(fd)) => fd,
+            // Before Linux 6.5: whoever holds that pid now (the race the
+            // module doc tells).
+            Ok(None) => oslayer::pidfd::open(u32::try_from(pid).ok()?).ok()?,
+            Err(_) => return None,
+        };
+        Some(PeerProcess { pid, pidfd })
+    }
+
+    /// True until the process exits: until then `pid` is its.
+    fn running(&self) -> bool {
+        oslayer::pidfd::running(self.pidfd.as_fd())
+    }
+}
+
+/// A handle on one thread that a reused thread id cannot pass.
+enum Thread {
+    /// A thread pidfd (Linux 6.9).
+    Pidfd(OwnedFd),
+    /// Its `/proc/<pid>/task/<tid>` directory (older kernels).
+    Dir(OwnedFd),
+}
+
+impl Thread {
+    /// A handle on the thread that has id `tid` now, in process `pid`
+    /// where the kernel has no thread pidfds.
+    fn open(pid: i32, tid: i32) -> Option<Thread> {
+        match oslayer::pidfd::open_thread(tid) {
+            Ok(fd) => Some(Thread::Pidfd(fd)),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+                prio::task_dir(pid, tid).ok().map(Thread::Dir)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// True until the thread exits (a pidfd) or is reaped (a directory):
+    /// until then its id is its.
+    fn running(&self) -> bool {
+        match self {
+            Thread::Pidfd(fd) => oslayer::pidfd::running(fd.as_fd()),
+            Thread::Dir(dir) => prio::task_listed(dir.as_fd()),
+        }
+    }
+}
+
+/// A claimed thread is gone: its id may be another's now.
+#[derive(Debug)]
+struct Gone;
+
+/// A thread a client named as its caller, verified.
+struct Claim {
+    tid: i32,
+    thread: Thread,
+}
+
+impl Claim {
+    /// Thread `tid`, claimed by the client of `process`, if it is one of
+    /// that process's threads. In this order: a handle on the thread with
+    /// that id now, the kernel's list of the process's threads, then both
+    /// still running, so that while the list was read the pid was the
+    /// process's and the id the thread's.
+    fn verify(process: &PeerProcess, tid: i32) -> Option<Claim> {
+        if tid <= 0 {
+            return None;
+        }
+        let thread = Thread::open(process.pid, tid)?;
+        let ours = prio::thread_of(process.pid, tid) && process.running() && thread.running();
+        ours.then_some(Claim { tid, thread })
+    }
+
+    /// The claimed thread's scheduling now, if it is one that can be
+    /// lent: read by its id, then believed only if the thread is still
+    /// running (a reused id reads another's); [`Gone`] when it is not.
+    fn attr(&self) -> std::result::Result<Option<SchedAttr>, Gone> {
+        let read = prio::attr(self.tid);
+        if !self.thread.running() {
+            return Err(Gone);
+        }
+        Ok(read.ok().filter(|a| a.rank().is_some()))
+    }
+}
+
+/// The thread a `TID` payload claims (unchecked).
+fn claimed_tid(payload: &[u8]) -> Option<i32> {
+    <[u8; 4]>::try_from(payload).ok().map(i32::from_le_bytes)
+}
+
+/// Where the single worker's boosts are, when there is one.
+type SingleSlot = Arc<Mutex<Option<Arc<Boosts>>>>;
+
+/// A connection's caller as far as the kernel vouches for it.
+pub(crate) struct Peer {
+    /// The process the kernel named when it connected.
+    process: PeerProcess,
+    /// Its calling thread, last claimed and verified.
+    claim: Mutex<Option<Arc<Claim>>>,
+    /// The connection's wire, for the watcher (a duplicate).
+    wire: OwnedFd,
+    /// The connection's token, under which the watcher raises.
+    token: u64,
+    /// The single worker's boosts, for dropping a raise of a failed claim.
+    single: SingleSlot,
+}
+
+impl Peer {
+    /// The caller's scheduling now, for a request of this connection:
+    /// `None` without a claim, or when the claimed thread is gone (the
+    /// claim is then forgotten).
+    pub(crate) fn caller(&self) -> Option<SchedAttr> {
+        let claim = self.claim.lock().clone()?;
+        match claim.attr() {
+            Ok(a) => a,
+            Err(Gone) => {
+                self.forget(&claim);
+                None
+            }
+        }
+    }
+
+    /// The client says its calling thread is `payload` (a `TID`
+    /// message): kept when it is one of the peer's threads, else no
+    /// thread is known (and a raise for this connection is dropped).
+    pub(crate) fn claimed(&self, payload: &[u8]) {
+        let claim = claimed_tid(payload).and_then(|tid| Claim::verify(&self.process, tid));
+        let failed = claim.is_none();
+        *self.claim.lock() = claim.map(Arc::new);
+        if failed {
+            self.drop_raise();
+        }
+    }
+
+    /// `claim` failed: forgotten (unless a newer one replaced it), and a
+    /// raise of the worker for this connection dropped.
+    fn forget(&self, claim: &Arc<Claim>) {
+        {
+            let mut now = self.claim.lock();
+            if now.as_ref().is_some_and(|c| Arc::ptr_eq(c, claim)) {
+                *now = None;
+            }
+        }
+        self.drop_raise();
+    }
+
+    /// Ends a boost on arrival the watcher gave for this connection.
+    fn drop_raise(&self) {
+        let single = self.single.lock().clone();
+        if let Some(b) = single {
+            b.taken(self.token);
+        }
+    }
+
+    /// The thread a `TID` message in front of the connection's queue
+    /// claims, if one is (looked at, not taken).
+    fn peek_claim(&self) -> Option<i32> {
+        let mut first = [0u8; HEAD + 4];
+        match oslayer::socket::peek_now(self.wire.as_fd(), &mut first) {
+            Ok(n) if n == first.len() => {
+                let (code, len) = parse_head(&[
+                    first[0], first[1], first[2], first[3], first[4], first[5], first[6], first[7],
+                ]);
+                (code == TID && len == 4)
+                    .then(|| claimed_tid(&first[HEAD..]))
+                    .flatten()
+            }
+            _ => None,
+        }
+    }
+
+    /// The watcher's caller for the message in front of the connection:
+    /// that of a `TID` claim there, checked now (when it fails, a raise
+    /// for this connection is dropped), else that of the last verified
+    /// one (see [`Peer::caller`]).
+    fn arriving(&self) -> Option<SchedAttr> {
+        let Some(tid) = self.peek_claim() else {
+            return self.caller();
+        };
+        match Claim::verify(&self.process, tid).map(|c| c.attr()) {
+            Some(Ok(a)) => a,
+            None | Some(Err(Gone)) => {
+                self.drop_raise();
+                None
+            }
+        }
+    }
+}
+
+/// The token the watcher's stop eventfd is registered under.
+const STOP: u64 = u64::MAX;
+
+/// What a channel with inheritance shares between its workers and its
+/// watcher.
+pub(crate) struct Inherit {
+    peers: Mutex<HashMap<u64, Arc<Peer>>>,
+    /// The single worker's boosts (none in a pool, or before it receives).
+    single: SingleSlot,
+    set: Epoll,
+    stop: OwnedFd,
+    stopping: AtomicBool,
+}
+
+impl Inherit {
+    /// A new connection `token` of `process` (if the kernel named one),
+    /// on `wire`: watched for arrivals. `None` when it has no process to
+    /// inherit from.
+    pub(crate) fn join(
+        &self,
+        token: u64,
+        process: Option<PeerProcess>,
+        wire: &impl AsFd,
+    ) -> Option<Arc<Peer>> {
+        let wire = wire.as_fd().try_clone_to_owned().ok()?;
+        let peer = Arc::new(Peer {
+            process: process?,
+            claim: Mutex::new(None),
+            wire,
+            token,
+            single: self.single.clone(),
+        });
+        let readable = Interest::READABLE.edge();
+        self.set.add(peer.wire.as_fd(), token, readable).ok()?;
+        self.peers.lock().insert(token, peer.clone());
+        Some(peer)
+    }
+
+    /// Connection `token` is gone.
+    pub(crate) fn leave(&self, token: u64) {
+        if let Some(p) = self.peers.lock().remove(&token) {
+            self.set.delete(p.wire.as_fd());
+        }
+        if let Some(b) = &*self.single.lock() {
+            b.taken(token);
+        }
+    }
+
+    /// The boosts of the calling worker thread, made on its first
+    /// receive (a channel moved to another thread makes new ones); the
+    /// single worker's are the watcher's to raise.
+    pub(crate) fn boosts_here(&self, mine: &mut Option<Arc<Boosts>>, pool: bool) {
+        let tid = oslayer::thread::gettid();
+        if mine.as_ref().is_some_and(|b| b.tid() == tid) {
+            return;
+        }
+        *mine = Boosts::for_this_thread().ok();
+        *self.single.lock() = match pool {
+            true => None,
+            false => mine.clone(),
+        };
+    }
+
+    /// One arrival on connection `token`, as the watcher handles it.
+    fn arrived(&self, token: u64) {
+        let Some(b) = self.single.lock().clone() else {
+            return;
+        };
+        let Some(peer) = self.peers.lock().get(&token).cloned() else {
+            return;
+        };
+        if let Some(a) = peer.arriving() {
+            b.arrival(token, a);
+        }
+    }
+}
+
+/// A channel's inheritance: what it shares, and its watcher thread,
+/// stopped and joined on drop.
+pub(crate) struct Watched {
+    pub(crate) inherit: Arc<Inherit>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Starts the watcher of a new channel.
+    pub(crate) fn start() -> Result<Watched> {
+        let set = Epoll::new().map_err(|e| Error::io("epoll_create", e))?;
+        let stop = oslayer::eventfd::new().map_err(|e| Error::io("eventfd", e))?;
+        set.add(stop.as_fd(), STOP, Interest::READABLE)
+            .map_err(|e| Error::io("epoll_ctl", e))?;
+        let inherit = Arc::new(Inherit {
+            peers: Mutex::new(HashMap::new()),
+            single: Arc::new(Mutex::new(None)),
+            set,
+            stop,
+            stopping: AtomicBool::new(false),
+        });
+        let theirs = inherit.clone();
+        let thread = std::thread::Builder::new()
+            .name("msgpass-prio".into())
+            .spawn(move || watch(&theirs))
+            .map_err(|e| Error::io("spawn the priority watcher", e))?;
+        Ok(Watched {
+            inherit,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.inherit.stopping.store(true, Ordering::Relaxed);
+        let _ = oslayer::eventfd::write(self.inherit.stop.as_fd(), 1);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The watcher's loop, at SCHED_FIFO 99 (or the highest this process
+/// may use).
+fn watch(inherit: &Inherit) {
+    let _ = prio::set_attr(0, SchedAttr::fifo(prio::max_rt_priority().max(1)));
+    let mut events: Vec<Ready> = Vec::with_capacity(64);
+    while !inherit.stopping.load(Ordering::Relaxed) {
+        if inherit
+            .set
+            .wait(&mut events, Some(Duration::from_secs(1)))
+            .is_err()
+        {
+            return;
+        }
+        for ev in events.drain(..) {
+            if ev.token != STOP && ev.readable {
+                inherit.arrived(ev.token);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// This process, as a peer.
+    fn this_process() -> PeerProcess {
+        PeerProcess {
+            pid: oslayer::process::pid().as_raw_nonzero().get(),
+            pidfd: oslayer::pidfd::pidfd_self().expect("pidfd"),
+        }
+    }
+
+    /// A thread of this process that lives until the sender is dropped.
+    fn a_thread() -> (i32, mpsc::Sender<()>, JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel();
+        let (live, until) = mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            tx.send(oslayer::thread::gettid()).expect("tid");
+            let _ = until.recv();
+        });
+        (rx.recv().expect("tid"), live, h)
+    }
+
+    /// Waits (5 s at most) until `claim` fails, as it must once its
+    /// thread is gone.
+    fn fails_soon(claim: &Claim) -> bool {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < end {
+            if claim.attr().is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    #[test]
+    fn a_claim_holds_while_its_thread_runs_and_fails_once_it_exits() {
+        let me = this_process();
+        let (tid, live, h) = a_thread();
+        let claim = Claim::verify(&me, tid).expect("a thread of this process");
+        assert!(
+            matches!(claim.thread, Thread::Pidfd(_)),
+            "Linux 6.9 or later"
+        );
+        assert_eq!(claim.attr().expect("running"), prio::attr(tid).ok());
+        // The handle of kernels without thread pidfds holds the same way.
+        let dir = Claim {
+            tid,
+            thread: Thread::Dir(prio::task_dir(me.pid, tid).expect("task dir")),
+        };
+        assert!(dir.attr().is_ok());
+        drop(live);
+        h.join().expect("thread");
+        assert!(fails_soon(&claim), "the thread pidfd saw it exit");
+        assert!(fails_soon(&dir), "the task directory saw it go");
+    }
+
+    #[test]
+    fn a_claim_is_refused_for_another_process_or_a_process_that_exited() {
+        let me = this_process();
+        assert!(Claim::verify(&me, 1).is_none(), "init is not ours");
+        assert!(Claim::verify(&me, 0).is_none() && Claim::verify(&me, -5).is_none());
+        // A peer that has exited, its pid since given to this process:
+        // this process's threads are not its.
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let pidfd = oslayer::pidfd::open(child.id()).expect("pidfd");
+        child.wait().expect("wait");
+        let gone = PeerProcess { pid: me.pid, pidfd };
+        assert!(Claim::verify(&gone, oslayer::thread::gettid()).is_none());
+        assert!(Claim::verify(&me, oslayer::thread::gettid()).is_some());
+    }
+
+    #[test]
+    fn a_failed_claim_is_forgotten_and_the_next_true_one_believed() {
+        let inherit = Watched::start().expect("watcher");
+        let (a, b) = oslayer::socket::socketpair(oslayer::socket::SocketType::SEQPACKET)
+            .expect("socketpair");
+        let peer = inherit
+            .inherit
+            .join(7, PeerProcess::of(a.as_fd()), &a)
+            .expect("a peer");
+        let (tid, live, h) = a_thread();
+        peer.claimed(&tid.to_le_bytes());
+        assert_eq!(peer.caller(), prio::attr(tid).ok());
+        drop(live);
+        h.join().expect("thread");
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while peer.caller().is_some() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(peer.claim.lock().is_none(), "forgotten");
+        let me = oslayer::thread::gettid();
+        peer.claimed(&me.to_le_bytes());
+        assert_eq!(peer.caller(), prio::attr(me).ok());
+        peer.claimed(&1i32.to_le_bytes());
+        assert!(peer.caller().is_none(), "a false claim replaces it");
+        inherit.inherit.leave(7);
+        drop(b);
+    }
+
+    #[test]
+    fn a_failed_claim_drops_the_raise_it_gave() {
+        if !prio::has_cap_sys_nice() {
+            let why = "needs CAP_SYS_NICE (run as root) to raise a thread";
+            assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+            println!("skipped: {why}");
+            return;
+        }
+        let inherit = Watched::start().expect("watcher");
+        let (a, _b) = oslayer::socket::socketpair(oslayer::socket::SocketType::SEQPACKET)
+            .expect("socketpair");
+        let peer = inherit
+            .inherit
+            .join(7, PeerProcess::of(a.as_fd()), &a)
+            .expect("a peer");
+        let mut mine = None;
+        inherit.inherit.boosts_here(&mut mine, false);
+        let boosts = mine.expect("boosts");
+        let own = prio::attr(0).expect("attr");
+        let held = boosts.begin(1, own);
+        let (tid, live, h) = a_thread();
+        peer.claimed(&tid.to_le_bytes());
+        // The watcher raised this thread for an arrival of that claim.
+        boosts.arrival(7, SchedAttr::fifo(10));
+        assert_eq!(prio::attr(0).expect("attr"), SchedAttr::fifo(10));
+        drop(live);
+        h.join().expect("thread");
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while peer.caller().is_some() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            prio::attr(0).expect("attr"),
+            own,
+            "the raise went with the claim"
+        );
+        // Likewise when a new claim fails.
+        boosts.arrival(7, SchedAttr::fifo(10));
+        peer.claimed(&1i32.to_le_bytes());
+        assert_eq!(prio::attr(0).expect("attr"), own);
+        drop(held);
+        inherit.inherit.leave(7);
+    }
+}
