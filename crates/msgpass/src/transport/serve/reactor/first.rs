@@ -12,16 +12,17 @@
 //! worker whose answered connections do not answer back at once (many
 //! clients, or a peer on another CPU) backs off: after a miss it skips the
 //! look for twice as many messages as the last time, up to [`MOST_SKIP`].
-//! And the look must not starve the set: after [`LOOK_EVERY`] hits in a
-//! row the worker looks at its set without waiting, and what is ready
-//! there is served next.
+//! And the look must not let a busy connection jump the queue: a worker
+//! reads at most one message this way between two waits on its set, so a
+//! round of the set serves each ready connection once and the last one
+//! answered at most once more (a broker still saves one wait of its two a
+//! call: the service's result comes this way, the client's next call
+//! through the set).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// No connection answered since the last look.
 const NONE: u64 = u64::MAX;
-/// Hits in a row before the worker looks at its set (without waiting).
-pub(super) const LOOK_EVERY: u32 = 16;
 /// The most messages a miss makes the worker go without looking.
 const MOST_SKIP: u32 = 256;
 
@@ -53,23 +54,25 @@ impl Answered {
     }
 }
 
-/// A worker's record of its looks: whether to look, and when to look at
-/// the set instead.
+/// A worker's record of its looks: whether to look.
 #[derive(Debug, Default)]
 pub(super) struct Looks {
     /// Messages to go without looking (after a miss).
     skip: u32,
     /// What the next miss sets `skip` to, doubled by each miss in a row.
     backoff: u32,
-    /// Hits since the worker last looked at its set.
-    hits: u32,
+    /// A look found a message since the worker last waited on its set.
+    spent: bool,
 }
 
 impl Looks {
-    /// True when this message is one to look for first (counts it down
-    /// otherwise).
+    /// True when this message is one to look for first (counts a skip
+    /// down otherwise).
     #[inline]
     pub(super) fn wanted(&mut self) -> bool {
+        if self.spent {
+            return false;
+        }
         if self.skip == 0 {
             return true;
         }
@@ -77,29 +80,23 @@ impl Looks {
         false
     }
 
-    /// The look found a message; true when it is time to look at the set.
+    /// The look found a message: no other until the next wait.
     #[inline]
-    pub(super) fn hit(&mut self) -> bool {
+    pub(super) fn hit(&mut self) {
         self.backoff = 0;
-        self.hits += 1;
-        if self.hits < LOOK_EVERY {
-            return false;
-        }
-        self.hits = 0;
-        true
+        self.spent = true;
     }
 
     /// The look found nothing: the next ones are skipped for a while.
     pub(super) fn miss(&mut self) {
         self.backoff = (self.backoff * 2).clamp(1, MOST_SKIP);
         self.skip = self.backoff;
-        self.hits = 0;
     }
 
-    /// The worker waited on its set: the hits start over.
+    /// The worker waited on its set: it may look again.
     #[inline]
     pub(super) fn waited(&mut self) {
-        self.hits = 0;
+        self.spent = false;
     }
 }
 
@@ -121,7 +118,8 @@ mod tests {
         }
         let skipped = (0..1000).take_while(|_| !l.wanted()).count();
         assert_eq!(skipped, MOST_SKIP as usize, "bounded");
-        assert!(!l.hit());
+        l.hit();
+        l.waited();
         l.miss();
         assert_eq!(
             (l.wanted(), l.wanted()),
@@ -131,13 +129,13 @@ mod tests {
     }
 
     #[test]
-    fn the_set_is_looked_at_every_so_many_hits() {
+    fn one_message_is_read_first_between_two_waits() {
         let mut l = Looks::default();
-        let looks: Vec<bool> = (0..2 * LOOK_EVERY).map(|_| l.hit()).collect();
-        assert_eq!(looks.iter().filter(|x| **x).count(), 2);
-        assert!(looks[LOOK_EVERY as usize - 1]);
+        assert!(l.wanted());
+        l.hit();
+        assert!(!l.wanted() && !l.wanted(), "spent until the next wait");
         l.waited();
-        assert!(!l.hit(), "a wait starts the count over");
+        assert!(l.wanted());
     }
 
     #[test]

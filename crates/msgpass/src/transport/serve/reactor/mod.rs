@@ -1031,9 +1031,8 @@ impl<A: Acceptor> ReactorCore<A> {
     }
 
     /// A single worker with nothing queued reads the connection it
-    /// answered last, if it has sent again already (`first.rs`); every
-    /// [`first::LOOK_EVERY`] hits in a row it also queues what its set
-    /// holds, without waiting, to be served first.
+    /// answered last, if it has sent again already (`first.rs`): one
+    /// message at most between two waits on its set.
     fn answered_first(&self, w: &mut Worker<A::W>) -> Result<Option<Incoming>> {
         if self.sets.pool() {
             return Ok(None);
@@ -1065,9 +1064,7 @@ impl<A: Acceptor> ReactorCore<A> {
                 Ok(None)
             }
             Ok(got) => {
-                if w.looks.hit() {
-                    self.harvest(w, Duration::ZERO)?;
-                }
+                w.looks.hit();
                 let Some(inc) = got else { return Ok(None) };
                 w.sole = Some(t);
                 w.cur = Some(Current::Locked(io));
