@@ -88,6 +88,14 @@ pub(crate) trait Wire: Send {
     fn quick_timeout(&self) -> bool {
         false
     }
+    /// True when one receive takes one whole message or nothing (datagram
+    /// and seqpacket sockets): a server may then read the wire without a
+    /// report that a message is there (`reactor/first.rs`). False (the
+    /// default) where a message can arrive in pieces and a read can leave
+    /// part of one, or several, in the wire's buffer (streams, pipes).
+    fn whole_reads(&self) -> bool {
+        false
+    }
     /// Server side: what ends a [`Wire::recv_timeout`] on this wire from
     /// outside, before its time (the poker's poke, registered now with
     /// `tick` if it is not yet), for the doorman to end the wait when a
@@ -944,6 +952,10 @@ impl Wire for DatagramWire {
     }
 
     fn quick_timeout(&self) -> bool {
+        true
+    }
+
+    fn whole_reads(&self) -> bool {
         true
     }
 

@@ -8,6 +8,10 @@
 //! each answered connection sends the next message, and every message
 //! read this way is an `epoll_wait` saved.
 //!
+//! Only wires that read one whole message or nothing (datagram and
+//! seqpacket sockets, [`Wire::whole_reads`]) are looked at: a stream read
+//! without a report can stop inside a message.
+//!
 //! The look is one non-blocking receive. A miss costs that receive, so a
 //! worker whose answered connections do not answer back at once (many
 //! clients, or a peer on another CPU) backs off: after a miss it skips the
@@ -20,6 +24,9 @@
 //! through the set).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(doc)]
+use crate::transport::wire::framing::Wire;
 
 /// No connection answered since the last look.
 const NONE: u64 = u64::MAX;

@@ -1055,7 +1055,7 @@ impl<A: Acceptor> ReactorCore<A> {
             return Ok(None);
         };
         let mut io = c.lock_arc();
-        if io.serving {
+        if io.serving || !io.wire.as_ref().is_some_and(Wire::whole_reads) {
             return Ok(None);
         }
         match self.read(w, &mut io, Read::IfThere) {
