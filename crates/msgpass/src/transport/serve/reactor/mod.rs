@@ -81,8 +81,6 @@ use oslayer::epoll::{Epoll, Interest, Ready};
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 
 use crate::error::{Error, Result};
-
-mod first;
 use crate::pulse::{is_pulse, Pulse};
 use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{Client, Creds, HeldRequest, Incoming, Options, Status};
@@ -96,6 +94,8 @@ use crate::transport::wire::doorman::{self, Door};
 use crate::transport::wire::framing::{frame_head, head, Wire, HEAD, HINT, TID};
 use crate::transport::wire::rendezvous::Listener;
 use first::{Answered, Looks};
+
+mod first;
 
 /// One client of a server, as an acceptor makes it.
 pub(crate) struct Conn<W> {
@@ -1033,42 +1033,34 @@ impl<A: Acceptor> ReactorCore<A> {
     /// A single worker with nothing queued reads the connection it
     /// answered last, if it has sent again already (`first.rs`): one
     /// message at most between two waits on its set.
-    fn answered_first(&self, w: &mut Worker<A::W>) -> Result<Option<Incoming>> {
+    fn answered_first(&self, w: &mut Worker<A::W>) -> Option<Incoming> {
         if self.sets.pool() {
-            return Ok(None);
+            return None;
         }
         // A held request answered since, else the request served last.
         let t = match self.answered.take().map(Source::of) {
             Some(Source::Wire(t)) => t,
-            Some(_) => return Ok(None),
-            None => match w.sole {
-                Some(t) => t,
-                None => return Ok(None),
-            },
+            Some(_) => return None,
+            None => w.sole?,
         };
-        // A connection with a message buffered is in the next round
-        // already (read here, the round would wait on an empty wire).
-        if w.later.contains(&t) || !w.looks.wanted() {
-            return Ok(None);
-        }
-        let Some(c) = self.conn(t) else {
-            return Ok(None);
-        };
+        let c = self.conn(t)?;
         let mut io = c.lock_arc();
-        if io.serving || !io.wire.as_ref().is_some_and(Wire::whole_reads) {
-            return Ok(None);
+        // (a wire that reads whole messages never holds one buffered, so
+        // the connection is in no round of the worker's yet)
+        if io.serving || !io.wire.as_ref().is_some_and(Wire::whole_reads) || !w.looks.wanted() {
+            return None;
         }
         match self.read(w, &mut io, Read::IfThere) {
             Err(()) => {
                 w.looks.miss();
-                Ok(None)
+                None
             }
             Ok(got) => {
                 w.looks.hit();
-                let Some(inc) = got else { return Ok(None) };
+                let inc = got?;
                 w.sole = Some(t);
                 w.cur = Some(Current::Locked(io));
-                Ok(Some(inc))
+                Some(inc)
             }
         }
     }
@@ -1273,11 +1265,8 @@ impl<A: Acceptor> Core for ReactorCore<A> {
                 }
                 continue;
             }
-            if let Some(inc) = self.answered_first(w)? {
+            if let Some(inc) = self.answered_first(w) {
                 return Ok(Some(inc));
-            }
-            if !w.queue.is_empty() {
-                continue;
             }
             // Every connection in the sets before waiting on them.
             self.set_alone(w, None);
