@@ -82,18 +82,10 @@ pub(crate) trait Wire: Send {
     /// within about its timeout, however short (a socket's `SO_RCVTIMEO`,
     /// `mq_timedreceive`): a server may then wait on this wire alone for a
     /// few milliseconds while other clients are connected (see
-    /// `reactor/`, one active client among idle ones). False (the
+    /// `serve/reactor.rs`, one active client among idle ones). False (the
     /// default) where a wait takes two calls (`poll`, then a read) or ends
     /// only on the poker's tick (pipes, eventfd).
     fn quick_timeout(&self) -> bool {
-        false
-    }
-    /// True when one receive takes one whole message or nothing (datagram
-    /// and seqpacket sockets): a server may then read the wire without a
-    /// report that a message is there (`reactor/first.rs`). False (the
-    /// default) where a message can arrive in pieces and a read can leave
-    /// part of one, or several, in the wire's buffer (streams, pipes).
-    fn whole_reads(&self) -> bool {
         false
     }
     /// Server side: what ends a [`Wire::recv_timeout`] on this wire from
@@ -952,10 +944,6 @@ impl Wire for DatagramWire {
     }
 
     fn quick_timeout(&self) -> bool {
-        true
-    }
-
-    fn whole_reads(&self) -> bool {
         true
     }
 

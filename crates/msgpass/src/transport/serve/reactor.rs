@@ -93,9 +93,6 @@ use crate::transport::serve::slab::{Slab, Token};
 use crate::transport::wire::doorman::{self, Door};
 use crate::transport::wire::framing::{frame_head, head, Wire, HEAD, HINT, TID};
 use crate::transport::wire::rendezvous::Listener;
-use first::{Answered, Looks};
-
-mod first;
 
 /// One client of a server, as an acceptor makes it.
 pub(crate) struct Conn<W> {
@@ -323,22 +320,6 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     /// (see `doorman.rs`); `None` where no listener could be watched (the
     /// single-client path then looks every [`ACCEPT_EVERY`] requests).
     door: Option<Arc<Door>>,
-    /// The connection whose held request a single worker answered last,
-    /// read first next (`first.rs`; a request answered at once is the
-    /// worker's `sole`).
-    answered: Answered,
-}
-
-/// How [`ReactorCore::read`] waits for a connection's message.
-#[derive(Debug, Clone, Copy)]
-enum Read {
-    /// At most this long.
-    Within(Duration),
-    /// Not at all: the set reported one (a pool's worker still looks
-    /// first: another may have taken it).
-    Reported,
-    /// Not at all, with no report: only if one is there now.
-    IfThere,
 }
 
 /// Why the single-client path serves a connection.
@@ -389,8 +370,6 @@ pub(crate) struct Worker<W> {
     calls: u32,
     /// When everything was last looked at.
     last_look: Instant,
-    /// Its looks at the connection answered last (`first.rs`).
-    looks: Looks,
     /// This thread's boosts (priority inheritance).
     boosts: Option<Arc<Boosts>>,
     /// The boost of the request it holds.
@@ -431,7 +410,6 @@ pub(crate) fn serve<A: Acceptor>(
         me: me.clone(),
         inherit,
         door,
-        answered: Answered::default(),
     });
     Single::new(core)
 }
@@ -736,22 +714,23 @@ impl<A: Acceptor> ReactorCore<A> {
     /// a handshake step of the mechanism or part of a message, or when the
     /// connection turned out dead or broken (and was dropped).
     ///
-    /// `how` says how long to wait for it (nothing there in time is
-    /// `Err(())`).
+    /// With a `timeout`, waits for the request at most that long (a time
+    /// out is `Err(())`); without, one must be waiting (a pool first checks
+    /// that one is).
     fn read(
         &self,
         w: &mut Worker<A::W>,
         io: &mut ConnIo<A::W>,
-        how: Read,
+        timeout: Option<Duration>,
     ) -> std::result::Result<Option<Incoming>, ()> {
         let pool = self.sets.pool();
         let Some(wire) = io.wire.as_mut() else {
             return Ok(None);
         };
-        let got = match (how, pool) {
-            (Read::Within(t), _) => wire.recv_lent(&mut w.buf, Some(t)),
-            (Read::Reported, true) | (Read::IfThere, _) => wire.recv_lent_now(&mut w.buf),
-            (Read::Reported, false) => wire.recv_lent(&mut w.buf, None),
+        let got = match (timeout, pool) {
+            (Some(t), _) => wire.recv_lent(&mut w.buf, Some(t)),
+            (None, true) => wire.recv_lent_now(&mut w.buf),
+            (None, false) => wire.recv_lent(&mut w.buf, None),
         };
         match got {
             Ok(Some(len)) => {
@@ -863,7 +842,7 @@ impl<A: Acceptor> ReactorCore<A> {
             self.mute(&mut io);
             return None;
         }
-        let inc = self.read(w, &mut io, Read::Reported).ok()??;
+        let inc = self.read(w, &mut io, None).ok()??;
         w.sole = Some(t);
         w.cur = Some(match self.sets.pool() {
             true => {
@@ -985,7 +964,7 @@ impl<A: Acceptor> ReactorCore<A> {
             true => self.tick,
             false => SOLO_QUIET,
         };
-        match self.read(w, &mut io, Read::Within(wait)) {
+        match self.read(w, &mut io, Some(wait)) {
             Ok(Some(inc)) => {
                 w.cur = Some(Current::Locked(io));
                 Ok(Some(inc))
@@ -1027,41 +1006,6 @@ impl<A: Acceptor> ReactorCore<A> {
                 true
             }
             _ => false,
-        }
-    }
-
-    /// A single worker with nothing queued reads the connection it
-    /// answered last, if it has sent again already (`first.rs`): one
-    /// message at most between two waits on its set.
-    fn answered_first(&self, w: &mut Worker<A::W>) -> Option<Incoming> {
-        if self.sets.pool() {
-            return None;
-        }
-        // A held request answered since, else the request served last.
-        let t = match self.answered.take().map(Source::of) {
-            Some(Source::Wire(t)) => t,
-            Some(_) => return None,
-            None => w.sole?,
-        };
-        let c = self.conn(t)?;
-        let mut io = c.lock_arc();
-        // (a wire that reads whole messages never holds one buffered, so
-        // the connection is in no round of the worker's yet)
-        if io.serving || !io.wire.as_ref().is_some_and(Wire::whole_reads) || !w.looks.wanted() {
-            return None;
-        }
-        match self.read(w, &mut io, Read::IfThere) {
-            Err(()) => {
-                w.looks.miss();
-                None
-            }
-            Ok(got) => {
-                w.looks.hit();
-                let inc = got?;
-                w.sole = Some(t);
-                w.cur = Some(Current::Locked(io));
-                Some(inc)
-            }
         }
     }
 
@@ -1199,7 +1143,6 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             streak: 0,
             calls: 0,
             last_look: Instant::now(),
-            looks: Looks::default(),
             boosts: None,
             boost: None,
         })
@@ -1265,12 +1208,8 @@ impl<A: Acceptor> Core for ReactorCore<A> {
                 }
                 continue;
             }
-            if let Some(inc) = self.answered_first(w) {
-                return Ok(Some(inc));
-            }
             // Every connection in the sets before waiting on them.
             self.set_alone(w, None);
-            w.looks.waited();
             let n = self.harvest(w, self.tick)?;
             self.count_streak(w);
             if n == 0 || w.last_look.elapsed() >= self.tick {
@@ -1396,9 +1335,6 @@ impl<A: Acceptor> HeldRequest for Detached<A> {
             Some(core) if io.wire.is_some() => {
                 core.send(&mut io, code, data);
                 core.served(&mut io);
-                if !core.sets.pool() {
-                    core.answered.set(io.token.with_mark(false));
-                }
             }
             // The server is gone: nobody to answer.
             None => io.wire = None,
