@@ -1,73 +1,12 @@
 //! Answering a request, once: what [`Request`](crate::Request) (borrowing
-//! its channel) and [`OwnedRequest`](crate::OwnedRequest) (held apart from
-//! it) share. The reply size rule, the copying fallback of `reply_with`,
-//! and the `EIO` a request dropped unanswered sends are written here once.
+//! its channel, an [`Answer`]) and [`OwnedRequest`](crate::OwnedRequest)
+//! (held apart from it, a `Box<dyn Answer>`) share. The reply size rule,
+//! the copying fallback of `reply_with`, and the `EIO` a request dropped
+//! unanswered sends are written here once.
 
 use crate::error::{Error, Result};
-use crate::transport::api::{Client, HeldRequest, Incoming, ServerChannel, Status};
+use crate::transport::api::{Answer, Client, Incoming, Status};
 use crate::transport::Window;
-
-/// Where a request's answer goes: a channel's current request, or a held
-/// one.
-pub(crate) trait Answer {
-    /// The request payload.
-    fn data(&self) -> &[u8];
-    /// Who sent it.
-    fn client(&self) -> Option<Client>;
-    /// Sends the reply.
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
-    /// The transport's own reply memory, starting with the request.
-    fn reply_buffer(&mut self) -> Option<Window<'_>>;
-    /// Sends the reply built in [`Answer::reply_buffer`].
-    fn reply_in_place(&mut self, len: usize) -> Result<()>;
-}
-
-/// A channel's current request, as an [`Answer`].
-pub(crate) struct Chan<'a, S: ServerChannel + ?Sized>(pub(crate) &'a mut S);
-
-impl<S: ServerChannel + ?Sized> Answer for Chan<'_, S> {
-    #[inline]
-    fn data(&self) -> &[u8] {
-        self.0.data()
-    }
-    #[inline]
-    fn client(&self) -> Option<Client> {
-        self.0.client()
-    }
-    #[inline]
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        self.0.reply(status, data)
-    }
-    #[inline]
-    fn reply_buffer(&mut self) -> Option<Window<'_>> {
-        self.0.reply_buffer()
-    }
-    #[inline]
-    fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        self.0.reply_in_place(len)
-    }
-}
-
-/// A held request, as an [`Answer`].
-pub(crate) struct Held(pub(crate) Box<dyn HeldRequest>);
-
-impl Answer for Held {
-    fn data(&self) -> &[u8] {
-        self.0.data()
-    }
-    fn client(&self) -> Option<Client> {
-        self.0.client()
-    }
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        self.0.reply(status, data)
-    }
-    fn reply_buffer(&mut self) -> Option<Window<'_>> {
-        self.0.reply_buffer()
-    }
-    fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        self.0.reply_in_place(len)
-    }
-}
 
 /// A request to be answered once through `A`; dropped unanswered, it
 /// replies `EIO` (nothing for a one-way message).
@@ -212,7 +151,7 @@ pub trait Received: Sized {
 }
 
 /// A request's client as the transport says, or, where it says nothing
-/// (a transport of someone else's, see [`ServerChannel::client`]), id 0
+/// (a transport of someone else's, see [`Answer::client`]), id 0
 /// and no credentials.
 pub(crate) fn client_or_unknown(c: Option<Client>) -> Client {
     c.unwrap_or(Client { id: 0, creds: None })

@@ -5,17 +5,16 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::answer::Answer as _;
-use crate::answer::{Chan, Once};
+use crate::answer::Once;
 use crate::error::{Error, Result};
 use crate::names::{EndpointClaim, Namespace};
 use crate::pool::{
     HeldCount, Keep, OwnedRequest, Place, PoolShared, Receiver, Spares, MAX_THREADS,
 };
 use crate::pulse::{pulse_of, Pulse};
-use crate::transport::serve::core::{Copied, Unanswered};
+use crate::transport::serve::core::{Held, Unanswered};
 use crate::transport::{
-    self, Client, HeldRequest, Options, ServerChannel, Transport, Typed, View, Window,
+    self, Answer, Client, Options, ServerChannel, Transport, Typed, View, Window,
 };
 
 /// The server side of a named endpoint. One thread receives on it; several
@@ -224,7 +223,7 @@ impl<S: ServerChannel + ?Sized> Channel<S> {
         }
         match self.inner.receive(&self.stop)? {
             Some(head) => Ok(Some(Request {
-                once: Once::new(Chan(&mut *self.inner), head, self.max_msg),
+                once: Once::new(&mut *self.inner, head, self.max_msg),
                 scratch: &mut self.scratch,
                 deferred: &self.deferred,
                 max_held: self.max_held,
@@ -309,7 +308,7 @@ impl Place {
 /// [`Connection::send_oneway`](crate::Connection::send_oneway)) has nobody
 /// waiting: replying to it, or dropping it, sends nothing.
 pub struct Request<'a, S: ServerChannel + ?Sized = dyn ServerChannel> {
-    once: Once<Chan<'a, S>>,
+    once: Once<&'a mut S>,
     scratch: &'a mut Vec<u8>,
     deferred: &'a Deferred,
     max_held: usize,
@@ -332,7 +331,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// window, and the rest is never copied.
     #[inline]
     pub fn data(&self) -> &[u8] {
-        self.once.to.0.data()
+        self.once.to.data()
     }
 
     /// The request payload where it lies, to read in place: on the shm
@@ -343,7 +342,7 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// an error.
     #[inline]
     pub fn view(&self) -> View<'_> {
-        self.once.to.0.view()
+        self.once.to.view()
     }
 
     /// The request payload's length, without a copy of it.
@@ -440,12 +439,12 @@ impl<S: ServerChannel + ?Sized> Request<'_, S> {
     /// meanwhile); elsewhere its payload is copied out.
     pub fn defer(mut self) -> Result<OwnedRequest> {
         let head = self.once.head;
-        let held: Box<dyn HeldRequest> = if head.oneway {
+        let held: Box<dyn Answer> = if head.oneway {
             // Nobody waits for an answer: keep a copy of the payload.
             let data = self.data().to_vec();
-            Copied::boxed(data, Unanswered, self.once.max_msg, self.once.to.client())
+            Held::boxed(data, Unanswered, self.once.max_msg, self.once.to.client())
         } else {
-            match self.once.to.0.detach() {
+            match self.once.to.detach() {
                 Some(held) => held,
                 // Dropped here: the channel answers EIO.
                 None => return Err(Error::unsupported("deferred replies")),

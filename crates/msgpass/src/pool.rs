@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::answer::Answer as _;
-use crate::answer::{Held, Once};
+use crate::answer::Once;
 use crate::error::{Error, Result};
 use crate::names::EndpointClaim;
 use crate::transport::api::PoolWorker;
-use crate::transport::api::{Client, HeldRequest, Incoming};
+use crate::transport::api::{Answer, Client, Incoming};
 use crate::transport::Window;
 
 pub use crate::transport::api::MAX_THREADS;
@@ -197,7 +196,7 @@ impl Receiver {
 /// (always for a deferred request), which a server may ignore. A one-way
 /// message needs no reply, and a drop sends none.
 pub struct OwnedRequest {
-    once: Once<Held>,
+    once: Once<Box<dyn Answer>>,
     keep: Keep,
 }
 
@@ -226,13 +225,13 @@ impl OwnedRequest {
     /// keeps `keep`, unless that thread holds `max_held` already: then it
     /// is answered `EAGAIN` at once and the error says so.
     pub(crate) fn admit(
-        held: Box<dyn HeldRequest>,
+        held: Box<dyn Answer>,
         head: Incoming,
         max_msg: usize,
         max_held: usize,
         keep: Keep,
     ) -> Result<OwnedRequest> {
-        let mut once = Once::new(Held(held), head, max_msg);
+        let mut once = Once::new(held, head, max_msg);
         let mut keep = keep;
         keep.counted = keep.count.admit(max_held);
         if !keep.counted {
@@ -250,7 +249,7 @@ impl OwnedRequest {
     /// The request payload, in memory of the server's own, as
     /// [`Request::data`](crate::Request::data).
     pub fn data(&self) -> &[u8] {
-        self.once.to.0.data()
+        self.once.to.data()
     }
 
     /// The request payload's length, without a copy of it.

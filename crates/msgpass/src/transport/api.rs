@@ -1,6 +1,6 @@
 //! What a transport is, to the rest of msgpass: the traits every
 //! transport implements ([`Transport`], [`ServerChannel`],
-//! [`ClientConnection`], [`HeldRequest`], [`PoolWorker`], [`Typed`]) and
+//! [`ClientConnection`], [`Answer`], [`PoolWorker`], [`Typed`]) and
 //! the types they speak in ([`Options`], [`Incoming`], [`Status`],
 //! [`Wait`]). The lowest layer of the transports: it imports no
 //! transport, and the table, the transports and the generic modules all
@@ -113,7 +113,7 @@ pub const ONEWAY: u32 = 1 << 31;
 pub struct Incoming {
     /// The command code the client sent (without the [`ONEWAY`] bit).
     pub cmd: u32,
-    /// Length of the request payload, available from [`ServerChannel::data`].
+    /// Length of the request payload, available from [`Answer::data`].
     pub len: usize,
     /// True for a one-way message: the client waits for no reply, and none
     /// may be sent.
@@ -196,41 +196,105 @@ impl Status {
     }
 }
 
-/// Server side of a channel: receives requests from any connected client and
-/// replies to each before receiving the next.
-pub trait ServerChannel: Send {
-    /// Waits for the next request. Returns `Ok(None)` once `stop` is set.
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>>;
-    /// Payload of the request last returned by `receive`.
+/// A received request to answer, once: the one answering interface of
+/// msgpass. A [`ServerChannel`] is one (it answers the request its last
+/// `receive` returned), and so is a request held apart from its channel
+/// (a `Box<dyn Answer>`, made by [`ServerChannel::detach`] or received by
+/// a [`PoolWorker`]), answered from any thread. A held request is answered
+/// at most once: after a reply, the next one is an error.
+pub trait Answer: Send {
+    /// The request payload (of a held request: private memory, copied out
+    /// of shared memory when the request was taken).
     fn data(&self) -> &[u8];
     /// The same payload where it lies, to read in place (the default:
-    /// [`data`](ServerChannel::data)'s bytes).
+    /// [`data`](Answer::data)'s bytes).
     fn view(&self) -> View<'_> {
         View::from(self.data())
     }
-    /// Who sent the request last returned by `receive` (`None` without
-    /// one, and by default: every transport of this crate says).
+    /// Who sent the request (`None` without one, and by default: every
+    /// transport of this crate says).
     fn client(&self) -> Option<Client> {
         None
     }
-    /// Replies to the request last returned by `receive`. A client that has
-    /// gone away meanwhile is not an error: its connection is dropped.
+    /// Replies with `data`. A channel's client gone meanwhile is not an
+    /// error (its connection is dropped); a held request's is
+    /// [`Error::Disconnected`] (the reply goes nowhere; nothing is kept).
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
-    /// The memory to build the reply to the request last returned by
-    /// `receive` in, in place: at least [`Options::max_msg`] bytes,
-    /// starting with the request. `None` (the default) on transports
-    /// without it, for which [`Request::reply_with`](crate::Request::reply_with)
-    /// copies through a buffer of its own.
+    /// The memory to build the reply in, in place: at least
+    /// [`Options::max_msg`] bytes, starting with the request. `None` (the
+    /// default) on transports without it, for which
+    /// [`Request::reply_with`](crate::Request::reply_with) copies through a
+    /// buffer of its own.
     fn reply_buffer(&mut self) -> Option<Window<'_>> {
         None
     }
-    /// Replies with the first `len` bytes of [`reply_buffer`]; called only
-    /// when it is `Some` (the default refuses).
-    ///
-    /// [`reply_buffer`]: ServerChannel::reply_buffer
+    /// Replies with the first `len` bytes of
+    /// [`reply_buffer`](Answer::reply_buffer); called only when it is
+    /// `Some` (the default refuses).
     fn reply_in_place(&mut self, _len: usize) -> Result<()> {
         Err(Error::unsupported("replies in place"))
     }
+}
+
+impl<T: Answer + ?Sized> Answer for &mut T {
+    #[inline]
+    fn data(&self) -> &[u8] {
+        (**self).data()
+    }
+    #[inline]
+    fn view(&self) -> View<'_> {
+        (**self).view()
+    }
+    #[inline]
+    fn client(&self) -> Option<Client> {
+        (**self).client()
+    }
+    #[inline]
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        (**self).reply(status, data)
+    }
+    #[inline]
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
+        (**self).reply_buffer()
+    }
+    #[inline]
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        (**self).reply_in_place(len)
+    }
+}
+
+impl<T: Answer + ?Sized> Answer for Box<T> {
+    #[inline]
+    fn data(&self) -> &[u8] {
+        (**self).data()
+    }
+    #[inline]
+    fn view(&self) -> View<'_> {
+        (**self).view()
+    }
+    #[inline]
+    fn client(&self) -> Option<Client> {
+        (**self).client()
+    }
+    #[inline]
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        (**self).reply(status, data)
+    }
+    #[inline]
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
+        (**self).reply_buffer()
+    }
+    #[inline]
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        (**self).reply_in_place(len)
+    }
+}
+
+/// Server side of a channel: receives requests from any connected client
+/// and answers each (as an [`Answer`]) before receiving the next.
+pub trait ServerChannel: Answer {
+    /// Waits for the next request. Returns `Ok(None)` once `stop` is set.
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>>;
     /// Number of connected clients.
     fn connections(&self) -> usize;
     /// Takes the request last returned by `receive` out of the channel as
@@ -240,7 +304,7 @@ pub trait ServerChannel: Send {
     /// most one request of a connection held: it takes no other request
     /// of that connection until the held one is answered. `None` (the
     /// default) where the transport cannot.
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+    fn detach(&mut self) -> Option<Box<dyn Answer>> {
         None
     }
     /// Serves the channel from `threads` threads instead: one worker per
@@ -258,37 +322,9 @@ pub trait ServerChannel: Send {
 pub trait PoolWorker: Send {
     /// Waits for the next request; `Ok(None)` once `stop` is set (within
     /// one [`Options::tick`]).
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<(Incoming, Box<dyn HeldRequest>)>>;
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<(Incoming, Box<dyn Answer>)>>;
     /// Number of connected clients (of the whole channel).
     fn connections(&self) -> usize;
-}
-
-/// A received request held apart from the thread that received it, to be
-/// answered from any thread. A held request is answered at most once:
-/// after a reply, the next one is an error.
-pub trait HeldRequest: Send {
-    /// The request payload (private memory: on shared-memory transports,
-    /// copied out of it when the request was taken).
-    fn data(&self) -> &[u8];
-    /// Who sent it (`None` by default: every transport of this crate
-    /// says).
-    fn client(&self) -> Option<Client> {
-        None
-    }
-    /// Replies with `data`. A client known to be gone meanwhile is
-    /// [`Error::Disconnected`] (the reply goes nowhere; nothing is kept).
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()>;
-    /// The memory to build the reply in place, starting with the request;
-    /// `None` (the default) where the transport lends none.
-    fn reply_buffer(&mut self) -> Option<Window<'_>> {
-        None
-    }
-    /// Replies with the first `len` bytes of
-    /// [`reply_buffer`](HeldRequest::reply_buffer); called only when it is
-    /// `Some` (the default refuses).
-    fn reply_in_place(&mut self, _len: usize) -> Result<()> {
-        Err(Error::unsupported("replies in place"))
-    }
 }
 
 /// Client side of a connection.

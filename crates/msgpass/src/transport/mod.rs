@@ -37,8 +37,8 @@ pub use mechanisms::{
 pub use serve::priority;
 
 pub use api::{
-    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
-    Status, Transport, Typed, Wait, ONEWAY,
+    Answer, Client, ClientConnection, Creds, Incoming, Options, PoolWorker, ServerChannel, Status,
+    Transport, Typed, Wait, ONEWAY,
 };
 pub use mem::window::{View, Window};
 pub use table::{info, SizeLimit, TransportInfo, TRANSPORTS};

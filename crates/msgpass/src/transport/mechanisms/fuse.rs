@@ -111,12 +111,11 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::{
-    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, ServerChannel, Status,
-    Transport, ONEWAY,
+    Client, ClientConnection, Creds, Incoming, Options, ServerChannel, Status, Transport, ONEWAY,
 };
 use crate::transport::clock::alarm::Alarm;
 use crate::transport::mechanisms::fuse_queue::{Kind, LetGo, Pending, Refused, State};
-use crate::transport::serve::core::{Core, Single};
+use crate::transport::serve::core::{Core, Held, ReplyTo, Single};
 use crate::transport::serve::server::{reply_parts, Guard};
 use crate::transport::wire::rendezvous::{self, Family};
 
@@ -824,7 +823,7 @@ fn class_nr(size: usize) -> u32 {
 
 impl Core for FuseCore {
     type Worker = FuseWorker;
-    type Held = FuseHeld;
+    type Held = Held<FuseReply>;
 
     fn worker(self: &Arc<Self>) -> Result<FuseWorker> {
         Ok(FuseWorker {
@@ -890,15 +889,16 @@ impl Core for FuseCore {
         }
     }
 
-    fn detach(&self, w: &mut FuseWorker) -> Option<FuseHeld> {
-        let p = w.cur.take().ok()?;
-        Some(FuseHeld {
-            client: client_of(&p),
+    fn detach(&self, w: &mut FuseWorker) -> Option<Held<FuseReply>> {
+        let mut p = w.cur.take().ok()?;
+        let client = client_of(&p);
+        let data = std::mem::take(&mut p.data);
+        let to = FuseReply {
             dev: Arc::downgrade(self.dev.as_ref()?),
             shared: Arc::clone(&self.shared),
-            p: Some(p),
-            max_msg: self.max_msg,
-        })
+            p,
+        };
+        Some(Held::new(data, to, self.max_msg, Some(client)))
     }
 
     fn connections(&self) -> usize {
@@ -934,17 +934,28 @@ fn answer(
     data: &[u8],
     max_msg: usize,
 ) -> Result<()> {
+    let (code, data, verdict) = reply_parts(status, data, max_msg);
+    match deliver(dev, shared, p, code, data) {
+        true => verdict,
+        false => Err(Error::Disconnected),
+    }
+}
+
+/// Writes the reply (wire `code`, then `data`, within the size rule) to
+/// the request `p` on `/dev/fuse` and lets the connection's next request
+/// go. False when its caller is gone (before, or the write found it so);
+/// a request that timed out meanwhile is no failure: nobody waits.
+fn deliver(dev: BorrowedFd<'_>, shared: &Shared, p: &Pending, code: u32, data: &[u8]) -> bool {
     if p.kind == Kind::Pulse {
-        return Ok(());
+        return true;
     }
     let finished = shared.lock().finish(p.unique);
     // The connection's next request may be handed out now.
     shared.ready.notify_one();
-    let (code, data, verdict) = reply_parts(status, data, max_msg);
     match finished {
         Some(None) => {}
-        None | Some(Some(LetGo::TimedOut)) => return verdict,
-        Some(Some(LetGo::Gone)) => return Err(Error::Disconnected),
+        None | Some(Some(LetGo::TimedOut)) => return true,
+        Some(Some(LetGo::Gone)) => return false,
     }
     let mut h = [0u8; HDR];
     h[0..4].copy_from_slice(&code.to_le_bytes());
@@ -958,43 +969,28 @@ fn answer(
     };
     let ioctl_out = [0u8; 16];
     let total = ioctl_out.len() + HDR + body.len();
-    match write_reply(
+    let wrote = write_reply(
         dev,
         &[&out_header(p.unique, 0, total), &ioctl_out, &h, body],
-    ) {
-        // The request is gone: its caller was killed meanwhile.
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(Error::Disconnected),
-        _ => verdict,
-    }
+    );
+    // ENOENT: the request is gone, its caller killed meanwhile.
+    !matches!(wrote, Err(e) if e.raw_os_error() == Some(libc::ENOENT))
 }
 
-/// A request held apart from the thread that received it (a pool's): its
-/// payload and identity, answered once from any thread while the channel
-/// lives (after, the kernel has aborted the connection: nobody waits).
-pub(crate) struct FuseHeld {
-    client: Client,
-    /// `/dev/fuse`, while the channel has it open.
+/// Where a held request is answered: `/dev/fuse`, while the channel has
+/// it open (after, the kernel has aborted the connection: nobody waits).
+pub(crate) struct FuseReply {
     dev: Weak<OwnedFd>,
     shared: Arc<Shared>,
-    /// `None` once answered.
-    p: Option<Pending>,
-    max_msg: usize,
+    /// The request (its payload moved to the held request).
+    p: Pending,
 }
 
-impl HeldRequest for FuseHeld {
-    fn data(&self) -> &[u8] {
-        self.p.as_ref().map_or(&[], |p| &p.data)
-    }
-
-    fn client(&self) -> Option<Client> {
-        Some(self.client)
-    }
-
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let p = self.p.take().ok_or_else(Error::no_request)?;
+impl ReplyTo for FuseReply {
+    fn send(&mut self, code: u32, data: &[u8]) -> bool {
         match self.dev.upgrade() {
-            Some(dev) => answer(dev.as_fd(), &self.shared, &p, status, data, self.max_msg),
-            None => reply_parts(status, data, self.max_msg).2,
+            Some(dev) => deliver(dev.as_fd(), &self.shared, &self.p, code, data),
+            None => true,
         }
     }
 }

@@ -79,7 +79,7 @@
 //! goes nowhere; one whose signal cannot be queued marks the connection
 //! over, and the dispatcher drops it at its next request (a dead client's
 //! session hangs up besides). Pool replies are copied: the area is lent
-//! in place ([`ServerChannel::reply_buffer`]) only while no request of the
+//! in place ([`Answer::reply_buffer`]) only while no request of the
 //! connection is held apart.
 //!
 //! Memory of a connection: a control page (server tid, client tid,
@@ -102,12 +102,12 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::{
-    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
-    Status, Transport, ONEWAY,
+    Answer, Client, ClientConnection, Creds, Incoming, Options, PoolWorker, ServerChannel, Status,
+    Transport, ONEWAY,
 };
 use crate::transport::mem::window::{View, Window};
 use crate::transport::serve::client::fits;
-use crate::transport::serve::core::{relay_pool, Copied, Detach, ReplyTo, Unanswered};
+use crate::transport::serve::core::{relay_pool, Detach, Held, ReplyTo, Unanswered};
 use crate::transport::serve::owed::Owed;
 use crate::transport::serve::server::{
     creds_of, in_place_parts, refuse, reply_parts, starved, Event, Guard, Session, Sessions,
@@ -579,29 +579,7 @@ impl SignalServer {
     }
 }
 
-impl ServerChannel for SignalServer {
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.guard.clear();
-        self.pulse = None;
-        block_in_this_thread(req_signal(), 1)
-            .map_err(|e| Error::io("block the request signal", e))?;
-        self.adopt_thread();
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(None);
-            }
-            while let Some((t, pid)) = self.pending.pop_front() {
-                if let Some(inc) = self.take(t, pid) {
-                    return Ok(Some(inc));
-                }
-            }
-            if self.drain()? > 0 {
-                continue;
-            }
-            self.wait()?;
-        }
-    }
-
+impl Answer for SignalServer {
     fn data(&self) -> &[u8] {
         match (
             self.guard.get().and_then(|&t| self.conns.get(t)),
@@ -652,6 +630,30 @@ impl ServerChannel for SignalServer {
             .put(&head(code, len), &self.buf[..len]);
         self.publish(t, put, verdict)
     }
+}
+
+impl ServerChannel for SignalServer {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.guard.clear();
+        self.pulse = None;
+        block_in_this_thread(req_signal(), 1)
+            .map_err(|e| Error::io("block the request signal", e))?;
+        self.adopt_thread();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            while let Some((t, pid)) = self.pending.pop_front() {
+                if let Some(inc) = self.take(t, pid) {
+                    return Ok(Some(inc));
+                }
+            }
+            if self.drain()? > 0 {
+                continue;
+            }
+            self.wait()?;
+        }
+    }
 
     fn connections(&self) -> usize {
         self.conns.len()
@@ -660,12 +662,12 @@ impl ServerChannel for SignalServer {
     /// A call is held by its handle, which answers in the connection's
     /// area; nothing else of the connection is taken until then. A pulse
     /// holds nothing: nobody waits for its answer.
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+    fn detach(&mut self) -> Option<Box<dyn Answer>> {
         let client = self.client();
         let t = self.guard.take().ok()?;
         if let Some(p) = self.pulse {
             let max = self.opts.max_msg;
-            return Some(Copied::boxed(p.to_vec(), Unanswered, max, client));
+            return Some(Held::boxed(p.to_vec(), Unanswered, max, client));
         }
         let link = &self.conns.get(t)?.link;
         let data = self.buf[..self.len].to_vec();
@@ -676,7 +678,7 @@ impl ServerChannel for SignalServer {
             tick: self.opts.tick,
             answered: false,
         };
-        Some(Copied::boxed(data, to, self.opts.max_msg, client))
+        Some(Held::boxed(data, to, self.opts.max_msg, client))
     }
 
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {

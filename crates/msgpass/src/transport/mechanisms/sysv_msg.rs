@@ -131,11 +131,11 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::{
-    Client, ClientConnection, Creds, HeldRequest, Incoming, Options, PoolWorker, ServerChannel,
-    Status, Transport, ONEWAY,
+    Answer, Client, ClientConnection, Creds, Incoming, Options, PoolWorker, ServerChannel, Status,
+    Transport, ONEWAY,
 };
 use crate::transport::clock::alarm::Alarm;
-use crate::transport::serve::core::{relay_pool, Copied, Detach, ReplyTo, Unanswered};
+use crate::transport::serve::core::{relay_pool, Detach, Held, ReplyTo, Unanswered};
 use crate::transport::serve::owed::Owed;
 use crate::transport::serve::server::{
     creds_of, greeted, refuse, reply_parts, Event, Guard, Session, Sessions,
@@ -713,6 +713,36 @@ fn greet(
     Ok(made)
 }
 
+impl Answer for SysvServer {
+    fn data(&self) -> &[u8] {
+        &self.buf.text()[HEAD..HEAD + self.len]
+    }
+
+    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
+        let i = self.guard.take()?;
+        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+        let Some(reply_q) = self.conns.get(i).map(|c| c.link.reply_q) else {
+            return verdict;
+        };
+        if send_reply(&mut self.buf, reply_q, code, data).is_err() {
+            self.drop_conn(i);
+        }
+        verdict
+    }
+
+    /// A call is held by its handle, whose reply goes straight to the
+    /// connection's reply queue; the connection's next call is answered
+    /// `EAGAIN` until then (see [`SysvServer::admit`]). A one-way message
+    /// (a pulse) holds nothing: nobody waits for its answer.
+    fn client(&self) -> Option<Client> {
+        let t = *self.guard.get()?;
+        Some(Client {
+            id: t.with_mark(false),
+            creds: self.conns.get(t)?.link.creds,
+        })
+    }
+}
+
 impl ServerChannel for SysvServer {
     fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
         self.guard.clear();
@@ -751,44 +781,16 @@ impl ServerChannel for SysvServer {
         }
     }
 
-    fn data(&self) -> &[u8] {
-        &self.buf.text()[HEAD..HEAD + self.len]
-    }
-
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let i = self.guard.take()?;
-        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        let Some(reply_q) = self.conns.get(i).map(|c| c.link.reply_q) else {
-            return verdict;
-        };
-        if send_reply(&mut self.buf, reply_q, code, data).is_err() {
-            self.drop_conn(i);
-        }
-        verdict
-    }
-
     fn connections(&self) -> usize {
         self.conns.len()
     }
 
-    /// A call is held by its handle, whose reply goes straight to the
-    /// connection's reply queue; the connection's next call is answered
-    /// `EAGAIN` until then (see [`SysvServer::admit`]). A one-way message
-    /// (a pulse) holds nothing: nobody waits for its answer.
-    fn client(&self) -> Option<Client> {
-        let t = *self.guard.get()?;
-        Some(Client {
-            id: t.with_mark(false),
-            creds: self.conns.get(t)?.link.creds,
-        })
-    }
-
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+    fn detach(&mut self) -> Option<Box<dyn Answer>> {
         let client = self.client();
         let i = self.guard.take().ok()?;
         let data = self.data().to_vec();
         if self.oneway {
-            return Some(Copied::boxed(data, Unanswered, self.max_msg, client));
+            return Some(Held::boxed(data, Unanswered, self.max_msg, client));
         }
         let link = &self.conns.get(i)?.link;
         link.flags.held.store(true, Ordering::Release);
@@ -797,7 +799,7 @@ impl ServerChannel for SysvServer {
             flags: Arc::clone(&link.flags),
             sent: false,
         };
-        Some(Copied::boxed(data, to, self.max_msg, client))
+        Some(Held::boxed(data, to, self.max_msg, client))
     }
 
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {

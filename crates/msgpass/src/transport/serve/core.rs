@@ -8,7 +8,7 @@
 //! transport returns); a pool ([`Channel::into_pool`](crate::Channel::into_pool))
 //! is the same core with one worker per thread ([`PoolHand`]), whose
 //! requests are *detached*: taken out of the worker as an owned handle
-//! ([`HeldRequest`]) that can be answered from any thread.
+//! ([`Answer`]) that can be answered from any thread.
 //!
 //! One implementation per transport serves both: a worker's fast path
 //! (receive, read in place, reply to the request it holds) touches only
@@ -41,7 +41,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::transport::api::{Client, HeldRequest, Incoming, PoolWorker, ServerChannel, Status};
+use crate::transport::api::{Answer, Client, Incoming, PoolWorker, ServerChannel, Status};
 use crate::transport::mem::window::{View, Window};
 use crate::transport::serve::server::reply_parts;
 
@@ -50,7 +50,7 @@ pub(crate) trait Core: Send + Sync + Sized + 'static {
     /// What one serving thread keeps.
     type Worker: Send + 'static;
     /// A request detached from its worker: owned, answerable from any thread.
-    type Held: HeldRequest + 'static;
+    type Held: Answer + 'static;
 
     /// A worker for one more thread.
     fn worker(self: &Arc<Self>) -> Result<Self::Worker>;
@@ -112,12 +112,7 @@ impl<C: Core> Single<C> {
     }
 }
 
-impl<C: Core> ServerChannel for Single<C> {
-    #[inline]
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.core.receive(&mut self.w, stop)
-    }
-
+impl<C: Core> Answer for Single<C> {
     #[inline]
     fn data(&self) -> &[u8] {
         self.core.data(&self.w)
@@ -146,12 +141,19 @@ impl<C: Core> ServerChannel for Single<C> {
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
         self.core.reply_in_place(&mut self.w, len)
     }
+}
+
+impl<C: Core> ServerChannel for Single<C> {
+    #[inline]
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.core.receive(&mut self.w, stop)
+    }
 
     fn connections(&self) -> usize {
         self.core.connections()
     }
 
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+    fn detach(&mut self) -> Option<Box<dyn Answer>> {
         let held = self.core.detach(&mut self.w)?;
         Some(Box::new(held))
     }
@@ -182,7 +184,7 @@ pub(crate) struct PoolHand<C: Core> {
 }
 
 impl<C: Core> PoolWorker for PoolHand<C> {
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<(Incoming, Box<dyn HeldRequest>)>> {
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<(Incoming, Box<dyn Answer>)>> {
         while let Some(head) = self.core.receive(&mut self.w, stop)? {
             if let Some(held) = self.core.detach(&mut self.w) {
                 return Ok(Some((head, Box::new(held))));
@@ -207,8 +209,8 @@ pub(crate) trait Detach: ServerChannel {
     fn census(&self) -> Arc<AtomicUsize>;
 }
 
-/// The part of a detached request that is its transport's: where its
-/// answer goes.
+/// The part of a held request that is its transport's: where its answer
+/// goes.
 pub(crate) trait ReplyTo: Send + 'static {
     /// Sends a reply (wire `code`, then `data`, already within the size
     /// rule). False when the client is known to be gone (before, or the
@@ -217,9 +219,11 @@ pub(crate) trait ReplyTo: Send + 'static {
     fn send(&mut self, code: u32, data: &[u8]) -> bool;
 }
 
-/// A detached request holding a copy of its payload (what a [`Detach`]
-/// server hands out): answered once, through its transport's [`ReplyTo`].
-pub(crate) struct Copied<A: ReplyTo> {
+/// A request held apart from the thread that received it, holding a copy
+/// of its payload: answered once, from any thread, through its
+/// transport's [`ReplyTo`]. The one held request of every server family
+/// but shm's, whose held request lends its slot to reply in place.
+pub(crate) struct Held<A: ReplyTo> {
     data: Vec<u8>,
     to: A,
     max_msg: usize,
@@ -227,26 +231,31 @@ pub(crate) struct Copied<A: ReplyTo> {
     client: Option<Client>,
 }
 
-impl<A: ReplyTo> Copied<A> {
+impl<A: ReplyTo> Held<A> {
     /// A request of `client` with payload `data`, answered through `to`,
     /// on a channel carrying at most `max_msg` bytes.
-    pub(crate) fn boxed(
-        data: Vec<u8>,
-        to: A,
-        max_msg: usize,
-        client: Option<Client>,
-    ) -> Box<dyn HeldRequest> {
-        Box::new(Copied {
+    pub(crate) fn new(data: Vec<u8>, to: A, max_msg: usize, client: Option<Client>) -> Held<A> {
+        Held {
             data,
             to,
             max_msg,
             answered: false,
             client,
-        })
+        }
+    }
+
+    /// The same, boxed as an [`Answer`].
+    pub(crate) fn boxed(
+        data: Vec<u8>,
+        to: A,
+        max_msg: usize,
+        client: Option<Client>,
+    ) -> Box<dyn Answer> {
+        Box::new(Held::new(data, to, max_msg, client))
     }
 }
 
-impl<A: ReplyTo> HeldRequest for Copied<A> {
+impl<A: ReplyTo> Answer for Held<A> {
     fn data(&self) -> &[u8] {
         &self.data
     }
@@ -280,7 +289,7 @@ impl ReplyTo for Unanswered {
 const RELAY_PER_THREAD: usize = 2;
 
 /// A request on its way from the dispatcher to a worker.
-type Relayed = (Incoming, Box<dyn HeldRequest>);
+type Relayed = (Incoming, Box<dyn Answer>);
 
 /// What the dispatcher and the workers of a relay pool share.
 struct Relay {
@@ -504,6 +513,15 @@ mod tests {
     /// waiting (until stopped) while it has none.
     struct Fake(Arc<Seen>, Option<usize>);
 
+    impl Answer for Fake {
+        fn data(&self) -> &[u8] {
+            &[]
+        }
+        fn reply(&mut self, _: Status, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+    }
+
     impl ServerChannel for Fake {
         fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
             self.0.inside.store(true, Ordering::Release);
@@ -511,16 +529,10 @@ mod tests {
             self.0.inside.store(false, Ordering::Release);
             got
         }
-        fn data(&self) -> &[u8] {
-            &[]
-        }
-        fn reply(&mut self, _: Status, _: &[u8]) -> Result<()> {
-            Ok(())
-        }
         fn connections(&self) -> usize {
             0
         }
-        fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+        fn detach(&mut self) -> Option<Box<dyn Answer>> {
             let n = self.1.take()?;
             Some(Box::new(FakeHeld(Arc::clone(&self.0), n, false)))
         }
@@ -566,7 +578,7 @@ mod tests {
 
     struct FakeHeld(Arc<Seen>, usize, bool);
 
-    impl HeldRequest for FakeHeld {
+    impl Answer for FakeHeld {
         fn data(&self) -> &[u8] {
             &[]
         }
@@ -595,7 +607,7 @@ mod tests {
         }
     }
 
-    fn request_number(w: &mut Box<dyn PoolWorker>, stop: &AtomicBool) -> Box<dyn HeldRequest> {
+    fn request_number(w: &mut Box<dyn PoolWorker>, stop: &AtomicBool) -> Box<dyn Answer> {
         let (head, held) = w.receive(stop).expect("receive").expect("a request");
         assert_eq!(head.cmd, 1);
         held

@@ -83,9 +83,9 @@ use parking_lot::{ArcMutexGuard, Mutex, RawMutex, RwLock};
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse};
 use crate::transport::api::MAX_THREADS;
-use crate::transport::api::{Client, Creds, HeldRequest, Incoming, Options, Status};
+use crate::transport::api::{Client, Creds, Incoming, Options, Status};
 use crate::transport::mem::window::Window;
-use crate::transport::serve::core::{Core, Single};
+use crate::transport::serve::core::{Core, Held, ReplyTo, Single};
 use crate::transport::serve::priority::{Boost, Boosts, Peer, PeerProcess, Watched};
 use crate::transport::serve::server::{in_place_parts, reply_parts, starved, ACCEPT_EVERY};
 use crate::transport::serve::sets::Sets;
@@ -1115,7 +1115,7 @@ fn readable_now(fd: BorrowedFd<'_>) -> bool {
 
 impl<A: Acceptor> Core for ReactorCore<A> {
     type Worker = Worker<A::W>;
-    type Held = Detached<A>;
+    type Held = Held<ConnReply<A>>;
 
     fn worker(self: &Arc<Self>) -> Result<Worker<A::W>> {
         let (set, index) = self.sets.push().map_err(|e| Error::io("epoll_create", e))?;
@@ -1269,7 +1269,7 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         verdict
     }
 
-    fn detach(&self, w: &mut Worker<A::W>) -> Option<Detached<A>> {
+    fn detach(&self, w: &mut Worker<A::W>) -> Option<Held<ConnReply<A>>> {
         let conn = match w.cur.take()? {
             Current::Serving(c) => c,
             Current::Locked(io) => {
@@ -1289,14 +1289,12 @@ impl<A: Acceptor> Core for ReactorCore<A> {
             };
             (data, io.client)
         };
-        Some(Detached {
-            client,
-            boost: w.boost.take(),
-            conn: Some(conn),
+        let to = ConnReply {
+            conn,
             core: self.me.clone(),
-            data,
-            max_msg: self.max_msg,
-        })
+            boost: w.boost.take(),
+        };
+        Some(Held::new(data, to, self.max_msg, Some(client)))
     }
 
     fn connections(&self) -> usize {
@@ -1304,33 +1302,19 @@ impl<A: Acceptor> Core for ReactorCore<A> {
     }
 }
 
-/// A request of a descriptor-driven transport, detached from the worker
-/// that read it (its payload copied out).
-pub(crate) struct Detached<A: Acceptor> {
-    /// `None` once answered.
-    conn: Option<ConnRef<A::W>>,
+/// Where a held request of a descriptor-driven transport is answered: its
+/// connection, while the server lives.
+pub(crate) struct ConnReply<A: Acceptor> {
+    conn: ConnRef<A::W>,
     core: Weak<ReactorCore<A>>,
-    data: Vec<u8>,
-    max_msg: usize,
     /// Its caller's boost of the thread that received it (until the
     /// reply is out).
     boost: Option<Boost>,
-    client: Client,
 }
 
-impl<A: Acceptor> HeldRequest for Detached<A> {
-    fn data(&self) -> &[u8] {
-        &self.data
-    }
-
-    fn client(&self) -> Option<Client> {
-        Some(self.client)
-    }
-
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let conn = self.conn.take().ok_or_else(Error::no_request)?;
-        let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        let mut io = conn.lock();
+impl<A: Acceptor> ReplyTo for ConnReply<A> {
+    fn send(&mut self, code: u32, data: &[u8]) -> bool {
+        let mut io = self.conn.lock();
         match self.core.upgrade() {
             Some(core) if io.wire.is_some() => {
                 core.send(&mut io, code, data);
@@ -1341,10 +1325,7 @@ impl<A: Acceptor> HeldRequest for Detached<A> {
             Some(_) => {}
         }
         self.boost = None;
-        match io.wire {
-            // The client is gone (before, or the send found it so).
-            None => Err(Error::Disconnected),
-            Some(_) => verdict,
-        }
+        // None: the client is gone (before, or the send found it so).
+        io.wire.is_some()
     }
 }

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
 use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{
-    Client, HeldRequest, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
+    Answer, Client, Incoming, Options, PoolWorker, ServerChannel, Status, ONEWAY,
 };
 use crate::transport::clock::pace::Pacer;
 use crate::transport::mem::window::{View, Window};
@@ -78,11 +78,7 @@ impl ShmServer {
     }
 }
 
-impl ServerChannel for ShmServer {
-    #[inline]
-    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
-        self.0.receive(stop)
-    }
+impl Answer for ShmServer {
     #[inline]
     fn data(&self) -> &[u8] {
         self.0.data()
@@ -106,10 +102,17 @@ impl ServerChannel for ShmServer {
     fn reply_in_place(&mut self, len: usize) -> Result<()> {
         self.0.reply_in_place(len)
     }
+}
+
+impl ServerChannel for ShmServer {
+    #[inline]
+    fn receive(&mut self, stop: &AtomicBool) -> Result<Option<Incoming>> {
+        self.0.receive(stop)
+    }
     fn connections(&self) -> usize {
         self.0.connections()
     }
-    fn detach(&mut self) -> Option<Box<dyn HeldRequest>> {
+    fn detach(&mut self) -> Option<Box<dyn Answer>> {
         self.0.detach()
     }
     fn into_pool(self: Box<Self>, threads: usize) -> Result<Vec<Box<dyn PoolWorker>>> {
@@ -1151,7 +1154,7 @@ impl ShmHeld {
     }
 }
 
-impl HeldRequest for ShmHeld {
+impl Answer for ShmHeld {
     fn client(&self) -> Option<Client> {
         self.client
     }
