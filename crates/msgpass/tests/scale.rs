@@ -302,13 +302,13 @@ fn a_flooding_client_starves_nobody(t: &'static str) {
 
 /// The most requests of one busy connection a server serves between two
 /// looks at its other clients: 16 in the reactor (`SOLO_LOOK` in
-/// `transport/serve/reactor.rs`), 64 in the shm server (`TELL_EVERY` in
+/// `transport/serve/reactor/`), 64 in the shm server (`TELL_EVERY` in
 /// `transport/mechanisms/shm/server.rs`).
 const LOOK_EVERY: usize = 64;
 
 /// One busy connection and an honest client: the server may serve the
 /// busy one alone for a while (see "one active client among idle ones"
-/// in `transport/serve/reactor.rs`; the shm server's watched slots), but must
+/// in `transport/serve/reactor/`; the shm server's watched slots), but must
 /// look at the others every [`LOOK_EVERY`] of its requests at most.
 fn a_busy_client_starves_nobody(t: &'static str) {
     flood_beside_an_honest_client(t, "a_busy_client_starves_nobody", 1, LOOK_EVERY + 1);

@@ -2,7 +2,7 @@
 //! guard, the reply size rule, accepting under a descriptor shortage, and
 //! the set of rendezvous sessions of the servers whose requests do not
 //! arrive on a descriptor per connection (signal, sysv-msg). The
-//! descriptor-driven servers share a whole loop besides (`reactor.rs`).
+//! descriptor-driven servers share a whole loop besides (`reactor/`).
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -4,7 +4,7 @@
 //! A server with one busy client waits in that client's own receive (the
 //! reactor's single-client path, the shm server's nap on the client's
 //! word or its spin over its slot), not in its epoll set, because a wait
-//! on the set costs more per message (see `serve/reactor.rs`). A newcomer on
+//! on the set costs more per message (see `serve/reactor/`). A newcomer on
 //! the listener cannot end that wait. Looking at the listener every N
 //! requests, as the server did, lets a client that calls every 50 ms keep
 //! a newcomer out for N x 50 ms (51 s at N = 1,024); looking at it on

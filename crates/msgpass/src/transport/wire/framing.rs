@@ -82,7 +82,7 @@ pub(crate) trait Wire: Send {
     /// within about its timeout, however short (a socket's `SO_RCVTIMEO`,
     /// `mq_timedreceive`): a server may then wait on this wire alone for a
     /// few milliseconds while other clients are connected (see
-    /// `serve/reactor.rs`, one active client among idle ones). False (the
+    /// `serve/reactor/`, one active client among idle ones). False (the
     /// default) where a wait takes two calls (`poll`, then a read) or ends
     /// only on the poker's tick (pipes, eventfd).
     fn quick_timeout(&self) -> bool {
