@@ -4,20 +4,23 @@
 //! the copying fallback of `reply_with`, and the `EIO` a request dropped
 //! unanswered sends are written here once.
 
+use std::ops::DerefMut;
+
 use crate::error::{Error, Result};
 use crate::transport::api::{Answer, Client, Incoming, Status};
 use crate::transport::Window;
 
-/// A request to be answered once through `A`; dropped unanswered, it
+/// A request to be answered once through `A` (a channel borrowed, or a
+/// held request boxed); dropped unanswered, it
 /// replies `EIO` (nothing for a one-way message).
-pub(crate) struct Once<A: Answer> {
+pub(crate) struct Once<A: DerefMut<Target: Answer>> {
     pub(crate) to: A,
     pub(crate) head: Incoming,
     pub(crate) max_msg: usize,
     answered: bool,
 }
 
-impl<A: Answer> Once<A> {
+impl<A: DerefMut<Target: Answer>> Once<A> {
     /// A request with header `head`, answered through `to`, whose channel
     /// carries at most `max_msg` bytes.
     #[inline]
@@ -105,7 +108,7 @@ impl<A: Answer> Once<A> {
     }
 }
 
-impl<A: Answer> Drop for Once<A> {
+impl<A: DerefMut<Target: Answer>> Drop for Once<A> {
     #[inline]
     fn drop(&mut self) {
         if !self.answered && !self.head.oneway {

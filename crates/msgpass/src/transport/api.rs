@@ -236,60 +236,6 @@ pub trait Answer: Send {
     }
 }
 
-impl<T: Answer + ?Sized> Answer for &mut T {
-    #[inline]
-    fn data(&self) -> &[u8] {
-        (**self).data()
-    }
-    #[inline]
-    fn view(&self) -> View<'_> {
-        (**self).view()
-    }
-    #[inline]
-    fn client(&self) -> Option<Client> {
-        (**self).client()
-    }
-    #[inline]
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        (**self).reply(status, data)
-    }
-    #[inline]
-    fn reply_buffer(&mut self) -> Option<Window<'_>> {
-        (**self).reply_buffer()
-    }
-    #[inline]
-    fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        (**self).reply_in_place(len)
-    }
-}
-
-impl<T: Answer + ?Sized> Answer for Box<T> {
-    #[inline]
-    fn data(&self) -> &[u8] {
-        (**self).data()
-    }
-    #[inline]
-    fn view(&self) -> View<'_> {
-        (**self).view()
-    }
-    #[inline]
-    fn client(&self) -> Option<Client> {
-        (**self).client()
-    }
-    #[inline]
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        (**self).reply(status, data)
-    }
-    #[inline]
-    fn reply_buffer(&mut self) -> Option<Window<'_>> {
-        (**self).reply_buffer()
-    }
-    #[inline]
-    fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        (**self).reply_in_place(len)
-    }
-}
-
 /// Server side of a channel: receives requests from any connected client
 /// and answers each (as an [`Answer`]) before receiving the next.
 pub trait ServerChannel: Answer {
