@@ -48,8 +48,11 @@ impl Holder {
             thread::spawn(move || {
                 while let Ok(Some(req)) = chan.receive() {
                     if req.data().starts_with(HOSTILE) {
+                        // Counted once held: a test that saw the count
+                        // and releases must find the request there.
+                        let mut held = held.lock().expect("held");
+                        held.push(req.defer().expect("defer"));
                         taken.fetch_add(1, Ordering::SeqCst);
-                        held.lock().expect("held").push(req.defer().expect("defer"));
                     } else if req.pulse().is_none() {
                         let out = echo_reply(req.cmd(), req.data(), MAX);
                         let _ = req.reply(&out);
