@@ -265,9 +265,35 @@ impl ShmClient {
     /// The spinning phase of [`ShmClient::wait_reply`]: looks at the
     /// slot until `done` says so (`Some(Ok)`), the server closes or dies
     /// or `deadline` passes (`Some(Err)`), or `limit` is spent (`None`:
-    /// the caller blocks next). Looks at the clock once per 256 spins.
+    /// the caller blocks next). One look here; the rest in
+    /// [`spin_more`](Self::spin_more).
     #[inline]
     fn spin_for(
+        &mut self,
+        done: &impl Fn(u32) -> bool,
+        watch: &mut Liveness,
+        deadline: Option<Instant>,
+        limit: Option<Duration>,
+    ) -> Option<Result<()>> {
+        self.pace.hold();
+        let s = self.slot.state().load(Acquire);
+        let got = match done(s) && s & MASK != CLOSED {
+            true => Some(Ok(())),
+            false => self.spin_more(done, watch, deadline, limit),
+        };
+        if matches!(got, Some(Ok(()))) {
+            self.pace.done();
+        }
+        got
+    }
+
+    /// The spin itself: looks at the slot until [`spin_for`](Self::spin_for)
+    /// can answer, and at the clock once per 256 spins. Out of line, so
+    /// that an instruction count can leave the spin out (tests/instructions.rs
+    /// takes its inclusive cost off): how long it runs depends on the peer,
+    /// not on our code.
+    #[inline(never)]
+    fn spin_more(
         &mut self,
         done: &impl Fn(u32) -> bool,
         watch: &mut Liveness,
@@ -277,11 +303,9 @@ impl ShmClient {
         let st = self.slot.state();
         let mut until = None;
         let mut spins: u32 = 0;
-        self.pace.hold();
         loop {
             let s = st.load(Acquire);
             if done(s) && s & MASK != CLOSED {
-                self.pace.done();
                 return Some(Ok(()));
             }
             if s & MASK == CLOSED {

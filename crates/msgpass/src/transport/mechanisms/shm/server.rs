@@ -416,6 +416,34 @@ impl ShmCore {
         Some((cmd, len))
     }
 
+    /// A spinning thread's wait (`Wait::Spin`): looks at its slots, taking
+    /// nothing, until one may be taken ([`posted`](Self::posted), or the
+    /// kernel told of a connection) or `stop` is set, answering knocks
+    /// as it goes and looking at its set every [`HARVEST_EVERY`] rounds of
+    /// `spins`. Out of line, so that an instruction count can leave the
+    /// spin out (tests/instructions.rs takes its inclusive cost off): how
+    /// long it runs depends on the peer, not on our code.
+    #[inline(never)]
+    fn spin_until_posted(
+        &self,
+        w: &mut ShmWorker,
+        stop: &AtomicBool,
+        spins: &mut u32,
+    ) -> Result<()> {
+        while w.told.is_empty() && !self.posted(w) && !stop.load(Relaxed) {
+            self.answer_knock(w)?;
+            std::hint::spin_loop();
+            *spins = spins.wrapping_add(1);
+            if *spins % HARVEST_EVERY == 0 {
+                self.harvest(w, Duration::ZERO)?;
+                if w.last_look.elapsed() >= self.opts.tick {
+                    self.look_around(w);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A thread's look at what it can serve: first the connections the
     /// kernel told it of, then the slots it watches, round-robin.
     fn find(&self, w: &mut ShmWorker) -> Option<Incoming> {
@@ -674,13 +702,15 @@ impl ShmCore {
             .any(|e| worth_spinning(me, e.conn.slot.client_cpu().load(Relaxed)))
     }
 
-    /// True when a watched slot has a request not taken yet.
+    /// True when a watched slot has a request not taken yet (one
+    /// `take_from` would take: not held, its connection not dead).
     fn posted(&self, w: &ShmWorker) -> bool {
         w.watched.iter().any(|e| {
             let c = &e.conn;
             c.slot.state().load(SeqCst) & MASK == REQUEST
                 && c.slot.seq().load(Relaxed) != c.served.load(Relaxed)
                 && !c.held.load(Relaxed)
+                && !c.dead.load(Relaxed)
         })
     }
 
@@ -955,7 +985,10 @@ impl Core for ShmCore {
             self.answer_knock(w)?;
             spins = spins.wrapping_add(1);
             let spinning = match self.wait {
-                Wait::Spin => true,
+                Wait::Spin => {
+                    self.spin_until_posted(w, stop, &mut spins)?;
+                    continue;
+                }
                 Wait::Block => false,
                 Wait::Hybrid if !*spin_ok.get_or_insert_with(|| self.peers_elsewhere(w)) => false,
                 Wait::Hybrid => {
