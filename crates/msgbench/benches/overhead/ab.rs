@@ -4,7 +4,10 @@
 //! sides see the same machine. Each round runs both binaries whole, with
 //! the same `--quick`/`--only`, in alternating order (this, other; then
 //! other, this) so that a drift of the machine falls on both; each row's
-//! figure is then the median of its rounds, with the spread.
+//! figure is then the median of its rounds, with the spread, and the
+//! median of the rounds run in the row's fastest placement only (told by
+//! each round's floor, measured alternating with the library in the same
+//! run), which survives the host moving the CPUs between placements.
 //!
 //! The other binary is read by its table, whose columns have not changed
 //! since the bench began (`label`, padded to 48, then cpus, rt/run, bare
@@ -87,10 +90,30 @@ fn one(exe: &Path, pass: &[String]) -> anyhow::Result<Vec<((String, String), Fig
     Ok(text.lines().filter_map(parse_line).collect())
 }
 
+/// A round's floor within this factor of the row's lowest floor (both
+/// builds' rounds) was measured in the row's fastest placement.
+const SAME_PLACEMENT: f64 = 1.25;
+
+/// Prints each row: the library's ns for both builds over all rounds, then
+/// over the rounds measured in the fastest placement only. The second is
+/// the figure to read where the host moves the two CPUs between placements
+/// from one round to the next (shm-spin here: its floor is 60-70 ns in one
+/// placement, 100-330 ns in another): a round's floor and library
+/// alternate within its run, so its floor says which placement its
+/// library figure saw.
 fn print_rows(rows: &BTreeMap<(String, String), Both>) {
     let header = format!(
-        "{:<48} {:>5} {:>10} {:>6} {:>10} {:>6} {:>10} {:>11}",
-        "library / floor", "cpus", "this ns", "+-%", "other ns", "+-%", "this/other", "floors t/o"
+        "{:<48} {:>5} {:>10} {:>6} {:>10} {:>6} {:>10} {:>13} {:>13} {:>10}",
+        "library / floor",
+        "cpus",
+        "this ns",
+        "+-%",
+        "other ns",
+        "+-%",
+        "this/other",
+        "fast: this",
+        "other",
+        "this/other"
     );
     println!("{header}\n{}", "-".repeat(header.len()));
     for ((label, cpus), b) in rows {
@@ -99,20 +122,43 @@ fn print_rows(rows: &BTreeMap<(String, String), Both>) {
             continue;
         }
         let lib = |v: &[Figure]| v.iter().map(|f| f.lib).collect::<Vec<_>>();
-        let bare = |v: &[Figure]| v.iter().map(|f| f.bare).collect::<Vec<_>>();
         let (t, o) = (lib(&b.this), lib(&b.other));
         let (tm, om) = (super::median(&t), super::median(&o));
-        let floors = super::median(&bare(&b.this)) / super::median(&bare(&b.other));
+        let lowest = b
+            .this
+            .iter()
+            .chain(&b.other)
+            .map(|f| f.bare)
+            .fold(f64::INFINITY, f64::min);
+        let fast = |v: &[Figure]| {
+            let l: Vec<f64> = v
+                .iter()
+                .filter(|f| f.bare <= SAME_PLACEMENT * lowest)
+                .map(|f| f.lib)
+                .collect();
+            (!l.is_empty()).then(|| (super::median(&l), l.len()))
+        };
+        let shown = |x: Option<(f64, usize)>| match x {
+            Some((m, n)) => format!("{m:.1} ({n})"),
+            None => "none".to_string(),
+        };
+        let ratio = match (fast(&b.this), fast(&b.other)) {
+            (Some((a, _)), Some((c, _))) => format!("{:.3}x", a / c),
+            _ => "-".to_string(),
+        };
         println!(
-            "{label:<48} {cpus:>5} {tm:>10.1} {:>6.0} {om:>10.1} {:>6.0} {:>9.3}x {floors:>10.3}x",
+            "{label:<48} {cpus:>5} {tm:>10.1} {:>6.0} {om:>10.1} {:>6.0} {:>9.3}x {:>13} {:>13} {ratio:>10}",
             super::spread_pct(&t),
             super::spread_pct(&o),
-            tm / om
+            tm / om,
+            shown(fast(&b.this)),
+            shown(fast(&b.other)),
         );
     }
     println!(
         "(ns = the library's ns per round trip, the median of the rounds' medians; +-% = (max-min)/median\n \
-         over the rounds; floors t/o = the bare floors' medians, this over other: far from 1.000, the\n \
-         two builds did not see the same machine)"
+         over the rounds; fast = the same over the rounds whose floor was within {SAME_PLACEMENT}x of the\n \
+         row's lowest floor (the fastest placement), with how many rounds that was: the figures to\n \
+         compare where the host moves the CPUs between placements)"
     );
 }
