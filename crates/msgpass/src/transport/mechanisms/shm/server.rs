@@ -432,13 +432,21 @@ impl ShmCore {
     ) -> Result<()> {
         while w.told.is_empty() && !self.posted(w) && !stop.load(Relaxed) {
             self.answer_knock(w)?;
-            std::hint::spin_loop();
             *spins = spins.wrapping_add(1);
-            if *spins % HARVEST_EVERY == 0 {
-                self.harvest(w, Duration::ZERO)?;
-                if w.last_look.elapsed() >= self.opts.tick {
-                    self.look_around(w);
-                }
+            self.spun(w, *spins)?;
+        }
+        Ok(())
+    }
+
+    /// One round of a spin (the `spins`th): a pause, and every
+    /// [`HARVEST_EVERY`] rounds a look at the set (and, once a tick, around).
+    #[inline]
+    fn spun(&self, w: &mut ShmWorker, spins: u32) -> Result<()> {
+        std::hint::spin_loop();
+        if spins % HARVEST_EVERY == 0 {
+            self.harvest(w, Duration::ZERO)?;
+            if w.last_look.elapsed() >= self.opts.tick {
+                self.look_around(w);
             }
         }
         Ok(())
@@ -1002,13 +1010,7 @@ impl Core for ShmCore {
                 }
             };
             if spinning {
-                std::hint::spin_loop();
-                if spins % HARVEST_EVERY == 0 {
-                    self.harvest(w, Duration::ZERO)?;
-                    if w.last_look.elapsed() >= self.opts.tick {
-                        self.look_around(w);
-                    }
-                }
+                self.spun(w, spins)?;
                 continue;
             }
             let since = w.last_look.elapsed();
