@@ -31,6 +31,7 @@
 //! dispatcher's server ends it too, and every worker's receive reports it
 //! from then on.
 
+use std::cell::OnceCell;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -43,7 +44,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::transport::api::{Answer, Client, Incoming, PoolWorker, ServerChannel, Status};
 use crate::transport::mem::window::{View, Window};
-use crate::transport::serve::server::reply_parts;
+use crate::transport::serve::server::{in_place_parts, reply_parts};
 
 /// The shared part of a transport's server (see the module doc).
 pub(crate) trait Core: Send + Sync + Sized + 'static {
@@ -210,21 +211,46 @@ pub(crate) trait Detach: ServerChannel {
 }
 
 /// The part of a held request that is its transport's: where its answer
-/// goes.
+/// goes, and, on a transport that lends its memory (shm), where the
+/// request still lies.
 pub(crate) trait ReplyTo: Send + 'static {
     /// Sends a reply (wire `code`, then `data`, already within the size
     /// rule). False when the client is known to be gone (before, or the
     /// send found it so): the reply went nowhere, and the server learns,
     /// to drop the connection.
     fn send(&mut self, code: u32, data: &[u8]) -> bool;
+
+    /// The request's `len` payload bytes, copied out of where they lie,
+    /// for a request held without a copy ([`Held::lazy`]): asked once, at
+    /// the first [`Answer::data`]. The default (every transport that
+    /// copies when it detaches) has nothing to give.
+    fn fetch(&self, len: usize) -> Vec<u8> {
+        vec![0; len]
+    }
+
+    /// The memory to build the reply in, in place (`max` bytes), until
+    /// the reply: `None` (the default) where the transport lends none.
+    fn window(&mut self, _max: usize) -> Option<Window<'_>> {
+        None
+    }
+
+    /// Publishes the reply built in [`window`](ReplyTo::window): wire
+    /// `code`, `len` bytes (within the size rule). False when the client
+    /// is known to be gone, as for [`send`](ReplyTo::send); called only
+    /// where `window` lent memory.
+    fn publish(&mut self, _code: u32, _len: usize) -> bool {
+        false
+    }
 }
 
-/// A request held apart from the thread that received it, holding a copy
-/// of its payload: answered once, from any thread, through its
-/// transport's [`ReplyTo`]. The one held request of every server family
-/// but shm's, whose held request lends its slot to reply in place.
+/// A request held apart from the thread that received it: answered once,
+/// from any thread, through its transport's [`ReplyTo`], by copy or in
+/// place where the transport lends memory. Its payload is a private copy,
+/// made when it was detached or (shm, [`Held::lazy`]) when first asked
+/// for. The one held request of every server family.
 pub(crate) struct Held<A: ReplyTo> {
-    data: Vec<u8>,
+    data: OnceCell<Vec<u8>>,
+    len: usize,
     to: A,
     max_msg: usize,
     answered: bool,
@@ -236,7 +262,8 @@ impl<A: ReplyTo> Held<A> {
     /// on a channel carrying at most `max_msg` bytes.
     pub(crate) fn new(data: Vec<u8>, to: A, max_msg: usize, client: Option<Client>) -> Held<A> {
         Held {
-            data,
+            len: data.len(),
+            data: OnceCell::from(data),
             to,
             max_msg,
             answered: false,
@@ -244,7 +271,27 @@ impl<A: ReplyTo> Held<A> {
         }
     }
 
-    /// The same, boxed as an [`Answer`].
+    /// A request of `len` payload bytes that still lie where `to` can
+    /// fetch them, copied when first asked for (or `copy`, when its thread
+    /// copied them already).
+    pub(crate) fn lazy(
+        len: usize,
+        copy: Option<Vec<u8>>,
+        to: A,
+        max_msg: usize,
+        client: Option<Client>,
+    ) -> Held<A> {
+        Held {
+            len,
+            data: copy.map_or_else(OnceCell::new, OnceCell::from),
+            to,
+            max_msg,
+            answered: false,
+            client,
+        }
+    }
+
+    /// The same as [`new`](Held::new), boxed as an [`Answer`].
     pub(crate) fn boxed(
         data: Vec<u8>,
         to: A,
@@ -253,11 +300,19 @@ impl<A: ReplyTo> Held<A> {
     ) -> Box<dyn Answer> {
         Box::new(Held::new(data, to, max_msg, client))
     }
+
+    /// Marks the request answered; an error if it was already.
+    fn answer(&mut self) -> Result<()> {
+        match std::mem::replace(&mut self.answered, true) {
+            true => Err(Error::no_request()),
+            false => Ok(()),
+        }
+    }
 }
 
 impl<A: ReplyTo> Answer for Held<A> {
     fn data(&self) -> &[u8] {
-        &self.data
+        self.data.get_or_init(|| self.to.fetch(self.len))
     }
 
     fn client(&self) -> Option<Client> {
@@ -265,11 +320,25 @@ impl<A: ReplyTo> Answer for Held<A> {
     }
 
     fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        if std::mem::replace(&mut self.answered, true) {
-            return Err(Error::no_request());
-        }
+        self.answer()?;
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
         match self.to.send(code, data) {
+            true => verdict,
+            false => Err(Error::Disconnected),
+        }
+    }
+
+    fn reply_buffer(&mut self) -> Option<Window<'_>> {
+        match self.answered {
+            true => None,
+            false => self.to.window(self.max_msg),
+        }
+    }
+
+    fn reply_in_place(&mut self, len: usize) -> Result<()> {
+        self.answer()?;
+        let (code, len, verdict) = in_place_parts(len, self.max_msg);
+        match self.to.publish(code, len) {
             true => verdict,
             false => Err(Error::Disconnected),
         }
@@ -705,5 +774,91 @@ mod tests {
         }
         drop(workers);
         assert!(seen.dropped.load(Ordering::Acquire));
+    }
+
+    /// The replies a [`Spy`] was given: wire code and payload.
+    type Sent = Arc<Mutex<Vec<(u32, Vec<u8>)>>>;
+
+    /// Where a test's held request goes: what it was sent, how often its
+    /// payload was fetched, and whether its client is still there.
+    struct Spy {
+        fetched: Arc<AtomicUsize>,
+        sent: Sent,
+        lent: Vec<u8>,
+        alive: bool,
+    }
+
+    impl ReplyTo for Spy {
+        fn send(&mut self, code: u32, data: &[u8]) -> bool {
+            self.sent.lock().push((code, data.to_vec()));
+            self.alive
+        }
+        fn fetch(&self, len: usize) -> Vec<u8> {
+            self.fetched.fetch_add(1, Ordering::Relaxed);
+            vec![7; len]
+        }
+        fn window(&mut self, max: usize) -> Option<Window<'_>> {
+            Some(Window::from(&mut self.lent[..max]))
+        }
+        fn publish(&mut self, code: u32, len: usize) -> bool {
+            let data = self.lent[..len].to_vec();
+            self.send(code, &data)
+        }
+    }
+
+    fn spy(alive: bool) -> (Spy, Arc<AtomicUsize>, Sent) {
+        let (fetched, sent) = (Arc::default(), Arc::default());
+        let s = Spy {
+            fetched: Arc::clone(&fetched),
+            sent: Arc::clone(&sent),
+            lent: vec![0; 16],
+            alive,
+        };
+        (s, fetched, sent)
+    }
+
+    #[test]
+    fn a_lazy_held_request_fetches_its_payload_once_and_only_when_asked() {
+        let (to, fetched, _) = spy(true);
+        let held = Held::lazy(3, None, to, 16, None);
+        assert_eq!(fetched.load(Ordering::Relaxed), 0, "not before asked");
+        assert_eq!(held.data(), &[7, 7, 7]);
+        assert_eq!(held.data(), &[7, 7, 7]);
+        assert_eq!(fetched.load(Ordering::Relaxed), 1);
+        let (to, fetched, _) = spy(true);
+        let held = Held::lazy(2, Some(vec![1, 2]), to, 16, None);
+        assert_eq!(held.data(), &[1, 2], "the thread's copy");
+        assert_eq!(fetched.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_held_request_is_answered_once_in_place_or_by_copy() {
+        let (to, _, sent) = spy(true);
+        let mut held = Held::lazy(0, None, to, 16, None);
+        let mut w = held.reply_buffer().expect("lent");
+        w.write(0, b"hi");
+        held.reply_in_place(2).expect("first answer");
+        assert!(held.reply_buffer().is_none(), "nothing lent once answered");
+        assert!(held.reply(Status::Ok, b"again").is_err());
+        assert!(held.reply_in_place(1).is_err());
+        assert_eq!(*sent.lock(), vec![(0, b"hi".to_vec())]);
+    }
+
+    #[test]
+    fn a_held_request_whose_client_is_gone_says_so() {
+        let (to, _, _) = spy(false);
+        let mut held = Held::new(vec![1], to, 16, None);
+        assert!(matches!(
+            held.reply(Status::Ok, b"x"),
+            Err(Error::Disconnected)
+        ));
+        let (to, _, sent) = spy(false);
+        let mut held = Held::lazy(0, None, to, 16, None);
+        assert!(matches!(held.reply_in_place(20), Err(Error::Disconnected)));
+        assert_eq!(
+            sent.lock()[0].0,
+            libc::EMSGSIZE as u32,
+            "over max: EMSGSIZE"
+        );
     }
 }

@@ -4,7 +4,6 @@
 //! connections the kernel told it of, the request it serves. See the
 //! module doc of `shm` for the protocol.
 
-use std::cell::OnceCell;
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -31,7 +30,7 @@ use crate::transport::api::{
 };
 use crate::transport::clock::pace::Pacer;
 use crate::transport::mem::window::{View, Window};
-use crate::transport::serve::core::{Core, Single};
+use crate::transport::serve::core::{Core, Held, ReplyTo, Single};
 use crate::transport::serve::server::{creds_of, in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::serve::sets::Sets;
 use crate::transport::serve::slab::{Slab, Token};
@@ -872,7 +871,7 @@ fn reply_into(slot: &Slot, status: Status, data: &[u8], max: usize) {
 
 impl Core for ShmCore {
     type Worker = ShmWorker;
-    type Held = ShmHeld;
+    type Held = Held<ShmReplyTo>;
 
     fn worker(self: &Arc<Self>) -> Result<ShmWorker> {
         let (set, index) = self.sets.push().map_err(|e| Error::io("epoll_create", e))?;
@@ -1065,40 +1064,28 @@ impl Core for ShmCore {
         verdict
     }
 
-    fn detach(&self, w: &mut ShmWorker) -> Option<ShmHeld> {
-        let receiver = Receiver {
-            core: Arc::clone(&w.core),
-            worker: w.index,
-            thread: std::thread::current().id(),
-            handed: self.handed[w.index].load(Relaxed),
-        };
+    fn detach(&self, w: &mut ShmWorker) -> Option<Held<ShmReplyTo>> {
+        let max = self.opts.max_msg;
         if let Some(p) = w.pulse.take() {
             // A pulse: nothing to answer, its payload copied already.
-            return Some(ShmHeld {
-                client: w.pulse_from,
-                conn: None,
-                copy: p.to_vec().into(),
-                len: PULSE_LEN,
-                max_msg: self.opts.max_msg,
-                receiver,
-            });
+            return Some(Held::new(
+                p.to_vec(),
+                ShmReplyTo::nobody(w),
+                max,
+                w.pulse_from,
+            ));
         }
         let conn = match w.cur.take()? {
             Cur::Watched(i) => Arc::clone(&w.watched[i].conn),
             Cur::Other(c) => c,
         };
         conn.held.store(true, Relaxed);
-        Some(ShmHeld {
-            client: Some(conn.client),
+        let client = Some(conn.client);
+        let to = ShmReplyTo {
             conn: Some(conn),
-            copy: w
-                .copy
-                .take(w.len)
-                .map_or_else(OnceCell::new, OnceCell::from),
-            len: w.len,
-            max_msg: self.opts.max_msg,
-            receiver,
-        })
+            receiver: self.receiver(w),
+        };
+        Some(Held::lazy(w.len, w.copy.take(w.len), to, max, client))
     }
 
     fn connections(&self) -> usize {
@@ -1140,19 +1127,12 @@ impl Drop for ShmCore {
     }
 }
 
-/// A request of an shm channel held apart from its thread, answered
-/// through the client's slot, where the request stays until then (the
-/// server takes no other request of the connection meanwhile).
-pub(crate) struct ShmHeld {
+/// Where a held request of an shm channel is answered: its client's slot,
+/// where the request stays until then (the server takes no other request
+/// of the connection meanwhile), lent to reply in place.
+pub(crate) struct ShmReplyTo {
     /// `None` once answered (or a pulse: nothing to answer).
     conn: Option<Arc<ShmConn>>,
-    client: Option<Client>,
-    /// The request's payload copied out of the slot, when `data` first
-    /// asks (or when its thread had copied it already; a pulse's, at
-    /// once).
-    copy: OnceCell<Vec<u8>>,
-    len: usize,
-    max_msg: usize,
     /// The pool thread that received it.
     receiver: Receiver,
 }
@@ -1170,11 +1150,31 @@ struct Receiver {
     handed: u32,
 }
 
-impl ShmHeld {
+impl ShmCore {
+    /// The thread `w` as the receiver of the request it hands out now.
+    fn receiver(&self, w: &ShmWorker) -> Receiver {
+        Receiver {
+            core: Arc::clone(&w.core),
+            worker: w.index,
+            thread: std::thread::current().id(),
+            handed: self.handed[w.index].load(Relaxed),
+        }
+    }
+}
+
+impl ShmReplyTo {
+    /// Where a pulse taken by `w` is answered: nowhere.
+    fn nobody(w: &ShmWorker) -> ShmReplyTo {
+        ShmReplyTo {
+            conn: None,
+            receiver: w.core.receiver(w),
+        }
+    }
+
     /// The connection to answer, once: its next request may be taken from
-    /// now on. A client gone meanwhile is `Disconnected`.
-    fn take(&mut self) -> Result<Arc<ShmConn>> {
-        let c = self.conn.take().ok_or_else(Error::no_request)?;
+    /// now on. `None` when its client is gone meanwhile (or for a pulse).
+    fn take(&mut self) -> Option<Arc<ShmConn>> {
+        let c = self.conn.take()?;
         c.held.store(false, Relaxed);
         let r = &self.receiver;
         if std::thread::current().id() == r.thread
@@ -1182,44 +1182,45 @@ impl ShmHeld {
         {
             r.core.state_of(r.worker).store(LOOKING, SeqCst);
         }
-        if c.dead.load(Relaxed) {
-            return Err(Error::Disconnected);
-        }
-        Ok(c)
+        (!c.dead.load(Relaxed)).then_some(c)
     }
 }
 
-impl Answer for ShmHeld {
-    fn client(&self) -> Option<Client> {
-        self.client
+impl ReplyTo for ShmReplyTo {
+    fn send(&mut self, code: u32, data: &[u8]) -> bool {
+        if self.conn.is_none() {
+            // A pulse: nobody waits for an answer (as `core::Unanswered`).
+            return true;
+        }
+        let Some(c) = self.take() else {
+            return false;
+        };
+        c.slot.write(data);
+        publish(&c.slot, code, data.len());
+        true
     }
 
-    fn data(&self) -> &[u8] {
-        self.copy.get_or_init(|| {
-            let mut v = vec![0; self.len];
-            if let Some(c) = &self.conn {
-                c.slot.read(&mut v);
-            }
-            v
-        })
+    fn fetch(&self, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        if let Some(c) = &self.conn {
+            c.slot.read(&mut v);
+        }
+        v
     }
 
-    fn reply(&mut self, status: Status, data: &[u8]) -> Result<()> {
-        let c = self.take()?;
-        reply_into(&c.slot, status, data, self.max_msg);
-        Ok(())
-    }
-
-    fn reply_buffer(&mut self) -> Option<Window<'_>> {
+    fn window(&mut self, max: usize) -> Option<Window<'_>> {
         let c = self.conn.as_ref()?;
-        Some(c.slot.window(self.max_msg))
+        Some(c.slot.window(max))
     }
 
-    fn reply_in_place(&mut self, len: usize) -> Result<()> {
-        let c = self.take()?;
-        let (code, len, verdict) = in_place_parts(len, self.max_msg);
-        publish(&c.slot, code, len);
-        verdict
+    fn publish(&mut self, code: u32, len: usize) -> bool {
+        match self.take() {
+            Some(c) => {
+                publish(&c.slot, code, len);
+                true
+            }
+            None => false,
+        }
     }
 }
 
