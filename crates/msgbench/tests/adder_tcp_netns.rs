@@ -147,7 +147,10 @@ fn adder_over_tcp_on_loopback() {
     let port = unused_port();
     let addr = format!("127.0.0.1:{port}");
     let dir = TestDir::new("tcplo");
-    let mut server = Proc::start(Bin::DevAdder, ["-t", "tcp", "--listen", &addr, "-q"]);
+    let mut server = Proc::start(Bin::DevAdder, ["-t", "tcp", "--listen", &addr]);
+    // Its ready line: the port is bound (a server that could not bind it,
+    // taken meanwhile by someone else, exits and says so here).
+    server.wait_stdout(&format!("on {addr} over tcp"));
     let mut a = strings(&[
         "-t",
         "tcp",
@@ -160,8 +163,12 @@ fn adder_over_tcp_on_loopback() {
     ]);
     a.extend(dir.ns_args());
     let o = run(Bin::ClientAdder, &a);
-    o.assert_ok();
-    assert!(o.stdout.contains("Thread duration:"), "{o}");
+    assert!(
+        o.code() == 0 && o.stdout.contains("Thread duration:"),
+        "{o}\nthe server so far: {}{}",
+        server.stdout(),
+        server.stderr()
+    );
     server.signal(libc::SIGINT);
     let o = server.wait_within(Duration::from_secs(10), "SIGINT");
     assert_eq!(o.code(), 0, "{o}");

@@ -122,13 +122,13 @@ fn build_example() -> PathBuf {
 /// Instructions of one run of `n` round trips (the whole process), less
 /// what the functions of [`SPINS`] executed.
 fn total(example: &Path, transport: &str, api: &str, n: u64) -> u64 {
-    let profile = std::env::temp_dir().join(format!(
+    let profile = Removed(std::env::temp_dir().join(format!(
         "msgpass-instructions-{}-{transport}-{api}-{n}.out",
         std::process::id()
-    ));
+    )));
     let out = Command::new("valgrind")
         .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(format!("--callgrind-out-file={}", profile.0.display()))
         .arg(example)
         .args([transport, &n.to_string(), api, "--no-spin"])
         .output()
@@ -147,9 +147,17 @@ fn total(example: &Path, transport: &str, api: &str, n: u64) -> u64 {
         .unwrap_or_else(|| panic!("{transport} {api}: no count in callgrind's output:\n{text}"))
         .parse()
         .expect("callgrind's count");
-    let spun = spun(&profile);
-    std::fs::remove_file(&profile).ok();
-    collected - spun
+    collected - spun(&profile.0)
+}
+
+/// A file removed when dropped: a profile is not left behind in the
+/// temporary directory when a count fails (its assertion panics).
+struct Removed(std::path::PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// What the functions of [`SPINS`] executed in a callgrind profile, their
