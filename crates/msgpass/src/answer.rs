@@ -8,7 +8,7 @@ use std::ops::DerefMut;
 
 use crate::error::{Error, Result};
 use crate::transport::api::{Answer, Client, Incoming, Status};
-use crate::transport::Window;
+use crate::transport::mem::window::Window;
 
 /// A request to be answered once through `A` (a channel borrowed, or a
 /// held request boxed); dropped unanswered, it

@@ -63,8 +63,8 @@ impl Channel {
         opts: &Options,
     ) -> Result<Channel> {
         transport::priority::check(transport.name(), opts)?;
-        crate::token::refuse_local(transport.name(), opts)?;
-        let claim = EndpointClaim::new(ns, name)?;
+        crate::token::refuse_local(transport.name(), opts.token.as_ref())?;
+        let claim = EndpointClaim::new(ns, name, transport::table::clean_stale)?;
         let inner = transport.serve(claim.path(), opts)?;
         Ok(Channel::new(
             inner,
@@ -85,8 +85,8 @@ impl Channel {
         opts: &Options,
     ) -> Result<Channel<T::Server>> {
         transport::priority::check(transport.name(), opts)?;
-        crate::token::refuse_local(transport.name(), opts)?;
-        let claim = EndpointClaim::new(ns, name)?;
+        crate::token::refuse_local(transport.name(), opts.token.as_ref())?;
+        let claim = EndpointClaim::new(ns, name, transport::table::clean_stale)?;
         let inner = Box::new(transport.serve_typed(claim.path(), opts)?);
         Ok(Channel::new(
             inner,

@@ -54,7 +54,7 @@ impl Connection {
         transport: &dyn Transport,
         opts: &Options,
     ) -> Result<Connection> {
-        crate::token::refuse_local(transport.name(), opts)?;
+        crate::token::refuse_local(transport.name(), opts.token.as_ref())?;
         let path = endpoint(ns, name, transport.name())?;
         Connection::new(transport.connect(&path, opts)?, transport.name(), opts)
     }
@@ -68,7 +68,7 @@ impl Connection {
         transport: &T,
         opts: &Options,
     ) -> Result<Connection<T::Client>> {
-        crate::token::refuse_local(transport.name(), opts)?;
+        crate::token::refuse_local(transport.name(), opts.token.as_ref())?;
         let path = endpoint(ns, name, transport.name())?;
         Connection::new(
             Box::new(transport.connect_typed(&path, opts)?),

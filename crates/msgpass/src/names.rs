@@ -293,8 +293,16 @@ pub(crate) struct EndpointClaim {
 
 impl EndpointClaim {
     /// Claims endpoint `name` in `ns`: creates its directories, takes the
-    /// lock and clears whatever a dead server left at the path.
-    pub(crate) fn new(ns: &Namespace, name: &str) -> Result<EndpointClaim> {
+    /// lock and clears whatever a dead server left at the path, first what
+    /// only the transports know of (`clean_stale`: every transport's
+    /// cleanup run on the path, true when one found something; the
+    /// transport table's, passed down by the channel, so that this layer
+    /// imports no transport).
+    pub(crate) fn new(
+        ns: &Namespace,
+        name: &str,
+        clean_stale: fn(&Path) -> bool,
+    ) -> Result<EndpointClaim> {
         let path = ns.prepare(name)?;
         let mut lock_path = path.clone().into_os_string();
         lock_path.push(".lock");
@@ -306,7 +314,8 @@ impl EndpointClaim {
         lock_file.push(".lock");
         let lock = take_lock(&lock_path, &path)?;
         let (at, _) = dirs.last().expect("the root");
-        let replaced_stale = clear_stale(&path, at.as_fd(), &file, &lock_file)?;
+        let cleaned = clean_stale(&path);
+        let replaced_stale = clear_stale(&path, at.as_fd(), &file, &lock_file)? || cleaned;
         Ok(EndpointClaim {
             path,
             dirs,
@@ -384,11 +393,10 @@ fn take_lock(lock_path: &Path, path: &Path) -> Result<File> {
     }
 }
 
-/// With the lock held, so that whoever left anything at or beside `path`
-/// is dead: every transport's stale-endpoint hook clears its kind (a fuse
-/// server's dead mount, a sysv-msg server's queues, FIFOs), and a stale
-/// `file` in directory `at` is removed. True when something stale was
-/// found; a directory standing at the path is an error (and the lock
+/// With the lock held, so that whoever left anything at `path` is dead
+/// (and after the transports' own hooks cleared their kind beside it: a
+/// fuse server's dead mount, a sysv-msg server's queues, FIFOs): a stale
+/// `file` in directory `at` is removed. True when one was found; a directory standing at the path is an error (and the lock
 /// file is removed, leaving nothing behind).
 fn clear_stale(
     path: &Path,
@@ -396,7 +404,6 @@ fn clear_stale(
     file: &OsString,
     lock_file: &OsString,
 ) -> Result<bool> {
-    let cleaned = crate::transport::table::clean_stale(path);
     let replaced_file = match fs::symlink_metadata(path) {
         Ok(md) if md.is_dir() => {
             let _ = oslayer::fs::unlink_at(at, Path::new(lock_file));
@@ -412,7 +419,7 @@ fn clear_stale(
         }
         Err(_) => false,
     };
-    Ok(cleaned || replaced_file)
+    Ok(replaced_file)
 }
 
 impl Drop for EndpointClaim {

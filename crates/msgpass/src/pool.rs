@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::names::EndpointClaim;
 use crate::transport::api::PoolWorker;
 use crate::transport::api::{Answer, Client, Incoming};
-use crate::transport::Window;
+use crate::transport::mem::window::Window;
 
 pub use crate::transport::api::MAX_THREADS;
 

@@ -4,6 +4,13 @@
 //! every layer speaks), so no import runs back up and the graph has no
 //! circle. Read from the sources, every path `crate::transport::LAYER`
 //! they name (in `use` lines and in code alike).
+//!
+//! Above the layers stand the transport table (`transport/table.rs`,
+//! `transport/mod.rs`) and the public face (`lib.rs`, `channel.rs`,
+//! `connection.rs`, `pool.rs`): no file of a layer, nor `api.rs` and the
+//! crate's ground files under it, names them (their unit tests included:
+//! a test of a layer uses that layer's own API). Doc comments may link
+//! anywhere.
 
 use std::path::{Path, PathBuf};
 
@@ -90,4 +97,87 @@ fn the_reader_sees_an_import_running_up() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(bad.len(), 1);
     assert_eq!((bad[0].1, bad[0].2.as_str()), ("wire", "serve"));
+}
+
+/// Files below the transport table: the five layers, `api.rs`, and the
+/// crate's ground files.
+fn below_the_table(src: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for l in LAYERS {
+        sources(&src.join("transport").join(l), &mut files);
+    }
+    for f in ["transport/api.rs", "token.rs", "names.rs", "error.rs", "pulse.rs"] {
+        files.push(src.join(f));
+    }
+    files
+}
+
+/// What `text` names of the table and the public face, comments left out:
+/// `crate::` followed by a re-export of `lib.rs` (a capital), by
+/// `channel`, `connection` or `pool`, or `crate::transport::` followed by
+/// something that is no layer and not `api` (the table, or what
+/// `transport/mod.rs` hands on).
+fn names_above(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (i, m) in line.match_indices("crate::") {
+            let rest = &line[i + m.len()..];
+            let word = |r: &str| -> String {
+                r.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '{')
+                    .collect()
+            };
+            let first = word(rest);
+            let above = match first.as_str() {
+                "transport" => {
+                    let next = word(rest.strip_prefix("transport::").unwrap_or(""));
+                    !(LAYERS.contains(&next.as_str()) || next == "api")
+                }
+                "channel" | "connection" | "pool" => true,
+                w => w.starts_with(|c: char| c.is_ascii_uppercase() || c == '{'),
+            };
+            if above {
+                found.push(format!("crate::{}", &rest[..rest.len().min(40)]));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn nothing_below_the_table_names_the_table_or_the_public_face() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let bad: Vec<String> = below_the_table(&src)
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).expect("reading a source");
+            names_above(&text)
+                .into_iter()
+                .map(move |n| format!("  {}: {n}", f.display()))
+        })
+        .collect();
+    assert!(bad.is_empty(), "names from above the layers:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_reader_sees_a_name_from_above() {
+    for above in [
+        "use crate::Token;",
+        "let c = crate::Channel::create(x);",
+        "use crate::{Channel, Connection};",
+        "let t = crate::transport::by_name(\"fifo\");",
+        "crate::transport::table::clean_stale(p)",
+        "use crate::connection::Connection;",
+    ] {
+        assert_eq!(names_above(above).len(), 1, "{above}");
+    }
+    for fine in [
+        "use crate::transport::serve::core::Held;",
+        "use crate::transport::api::Options;",
+        "use crate::error::{Error, Result};",
+        "/// [`Channel`](crate::Channel)",
+        "    //! see crate::Connection",
+    ] {
+        assert!(names_above(fine).is_empty(), "{fine}");
+    }
 }

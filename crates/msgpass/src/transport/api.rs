@@ -361,3 +361,17 @@ pub trait Typed: Transport {
     /// Connects to the endpoint at `path`.
     fn connect_typed(&self, path: &Path, opts: &Options) -> Result<Self::Client>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_never_print_their_token() {
+        let opts = Options {
+            token: Some(Token::from_bytes([0xab; Token::LEN])),
+            ..Options::default()
+        };
+        assert!(!format!("{opts:?}").contains("abab"), "{opts:?}");
+    }
+}

@@ -381,7 +381,16 @@ impl shm::Shm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{by_name, NAMES};
+    use crate::transport::api::Transport;
+
+    /// The transport a name stands for (what `transport::by_name`, above
+    /// this table, makes of it).
+    fn by_name(name: &str) -> Result<Box<dyn Transport>> {
+        info(name).map(TransportInfo::transport)
+    }
+
+    /// Every name and alias (`transport::NAMES`).
+    const NAMES: &[&str] = &NAME_LIST;
 
     #[test]
     fn names_round_trip_and_are_unique() {
@@ -489,6 +498,56 @@ mod tests {
                 }
             }
             other => panic!("expected UnknownTransport, got {other:?}"),
+        }
+    }
+
+    /// Each transport whose messages lie in areas lends a private buffer
+    /// on both sides: the client reads the reply in the buffer it built
+    /// its request in; the server builds its reply in the buffer it read
+    /// the request in, starting with the request.
+    #[test]
+    fn the_area_transports_pass_messages_in_place() {
+        use crate::transport::api::Options;
+        use std::sync::atomic::AtomicBool;
+        for name in ["eventfd", "io-uring", "signal"] {
+            let dir =
+                std::env::temp_dir().join(format!("msgpass-areas-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("dir");
+            let path = dir.join("ep");
+            let opts = Options::default();
+            let mut server = by_name(name)
+                .expect(name)
+                .serve(&path, &opts)
+                .expect("serve");
+            let client = std::thread::spawn({
+                let (path, opts) = (path.clone(), opts.clone());
+                move || {
+                    let t = by_name(name).expect(name);
+                    let mut c = t.connect(&path, &opts).expect("connect");
+                    let mut buf = c.request_buffer().expect("request buffer lent");
+                    buf.write(0, b"hello");
+                    let at = buf.as_ptr();
+                    let reply = c.call_in_place(3, 5).expect("call");
+                    assert_eq!(reply.to_vec(), b"HELLO!", "{name}");
+                    assert_eq!(reply.as_ptr(), at, "{name}: reply");
+                }
+            });
+            let stop = AtomicBool::new(false);
+            let inc = server.receive(&stop).expect("receive").expect("request");
+            assert_eq!((inc.cmd, inc.len), (3, 5), "{name}");
+            assert_eq!(server.data(), b"hello", "{name}");
+            let mut buf = server.reply_buffer().expect("reply buffer lent");
+            assert_eq!(
+                &buf.get::<5>(0),
+                b"hello",
+                "{name}: starts with the request"
+            );
+            buf.write(0, b"HELLO!");
+            server.reply_in_place(6).expect("reply");
+            client.join().expect("client");
+            drop(server);
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 }

@@ -245,6 +245,8 @@ impl Mechanism for EventFd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::api::{Status, Transport};
+    use crate::transport::serve::mechanism::WireTransport;
 
     #[test]
     fn a_late_poke_alone_is_no_message_and_does_not_block() {
@@ -271,22 +273,28 @@ mod tests {
     /// drop that client instead, and go on serving the others.
     #[test]
     fn a_client_that_fills_its_counter_cannot_block_the_server() {
-        use crate::{Channel, Connection, Namespace};
         let dir = std::env::temp_dir().join(format!("msgpass-efd-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let ns = Namespace::open(&dir).expect("namespace");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("efd");
         let opts = Options {
             tick: Duration::from_millis(20),
             ..Options::default()
         };
-        let t = crate::transport::by_name("eventfd").expect("transport");
-        let mut chan = Channel::create(&ns, "efd", &*t, &opts).expect("serve");
-        let path = chan.path().to_path_buf();
-        let stop = chan.stop_flag();
-        let server = std::thread::spawn(move || {
-            while let Ok(Some(r)) = chan.receive() {
-                let d = r.data().to_vec();
-                let _ = r.reply(&d);
+        let t = WireTransport {
+            mech: EventFd,
+            name: "eventfd",
+            oneway: false,
+        };
+        let mut chan = t.serve(&path, &opts).expect("serve");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let server = std::thread::spawn({
+            let stop = std::sync::Arc::clone(&stop);
+            move || {
+                while let Ok(Some(_)) = chan.receive(&stop) {
+                    let d = chan.data().to_vec();
+                    let _ = chan.reply(Status::Ok, &d);
+                }
             }
         });
         // The hostile client: a real client wire, and a copy of the
@@ -306,7 +314,7 @@ mod tests {
         // An honest client is still served.
         let (done_tx, done) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut c = Connection::open(&ns, "efd", &*t, &opts).expect("connect");
+            let mut c = t.connect(&path, &opts).expect("connect");
             let mut reply = [0u8; 16];
             let got = c.call(1, b"good", &mut reply).map(|n| reply[..n].to_vec());
             let _ = done_tx.send(got.map_err(|e| e.to_string()));

@@ -40,13 +40,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::token::Token;
 use crate::transport::api::{ClientConnection, Options, ServerChannel, Transport};
 use crate::transport::serve::client::{Traits, WireClient};
 use crate::transport::serve::reactor::{self, Acceptor, Conn, Setup};
 use crate::transport::serve::server::{greeted, starved};
 use crate::transport::wire::framing::StreamWire;
 use crate::transport::wire::rendezvous::{self, Family, Listener, HELLO_LEN};
-use crate::Token;
 
 /// Length of a token: the per-connection one of a local client, or a
 /// remote channel's [`Options::token`].
