@@ -106,7 +106,13 @@ fn below_the_table(src: &Path) -> Vec<PathBuf> {
     for l in LAYERS {
         sources(&src.join("transport").join(l), &mut files);
     }
-    for f in ["transport/api.rs", "token.rs", "names.rs", "error.rs", "pulse.rs"] {
+    for f in [
+        "transport/api.rs",
+        "token.rs",
+        "names.rs",
+        "error.rs",
+        "pulse.rs",
+    ] {
         files.push(src.join(f));
     }
     files
@@ -156,7 +162,11 @@ fn nothing_below_the_table_names_the_table_or_the_public_face() {
                 .map(move |n| format!("  {}: {n}", f.display()))
         })
         .collect();
-    assert!(bad.is_empty(), "names from above the layers:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "names from above the layers:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]

@@ -3,11 +3,12 @@
 //! reactor that serves every descriptor-driven transport (`reactor`), its
 //! wait sets and connection table (`sets`, `slab`), a connection's kernel objects and the
 //! transport built on them (`mechanism`), priority inheritance (`priority`), the one
-//! client of the descriptor-driven transports (`client`) and the owed late
-//! reply (`owed`). Uses `wire`, `mem` and `clock`; the mechanisms use it.
+//! client of the descriptor-driven transports (`client`), the owed late
+//! reply (`owed`) and a pool's homes (`homes`). Uses `wire`, `mem` and `clock`; the mechanisms use it.
 
 pub(crate) mod client;
 pub(crate) mod core;
+pub(crate) mod homes;
 pub(crate) mod mechanism;
 pub(crate) mod owed;
 pub mod priority;

@@ -31,6 +31,7 @@ use crate::transport::api::{
 use crate::transport::clock::pace::Pacer;
 use crate::transport::mem::window::{View, Window};
 use crate::transport::serve::core::{Core, Held, ReplyTo, Single};
+use crate::transport::serve::homes::{Homes, LastMove};
 use crate::transport::serve::server::{creds_of, in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::serve::sets::Sets;
 use crate::transport::serve::slab::{Slab, Token};
@@ -66,7 +67,7 @@ impl ShmServer {
             }),
             table: RwLock::new(Slab::default()),
             sets: Sets::default(),
-            pinned: std::array::from_fn(|_| AtomicU32::new(0)),
+            homes: Homes::new(),
             handed: std::array::from_fn(|_| AtomicU32::new(0)),
             wait,
             opts: opts.clone(),
@@ -133,9 +134,9 @@ pub(crate) struct ShmCore {
     listener: Mutex<Accepting>,
     table: RwLock<Slab<Arc<ShmConn>>>,
     sets: Sets,
-    /// Thread `w`'s CPU + 1 when it is pinned to one CPU (0: not), for
-    /// the homes of connections.
-    pinned: [AtomicU32; MAX_THREADS],
+    /// The CPUs the threads of a pool are pinned to, for the homes of
+    /// connections.
+    homes: Homes,
     /// How many requests thread `w` has handed to the application (a
     /// pool): a held request answered on its thread frees the thread only
     /// if it is still the last one handed out.
@@ -165,7 +166,7 @@ pub(crate) struct ShmConn {
     /// The thread the kernel tells first.
     home: AtomicUsize,
     /// When its home last moved (at most once a tick).
-    moved: Mutex<Option<Instant>>,
+    moved: Mutex<LastMove>,
     /// Dropped by the server: nobody takes its requests any more.
     dead: AtomicBool,
     /// Who it is (its token's id, and the kernel's credentials of its
@@ -228,6 +229,9 @@ pub(crate) struct ShmWorker {
     /// The connection whose state word the door's waker wakes (the one
     /// this thread last napped on).
     napping_on: Option<Token>,
+    /// This thread's CPU is registered in the pool's homes (or it is not
+    /// pinned): its affinity is read once.
+    placed: bool,
 }
 
 /// The listener's token; connections' tokens are below it (marked: the
@@ -333,7 +337,7 @@ impl ShmCore {
             token,
             served: AtomicU32::new(0),
             home: AtomicUsize::new(home),
-            moved: Mutex::new(None),
+            moved: Mutex::default(),
             dead: AtomicBool::new(false),
             held: AtomicBool::new(false),
         };
@@ -566,30 +570,12 @@ impl ShmCore {
     /// hopping between CPUs must not make us re-register it each call).
     fn move_home(&self, c: &ShmConn) {
         let cpu = c.slot.client_cpu().load(Relaxed);
-        let home = c.home.load(Relaxed);
-        if cpu == 0
-            || self
-                .pinned
-                .get(home)
-                .is_some_and(|p| p.load(Relaxed) == cpu)
-        {
-            return;
-        }
-        let Some(to) = (cpu != 0)
-            .then(|| self.pinned.iter().position(|p| p.load(Relaxed) == cpu))
-            .flatten()
-        else {
+        let Some(to) = self.homes.move_to(cpu, c.home.load(Relaxed)) else {
             return;
         };
-        if c.home.load(Relaxed) == to {
+        if !c.moved.lock().allow(self.opts.tick) {
             return;
         }
-        let now = Instant::now();
-        let mut moved = c.moved.lock();
-        if moved.is_some_and(|t| now.duration_since(t) < self.opts.tick) {
-            return;
-        }
-        *moved = Some(now);
         let Some(ring) = &c.ring else { return };
         c.home.store(to, Relaxed);
         self.sets.delete(ring.as_fd());
@@ -927,6 +913,7 @@ impl Core for ShmCore {
             calls: 0,
             last_look: Instant::now(),
             napping_on: None,
+            placed: false,
         })
     }
 
@@ -956,11 +943,7 @@ impl Core for ShmCore {
         let pool = self.sets.pool();
         if pool {
             self.state_of(w.index).store(LOOKING, SeqCst);
-            if self.pinned[w.index].load(Relaxed) == 0 {
-                if let Some(cpu) = oslayer::cpu::pinned_cpu() {
-                    self.pinned[w.index].store(cpu + 1, Relaxed);
-                }
-            }
+            self.homes.place(w.index, &mut w.placed);
         }
         w.calls = w.calls.wrapping_add(1);
         self.answer_knock(w)?;

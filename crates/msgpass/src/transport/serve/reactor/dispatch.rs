@@ -3,8 +3,7 @@
 //! request a worker holds, and sending its reply.
 
 use std::io;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oslayer::epoll::{Interest, Ready};
 
@@ -141,18 +140,12 @@ impl<A: Acceptor> ReactorCore<A> {
         if !self.sets.pool() || cpu == 0 || io.muted {
             return;
         }
-        let Some(to) = self
-            .pinned
-            .iter()
-            .position(|p| p.load(Ordering::Relaxed) == cpu)
-        else {
+        let Some(to) = self.homes.move_to(cpu, io.home) else {
             return;
         };
-        let now = Instant::now();
-        if to == io.home || io.moved.is_some_and(|t| now.duration_since(t) < self.tick) {
+        if !io.moved.allow(self.tick) {
             return;
         }
-        io.moved = Some(now);
         self.unwatch(io);
         io.home = to;
         if self.watch(io).is_err() {

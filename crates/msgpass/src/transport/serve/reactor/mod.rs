@@ -73,7 +73,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -85,6 +85,7 @@ use crate::transport::api::MAX_THREADS;
 use crate::transport::api::{Client, Creds, Incoming, Options, Status};
 use crate::transport::mem::window::Window;
 use crate::transport::serve::core::{Core, Held, ReplyTo, Single};
+use crate::transport::serve::homes::{Homes, LastMove};
 use crate::transport::serve::priority::{Boost, Boosts, Peer, PeerProcess, Watched};
 use crate::transport::serve::server::{in_place_parts, reply_parts, ACCEPT_EVERY};
 use crate::transport::serve::sets::Sets;
@@ -276,8 +277,8 @@ pub(crate) struct ConnIo<W> {
     muted: bool,
     /// The worker the kernel tells first (a pool).
     home: usize,
-    /// When its home last moved.
-    moved: Option<Instant>,
+    /// When its home last moved (at most once a tick).
+    moved: LastMove,
     /// Its caller, with priority inheritance.
     peer: Option<Arc<Peer>>,
     /// Who it is (its token's id, and the kernel's credentials).
@@ -310,9 +311,9 @@ pub(crate) struct ReactorCore<A: Acceptor> {
     /// How many connections the table holds (read without its lock on
     /// the single-client path).
     count: AtomicUsize,
-    /// Worker `w`'s CPU + 1 when it is pinned to one CPU (0: not), for
-    /// the homes of connections (a pool).
-    pinned: [AtomicU32; MAX_THREADS],
+    /// The CPUs the workers of a pool are pinned to, for the homes of
+    /// connections.
+    homes: Homes,
     max_msg: usize,
     tick: Duration,
     /// Ourselves, for the handles of detached requests.
@@ -407,7 +408,7 @@ pub(crate) fn serve<A: Acceptor>(
         next_home: AtomicUsize::new(0),
         partial: Partial::default(),
         count: AtomicUsize::new(0),
-        pinned: std::array::from_fn(|_| AtomicU32::new(0)),
+        homes: Homes::new(),
         max_msg,
         tick,
         me: me.clone(),
@@ -499,11 +500,8 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         if let Some(i) = &self.inherit {
             i.inherit.boosts_here(&mut w.boosts, self.sets.pool());
         }
-        if !w.placed && self.sets.pool() {
-            w.placed = true;
-            if let Some(cpu) = oslayer::cpu::pinned_cpu() {
-                self.pinned[w.index].store(cpu + 1, Ordering::Relaxed);
-            }
+        if self.sets.pool() {
+            self.homes.place(w.index, &mut w.placed);
         }
         w.calls = w.calls.wrapping_add(1);
         if w.calls % ACCEPT_EVERY == 0 && w.last_look.elapsed() >= self.tick {

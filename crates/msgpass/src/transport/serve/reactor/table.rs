@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::transport::api::Client;
+use crate::transport::serve::homes::LastMove;
 use crate::transport::serve::server::starved;
 use crate::transport::serve::slab::Token;
 use crate::transport::wire::framing::Wire;
@@ -127,7 +128,7 @@ impl<A: Acceptor> ReactorCore<A> {
                     serving: false,
                     muted: false,
                     home,
-                    moved: None,
+                    moved: LastMove::default(),
                     peer,
                 };
                 if self.watch(&io).is_ok() {
