@@ -37,6 +37,15 @@ pub fn rdtsc_ns(calls: u64) -> Option<f64> {
     }
 }
 
+/// The spin-wait hint (`pause` on x86-64, `yield`/`isb` on AArch64:
+/// `std::hint::spin_loop`), ns per hint: the step of every spinning wait,
+/// whose length varies tenfold between CPU generations (10 to 140 cycles
+/// on x86), so the figure tells how finely a spinning waiter sees its
+/// peer's write.
+pub fn spin_hint_ns(calls: u64) -> f64 {
+    per_call(calls, std::hint::spin_loop)
+}
+
 /// A trivial system call, `syscall(SYS_getppid)` (raw: the C library may
 /// cache process ids, never a raw system call), ns per call.
 pub fn syscall_ns(calls: u64) -> f64 {
@@ -60,7 +69,7 @@ mod tests {
 
     #[test]
     fn every_cost_is_a_positive_figure() {
-        for v in [clock_gettime_ns(1000), syscall_ns(1000)] {
+        for v in [clock_gettime_ns(1000), syscall_ns(1000), spin_hint_ns(1000)] {
             assert!(v.is_finite() && v > 0.0, "{v}");
         }
         if cfg!(target_arch = "x86_64") {

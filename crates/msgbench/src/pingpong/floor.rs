@@ -96,6 +96,8 @@ pub enum FloorKind {
     Rdtsc,
     /// `syscall(SYS_getppid)`.
     Syscall,
+    /// The spin-wait hint (`pause`), the step of every spinning wait.
+    SpinHint,
 }
 
 impl FloorKind {
@@ -110,6 +112,7 @@ impl FloorKind {
             (FloorKind::ClockMonotonic, _) => "clock_gettime(CLOCK_MONOTONIC), vDSO",
             (FloorKind::Rdtsc, _) => "rdtsc",
             (FloorKind::Syscall, _) => "system call, syscall(SYS_getppid)",
+            (FloorKind::SpinHint, _) => "spin-wait hint (pause), one step of a spin",
         }
     }
 
@@ -202,6 +205,7 @@ fn items(cpus: &[usize]) -> Vec<Item> {
         }));
     }
     v.push(cost(FloorKind::Syscall, costs::syscall_ns));
+    v.push(cost(FloorKind::SpinHint, costs::spin_hint_ns));
     v
 }
 
@@ -339,6 +343,7 @@ mod tests {
         );
         assert!(v.iter().any(|i| i.kind == FloorKind::Syscall));
         assert!(v.iter().any(|i| i.kind == FloorKind::ClockMonotonic));
+        assert!(v.iter().any(|i| i.kind == FloorKind::SpinHint));
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //!   is followed by `sched_yield`;
 //! - a bare process-shared futex wait/wake ping-pong, same CPU and
 //!   different CPUs;
-//! - the cost of one `clock_gettime(CLOCK_MONOTONIC)` (vDSO), one `rdtsc`
-//!   and one trivial system call.
+//! - the cost of one `clock_gettime(CLOCK_MONOTONIC)` (vDSO), one `rdtsc`,
+//!   one trivial system call and one spin-wait hint (`pause`).
 //!
 //! Every figure is the median of [`RUNS`] runs, each timed as a whole, and
 //! is shown with its spread, (max - min) / median. The length of a run is

@@ -48,7 +48,7 @@ pub fn legend() -> String {
          cache line: one 64-byte line carries request and reply; spinning on two CPUs, sched_yield after each\n\
          look on one CPU; processes: the peer is a forked process sharing a memfd mapping.\n\
          futex: process-shared FUTEX_WAIT/FUTEX_WAKE on a memfd word, both sides asleep at once.\n\
-         clock and system call: back-to-back calls in a tight loop, unpinned."
+         clock, system call and spin-wait hint: back-to-back calls in a tight loop, unpinned."
     )
 }
 
