@@ -33,14 +33,12 @@ pub struct Connection<C: ClientConnection + ?Sized = dyn ClientConnection> {
 /// other transport's connect).
 fn endpoint(ns: &Namespace, name: &str, transport: &'static str) -> Result<PathBuf> {
     let path = ns.path_of(name)?;
-    if let Some(found) = transport::table::served_by(&path) {
-        if found != transport {
-            return Err(Error::WrongTransport {
-                path,
-                expected: transport,
-                found: found.into(),
-            });
-        }
+    if let Some(found) = transport::table::served_by_other(&path, transport) {
+        return Err(Error::WrongTransport {
+            path,
+            expected: transport,
+            found: found.into(),
+        });
     }
     Ok(path)
 }

@@ -355,11 +355,15 @@ pub(crate) fn clean_stale(endpoint: &Path) -> bool {
         .fold(false, |found, clean| clean(endpoint) | found)
 }
 
-/// The transport whose live endpoint is at `path`, among those that do not
-/// answer on the rendezvous socket (a fuse mount).
-pub(crate) fn served_by(path: &Path) -> Option<&'static str> {
+/// The transport other than `asking` whose live endpoint is at `path`,
+/// among those that do not answer on the rendezvous socket (a fuse mount).
+/// A transport is not asked about its own endpoint: its connect meets it,
+/// and the probe would be one more connection (a fuse server counts the
+/// probe's open until the kernel releases it, after the close).
+pub(crate) fn served_by_other(path: &Path, asking: &str) -> Option<&'static str> {
     TRANSPORTS
         .iter()
+        .filter(|t| t.name != asking)
         .find(|t| t.serves.is_some_and(|serves| serves(path)))
         .map(|t| t.name)
 }
