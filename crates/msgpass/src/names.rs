@@ -396,8 +396,9 @@ fn take_lock(lock_path: &Path, path: &Path) -> Result<File> {
 /// With the lock held, so that whoever left anything at `path` is dead
 /// (and after the transports' own hooks cleared their kind beside it: a
 /// fuse server's dead mount, a sysv-msg server's queues, FIFOs): a stale
-/// `file` in directory `at` is removed. True when one was found; a directory standing at the path is an error (and the lock
-/// file is removed, leaving nothing behind).
+/// `file` in directory `at` is removed. True when one was found; a
+/// directory standing at the path is an error (and the lock file is
+/// removed, leaving nothing behind).
 fn clear_stale(
     path: &Path,
     at: BorrowedFd<'_>,

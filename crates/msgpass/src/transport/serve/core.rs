@@ -261,14 +261,7 @@ impl<A: ReplyTo> Held<A> {
     /// A request of `client` with payload `data`, answered through `to`,
     /// on a channel carrying at most `max_msg` bytes.
     pub(crate) fn new(data: Vec<u8>, to: A, max_msg: usize, client: Option<Client>) -> Held<A> {
-        Held {
-            len: data.len(),
-            data: OnceCell::from(data),
-            to,
-            max_msg,
-            answered: false,
-            client,
-        }
+        Held::lazy(data.len(), Some(data), to, max_msg, client)
     }
 
     /// A request of `len` payload bytes that still lie where `to` can
