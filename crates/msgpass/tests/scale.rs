@@ -33,7 +33,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use msgpass::transport::Transport;
@@ -513,10 +513,38 @@ fn open(ns: &Namespace, name: &str, t: &dyn Transport) -> Connection {
     Connection::open(ns, name, t, &opts).expect("child: connect")
 }
 
+/// Opens a connection for opener thread `k`, its `i`th; on failure says
+/// how far it got, how long it took and how many descriptors this process
+/// holds against its limit (a server that stops greeting, or a child out
+/// of descriptors, then shows which).
+fn open_or_explain(
+    ns: &Namespace,
+    name: &str,
+    t: &dyn Transport,
+    k: usize,
+    i: usize,
+    started: Instant,
+) -> Connection {
+    let opts = Options {
+        wait: Some(Duration::from_secs(5)),
+        ..Options::default()
+    };
+    Connection::open(ns, name, t, &opts).unwrap_or_else(|e| {
+        let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+        let limit = oslayer::rlimit::soft(oslayer::rlimit::Resource::Nofile);
+        panic!(
+            "child: connect: {e} (opener {k}, connection {i}, {:?} after the first; \
+             {fds} descriptors open, soft limit {limit:?})",
+            started.elapsed()
+        )
+    })
+}
+
 /// Opens `count` connections, from a few threads at once, each making one
 /// checked call; says how many it holds and holds them.
 fn hold_idle(ns: &Namespace, name: &str, t: &dyn Transport, count: usize) {
     let threads = 8.min(count).max(1);
+    let started = Instant::now();
     let conns: Vec<Connection> = thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|k| {
@@ -525,7 +553,7 @@ fn hold_idle(ns: &Namespace, name: &str, t: &dyn Transport, count: usize) {
                     let mut buf = vec![0u8; 256];
                     (0..n)
                         .map(|i| {
-                            let mut c = open(ns, name, t);
+                            let mut c = open_or_explain(ns, name, t, k, i, started);
                             checked_call(&mut c, 2000 + k as u32, i as u32, &mut buf);
                             c
                         })
