@@ -230,7 +230,7 @@ fn check_results(stdout: &str, threads: usize, samples: u64) -> (Option<f64>, Op
     for j in 0..threads {
         check_latency_line(stdout, rest, j, samples);
     }
-    check_trailer(stdout, rest);
+    check_trailer(stdout, rest, threads);
     (idle, busy)
 }
 
@@ -288,8 +288,17 @@ fn check_latency_line(stdout: &str, rest: &[&str], j: usize, samples: u64) {
     }
 }
 
-/// The clock line, one API line, and no line of an unknown kind.
-fn check_trailer(stdout: &str, rest: &[&str]) {
+/// The clock line, one API line, no line of an unknown kind, and last
+/// the seed's figures for `threads` threads (or why it has none).
+fn check_trailer(stdout: &str, rest: &[&str], threads: usize) {
+    let last = rest.last().copied().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!("Seed, per thread at -n{threads} ("))
+            && last.contains("QNX 8.0 ")
+            && last.contains("QNX 7.1 ")
+            || last.starts_with("Seed: no QNX figure"),
+        "the seed's figures last: {stdout}"
+    );
     assert!(
         rest.iter().any(|l| l.starts_with("Clock: ")),
         "no Clock line: {stdout}"
@@ -300,7 +309,14 @@ fn check_trailer(stdout: &str, rest: &[&str]) {
         "one API line expected: {stdout}"
     );
     for l in rest {
-        let known = ["Total CPU Busy", "Thread ", "Clock: ", "API: ", "Warning: "];
+        let known = [
+            "Total CPU Busy",
+            "Thread ",
+            "Clock: ",
+            "API: ",
+            "Warning: ",
+            "Seed",
+        ];
         assert!(
             known.iter().any(|k| l.starts_with(k)),
             "unexpected line {l:?} in {stdout}"

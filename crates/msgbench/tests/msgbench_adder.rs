@@ -16,11 +16,12 @@ struct Row {
     mode: String,
     threads: u32,
     idle: String,
+    aggregate: String,
     scaling: String,
 }
 
 /// The column titles of every adder table.
-const HEAD: [&str; 10] = [
+const HEAD: [&str; 12] = [
     "Mode",
     "Threads",
     "Idle",
@@ -31,7 +32,14 @@ const HEAD: [&str; 10] = [
     "Scaling",
     "p50",
     "p99",
+    "QNX 8.0 Pi 4",
+    "QNX 7.1 Pi 4",
 ];
+
+/// The seed's rates per thread at 1 and 2 threads, one process, QNX 8.0
+/// and 7.1 (docs/methodology.md, "The adder benchmark (QNX devctl)"):
+/// what the table's last two columns must hold for those rows.
+const SEED_ONE: [[&str; 2]; 2] = [["165,300", "264,550"], ["133,050", "129,282"]];
 
 /// The mode labels that lead a table's rows.
 const MODES: [&str; 3] = ["One process", "Multi-process", "Thread pool (one path)"];
@@ -56,14 +64,24 @@ fn table(stdout: &str, transport: &str, placement: &str) -> Vec<Row> {
         "rule: {rule:?}"
     );
     let mut rows = Vec::new();
+    let mut current = String::new();
     for l in lines.take_while(|l| !l.trim().is_empty()) {
         let (mode, rest) = MODES
             .iter()
             .find_map(|m| l.strip_prefix(m).map(|r| (m.to_string(), r)))
             .unwrap_or((String::new(), l));
         let t: Vec<&str> = rest.split_whitespace().collect();
-        // threads idle busy <ms> ms rate aggregate scaling p50 p99
-        assert_eq!(t.len(), 10, "row {l:?}");
+        // threads idle busy <ms> ms rate aggregate scaling p50 p99, then
+        // the seed's two rates (blank for a pool, or past 6 threads)
+        if !mode.is_empty() {
+            current = mode.clone();
+        }
+        let seeded = current != "Thread pool (one path)";
+        assert_eq!(t.len(), if seeded { 12 } else { 10 }, "row {l:?}");
+        let x: usize = t[0].parse().unwrap_or_else(|_| panic!("threads in {l:?}"));
+        if current == "One process" && x <= 2 {
+            assert_eq!(t[10..], SEED_ONE[x - 1], "the seed's figures in {l:?}");
+        }
         assert_eq!(t[4], "ms", "row {l:?}");
         t[3].parse::<f64>()
             .unwrap_or_else(|_| panic!("duration in {l:?}"));
@@ -80,6 +98,7 @@ fn table(stdout: &str, transport: &str, placement: &str) -> Vec<Row> {
             mode,
             threads: t[0].parse().unwrap_or_else(|_| panic!("threads in {l:?}")),
             idle: t[1].to_string(),
+            aggregate: t[6].to_string(),
             scaling: t[7].to_string(),
         });
     }
@@ -375,6 +394,10 @@ fn format_csv_prints_only_csv() {
         let threads: Vec<&str> = recs.iter().map(|x| &x[1]).collect();
         assert_eq!(threads, ["1", "2"], "{b}");
         assert_eq!(&recs[0][0], "One process", "{b}");
+        for (x, rec) in recs.iter().enumerate() {
+            assert_eq!(&rec[10], SEED_ONE[x][0], "the seed's QNX 8.0 figure: {b}");
+            assert_eq!(&rec[11], SEED_ONE[x][1], "the seed's QNX 7.1 figure: {b}");
+        }
         for x in &recs {
             x[5].replace(',', "")
                 .parse::<u64>()
@@ -671,6 +694,51 @@ fn pinned_models_get_their_verdict() {
     }
 }
 
+/// Threads past the CPU count: the sentence gives our aggregate at the
+/// CPU count and at the most threads run, per extra thread, beside the
+/// seed's 4 to 6 threads on its 4 cores.
+#[test]
+fn threads_past_the_cpus_are_judged_beside_the_seeds() {
+    let dir = TestDir::new("past");
+    let cpus = cpu_count();
+    let threads = format!("{cpus},{}", cpus + 1);
+    let mut a = quick("uds", Some("one"), &threads);
+    a.extend(["--placement", "pinned"]);
+    let o = run(Bin::Msgbench, with_ns(&dir, &a));
+    o.assert_ok();
+    dir.assert_ns_clean();
+    let rows = table(&o.stdout, "uds", "pinned");
+    assert_eq!(shape(&rows).len(), 2, "{o}");
+    let head = format!(
+        "Past the {cpus} CPU{} (one process, pinned): uds ",
+        if cpus == 1 { "" } else { "s" }
+    );
+    let line = o
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&head))
+        .unwrap_or_else(|| panic!("no {head:?} sentence: {o}"));
+    // Our figures are the table's: the aggregate at the CPU count and
+    // past it, and the change per extra thread between them.
+    let (at, past) = (&rows[0].aggregate, &rows[1].aggregate);
+    let num = |s: &str| s.replace(',', "").parse::<f64>().expect("a rate");
+    let per = (num(past) / num(at) - 1.0) * 100.0;
+    assert!(
+        line.contains(&format!(
+            "uds {per:+.1}% per extra thread ({at} msg/s aggregate at {cpus} → {past} at {})",
+            cpus + 1
+        )),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(
+            "The seed past its 4 cores (Raspberry Pi 4): QNX 8.0 -7.2% per extra thread \
+             (573,800 at 4 → 491,220 at 6), QNX 7.1 -2.9% per extra thread (219,960 at 4 → 207,246 at 6)."
+        ),
+        "{line}"
+    );
+}
+
 /// `--copy` with one transport: each row runs in place, then with the
 /// copying API right after it; the table shows both side by side under an
 /// API column, the JSON rows say `api`, and the copying rows' figures
@@ -706,7 +774,7 @@ fn copy_runs_both_apis_side_by_side() {
     let shape: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
     assert_eq!(shape, [("1", "in-place"), ("1", "copy")], "{}", o.stdout);
     for r in &rows {
-        assert_eq!(r.len(), 11, "{r:?}");
+        assert_eq!(r.len(), 13, "with the seed's two figures: {r:?}");
         assert_eq!(r[8], "100%", "each API scales against its own X = 1: {r:?}");
     }
 

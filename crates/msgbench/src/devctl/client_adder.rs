@@ -116,6 +116,7 @@ pub fn main(args: &ClientArgs) -> Result<()> {
         "{}",
         super::output::results_block(&run, idle.as_ref(), &clock)
     );
+    print!("{}", super::output::seed_line(args.common.n, args.one_path));
     if let Some(path) = &args.json {
         let report = ClientReport {
             header: crate::results::Header::capture(&clock),

@@ -5,6 +5,7 @@ pub mod client;
 pub mod client_adder;
 pub mod options;
 pub mod output;
+pub mod seed;
 pub mod server;
 
 /// The one command an adder instance serves: the request carries a `u32`

@@ -66,6 +66,38 @@ pub fn results_block(run: &ClientRun, idle: Option<&CpuUsage>, clock: &Clock) ->
     s
 }
 
+/// The seed's figures for the same run, the last line of `client-adder`:
+/// its QNX 8.0 and 7.1 rates per thread at `n` threads, in one process
+/// and in separate processes (the client cannot tell which the server
+/// is, so both); none for a pool on one path (`one_path`) or past the
+/// seed's 6 threads.
+pub fn seed_line(n: u32, one_path: bool) -> String {
+    use super::seed::{self, Layout};
+    if one_path {
+        return "Seed: no QNX figure for one path served by a thread pool (--one-path)\n".into();
+    }
+    let each: Vec<String> = seed::OSES
+        .iter()
+        .filter_map(|os| {
+            let one = seed::rate(os, Layout::OneProcess, n)?;
+            let multi = seed::rate(os, Layout::Processes, n)?;
+            Some(format!(
+                "{os} {} msgs/sec (one process), {} (processes)",
+                crate::results::thousands(one),
+                crate::results::thousands(multi)
+            ))
+        })
+        .collect();
+    if each.is_empty() {
+        return format!("Seed: no QNX figure for -n{n} (it ran 1 to 6 threads)\n");
+    }
+    format!(
+        "Seed, per thread at -n{n} ({}): {}\n",
+        seed::SOURCE,
+        each.join("; ")
+    )
+}
+
 /// A busy figure as printed: `12.34%`, or `n/a` when it was not measured
 /// (/proc/stat unreadable), never a made-up `0.00%`.
 pub fn busy_cell(busy: Option<&CpuUsage>) -> String {
@@ -90,6 +122,21 @@ mod tests {
             aggregate_rate: 1e6,
             latency: None,
         }
+    }
+
+    #[test]
+    fn the_seed_line_gives_both_systems_and_modes_or_says_why_not() {
+        let four = seed_line(4, false);
+        assert!(
+            four.contains("QNX 8.0 143,450 msgs/sec (one process), 147,690 (processes)"),
+            "{four}"
+        );
+        assert!(
+            four.contains("QNX 7.1 54,990 msgs/sec (one process), 53,496"),
+            "{four}"
+        );
+        assert!(seed_line(7, false).contains("no QNX figure for -n7"));
+        assert!(seed_line(2, true).contains("--one-path"));
     }
 
     #[test]

@@ -11,40 +11,10 @@ use anyhow::Result;
 
 use super::chart::{self, Marker, Series, XyPlot};
 use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Input, Section};
+use crate::devctl::seed;
 use crate::results::envelope::Figure;
 
-/// The seed's published QNX figures: rate per thread (msg/s) for 1 to 6
-/// threads, `adder -n$X -I`, 2,000,000 round trips per thread, on a
-/// Raspberry Pi 4 (4 cores). Source: the seed's published results, as
-/// docs/methodology.md gives them ("The adder benchmark (QNX devctl)").
-pub const QNX: [(&str, &str, [f64; 6]); 4] = [
-    (
-        "QNX 8.0",
-        "one",
-        [
-            165_300.0, 133_050.0, 124_770.0, 143_450.0, 95_225.0, 81_870.0,
-        ],
-    ),
-    (
-        "QNX 8.0",
-        "multi",
-        [
-            166_681.0, 132_890.0, 124_062.0, 147_690.0, 91_651.0, 76_432.0,
-        ],
-    ),
-    (
-        "QNX 7.1",
-        "one",
-        [264_550.0, 129_282.0, 74_783.0, 54_990.0, 41_401.0, 34_541.0],
-    ),
-    (
-        "QNX 7.1",
-        "multi",
-        [247_893.0, 127_299.0, 73_621.0, 53_496.0, 39_164.0, 32_606.0],
-    ),
-];
-
-/// Where [`QNX`] comes from, as shown under the charts.
+/// Where the seed's figures ([`seed::QNX`]) come from, as shown under the charts.
 pub const QNX_SOURCE: &str = "Grey crosses: the seed's published QNX figures (QNX 8.0 dark, QNX 7.1 light; Raspberry Pi 4, 4 cores, adder -n$X -I, 2,000,000 round trips per thread; docs/methodology.md, \"The adder benchmark (QNX devctl)\"). Aggregate = threads x rate per thread.";
 
 /// What the line styles mean, under the charts when both placements ran.
@@ -201,9 +171,11 @@ fn mode_marker(mode: &str) -> Marker {
 
 /// The published figures as reference series (aggregate: times threads).
 fn reference_series(aggregate: bool) -> Vec<Series> {
-    QNX.iter()
-        .map(|(os, mode, rates)| {
-            let points = rates
+    seed::QNX
+        .iter()
+        .map(|s| {
+            let points = s
+                .rates
                 .iter()
                 .enumerate()
                 .map(|(i, r)| {
@@ -211,8 +183,8 @@ fn reference_series(aggregate: bool) -> Vec<Series> {
                     (t, if aggregate { r * t } else { *r })
                 })
                 .collect();
-            let grey = usize::from(*os == "QNX 7.1");
-            let label = format!("{os}, {} (Raspberry Pi 4)", mode_name(mode));
+            let grey = usize::from(s.os == "QNX 7.1");
+            let label = format!("{}, {} (Raspberry Pi 4)", s.os, mode_name(s.layout.key()));
             Series::reference(label, points, grey)
         })
         .collect()

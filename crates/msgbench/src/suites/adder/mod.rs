@@ -12,6 +12,7 @@
 
 pub mod judge;
 mod options;
+mod past_cores;
 mod render;
 mod row;
 mod run;

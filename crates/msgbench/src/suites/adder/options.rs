@@ -42,6 +42,17 @@ impl Mode {
         }
     }
 
+    /// The seed's layout of the same mode; `None` for a pool, which the
+    /// seed did not run.
+    pub fn seed_layout(self) -> Option<crate::devctl::seed::Layout> {
+        use crate::devctl::seed::Layout;
+        match self {
+            Mode::One => Some(Layout::OneProcess),
+            Mode::Multi => Some(Layout::Processes),
+            Mode::Pool => None,
+        }
+    }
+
     /// The figures' key value: `one`, `multi` or `pool`.
     pub fn key(self) -> &'static str {
         match self {

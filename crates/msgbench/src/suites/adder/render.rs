@@ -3,8 +3,10 @@
 //! footnotes; and the rows as generic figures.
 
 use super::options::AdderPlan;
+use super::past_cores::past_cores;
 use super::row::{Measured, Row};
 use super::{judge, Mode, Placement};
+use crate::devctl::seed;
 use crate::measure::hist::fmt_ns;
 use crate::measure::placement::{cpu_count, format_list};
 use crate::results::envelope::{Better, Figure};
@@ -26,12 +28,14 @@ const HEAD: [&str; 10] = [
     "p99",
 ];
 
-/// The column titles with `--copy`: an API column after Threads.
-fn head(show_api: bool) -> Vec<&'static str> {
-    let mut h = HEAD.to_vec();
+/// The column titles with `--copy`: an API column after Threads; then
+/// the seed's rate per thread on each of its systems.
+fn head(show_api: bool) -> Vec<String> {
+    let mut h: Vec<String> = HEAD.iter().map(|s| s.to_string()).collect();
     if show_api {
-        h.insert(2, "API");
+        h.insert(2, "API".to_string());
     }
+    h.extend(seed::OSES.iter().map(|os| seed::column(os)));
     h
 }
 
@@ -56,6 +60,9 @@ pub(super) fn sections(plan: &AdderPlan, results: &Results<Row>) -> Vec<Section>
     }
     out.extend(judge::verdict(&results.rows, cpu_count()).map(Section::Text));
     out.extend(judge::models(&results.rows, cpu_count()).map(Section::Text));
+    for &m in &plan.modes {
+        out.extend(past_cores(&results.rows, cpu_count(), m).map(Section::Text));
+    }
     out.push(Section::Text(legend(&plan.modes)));
     out.extend(footnotes(&results.rows).into_iter().map(Section::Text));
     out
@@ -93,6 +100,7 @@ fn list_or_any(cpus: &[usize]) -> String {
 fn table(plan: &AdderPlan, p: Placement, transport: &str, rows: &[&Row]) -> Table {
     let show_api = plan.apis.len() > 1;
     let head = head(show_api);
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
     let mut t = Table::new(title(plan, p, transport), &head);
     let mut align = vec![Align::Right; head.len()];
     align[0] = Align::Left;
@@ -134,7 +142,23 @@ pub(super) fn cells(r: &Row, first_of_mode: bool, show_api: bool) -> Vec<String>
             c.extend(std::iter::repeat_n("-".to_string(), 5));
         }
     }
+    c.extend(seed_cells(r));
     c
+}
+
+/// The seed's rate per thread for the row's mode and thread count on each
+/// of its systems; blank where it published none (a pool, past 6
+/// threads).
+fn seed_cells(r: &Row) -> Vec<String> {
+    seed::OSES
+        .iter()
+        .map(|os| {
+            r.mode
+                .seed_layout()
+                .and_then(|l| seed::rate(os, l, r.threads))
+                .map_or_else(String::new, thousands)
+        })
+        .collect()
 }
 
 /// The eight figure cells of a measured row.
@@ -190,9 +214,12 @@ fn legend(modes: &[Mode]) -> String {
         "{}\n\
          Idle and CPU Busy are summed over CPUs ({}% = all busy). Rate/thread = samples / Ave Duration (msgs/s);\n\
          Aggregate = all round trips / wall time of the row; Scaling = Aggregate / (Threads x Rate/thread at 1 thread).\n\
-         Latency p50/p99 per round trip from per-request timestamps.",
+         Latency p50/p99 per round trip from per-request timestamps.\n\
+         {}: the seed's rate per thread for the same mode and threads ({}; blank where it has none).",
         modes.join("\n"),
         cpu_count() * 100,
+        seed::OSES.map(seed::column).join(", "),
+        seed::SOURCE,
     )
 }
 
@@ -286,8 +313,11 @@ mod tests {
     fn unmeasured_busy_is_na_in_the_table_and_null_in_json() {
         let r = row(None);
         let c = cells(&r, true, false);
-        assert_eq!(c.len(), HEAD.len());
+        assert_eq!(c.len(), head(false).len());
         assert_eq!(c[3], "n/a", "{c:?}");
+        // The seed's rates per thread for one process at 1 thread.
+        assert_eq!(&c[HEAD.len()..], ["165,300", "264,550"], "{c:?}");
+        assert_eq!(&head(false)[HEAD.len()..], ["QNX 8.0 Pi 4", "QNX 7.1 Pi 4"]);
         assert!(!c.contains(&"0.00%".to_string()), "{c:?}");
         let json = serde_json::to_value(&r).expect("serialises");
         assert!(json["busy_pct"].is_null(), "{json}");
@@ -298,7 +328,7 @@ mod tests {
     fn a_failed_row_says_so_in_the_table_and_has_no_figures_in_json() {
         let r = row(Some("thread 0: adder/0 answered 7 to 5: wrong reply"));
         let c = cells(&r, true, false);
-        assert_eq!(c.len(), HEAD.len());
+        assert_eq!(c.len(), head(false).len());
         assert_eq!(c[4], "FAILED");
         let json = serde_json::to_value(&r).expect("serialises");
         assert!(json["error"]
@@ -340,6 +370,17 @@ mod tests {
             m.aggregate_rate = rate;
         }
         r
+    }
+
+    #[test]
+    fn seed_cells_follow_mode_and_threads_and_are_blank_where_it_has_none() {
+        let mut r = at_two(Mode::Multi, 2e6);
+        r.threads = 5;
+        assert_eq!(&cells(&r, true, false)[HEAD.len()..], ["91,651", "39,164"]);
+        r.threads = 7;
+        assert_eq!(&cells(&r, true, false)[HEAD.len()..], ["", ""]);
+        let r = at_two(Mode::Pool, 2e6);
+        assert_eq!(&cells(&r, true, false)[HEAD.len()..], ["", ""]);
     }
 
     #[test]
