@@ -120,6 +120,27 @@ fn several_clients_each_get_their_own_replies_through_the_broker() {
             .contains("Goal, broker within 2.2x of direct over uds"),
         "{out}"
     );
+    // The study's arithmetic, at each size: a table and a sentence.
+    for n in [1, 4096] {
+        let title = format!("The study's arithmetic, GetInteger({n}): shm against uds");
+        assert!(out.stdout.contains(&title), "{title:?}: {out}");
+        let said = format!(
+            "The study's arithmetic, GetInteger({n}), the same call over local sockets (uds) \
+             and over a native transport (shm): shm "
+        );
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&said))
+            .unwrap_or_else(|| panic!("{said:?}: {out}"));
+        assert!(
+            line.ends_with(
+                "The study: 147 us x 4 = 588 us expected, 462 us measured \
+                 (79%, 157% of two round trips)."
+            ),
+            "{line}"
+        );
+    }
     dir.assert_ns_clean();
     assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
 }

@@ -92,6 +92,7 @@ pub fn judge(rows: &[BrokerRow]) -> Vec<String> {
     for &n in &sizes {
         out.extend(dbus::judge::sentences(rows, n));
         out.extend(answer(rows, n));
+        out.extend(super::arithmetic::sentence(rows, n));
     }
     out.extend(goals(rows));
     out.extend(rows.iter().filter_map(|r| beside_a_hung_service(rows, r)));

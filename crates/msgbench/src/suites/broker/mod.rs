@@ -16,12 +16,15 @@
 //! - `role`: those as processes (`msgbench broker-peer`), started,
 //!   talked to and stopped through `measure::peers`; `measure`: one
 //!   cell measured once.
+//! - `arithmetic`: the study's per-leg arithmetic done on our uds and
+//!   shm rows.
 //! - `options`: the command line and the plan; `run`: every cell through
 //!   the suites' shared sweep (repeated and interleaved), into rows
 //!   ([`row::BrokerRow`]); `judge`:
 //!   the study's question and the goals judged; `render`: tables and
 //!   figures.
 
+pub mod arithmetic;
 pub mod client;
 pub mod dbus;
 pub mod judge;

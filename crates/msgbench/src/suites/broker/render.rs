@@ -271,6 +271,14 @@ fn marshal_methods(plan: &BrokerPlan) -> String {
 /// All sections.
 pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<Section> {
     let mut out = vec![Section::Table(table(rows)), Section::Table(split(rows))];
+    let mut sizes: Vec<u32> = rows.iter().map(|r| r.ints).collect();
+    sizes.dedup();
+    out.extend(
+        sizes
+            .iter()
+            .filter_map(|&n| super::arithmetic::table(rows, n))
+            .map(Section::Table),
+    );
     out.extend(faults(rows).map(Section::Table));
     out.push(Section::Text(legend(plan)));
     out.push(Section::Text(notes.join("\n")));
