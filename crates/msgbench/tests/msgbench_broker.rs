@@ -468,6 +468,48 @@ fn dbus_missing() -> Option<String> {
     (!why.is_empty()).then(|| why.join("; "))
 }
 
+/// Every D-Bus component's version, read from the machine: printed above
+/// the tables (`stdout`) and kept in the envelope at `json`.
+fn components_recorded(stdout: &str, json: &Path) {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("json")).expect("parse");
+    for c in [
+        "dbus_daemon",
+        "dbus_broker",
+        "libdbus",
+        "libsystemd",
+        "zbus",
+    ] {
+        assert!(
+            v["settings"]["components"][c].is_string(),
+            "{c} recorded: {}",
+            v["settings"]
+        );
+    }
+    // Every component's version, read from the machine, above the tables.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("D-Bus components: "))
+        .unwrap_or_else(|| panic!("no D-Bus components line: {stdout}"));
+    let daemon = std::process::Command::new("dbus-daemon")
+        .arg("--version")
+        .output()
+        .expect("dbus-daemon --version");
+    let first = String::from_utf8_lossy(&daemon.stdout);
+    let version = first
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().last())
+        .expect("a version");
+    assert!(
+        line.starts_with(&format!(
+            "D-Bus components: dbus-daemon {version}, dbus-broker "
+        )),
+        "{line}"
+    );
+    assert!(!line.contains("unknown"), "every version read: {line}");
+}
+
 #[test]
 fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
     if let Some(why) = dbus_missing() {
@@ -490,8 +532,11 @@ fn every_arrangement_runs_with_real_daemons_and_leaves_nothing_behind() {
         "0.2",
     ]);
     cmd.env("MSGBENCH_NS", dir.ns());
+    let json = dir.path().join("all.json");
+    cmd.arg("--json").arg(&json);
     let out = run_cmd("msgbench broker", cmd);
     out.assert_ok();
+    components_recorded(&out.stdout, &json);
     for lib in ["libdbus", "sd-bus", "zbus"] {
         for via in ["dbus-p2p", "dbus-daemon", "dbus-broker"] {
             let row = format!("{via}/{lib}");

@@ -232,6 +232,9 @@ pub struct BrokerPlan {
     pub call_timeout: Duration,
     /// The fault injected beside the broker cells, if any.
     pub fault: Option<Fault>,
+    /// The versions of the D-Bus components, read when a D-Bus
+    /// arrangement is planned.
+    pub components: Option<super::dbus::versions::Components>,
 }
 
 impl BrokerPlan {
@@ -280,6 +283,10 @@ pub fn plan(args: &BrokerArgs) -> Result<BrokerPlan> {
             ),
             f => f,
         },
+        components: vias
+            .iter()
+            .any(|v| !v.on_msgpass())
+            .then(super::dbus::versions::Components::read),
         vias,
         transports: match &args.transports {
             Some(l) => l.clone(),

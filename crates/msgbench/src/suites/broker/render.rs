@@ -270,7 +270,12 @@ fn marshal_methods(plan: &BrokerPlan) -> String {
 
 /// All sections.
 pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<Section> {
-    let mut out = vec![Section::Table(table(rows)), Section::Table(split(rows))];
+    let mut out: Vec<Section> = plan
+        .components
+        .iter()
+        .map(|c| Section::Text(c.line()))
+        .collect();
+    out.extend([Section::Table(table(rows)), Section::Table(split(rows))]);
     let mut sizes: Vec<u32> = rows.iter().map(|r| r.ints).collect();
     sizes.dedup();
     out.extend(

@@ -33,6 +33,7 @@ pub mod library;
 pub mod marshal;
 pub mod sdbus;
 pub mod service;
+pub mod versions;
 pub mod wire;
 
 mod errors;
