@@ -69,6 +69,7 @@ pub fn table(rows: &[BrokerRow]) -> Table {
             "Ints",
             "Via",
             "p50",
+            "mean",
             "p99",
             "p99.9",
             "Calls/s",
@@ -81,7 +82,7 @@ pub fn table(rows: &[BrokerRow]) -> Table {
         ],
     )
     .aligned(&[
-        Right, Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Left,
+        Right, Left, Right, Right, Right, Right, Right, Right, Right, Right, Right, Right, Left,
     ]);
     for r in rows {
         let reference = r
@@ -95,7 +96,7 @@ pub fn table(rows: &[BrokerRow]) -> Table {
                 "FAILED"
             };
             let mut cells = vec![r.ints.to_string(), r.label(), format!("{what}: {why}")];
-            cells.extend(std::iter::repeat_n(String::new(), 8));
+            cells.extend(std::iter::repeat_n(String::new(), 9));
             cells.push(reference);
             t.row(cells);
             continue;
@@ -112,6 +113,7 @@ pub fn table(rows: &[BrokerRow]) -> Table {
             r.ints.to_string(),
             r.label(),
             fmt_ns(l.p50_ns),
+            fmt_ns(l.mean_ns),
             fmt_ns(l.p99_ns),
             fmt_ns(l.p999_ns),
             rate(r.calls_per_s),
@@ -237,7 +239,7 @@ pub fn faults(rows: &[BrokerRow]) -> Option<Table> {
 pub fn legend(plan: &BrokerPlan) -> String {
     format!(
         "GetInteger(numInts) returns numInts 4-byte integers; every reply's serial and integers are checked. \
-{} client(s) at once, each calling its own service; every process on CPU(s) {} (--cpus). p50/p99/p99.9: per call, the median of {} repeat(s) by p50. \
+{} client(s) at once, each calling its own service; every process on CPU(s) {} (--cpus). p50/p99/p99.9: per call, the median of {} repeat(s) by p50; mean: that repeat's average (the study gives averages). \
 CPU/call: every process's CPU clock (client, middle = the broker or daemon, service) over the calls, divided by the calls. \
 vs direct: p50 over a direct call on the same transport (D-Bus rows: over uds). \
 Direct call: a direct call's p50 at the same size over the same transport (D-Bus rows: uds): one transport round trip with the client's and the service's own work. \
@@ -334,4 +336,32 @@ pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measured row of `via` over `transport`, p50 and mean in us.
+    fn row(via: Via, transport: &str, p50_us: f64, mean_us: f64) -> BrokerRow {
+        let mut r = BrokerRow::empty(via, Some(transport.to_string()), 1, 1);
+        r.calls = 100;
+        r.latency.p50_ns = p50_us * 1e3;
+        r.latency.mean_ns = mean_us * 1e3;
+        r
+    }
+
+    #[test]
+    fn the_mean_stands_beside_the_p50() {
+        let t = table(&[
+            row(Via::Direct, "uds", 10.0, 12.5),
+            row(Via::Broker, "uds", 25.0, 31.0),
+        ]);
+        let at = |name: &str| t.head.iter().position(|h| h == name).expect(name);
+        assert_eq!(at("mean"), at("p50") + 1);
+        let means: Vec<&str> = t.rows.iter().map(|r| r[at("mean")].as_str()).collect();
+        assert_eq!(means, ["12.5us", "31.0us"]);
+        let vs: Vec<&str> = t.rows.iter().map(|r| r[at("vs direct")].as_str()).collect();
+        assert_eq!(vs, ["1.00x", "2.50x"], "still judged by the p50");
+    }
 }
