@@ -470,8 +470,11 @@ mod tests {
     fn servers_greet_with_the_table_family() {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;
-        let dir = std::env::temp_dir().join(format!("msgpass-table-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-table-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let opts = crate::transport::api::Options::default();
         for t in TRANSPORTS {
             let Some(family) = t.family else { continue };
@@ -489,7 +492,6 @@ mod tests {
                 panic!("{}: a client of its table family: {e}", t.name);
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -514,10 +516,11 @@ mod tests {
         use crate::transport::api::Options;
         use std::sync::atomic::AtomicBool;
         for name in ["eventfd", "io-uring", "signal"] {
-            let dir =
-                std::env::temp_dir().join(format!("msgpass-areas-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).expect("dir");
+            let tmp = tempfile::Builder::new()
+                .prefix(&format!("msgpass-areas-{name}-"))
+                .tempdir()
+                .expect("dir");
+            let dir = tmp.path().to_path_buf();
             let path = dir.join("ep");
             let opts = Options::default();
             let mut server = by_name(name)
@@ -551,7 +554,6 @@ mod tests {
             server.reply_in_place(6).expect("reply");
             client.join().expect("client");
             drop(server);
-            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 }

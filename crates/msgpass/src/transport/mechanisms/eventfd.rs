@@ -273,9 +273,11 @@ mod tests {
     /// drop that client instead, and go on serving the others.
     #[test]
     fn a_client_that_fills_its_counter_cannot_block_the_server() {
-        let dir = std::env::temp_dir().join(format!("msgpass-efd-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-efd-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("efd");
         let opts = Options {
             tick: Duration::from_millis(20),
@@ -325,6 +327,5 @@ mod tests {
         assert_eq!(got.as_deref(), Ok(&b"good"[..]));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         server.join().expect("server");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

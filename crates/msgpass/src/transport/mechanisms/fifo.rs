@@ -417,9 +417,11 @@ mod tests {
 
     #[test]
     fn names_unlinked_once_the_client_has_opened() {
-        let dir = std::env::temp_dir().join(format!("msgpass-fifo-u-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-fifo-u-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("ep");
         let mut server = fifo().serve(&path, &Options::default()).expect("serve");
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -443,16 +445,17 @@ mod tests {
         drop(conn);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         served.join().expect("server thread");
-        let _ = fs::remove_dir_all(&dir);
     }
 
     /// The hook the transport table runs when a server claims an endpoint
     /// (its lock held: whoever made FIFOs there is dead).
     #[test]
     fn stale_fifos_removed_when_a_server_starts() {
-        let dir = std::env::temp_dir().join(format!("msgpass-fifo-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-fifo-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let endpoint = dir.join("stale");
         let stale = Names::new(&endpoint, 1, 1);
         oslayer::fifo::mkfifo(&stale.c2s, 0o600).expect("mkfifo");
@@ -467,6 +470,5 @@ mod tests {
         );
         assert!(bystander.exists());
         assert!(!clean_stale(&endpoint), "nothing left to find");
-        let _ = fs::remove_dir_all(&dir);
     }
 }

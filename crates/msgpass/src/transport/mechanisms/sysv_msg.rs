@@ -1204,9 +1204,11 @@ mod tests {
     /// must not get an answer into that connection's reply queue.
     #[test]
     fn a_forged_message_type_does_not_reach_another_connection() {
-        let dir = std::env::temp_dir().join(format!("msgpass-sysv-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-sysv-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("ep");
         let opts = Options::default();
         let stop = Arc::new(AtomicBool::new(false));
@@ -1253,7 +1255,6 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         drop(victim);
         server.join().expect("server thread");
-        let _ = fs::remove_dir_all(&dir);
         assert_eq!(
             String::from_utf8_lossy(&answer),
             "good",
@@ -1266,9 +1267,11 @@ mod tests {
     /// to the client's session, the queue goes, and no record is left.
     #[test]
     fn an_untaken_reply_moves_to_the_session() {
-        let dir = std::env::temp_dir().join(format!("msgpass-sysv-u-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-sysv-u-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("ep");
         let opts = Options {
             tick: Duration::from_millis(20),
@@ -1307,7 +1310,6 @@ mod tests {
         let mut got = [0u8; 64];
         let moved = oslayer::socket::recv_bytes(sock.as_fd(), &mut got, RecvFlags::DONTWAIT);
         let _ = oslayer::sysv_msg::remove(own_q);
-        let _ = fs::remove_dir_all(&dir);
         assert_eq!(waiting, Some(1), "the reply was not waiting in its queue");
         assert!(!queue_left, "the reply queue outlived the server");
         assert!(!record_left, "a record was left beside the endpoint");
@@ -1322,9 +1324,11 @@ mod tests {
     /// alarm message is left in the reply queue.
     #[test]
     fn a_deadline_ends_the_wait_before_any_tick() {
-        let dir = std::env::temp_dir().join(format!("msgpass-sysv-d-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-sysv-d-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("ep");
         let opts = Options {
             tick: Duration::from_secs(10),
@@ -1364,7 +1368,6 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         drop(c);
         server.join().expect("server thread");
-        let _ = fs::remove_dir_all(&dir);
         assert!(
             matches!(slow, Err(Error::TimedOut { timeout: t }) if t == timeout),
             "{slow:?}"

@@ -393,13 +393,15 @@ mod tests {
         assert!(matches!(verdict, Err(Error::TooLarge { len: 5, max: 4 })));
     }
 
-    /// A listener at a fresh path, and the path's directory to remove.
-    fn listener(tag: &str) -> (Listener, std::path::PathBuf, std::path::PathBuf) {
+    /// A listener at a fresh path, and the path's directory (removed when
+    /// dropped, also when the test fails).
+    fn listener(tag: &str) -> (Listener, std::path::PathBuf, tempfile::TempDir) {
         use crate::transport::wire::rendezvous::Family;
-        let dir = std::env::temp_dir().join(format!("msgpass-sess-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("ep");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("msgpass-sess-{tag}-"))
+            .tempdir()
+            .expect("dir");
+        let path = dir.path().join("ep");
         let l = Listener::bind(&path, Family::Signal, 64).expect("listen");
         (l, path, dir)
     }
@@ -433,7 +435,7 @@ mod tests {
 
     #[test]
     fn a_hang_up_is_reported_by_token_and_a_stale_token_reaches_nothing() {
-        let (l, path, dir) = listener("hang");
+        let (l, path, _dir) = listener("hang");
         let mut s: Sessions<Token> = Sessions::new(l, Duration::from_millis(10)).expect("set");
         let a = client(&path);
         let b = client(&path);
@@ -476,12 +478,11 @@ mod tests {
         let mut want = vec![tb, tc];
         want.sort_by_key(|t| t.with_mark(false));
         assert_eq!(gone, want);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_starved_accept_rests_the_listener_and_own_descriptors_are_reported() {
-        let (l, path, dir) = listener("rest");
+        let (l, path, _dir) = listener("rest");
         let mut s: Sessions<()> = Sessions::new(l, Duration::from_millis(300)).expect("set");
         let ev = oslayer::eventfd::new().expect("eventfd");
         s.watch(ev.as_fd(), 7).expect("watch");
@@ -517,6 +518,5 @@ mod tests {
             }
         }
         assert_eq!((joined, s.len()), (1, 1));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -157,9 +157,11 @@ fn serve(
 /// every answer right.
 #[test]
 fn a_client_rewriting_its_slot_cannot_change_what_the_server_acts_on() {
-    let dir = std::env::temp_dir().join(format!("msgpass-shm-rewrite-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let tmp = tempfile::Builder::new()
+        .prefix("msgpass-shm-rewrite-")
+        .tempdir()
+        .expect("dir");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("ch");
     let opts = Options {
         max_msg: MAX,
@@ -197,7 +199,6 @@ fn a_client_rewriting_its_slot_cannot_change_what_the_server_acts_on() {
     let seen = rewriter_thread.join().expect("rewriter");
     drop(honest);
     let bad = server_thread.join().expect("the server panicked");
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         bad.is_empty(),
         "the server acted on unchecked bytes {} times, first: {:?}",

@@ -1265,8 +1265,11 @@ mod tests {
 
     #[test]
     fn a_hostile_client_cannot_stall_the_server_for_an_honest_one() {
-        let dir = std::env::temp_dir().join(format!("msgpass-shm-hostile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("msgpass-shm-hostile-")
+            .tempdir()
+            .expect("dir");
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("ch");
         // A tick longer than the bound: a missed wake-up would only end
         // with the server's next tick, so it shows as a late answer.
@@ -1319,6 +1322,5 @@ mod tests {
         hostile_thread.join().unwrap();
         drop(honest);
         server_thread.join().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
