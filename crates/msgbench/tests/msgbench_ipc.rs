@@ -70,7 +70,18 @@ fn ipc_quick_rows_na_and_json() {
 fn check_quick_tables(stdout: &str) {
     for p in placements() {
         let g = group(stdout, &format!("1 B, {p} CPU"));
-        for col in ["Transport", "Wait", "Samples", "p50", "p99", "CPU all"] {
+        for col in [
+            "Transport",
+            "Wait",
+            "Round trips",
+            "Average",
+            "Minimum",
+            "p50",
+            "p99",
+            "Maximum",
+            "Msg rate",
+            "CPU all",
+        ] {
             assert!(g[0].contains(col), "header lacks {col}: {stdout}");
         }
         for t in ["shm-block", "uds"] {
@@ -90,7 +101,10 @@ fn check_quick_tables(stdout: &str) {
             );
         }
     }
-    assert!(stdout.contains("window 1"), "legend: {stdout}");
+    // One-way throughput is measured (the JSON) but shown only with
+    // --throughput.
+    assert!(!stdout.contains("One-way msg/s"), "{stdout}");
+    assert!(!stdout.contains("Window: "), "legend: {stdout}");
 }
 
 /// The envelope of that run: header, every row (n/a or measured), the
@@ -396,6 +410,7 @@ fn ipc_window_used_per_row_and_fallback_said() {
                 "same",
                 "--window",
                 "8",
+                "--throughput",
                 "--json",
                 &json_s,
             ],
@@ -621,17 +636,37 @@ fn ipc_timestamp_cost_is_subtracted_and_said() {
     );
 }
 
+/// `1234567` as `1,234,567`.
+fn grouped(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 #[test]
 fn ipc_whole_run_timing_has_only_a_mean() {
     let (o, v) = ipc_uds_json("ipcwhole", &["--timing", "whole"]);
     assert!(o.stdout.contains("Timing: whole run"), "{}", o.stdout);
     let g = group(&o.stdout, "1 B, same CPU");
-    assert!(g[0].contains("Mean"), "{}", o.stdout);
+    assert!(g[0].contains("Average"), "{}", o.stdout);
     let row = g[2];
     assert_eq!(
         row.split_whitespace().filter(|w| *w == "-").count(),
         4,
-        "p50, p99, p99.9 and max show -: {row}"
+        "minimum, p50, p99 and maximum show -: {row}"
+    );
+    // The rate is one over the average, as ipc-bench's message rate.
+    let exact = num(&v["rows"][0]["latency"]["exact"], "mean_ns");
+    let rate = grouped((1e9 / exact).round() as u64);
+    assert!(
+        row.split_whitespace().any(|w| w == rate),
+        "Msg rate {rate} = 1 / {exact} ns: {row}"
     );
     assert_eq!(v["settings"]["timing"], "whole", "{v}");
     let l = &v["rows"][0]["latency"];
@@ -891,7 +926,8 @@ fn ipc_copy_adds_a_copy_row_next_to_each_in_place_row() {
         }
     }
     assert!(
-        o.stdout.contains("API copy (--copy)"),
+        o.stdout
+            .contains("copy: call/reply, every byte checked (--copy)"),
         "legend: {}",
         o.stdout
     );

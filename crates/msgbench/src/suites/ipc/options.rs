@@ -164,6 +164,13 @@ pub struct IpcArgs {
         value_parser = parse_window
     )]
     pub window: u32,
+    /// Also show one-way throughput in the tables: SIZE bytes one way with
+    /// up to --window messages in flight (columns "One-way msg/s" and
+    /// "One-way MB/s"). It is measured and kept in the JSON and CSV
+    /// either way; the default table shows the round-trip figures the
+    /// ipc-bench study printed.
+    #[arg(long = "throughput")]
+    pub throughput: bool,
     /// Also measure the copying API (Connection::call, Request::reply:
     /// every byte transformed and checked), in rows next to the in-place
     /// ones (Connection::call_with, Request::reply_with), which are measured
@@ -264,6 +271,8 @@ pub struct Plan {
     /// Throughput window asked for (1 or more; rows whose transport has
     /// no one-way messages use 1).
     pub window: u32,
+    /// `--throughput`: the tables show the one-way throughput columns.
+    pub throughput: bool,
     /// `--idle-clients`: every row is run once per count (absent: once,
     /// with no idle clients).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -404,6 +413,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         timing,
         rate,
         window: args.window,
+        throughput: args.throughput,
         idle_clients,
         clients,
         server,
@@ -762,6 +772,7 @@ mod tests {
             timing: Timing::PerMessage,
             rate: None,
             window: 16,
+            throughput: false,
             idle_clients: Vec::new(),
             clients: Vec::new(),
             server: None,

@@ -48,7 +48,12 @@ pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     for g in single.chunk_by(|a, b| {
         (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)
     }) {
-        out.push(Section::Table(group(g, cpus(g.first()), floor)));
+        out.push(Section::Table(group(
+            g,
+            cpus(g.first()),
+            floor,
+            plan.throughput,
+        )));
         if plan.ipcbench_block {
             let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
             out.push(Section::Text(blocks.join("\n")));
@@ -64,7 +69,12 @@ pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     }
     // The clock of the run: Clock::best() is chosen once per process.
     let clock = Clock::best();
-    out.push(Section::Text(legend(&single, &clock, plan.row_secs)));
+    out.push(Section::Text(legend(
+        &single,
+        &clock,
+        plan.row_secs,
+        plan.throughput,
+    )));
     if let Some(l) = scale::legend(&results.rows) {
         out.push(Section::Text(l));
     }
@@ -78,10 +88,24 @@ pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     out
 }
 
-/// The figure columns after the mark, the transport and its wait class.
+/// The figure columns after the mark, the transport and its wait class:
+/// the ipc-bench study's round-trip figures (count, average, minimum,
+/// maximum, rate), with p50 and p99 between, then CPU per round trip.
 const FIGURES: [&str; 10] = [
-    "Samples", "p50", "p99", "p99.9", "max", "Msgs/s", "MB/s", "CPU cli", "CPU srv", "CPU all",
+    "Round trips",
+    "Average",
+    "Minimum",
+    "p50",
+    "p99",
+    "Maximum",
+    "Msg rate",
+    "CPU cli",
+    "CPU srv",
+    "CPU all",
 ];
+
+/// The one-way throughput columns (`--throughput`).
+const THROUGHPUT: [&str; 2] = ["One-way msg/s", "One-way MB/s"];
 
 /// "1 B, same CPU: client and server on CPU 0".
 pub fn title(size: usize, placement: Placement, cpus: Option<(usize, usize)>) -> String {
@@ -106,8 +130,8 @@ pub fn title_with(
 /// Which optional columns a group's table has.
 #[derive(Debug, Clone, Copy)]
 struct Columns<'a> {
-    /// Mean (some row timed as a whole).
-    mean: bool,
+    /// One-way throughput (`--throughput`).
+    throughput: bool,
     /// Spread of the repeats.
     spread: bool,
     /// Ratio to the floor (`--vs-floor`).
@@ -121,13 +145,9 @@ struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    fn of(rows: &[Row], floor: Option<&'a FloorReport>) -> Columns<'a> {
+    fn of(rows: &[Row], floor: Option<&'a FloorReport>, throughput: bool) -> Columns<'a> {
         Columns {
-            mean: rows.iter().any(|r| {
-                r.latency
-                    .as_ref()
-                    .is_some_and(|l| l.timing == Timing::Whole)
-            }),
+            throughput,
             spread: rows.iter().any(|r| r.repeats.len() > 1),
             floor,
             note: rows.iter().any(|r| r.p50_ns().is_none()),
@@ -145,8 +165,10 @@ impl<'a> Columns<'a> {
         head.push("Wait");
         let left = head.len();
         head.extend(FIGURES);
+        if self.throughput {
+            head.extend(THROUGHPUT);
+        }
         for (on, name) in [
-            (self.mean, "Mean"),
             (self.spread, "Spread"),
             (self.floor.is_some(), VS_FLOOR),
             (self.idle, RSS_CONN),
@@ -170,12 +192,17 @@ impl<'a> Columns<'a> {
 /// rows by p50, then the others in run order with why; warnings under it.
 /// With `floor`, a column of each row's p50 as a multiple of its floor
 /// (see [`vs_floor`]).
-pub fn group(rows: &[Row], cpus: Option<(usize, usize)>, floor: Option<&FloorReport>) -> Table {
+pub fn group(
+    rows: &[Row],
+    cpus: Option<(usize, usize)>,
+    floor: Option<&FloorReport>,
+    throughput: bool,
+) -> Table {
     let (size, placement, idle) = rows.first().map_or((0, Placement::Same, None), |r| {
         (r.size, r.placement, r.idle_clients)
     });
     let summary = GroupSummary::of(size, placement, rows);
-    let cols = Columns::of(rows, floor);
+    let cols = Columns::of(rows, floor, throughput);
     let (head, align) = cols.head();
     let with = idle.map_or(String::new(), |n| format!(", {n} idle clients"));
     let mut t = Table::new(title_with(size, placement, cpus, &with), &head).aligned(&align);
@@ -216,12 +243,8 @@ fn measured_row(r: &Row, summary: &GroupSummary, cols: &Columns) -> Vec<String> 
         c.push(r.api.label().into());
     }
     c.extend(cells(r));
-    if cols.mean {
-        c.push(
-            r.latency
-                .as_ref()
-                .map_or("-".into(), |l| fmt_ns(l.summary.mean_ns)),
-        );
+    if cols.throughput {
+        c.extend(throughput_cells(r));
     }
     if cols.spread {
         c.push(
@@ -242,35 +265,46 @@ fn measured_row(r: &Row, summary: &GroupSummary, cols: &Columns) -> Vec<String> 
     c
 }
 
+/// The wait class and the figures of [`FIGURES`]: round trips, their
+/// average, minimum, p50, p99 and maximum (a run timed as a whole has
+/// only its average), the round-trip rate (1 / average) and CPU per round
+/// trip.
 fn cells(r: &Row) -> Vec<String> {
     let mut c = vec![r.wait.label().to_string()];
-    if let Some(l) = &r.latency {
-        let cap = if l.time_capped { "~" } else { "" };
-        c.push(format!("{}{cap}", thousands(l.samples as f64)));
-        // With repeats, p50 is the median of their p50s; whole-run
-        // timing has no percentiles.
-        let p50 = r.p50_ns().unwrap_or(l.summary.p50_ns);
-        for v in [p50, l.summary.p99_ns, l.summary.p999_ns, l.summary.max_ns] {
-            c.push(match l.timing {
-                Timing::Whole => "-".to_string(),
-                Timing::PerMessage => fmt_ns(v),
-            });
-        }
+    let Some(l) = &r.latency else {
+        return c;
+    };
+    let cap = if l.time_capped { "~" } else { "" };
+    c.push(format!("{}{cap}", thousands(l.samples as f64)));
+    let mean = l.exact.mean_ns;
+    c.push(fmt_ns(mean));
+    // With repeats, p50 is the median of their p50s.
+    let p50 = r.p50_ns().unwrap_or(l.summary.p50_ns);
+    for v in [l.exact.min_ns, p50, l.summary.p99_ns, l.exact.max_ns] {
+        c.push(match l.timing {
+            Timing::Whole => "-".to_string(),
+            Timing::PerMessage => fmt_ns(v),
+        });
     }
+    c.push(match mean > 0.0 {
+        true => thousands(1e9 / mean),
+        false => "-".to_string(),
+    });
+    for v in [l.cpu.client_ns, l.cpu.server_ns, l.cpu.total_ns] {
+        c.push(fmt_ns(v));
+    }
+    c
+}
+
+/// The one-way throughput cells: messages per second and MB/s.
+fn throughput_cells(r: &Row) -> [String; 2] {
     match &r.throughput {
         Some(t) => {
             let cap = if t.time_capped { "~" } else { "" };
-            c.push(format!("{}{cap}", thousands(t.msgs_per_s)));
-            c.push(mb(t.mb_per_s));
+            [format!("{}{cap}", thousands(t.msgs_per_s)), mb(t.mb_per_s)]
         }
-        None => c.extend(["-".to_string(), "-".to_string()]),
+        None => ["-".to_string(), "-".to_string()],
     }
-    if let Some(l) = &r.latency {
-        for v in [l.cpu.client_ns, l.cpu.server_ns, l.cpu.total_ns] {
-            c.push(fmt_ns(v));
-        }
-    }
-    c
 }
 
 /// Every row in one table for `--format csv`: what it is, its status,
@@ -477,58 +511,31 @@ fn windows(rows: &[Row]) -> String {
     format!("Window: {}.", parts.join("; "))
 }
 
-/// What the APIs are and how each checks its replies (column API with
-/// `--copy`).
-fn api_legend(rows: &[Row]) -> String {
-    let copy = rows.iter().any(|r| r.api == Api::Copy);
-    let mut l = format!(
-        "API {} = Connection::call_with, Request::reply_with (the default). On shm, shm-spin, shm-block and\n\
-         shm-hybrid (served and called through typed channels), eventfd, io-uring and signal each side is lent a\n\
-         private buffer that msgpass copies to or from the shared slot or area once (memory a peer can write is\n\
-         never lent as a slice: docs/architecture.md, \"Shared memory a peer can write\"), and the server's reply\n\
-         buffer starts with the request; elsewhere msgpass's copying fallback. The echo request carries its sequence number in its first\n\
-         and last 8 bytes (up to 16 bytes these stamps cover the whole message); the server XORs only the stamps,\n\
-         so the cost does not grow with the size. The client writes the body once (when each warm-up starts; every\n\
-         call where the transport is not in place) and checks every reply's length and both stamps, its whole body\n\
-         on the first and last round trip of each measured run and every {BODY}th: a corrupted body stays in the\n\
-         buffer msgpass lends for request and reply until then; every round trip where the reply does not lie where\n\
-         the request was built (the copying fallback). Throughput: the checksum calls go in place too (one-way\n\
-         messages have no in-place API: copied).",
+/// What the table says, in a few lines: the full method is in `msgbench
+/// ipc --help` and docs/methodology.md ("msgbench ipc"). The one-way
+/// throughput's lines only with `throughput`.
+pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64, throughput: bool) -> String {
+    let mut l = vec![format!(
+        "Round trips of SIZE bytes each way after a warm-up, a timestamp around each call ({}); every reply checked.\n\
+         Average, Minimum, p50, p99, Maximum: per round trip. Msg rate: round trips per second, 1 / Average\n\
+         (ipc-bench's \"message rate\"). CPU cli, srv, all: CPU time per round trip of the client thread, the\n\
+         server thread, and every thread of both sides. Wait: poll spins, hybrid spins then blocks, block sleeps.\n\
+         * lowest p50 of the table; B lowest p50 among block transports. API {}: call_with/reply_with{}.",
+        clock.describe(),
         Api::InPlace.label(),
-        BODY = super::echo::BODY_CHECK_EVERY,
-    );
-    if copy {
-        l.push_str(&format!(
-            "\nAPI {} (--copy) = Connection::call, Request::reply: the server XORs every byte, the client checks every\n\
-             byte; each copy row runs right after the in-place row of its transport, size and placement.",
-            Api::Copy.label()
+        if rows.iter().any(|r| r.api == Api::Copy) {
+            format!("; {}: call/reply, every byte checked (--copy)", Api::Copy.label())
+        } else {
+            String::new()
+        }
+    )];
+    if throughput {
+        l.push(format!(
+            "One-way msg/s, MB/s (--throughput): SIZE bytes one way, up to a window of messages in flight, then a\n\
+             call that checks their count and checksums; MB = 10^6 bytes. {}",
+            windows(rows)
         ));
     }
-    l
-}
-
-/// What the columns and marks mean; lines about capped rows and polling on
-/// one CPU only when such rows exist.
-pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
-    let mut l = vec![
-        format!(
-            "Samples, p50..max: round trips of SIZE bytes each way, after a warm-up; one timestamp before and one after\n\
-             each call ({}); every reply's length and sequence number checked, its payload as API says.",
-            clock.describe()
-        ),
-        api_legend(rows),
-        "Msgs/s, MB/s: SIZE bytes one way, at most a window of W messages in flight (W-1 one-way messages, then a\n\
-         call whose reply checks the count and checksums of all W; window 1: each message waits for its checksum);\n\
-         MB = 10^6 bytes of payload. CPU cli/srv: thread CPU time per round trip of the latency run, the client\n\
-         thread and the server's serving thread; CPU all: every thread of both sides (client and server share this\n\
-         process: its CPU clock over the run), so the transports' helper threads (fuse's reader, sysv-msg's ticker,\n\
-         the pokers of signal, eventfd and pipe) count too."
-            .to_string(),
-        windows(rows),
-        "Wait: poll = both sides spin (\"spin\" in the name); hybrid = spin, then block (polling+blocking);\n\
-         block = sleep in the kernel. * lowest p50 of the table; B lowest p50 among \"block\" transports."
-            .to_string(),
-    ];
     if rows.iter().any(|r| {
         r.latency.as_ref().is_some_and(|x| x.time_capped)
             || r.throughput.as_ref().is_some_and(|x| x.time_capped)
@@ -547,6 +554,9 @@ pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64) -> String {
                 .to_string(),
         );
     }
+    l.push(
+        "The whole method: msgbench ipc --help; docs/methodology.md, \"msgbench ipc\".".to_string(),
+    );
     l.join("\n")
 }
 
