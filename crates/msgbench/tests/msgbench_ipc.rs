@@ -636,19 +636,6 @@ fn ipc_timestamp_cost_is_subtracted_and_said() {
     );
 }
 
-/// `1234567` as `1,234,567`.
-fn grouped(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 #[test]
 fn ipc_whole_run_timing_has_only_a_mean() {
     let (o, v) = ipc_uds_json("ipcwhole", &["--timing", "whole"]);
@@ -663,7 +650,7 @@ fn ipc_whole_run_timing_has_only_a_mean() {
     );
     // The rate is one over the average, as ipc-bench's message rate.
     let exact = num(&v["rows"][0]["latency"]["exact"], "mean_ns");
-    let rate = grouped((1e9 / exact).round() as u64);
+    let rate = msgbench::results::thousands(1e9 / exact);
     assert!(
         row.split_whitespace().any(|w| w == rate),
         "Msg rate {rate} = 1 / {exact} ns: {row}"

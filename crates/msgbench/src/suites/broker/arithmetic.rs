@@ -186,11 +186,7 @@ mod tests {
     use super::*;
 
     fn row(via: Via, transport: &str, mean_us: f64, p50_us: f64) -> BrokerRow {
-        let mut r = BrokerRow::empty(via, Some(transport.to_string()), 1, 1);
-        r.calls = 1000;
-        r.latency.mean_ns = mean_us * 1e3;
-        r.latency.p50_ns = p50_us * 1e3;
-        r
+        BrokerRow::measured_at(via, transport, p50_us, mean_us)
     }
 
     fn rows(broker_shm_mean: f64) -> Vec<BrokerRow> {

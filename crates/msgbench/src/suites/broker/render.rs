@@ -342,20 +342,11 @@ pub fn figures(rows: &[BrokerRow]) -> Vec<Figure> {
 mod tests {
     use super::*;
 
-    /// A measured row of `via` over `transport`, p50 and mean in us.
-    fn row(via: Via, transport: &str, p50_us: f64, mean_us: f64) -> BrokerRow {
-        let mut r = BrokerRow::empty(via, Some(transport.to_string()), 1, 1);
-        r.calls = 100;
-        r.latency.p50_ns = p50_us * 1e3;
-        r.latency.mean_ns = mean_us * 1e3;
-        r
-    }
-
     #[test]
     fn the_mean_stands_beside_the_p50() {
         let t = table(&[
-            row(Via::Direct, "uds", 10.0, 12.5),
-            row(Via::Broker, "uds", 25.0, 31.0),
+            BrokerRow::measured_at(Via::Direct, "uds", 10.0, 12.5),
+            BrokerRow::measured_at(Via::Broker, "uds", 25.0, 31.0),
         ]);
         let at = |name: &str| t.head.iter().position(|h| h == name).expect(name);
         assert_eq!(at("mean"), at("p50") + 1);

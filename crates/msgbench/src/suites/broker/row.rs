@@ -106,6 +106,18 @@ impl BrokerRow {
         }
     }
 
+    /// A row measured at GetInteger(1) with one client over `transport`,
+    /// its p50 and mean in microseconds (for tests of what is made of
+    /// rows).
+    #[cfg(test)]
+    pub fn measured_at(via: Via, transport: &str, p50_us: f64, mean_us: f64) -> BrokerRow {
+        let mut r = BrokerRow::empty(via, Some(transport.to_string()), 1, 1);
+        r.calls = 1000;
+        r.latency.p50_ns = p50_us * 1e3;
+        r.latency.mean_ns = mean_us * 1e3;
+        r
+    }
+
     /// True when it holds a measurement.
     pub fn measured(&self) -> bool {
         self.skipped.is_none() && self.error.is_none() && self.calls > 0
