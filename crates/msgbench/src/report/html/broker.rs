@@ -11,6 +11,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::chart::{self, Series, XyPlot};
+use super::dots::{dots, DotPlot};
 use super::fields::field;
 use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
 
@@ -122,7 +123,12 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
             "<h3>{} client(s)</h3>\n",
             super::escape(if c.is_empty() { "?" } else { c })
         ));
-        if let Some(chart) = chart::xy(&plot(&runs, c))? {
+        let xy = plot(&runs, c);
+        let drawn = match as_bars(&xy) {
+            Some(bars) => dots(&bars)?,
+            None => chart::xy(&xy)?,
+        };
+        if let Some(chart) = drawn {
             html.push_str(&chart_html(&chart));
         }
         html.push_str(&rows_table(&runs, c));
@@ -180,6 +186,42 @@ fn plot(runs: &[&Input], clients: &str) -> XyPlot {
         series,
         small: false,
     }
+}
+
+/// `p` as a bar chart when all its data lie at one x (one numInts): a
+/// line chart would stack every arrangement's dot in one column. A bar per
+/// series (arrangement, and run when several are overlaid), top to
+/// bottom in the series' order, in the series' colour.
+fn as_bars(p: &XyPlot) -> Option<DotPlot> {
+    let data: Vec<&Series> = p.series.iter().filter(|s| !s.reference).collect();
+    let xs: BTreeSet<u64> = data
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.0.to_bits()))
+        .collect();
+    let [x] = xs.into_iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    // The plot's first category is drawn lowest: the first series last.
+    let n = data.len();
+    let series = data
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Series {
+            points: s.points.iter().map(|q| (q.1, (n - 1 - i) as f64)).collect(),
+            line: false,
+            ..(*s).clone()
+        })
+        .collect();
+    Some(DotPlot {
+        title: format!("{} (numInts {})", p.title, f64::from_bits(x)),
+        x_desc: p.y_desc.clone(),
+        x_log: false,
+        categories: data.iter().rev().map(|s| s.label.clone()).collect(),
+        series,
+        bands: Vec::new(),
+        rule: None,
+        bars: true,
+    })
 }
 
 /// The rows of `clients`, every run: latency, calls/s, CPU per call and
@@ -364,4 +406,46 @@ fn libraries_table(runs: &[&Input], clients: &str) -> String {
         "<h4>The D-Bus libraries side by side (p50)</h4>\n{}",
         table(&head, &out)
     )
+}
+
+#[cfg(test)]
+mod bar_tests {
+    use super::*;
+
+    fn plot(points: &[(&str, f64, f64)]) -> XyPlot {
+        XyPlot {
+            title: "Broker, 1 client(s): p50 latency per call".into(),
+            x_desc: "numInts (log)".into(),
+            y_desc: "p50, us".into(),
+            x_log: true,
+            y_log: false,
+            series: points
+                .iter()
+                .enumerate()
+                .map(|(i, &(l, x, y))| Series::data(l.into(), vec![(x, y)], i))
+                .collect(),
+            small: false,
+        }
+    }
+
+    #[test]
+    fn one_size_is_drawn_as_bars_and_two_as_lines() {
+        let one = plot(&[("direct/uds", 1.0, 9.5), ("broker/uds", 1.0, 23.1)]);
+        let bars = as_bars(&one).expect("bars at one numInts");
+        assert!(bars.bars && !bars.x_log);
+        // Drawn from the bottom up: the first arrangement on top.
+        assert_eq!(bars.categories, ["broker/uds", "direct/uds"]);
+        assert_eq!(bars.series[0].points, [(9.5, 1.0)]);
+        assert_eq!(bars.series[1].points, [(23.1, 0.0)]);
+        assert!(bars.title.ends_with("(numInts 1)"), "{}", bars.title);
+        let svg = dots(&bars).expect("drawn").expect("a chart").svg;
+        assert_eq!(
+            svg.matches("stroke-width=\"14\"").count(),
+            2,
+            "a bar per arrangement: {svg}"
+        );
+        assert!(svg.contains("broker/uds"), "its label: {svg}");
+        let two = plot(&[("direct/uds", 1.0, 9.5), ("direct/uds", 256.0, 11.0)]);
+        assert!(as_bars(&two).is_none());
+    }
 }

@@ -1,6 +1,8 @@
 //! Dot plots: one line per category (a floor figure, an rtos test, a
 //! validate check), each run's value a dot on it, references as grey
-//! crosses and tolerance bands as grey bars.
+//! crosses and tolerance bands as grey bars; or, with `bars`, a bar chart:
+//! each value a bar from zero (what a chart with one value on its x axis
+//! becomes, e.g. the broker's arrangements at one size).
 
 use anyhow::Result;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
@@ -25,6 +27,8 @@ pub struct DotPlot {
     pub bands: Vec<(usize, f64, f64)>,
     /// A vertical reference line (e.g. ratio 1).
     pub rule: Option<f64>,
+    /// Draw each data value as a bar from zero instead of a dot.
+    pub bars: bool,
 }
 
 /// Draws `p`; `None` when it has no data points.
@@ -44,7 +48,8 @@ pub fn dots(p: &DotPlot) -> Result<Option<Chart>> {
         .chain(p.bands.iter().flat_map(|b| [b.1, b.2]))
         .chain(p.rule);
     let (x0, x1) = span(vals, p.x_log);
-    let svg = if p.x_log {
+    // Bars start at zero: on a linear axis only.
+    let svg = if p.x_log && !p.bars {
         draw(p, (x0..x1).log_scale())
     } else {
         draw(p, x0..x1)
@@ -119,6 +124,12 @@ where
             if s.reference {
                 chart
                     .draw_series(pts.map(|q| Cross::new(q, 6, c.stroke_width(2))))
+                    .map_err(err)?;
+            } else if p.bars {
+                chart
+                    .draw_series(pts.map(|(v, y)| {
+                        PathElement::new(vec![(0.0, y.clone()), (v, y)], c.stroke_width(14))
+                    }))
                     .map_err(err)?;
             } else {
                 chart

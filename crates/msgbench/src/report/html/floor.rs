@@ -54,6 +54,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
         series,
         bands: Vec::new(),
         rule: None,
+        bars: false,
     };
     let Some(chart) = dots(&plot)? else {
         return Ok(None);

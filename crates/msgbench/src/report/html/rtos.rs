@@ -112,6 +112,7 @@ fn timing_plot(runs: &[&Input]) -> DotPlot {
         series,
         bands: Vec::new(),
         rule: None,
+        bars: false,
     }
 }
 

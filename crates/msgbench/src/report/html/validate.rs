@@ -37,6 +37,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
         series: Vec::new(),
         bands: Vec::new(),
         rule: Some(1.0),
+        bars: false,
     };
     let mut rows = Vec::new();
     for (n, input) in runs.iter().enumerate() {

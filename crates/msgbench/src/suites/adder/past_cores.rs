@@ -7,6 +7,7 @@
 
 use super::row::Row;
 use super::{Mode, Placement};
+use crate::devctl::options::Api;
 use crate::devctl::seed::{self, SEED_CORES};
 use crate::results::thousands;
 
@@ -67,7 +68,7 @@ pub fn past_cores(rows: &[Row], cpus: usize, mode: Mode) -> Option<String> {
 fn pasts(rows: &[Row], placement: Placement, mode: Mode, cpus: u32) -> Vec<Past> {
     let ran: Vec<(&str, u32, f64)> = rows
         .iter()
-        .filter(|r| r.placement == placement && r.mode == mode && r.api.key() == "in-place")
+        .filter(|r| r.placement == placement && r.mode == mode && r.api == Api::InPlace)
         .filter_map(|r| {
             Some((
                 r.transport.as_str(),
@@ -143,7 +144,6 @@ fn signed_pct(v: f64) -> String {
 mod tests {
     use super::*;
     use crate::devctl::client::ClientRun;
-    use crate::devctl::options::Api;
     use crate::suites::adder::Measured;
 
     fn row(transport: &str, threads: u32, aggregate: f64) -> Row {
