@@ -520,7 +520,7 @@ pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64, throughput: bool) -> S
          Average, Minimum, p50, p99, Maximum: per round trip. Msg rate: round trips per second, 1 / Average\n\
          (ipc-bench's \"message rate\"). CPU cli, srv, all: CPU time per round trip of the client thread, the\n\
          server thread, and every thread of both sides. Wait: poll spins, hybrid spins then blocks, block sleeps.\n\
-         * lowest p50 of the table; B lowest p50 among block transports. API {}: call_with/reply_with{}.",
+         Marks: * lowest p50 of the table, B lowest p50 among block transports. API {}: call_with/reply_with{}.",
         clock.describe(),
         Api::InPlace.label(),
         if rows.iter().any(|r| r.api == Api::Copy) {
