@@ -124,6 +124,18 @@ fn ipc_and_rtos_peers_refuse_counts_and_sizes_beyond_the_suite() {
         a.extend(with_value(&base, option, value));
         refused_usage(&dir, &a, &format!("{option} {value}"), bound);
     }
+    let ipc_server = ["--cpu", "0", "--size", "1"];
+    for (option, value, bound) in [
+        ("--cpu", max.as_str(), "0..=1023"),
+        ("--size", &max, "0..=16777216"),
+        ("--fault", "boom", "unknown fault"),
+    ] {
+        let mut base = reach.to_vec();
+        base.extend(ipc_server);
+        let mut a = vec!["ipc-peer", "server"];
+        a.extend(with_value(&base, option, value));
+        refused_usage(&dir, &a, &format!("{option} {value}"), bound);
+    }
     let server = [
         "rtos-peer",
         "server",

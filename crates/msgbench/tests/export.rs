@@ -139,7 +139,7 @@ fn openmetrics_of_a_run_passes_promtool_and_the_store_exports_the_same() {
 }
 
 #[test]
-fn an_ipc_row_is_labelled_by_suite_host_kernel_transport_size_placement() {
+fn an_ipc_row_is_labelled_by_suite_host_kernel_transport_size_placement_layout() {
     let dir = TestDir::new("export-om-ipc");
     let json = dir.file("ipc.json");
     let mut args = vec!["ipc"];
@@ -159,7 +159,7 @@ fn an_ipc_row_is_labelled_by_suite_host_kernel_transport_size_placement() {
     let doc = read_json(&json);
     let env = &doc["environment"];
     let want = format!(
-        "suite=\"ipc\",host=\"{}\",kernel=\"{}\",api=\"in-place\",placement=\"same\",size=\"64\",transport=\"uds\"",
+        "suite=\"ipc\",host=\"{}\",kernel=\"{}\",api=\"in-place\",layout=\"process\",placement=\"same\",size=\"64\",transport=\"uds\"",
         env["hostname"].as_str().unwrap(),
         env["kernel"].as_str().unwrap()
     );

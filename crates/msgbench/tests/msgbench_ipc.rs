@@ -379,6 +379,9 @@ fn ipc_option_errors() {
     usage_error(&["--clients", "1,0"], "--clients 1,0");
     usage_error(&["--clients", "5000"], "--clients 5000");
     usage_error(&["--clients", "many"], "--clients many");
+    usage_error(&["--layout", "fork"], "--layout fork");
+    usage_error(&["--count", "0"], "--count 0");
+    usage_error(&["-c", "2000001"], "--count 2000001");
     // What depends on two options is checked by the plan: exit 1.
     option_error(&["--timing", "whole", "--rate", "100"], "--rate");
     // --format is checked by the command line parser: a usage error.
@@ -1281,4 +1284,85 @@ fn ipc_sigint_while_idle_clients_connect_leaves_nothing_behind() {
     // Reaped before the suite exited: none may be left, not even briefly.
     assert!(peers_left(&dir).is_empty(), "{:?}", peers_left(&dir));
     dir.assert_ns_clean();
+}
+
+/// `--layout process,thread`: every transport in both layouts, a table
+/// each (titled so), the process row against the thread row, the layout
+/// in the rows, CSV and figure keys; `--count` sizes every latency run
+/// exactly; the server processes are gone at the end. The server process
+/// really is another process: its pid is not ours, and what it spent
+/// counts in CPU all.
+#[test]
+fn both_layouts_side_by_side_and_count_sizes_the_runs() {
+    let (o, v) = ipc_json(
+        "ipclayout",
+        &[
+            "--quick",
+            "-t",
+            "uds,pipe",
+            "--sizes",
+            "64",
+            "--placement",
+            "same",
+            "--layout",
+            "process,thread",
+            "-c",
+            "300",
+        ],
+    );
+    for title in [
+        "64 B, same CPU, two processes",
+        "64 B, same CPU, two threads of one process",
+        "64 B, same CPU: process against thread",
+    ] {
+        let g = group(&o.stdout, title);
+        assert!(
+            g.iter()
+                .any(|l| l.starts_with("uds") || l.contains(" uds ")),
+            "{title}: {}",
+            o.stdout
+        );
+    }
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "{v}");
+    let layouts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["layout"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        layouts,
+        ["process", "thread", "process", "thread"],
+        "run order"
+    );
+    for r in rows {
+        assert_eq!(r["status"], "ok", "{r}");
+        let l = &r["latency"];
+        assert_eq!(
+            (l["target"].as_u64(), l["samples"].as_u64()),
+            (Some(300), Some(300)),
+            "{r}"
+        );
+        let cpu = &l["cpu"];
+        let (cli, srv, all) = (
+            num(cpu, "client_ns"),
+            num(cpu, "server_ns"),
+            num(cpu, "total_ns"),
+        );
+        assert!(cli > 0.0 && srv > 0.0 && all >= cli + srv, "{r}");
+    }
+    let keys: Vec<String> = v["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .map(|f| f["key"]["layout"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        keys.iter().any(|k| k == "process") && keys.iter().any(|k| k == "thread"),
+        "{keys:?}"
+    );
+    assert_eq!(
+        v["settings"]["layouts"],
+        serde_json::json!(["process", "thread"])
+    );
+    assert_eq!(v["settings"]["count"].as_u64(), Some(300));
 }

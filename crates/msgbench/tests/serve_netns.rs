@@ -343,6 +343,11 @@ fn bad_options_and_a_port_in_use_are_one_line() {
             "every row is cross",
         ),
         (
+            &["ipc", "--server", "127.0.0.1:1", "--layout", "thread"],
+            1,
+            "every row is two processes",
+        ),
+        (
             &["ipc", "--server", "127.0.0.1:1", "--clients", "2"],
             1,
             "--clients: not with --server",

@@ -182,9 +182,35 @@ pub fn process_cpu_ns_of(pid: i32) -> io::Result<u64> {
     Ok((ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// CPU time in ns, user and system, of every child process of this one
+/// that has ended and been waited for (`getrusage(RUSAGE_CHILDREN)`,
+/// microsecond resolution): what helper processes cost once reaped.
+pub fn reaped_children_cpu_ns() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid rusage to write; RUSAGE_CHILDREN cannot
+    // fail with a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(ru.ru_utime) + us(ru.ru_stime)) * 1000
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reaped_child_counts_its_cpu() {
+        let before = reaped_children_cpu_ns();
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("sh");
+        assert!(status.success());
+        assert!(reaped_children_cpu_ns() > before);
+    }
 
     #[test]
     fn now_ns_is_monotonic_on_monotonic() {

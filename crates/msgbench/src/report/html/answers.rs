@@ -106,7 +106,7 @@ struct Entry {
 /// ones when that is another: the rows the terminal's tables mark `*` and
 /// `B`.
 pub fn ipc(run: &Run) -> Vec<String> {
-    let mut groups: BTreeMap<(String, u64, u64), Vec<Entry>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String, u64, u64), Vec<Entry>> = BTreeMap::new();
     for f in &run.figures {
         let central = match f.metric.as_str() {
             "p50_ns" => true,
@@ -118,6 +118,7 @@ pub fn ipc(run: &Run) -> Vec<String> {
         }
         let group = (
             key(f, "placement").to_string(),
+            key(f, "layout").to_string(),
             key(f, "size").parse().unwrap_or(u64::MAX),
             key(f, "idle_clients").parse().unwrap_or(0),
         );
@@ -133,19 +134,20 @@ pub fn ipc(run: &Run) -> Vec<String> {
             ns: f.value,
         });
     }
-    let mut by_placement: BTreeMap<(u8, String), Vec<String>> = BTreeMap::new();
-    for ((placement, size, idle), entries) in groups {
+    let mut by_placement: BTreeMap<((u8, String), String), Vec<String>> = BTreeMap::new();
+    for ((placement, layout, size, idle), entries) in groups {
         by_placement
-            .entry(placement_order(&placement))
+            .entry((placement_order(&placement), layout))
             .or_default()
             .extend(winners(size, idle, &entries));
     }
     by_placement
         .into_iter()
-        .map(|((_, p), clauses)| {
+        .map(|(((_, p), layout), clauses)| {
             format!(
-                "{}, lowest p50: {}.",
+                "{}{}, lowest p50: {}.",
                 placement_name(&p),
+                layout_name(&layout),
                 clauses.join("; ")
             )
         })
@@ -188,6 +190,17 @@ fn winners(size: u64, idle: u64, entries: &[Entry]) -> Option<String> {
         None => {}
     }
     Some(s)
+}
+
+/// ", two processes" for `process` ("" for a run from before layouts,
+/// whose servers were threads of msgbench).
+fn layout_name(l: &str) -> String {
+    match l {
+        "" => String::new(),
+        "process" => ", two processes".into(),
+        "thread" => ", two threads".into(),
+        other => format!(", layout {other}"),
+    }
 }
 
 /// "Same CPU (client and server pinned to one CPU)" for `same`.

@@ -36,25 +36,34 @@ pub struct Panel {
 /// The ipc section, or `None` without ipc figures or histograms.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     let runs = of_suite(inputs, "ipc");
-    let mut placements: BTreeSet<(u8, String)> = BTreeSet::new();
+    let mut placements: BTreeSet<((u8, String), String)> = BTreeSet::new();
     for i in &runs {
         placements.extend(
             i.run
                 .figures
                 .iter()
                 .filter(|f| !f.key.contains_key("clients") && !f.key.contains_key("idle_clients"))
-                .map(|f| placement_order(key(f, "placement"))),
+                .map(|f| {
+                    (
+                        placement_order(key(f, "placement")),
+                        key(f, "layout").to_string(),
+                    )
+                }),
         );
         placements.extend(
             i.run
                 .rows
                 .iter()
-                .map(|r| placement_order(&field(r, "placement"))),
+                .map(|r| (placement_order(&field(r, "placement")), field(r, "layout"))),
         );
     }
     let mut charts = String::new();
-    for (_, p) in &placements {
-        charts.push_str(&placement_html(&runs, p)?);
+    for ((_, placement), layout) in &placements {
+        let at = At {
+            placement: placement.clone(),
+            layout: layout.clone(),
+        };
+        charts.push_str(&placement_html(&runs, &at)?);
     }
     if !charts.is_empty() {
         charts.push_str(&para(LINE_STYLES));
@@ -76,17 +85,39 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     }))
 }
 
-/// The small multiples of one placement: percentiles, then distributions.
-fn placement_html(runs: &[&Input], placement: &str) -> Result<String> {
-    let panels = panels(runs, placement);
+/// Where a chart's rows ran: a placement, and a layout (`process`,
+/// `thread`; empty in a run from before layouts).
+pub struct At {
+    /// `same` or `cross`.
+    pub placement: String,
+    /// `process`, `thread` or empty.
+    pub layout: String,
+}
+
+impl At {
+    /// True for a figure of this placement and layout.
+    fn holds(&self, f: &crate::results::envelope::Figure) -> bool {
+        key(f, "placement") == self.placement && key(f, "layout") == self.layout
+    }
+
+    /// True for a row of this placement and layout.
+    fn holds_row(&self, r: &Value) -> bool {
+        field(r, "placement") == self.placement && field(r, "layout") == self.layout
+    }
+}
+
+/// The small multiples of one placement and layout: percentiles, then
+/// distributions.
+fn placement_html(runs: &[&Input], at: &At) -> Result<String> {
+    let panels = panels(runs, at);
     let mut by_size: Vec<Chart> = Vec::new();
     let mut dists: Vec<Chart> = Vec::new();
     for panel in &panels {
-        by_size.extend(chart::xy(&percentiles(runs, placement, panel))?);
-        dists.extend(chart::xy(&cdf(runs, placement, panel))?);
+        by_size.extend(chart::xy(&percentiles(runs, at, panel))?);
+        dists.extend(chart::xy(&cdf(runs, at, panel))?);
     }
     let mut html = String::new();
-    let name = placement_title(placement);
+    let name = at_title(at);
     if !by_size.is_empty() {
         html.push_str(&format!(
             "<h3>Latency p50 and p99 by size{}</h3>\n{}",
@@ -112,6 +143,17 @@ fn placement_title(p: &str) -> String {
     }
 }
 
+/// ", placement same, two processes".
+fn at_title(at: &At) -> String {
+    let layout = match at.layout.as_str() {
+        "" => "",
+        "process" => ", two processes",
+        "thread" => ", two threads",
+        other => other,
+    };
+    format!("{}{layout}", placement_title(&at.placement))
+}
+
 /// True for the rows and figures of one client alone at `placement`:
 /// rows with idle clients beside it, or of several active clients, have
 /// charts of their own (`ipc_scale`).
@@ -121,12 +163,12 @@ fn alone(idle: &str, clients: bool) -> bool {
 
 /// The panels of `placement`: the polling and hybrid transports in one,
 /// the blocking ones by [`PER_PANEL`] in order of their lowest p50.
-pub fn panels(runs: &[&Input], placement: &str) -> Vec<Panel> {
+pub fn panels(runs: &[&Input], at: &At) -> Vec<Panel> {
     let mut best: BTreeMap<String, (bool, f64)> = BTreeMap::new();
     for input in runs {
         for f in input.run.figures.iter().filter(|f| {
             f.metric == "p50_ns"
-                && key(f, "placement") == placement
+                && at.holds(f)
                 && alone(key(f, "idle_clients"), f.key.contains_key("clients"))
         }) {
             let t = key(f, "transport").to_string();
@@ -225,7 +267,8 @@ fn floor_series(
 
 /// p50 (dots, solid) and p99 (triangles, dashed) against size, one colour
 /// per run and transport of `panel`; the floor as a level.
-fn percentiles(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
+fn percentiles(runs: &[&Input], at: &At, panel: &Panel) -> XyPlot {
+    let placement = at.placement.as_str();
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
     let mut colour = 0;
@@ -233,7 +276,7 @@ fn percentiles(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
         let mut by: BTreeMap<(String, &str), Vec<(f64, f64)>> = BTreeMap::new();
         for f in &input.run.figures {
             let (m, t) = (f.metric.as_str(), key(f, "transport"));
-            if key(f, "placement") != placement
+            if !at.holds(f)
                 || !(m == "p50_ns" || m == "p99_ns")
                 || !panel.transports.iter().any(|p| p == t)
                 || !alone(key(f, "idle_clients"), f.key.contains_key("clients"))
@@ -269,7 +312,7 @@ fn percentiles(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
         series.extend(floor_series(runs, panel, placement, Some((lo, hi))));
     }
     XyPlot {
-        title: format!("{}{}", panel.title, placement_title(placement)),
+        title: format!("{}{}", panel.title, at_title(at)),
         x_desc: "message size, bytes (log)".into(),
         y_desc: "round trip, ns (log)".into(),
         x_log: true,
@@ -282,7 +325,8 @@ fn percentiles(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
 /// The distributions of `panel`'s rows at the smallest (solid) and the
 /// largest (dashed) size, a colour per run and transport; the floor as a
 /// rule.
-fn cdf(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
+fn cdf(runs: &[&Input], at: &At, panel: &Panel) -> XyPlot {
+    let placement = at.placement.as_str();
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
     let mut colour = 0;
@@ -291,7 +335,7 @@ fn cdf(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
             .run
             .rows
             .iter()
-            .filter(|r| field(r, "placement") == placement)
+            .filter(|r| at.holds_row(r))
             .filter(|r| {
                 alone(
                     &field(r, "idle_clients"),
@@ -325,11 +369,7 @@ fn cdf(runs: &[&Input], placement: &str, panel: &Panel) -> XyPlot {
     }
     series.extend(floor_series(runs, panel, placement, None));
     XyPlot {
-        title: format!(
-            "{}{}: distribution",
-            panel.title,
-            placement_title(placement)
-        ),
+        title: format!("{}{}: distribution", panel.title, at_title(at)),
         x_desc: "round trip, ns (log)".into(),
         y_desc: "fraction at or below".into(),
         x_log: true,

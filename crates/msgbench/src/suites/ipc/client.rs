@@ -20,6 +20,7 @@ use super::stop::Stop;
 use crate::measure::placement::pin_current_thread;
 pub use config::ClientConfig;
 use config::{check_stop, target, ticks, MIN_WARMUP};
+pub(crate) use config::{COUNT_CAP_SECS, MAX_MESSAGES};
 use latency::{latency, Sizing};
 use throughput::throughput;
 
@@ -78,8 +79,8 @@ fn measure<C: ClientConnection + ?Sized>(
     let mut sizing: Option<Sizing> = None;
     for _ in 0..cfg.repeats.max(1) {
         let warm_rate = warm_up(cfg, &mut conn, &mut echo)?;
-        let s = *sizing.get_or_insert(match (cfg.rate, warm_rate) {
-            (Some(r), _) => Sizing::Count(target(r, cfg.row_secs), r),
+        let s = *sizing.get_or_insert(match (cfg.count, cfg.rate.or(warm_rate)) {
+            (Some(n), r) => Sizing::Exactly(n, r.unwrap_or(0.0)),
             (None, Some(r)) => Sizing::Count(target(r, cfg.row_secs), r),
             (None, None) => Sizing::Time,
         });

@@ -47,11 +47,16 @@ impl RowContext<'_> {
 
     /// Longest a row may take in all: its phases are capped by time (per
     /// repeat a warm-up of at most the longer of `--warmup` and a row and
-    /// a latency run of 2 rows; throughput 2 rows), so only a call that
+    /// a latency run of 2 rows, or of `COUNT_CAP_SECS` with `--count`;
+    /// throughput 2 rows), so only a call that
     /// never returns reaches this.
     pub fn hard_limit(&self) -> Duration {
         let warm = self.plan.warmup_secs.unwrap_or(0.0).max(self.row_secs);
-        let per_repeat = warm + self.row_secs * 2.0;
+        let run = match self.plan.count {
+            Some(_) => super::client::COUNT_CAP_SECS,
+            None => self.row_secs * 2.0,
+        };
+        let per_repeat = warm + run;
         Duration::from_secs_f64(
             per_repeat * self.plan.repeats.max(1) as f64 + self.row_secs * 3.0 + 5.0,
         )

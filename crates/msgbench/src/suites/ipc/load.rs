@@ -1,5 +1,6 @@
 //! Other load on the machine during a run: CPU time spent by everything
-//! but this process (from /proc/stat and the process CPU clock), and steal,
+//! but msgbench (this process and its helper processes: from /proc/stat
+//! and the processes' CPU clocks), and steal,
 //! so that a noisy run says so instead of being silently averaged in.
 
 use std::time::Instant;
@@ -8,6 +9,7 @@ use serde::Serialize;
 
 use crate::measure::cpu::{self, process_cpu_ns, CpuStat};
 use crate::measure::placement::cpu_count;
+use oslayer::clock::{process_cpu_ns_of, reaped_children_cpu_ns};
 
 /// Other work above this share of one CPU makes a run or row "noisy".
 pub const OTHER_WARN_PCT: f64 = 10.0;
@@ -84,15 +86,30 @@ impl OtherLoad {
 pub struct LoadMeter {
     stat: Option<CpuStat>,
     own_ns: u64,
+    also: Option<i32>,
     t0: Instant,
+}
+
+/// CPU time of msgbench's own: this process, its helper processes once
+/// reaped, and `also` (a helper still running, the row's server process).
+fn own_cpu_ns(also: Option<i32>) -> u64 {
+    let running = also.map_or(0, |pid| process_cpu_ns_of(pid).unwrap_or(0));
+    process_cpu_ns() + reaped_children_cpu_ns() + running
 }
 
 impl LoadMeter {
     /// Starts measuring.
     pub fn start() -> LoadMeter {
+        LoadMeter::start_beside(None)
+    }
+
+    /// Starts measuring, process `also` (the row's server process, still
+    /// running at [`finish`](LoadMeter::finish)) counted as msgbench's own.
+    pub fn start_beside(also: Option<i32>) -> LoadMeter {
         LoadMeter {
             stat: CpuStat::read().ok(),
-            own_ns: process_cpu_ns(),
+            own_ns: own_cpu_ns(also),
+            also,
             t0: Instant::now(),
         }
     }
@@ -103,7 +120,8 @@ impl LoadMeter {
         let before = self.stat?;
         let after = CpuStat::read().ok()?;
         let secs = self.t0.elapsed().as_secs_f64();
-        let own_pct = (process_cpu_ns().saturating_sub(self.own_ns)) as f64 / 1e9 / secs * 100.0;
+        let own_ns = own_cpu_ns(self.also).saturating_sub(self.own_ns);
+        let own_pct = own_ns as f64 / 1e9 / secs * 100.0;
         let u = cpu::usage(&before, &after, cpu_count())?;
         Some(OtherLoad {
             other_pct: (u.busy_pct - own_pct).max(0.0),

@@ -8,8 +8,10 @@
 //! row of the copying API (every byte transformed and checked) right after
 //! each.
 //!
-//! The server of each row is a thread of this process in a private
-//! namespace directory (removed at the end, also after SIGINT). A row that
+//! The server of each row is, by `--layout`, a process of its own
+//! (`msgbench ipc-peer server`, the default, as the study ran) or a thread
+//! of this one, serving in a private namespace directory (removed at the
+//! end, also after SIGINT). A row that
 //! breaks (a wrong, lost or stale reply) shows `FAILED` and the run goes on;
 //! the exit status is 1 if any row failed.
 //!
@@ -38,6 +40,7 @@ mod run;
 mod scale;
 mod server;
 mod server_error;
+mod server_process;
 mod stats;
 mod stop;
 
@@ -50,7 +53,7 @@ pub(crate) use options::usable_cpus;
 pub use options::{IpcArgs, Plan};
 pub use peer::PeerArgs;
 pub use row::{
-    Api, CpuCost, CpuMethod, ExactStats, LatencyRun, Placement, Row, RowSpec, Status,
+    Api, CpuCost, CpuMethod, ExactStats, LatencyRun, Layout, Placement, Row, RowSpec, Status,
     ThroughputRun, WaitClass,
 };
 pub(crate) use server::ServerThread;
@@ -96,13 +99,14 @@ impl Suite for Ipc {
         };
         format!(
             "msgbench ipc: {} CPUs, clock {}, about {} s per measured run\n\
-             Transports {}; sizes {} bytes; placements {}{}{}",
+             Transports {}; sizes {} bytes; placements {}; layouts {}{}{}",
             placement::cpu_count(),
             cx.clock.describe(),
             plan.row_secs,
             plan.transports.join(", "),
             list(plan.sizes.iter().map(|s| s.to_string()).collect()),
             list(plan.placements.iter().map(|p| p.name().into()).collect()),
+            list(plan.layouts.iter().map(|l| l.name().into()).collect()),
             counts("idle clients", &plan.idle_clients),
             counts("active clients", &plan.clients),
         )

@@ -1,5 +1,5 @@
-//! One row: start the server thread (and, with `--idle-clients`, the
-//! idle clients beside it), run the client thread under a hard time
+//! One row: start the server, a thread or (`--layout process`) a process
+//! (and, with `--idle-clients`, the idle clients beside it), run the client thread under a hard time
 //! limit, stop the server, and turn what happened into a [`Row`].
 
 use std::sync::atomic::Ordering;
@@ -10,9 +10,10 @@ use super::client::{self, ClientConfig};
 use super::context::{RowContext, SERVER_STOP_LIMIT};
 use super::idle::IdleClients;
 use super::load::LoadMeter;
-use super::row::{LatencyRun, Row, RowSpec, Status, WaitClass};
+use super::row::{LatencyRun, Layout, Row, RowSpec, Status, WaitClass};
 use super::server::ServerThread;
 use super::server_error::ServerError;
+use super::server_process::{RowServer, ServerProcess};
 use super::stats::{median_index, repeat_stats, REPEAT_WARN_PCT};
 use super::stop::{conclude_stop, Stop};
 
@@ -32,9 +33,7 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
     if spec.clients.is_some() {
         return super::clients::run(ctx, endpoint, spec, cpus);
     }
-    let server = match ServerThread::start(
-        ctx.ns, endpoint, transport, ctx.opts, cpus.1, size, ctx.fault, api,
-    ) {
+    let server = match start_server(ctx, endpoint, spec, cpus.1) {
         Ok(s) => s,
         Err(reason) => return row.end(Status::Skipped, reason.to_string()),
     };
@@ -69,8 +68,10 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
         rate: ctx.plan.rate,
         window: ctx.plan.window,
         remote: None,
+        count: ctx.plan.count,
+        server_pid: server.pid(),
     };
-    let meter = LoadMeter::start();
+    let meter = LoadMeter::start_beside(server.pid());
     let outcome = run_client(cfg, ctx.hard_limit());
     row.other_load = meter.finish();
     // The client has sent CMD_STOP when all went well; otherwise the flag
@@ -85,6 +86,30 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
         _ => stopped,
     };
     conclude(row, transport, outcome, stopped)
+}
+
+/// The row's server on `cpu`: a thread of this process or, with
+/// `--layout process`, a process of its own.
+fn start_server(
+    ctx: &RowContext,
+    endpoint: &str,
+    spec: &RowSpec,
+    cpu: usize,
+) -> Result<RowServer, ServerError> {
+    match spec.layout {
+        Layout::Thread => ServerThread::start(
+            ctx.ns,
+            endpoint,
+            spec.transport,
+            ctx.opts,
+            cpu,
+            spec.size,
+            ctx.fault,
+            spec.api,
+        )
+        .map(RowServer::Thread),
+        Layout::Process => ServerProcess::start(ctx, endpoint, spec, cpu).map(RowServer::Process),
+    }
 }
 
 /// The row as the client's `outcome` and the server's stop (`stopped`)

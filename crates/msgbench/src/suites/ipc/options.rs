@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::row::{Api, Placement, RowSpec, Timing};
+use super::row::{Api, Layout, Placement, RowSpec, Timing};
 use super::scale;
 use super::server::Fault;
 use crate::measure::placement;
@@ -28,6 +28,9 @@ const MAX_WINDOW: u32 = 4096;
 const SIZES: &[usize] = &[1, 64, 1024, 4096, 65536];
 /// Message sizes of `--quick`.
 const QUICK_SIZES: &[usize] = &[1, 4096];
+/// Largest `--count`: the most samples a latency run keeps.
+pub const MAX_COUNT: u64 = super::client::MAX_MESSAGES;
+
 /// Target length of each measured run.
 const ROW_SECS: f64 = 0.3;
 /// Target length of each measured run with `--quick`.
@@ -86,6 +89,31 @@ pub struct IpcArgs {
         value_parser = parse_placements
     )]
     pub placement: std::vec::Vec<Placement>,
+    /// Layouts, comma-separated: process (the server a process of its
+    /// own, `msgbench ipc-peer server`, as in the ipc-bench study and
+    /// every peer), thread (the server a thread of this process: a switch
+    /// between client and server keeps the address space). Crossed with
+    /// --placement: `--layout process,thread --placement same,cross` is
+    /// the 2x2 matrix. Rows with --idle-clients keep their server in this
+    /// process (they measure its memory); --clients rows are processes
+    /// [default: process].
+    #[arg(
+        long = "layout",
+        value_name = "LIST",
+        default_value = "process",
+        value_parser = parse_layouts
+    )]
+    pub layout: std::vec::Vec<Layout>,
+    /// Round trips in each latency run, as the ipc-bench study's `-c`
+    /// (1 to 2000000) [default: as many as the warm-up's rate fits in
+    /// --row-secs].
+    #[arg(
+        short = 'c',
+        long = "count",
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT)
+    )]
+    pub count: Option<u64>,
     /// A short run: sizes 1,4096 and about 0.05 s per measured run.
     #[arg(long = "quick")]
     pub quick: bool,
@@ -235,6 +263,10 @@ pub struct Plan {
     pub sizes: Vec<usize>,
     /// Placements, in the order given, without repeats.
     pub placements: Vec<Placement>,
+    /// Layouts of the single-client rows, in the order given.
+    pub layouts: Vec<Layout>,
+    /// `--count`: round trips in each latency run (null: sized by time).
+    pub count: Option<u64>,
     /// Target seconds per measured run (time cap: twice that).
     pub row_secs: f64,
     /// Hybrid spin budget, microseconds.
@@ -303,8 +335,9 @@ impl Plan {
 
     /// Every row in run order: for each size, each placement, each count
     /// of idle clients (once without `--idle-clients`), each transport,
-    /// each API (so the in-place and copy rows of one transport, size and
-    /// placement run back to back, under the same machine state); then,
+    /// each layout, each API (so the process and thread rows, in-place and
+    /// copy, of one transport, size and placement run back to back, under
+    /// the same machine state); then,
     /// with `--clients`, the active-clients rows of that size and
     /// placement, for each count, transport and API.
     pub fn row_order(&self) -> Vec<RowSpec<'_>> {
@@ -323,21 +356,35 @@ impl Plan {
             for &placement in &self.placements {
                 for &(idle, clients) in &kinds {
                     for t in &self.transports {
-                        for &api in self.apis() {
-                            out.push(RowSpec {
-                                size,
-                                placement,
-                                transport: t.as_str(),
-                                api,
-                                idle,
-                                clients,
-                            });
+                        for &layout in self.layouts_of(idle, clients) {
+                            for &api in self.apis() {
+                                out.push(RowSpec {
+                                    size,
+                                    placement,
+                                    layout,
+                                    transport: t.as_str(),
+                                    api,
+                                    idle,
+                                    clients,
+                                });
+                            }
                         }
                     }
                 }
             }
         }
         out
+    }
+
+    /// The layouts a kind of row runs in: idle-clients rows keep their
+    /// server in this process (they measure its memory), active-clients
+    /// rows are client processes; a plain row runs in each `--layout`.
+    fn layouts_of(&self, idle: Option<u32>, clients: Option<u32>) -> &[Layout] {
+        match (idle, clients) {
+            (Some(_), _) => &[Layout::Thread],
+            (_, Some(_)) => &[Layout::Process],
+            _ => &self.layouts,
+        }
     }
 
     /// (client CPU, server CPU) of a placement, or why it cannot be had.
@@ -380,8 +427,12 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         None => SIZES.to_vec(),
     };
     let placements = args.placement.clone();
+    let layouts = match args.remote.server {
+        Some(_) => vec![Layout::Process],
+        None => args.layout.clone(),
+    };
     let apis = if args.copy { 2 } else { 1 };
-    let rows = transports.len() * sizes.len() * placements.len() * apis;
+    let rows = transports.len() * sizes.len() * placements.len() * apis * layouts.len();
     let (timing, rate) = timing_and_rate(args)?;
     let idle_clients = args.idle_clients.clone().unwrap_or_default();
     let clients = args.clients.clone().unwrap_or_default();
@@ -399,6 +450,8 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         transports,
         sizes,
         placements,
+        layouts,
+        count: args.count,
         row_secs: row_secs(args, rows),
         spin_us: args.spin_us,
         cpus: usable_cpus(),
@@ -432,6 +485,9 @@ fn check_remote(args: &IpcArgs, transports: &[String]) -> Result<()> {
     }
     if args.placement.contains(&Placement::Same) {
         bail!("--placement same: the server is on another host, so every row is cross");
+    }
+    if args.layout.contains(&Layout::Thread) {
+        bail!("--layout thread: the server is on another host, so every row is two processes");
     }
     let local_only = [
         ("--idle-clients", args.idle_clients.is_some()),
@@ -503,6 +559,9 @@ pub enum BadValue {
     /// A `--placement` entry other than same and cross.
     #[error("unknown placement {0:?} (known: same, cross)")]
     Placement(String),
+    /// A `--layout` entry other than process and thread.
+    #[error("unknown layout {0:?} (known: process, thread)")]
+    Layout(String),
     /// `--row-secs` out of range.
     #[error("must be a number of seconds, more than 0 and at most 60")]
     RowSecs,
@@ -559,6 +618,22 @@ fn parse_placements(list: &str) -> Result<Vec<Placement>, BadValue> {
     Ok(out)
 }
 
+/// Parses `process,thread`, keeping order, dropping repeats.
+fn parse_layouts(list: &str) -> Result<Vec<Layout>, BadValue> {
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim) {
+        let l = match s {
+            "process" => Layout::Process,
+            "thread" => Layout::Thread,
+            _ => return Err(BadValue::Layout(s.to_string())),
+        };
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    Ok(out)
+}
+
 /// `--row-secs`: more than 0, at most 60 seconds.
 fn parse_row_secs(s: &str) -> Result<f64, BadValue> {
     match s.trim().parse::<f64>() {
@@ -593,7 +668,7 @@ fn parse_window(s: &str) -> Result<u32, BadValue> {
 }
 
 /// `--inject-fault`.
-fn parse_fault(s: &str) -> Result<Fault, BadValue> {
+pub(super) fn parse_fault(s: &str) -> Result<Fault, BadValue> {
     Ok(match s {
         "corrupt" => Fault::Corrupt,
         "corrupt-body" => Fault::CorruptBody,
@@ -758,6 +833,8 @@ mod tests {
             transports: transports.iter().map(|t| t.to_string()).collect(),
             sizes,
             placements,
+            layouts: vec![Layout::Process],
+            count: None,
             row_secs: 0.1,
             spin_us: 0,
             cpus,
@@ -809,6 +886,56 @@ mod tests {
                 (Api::InPlace, Api::Copy),
                 "{order:?}"
             );
+        }
+    }
+
+    #[test]
+    fn each_transport_runs_in_both_layouts_back_to_back() {
+        let mut p = plan_of(&["uds", "pipe"], vec![64], vec![Placement::Same], vec![0]);
+        p.layouts = parse_layouts("thread,process,thread").unwrap();
+        assert_eq!(p.layouts, [Layout::Thread, Layout::Process]);
+        let order: Vec<_> = p
+            .row_order()
+            .iter()
+            .map(|r| (r.transport.to_string(), r.layout))
+            .collect();
+        let want = [
+            ("uds", Layout::Thread),
+            ("uds", Layout::Process),
+            ("pipe", Layout::Thread),
+            ("pipe", Layout::Process),
+        ];
+        assert_eq!(order.len(), want.len());
+        for (got, want) in order.iter().zip(want) {
+            assert_eq!((got.0.as_str(), got.1), want);
+        }
+        // Idle-clients rows keep their server here; active ones are processes.
+        p.idle_clients = vec![10];
+        p.clients = vec![2];
+        for r in p.row_order() {
+            match (r.idle, r.clients) {
+                (Some(_), _) => assert_eq!(r.layout, Layout::Thread),
+                (_, Some(_)) => assert_eq!(r.layout, Layout::Process),
+                _ => panic!("only idle and active rows with --idle-clients: {r:?}"),
+            }
+        }
+        assert_eq!(
+            parse_layouts("process,fork").unwrap_err().to_string(),
+            "unknown layout \"fork\" (known: process, thread)"
+        );
+    }
+
+    #[test]
+    fn count_is_a_bounded_number_of_round_trips() {
+        let a = parsed(&["-c", "1000", "--layout", "thread"]).unwrap();
+        assert_eq!(
+            (a.count, a.layout.as_slice()),
+            (Some(1000), &[Layout::Thread][..])
+        );
+        assert_eq!(parsed(&[]).unwrap().layout, [Layout::Process]);
+        for bad in ["0", "2000001", "x"] {
+            let e = parsed(&["--count", bad]).unwrap_err();
+            assert!(e.starts_with(&format!("--count {bad}")), "{e}");
         }
     }
 

@@ -1,5 +1,6 @@
-//! The processes of `--idle-clients` and `--clients`: this executable
-//! re-run as the hidden `msgbench ipc-peer idle|client`, started, talked
+//! The processes of `--idle-clients`, `--clients` and `--layout process`:
+//! this executable re-run as the hidden `msgbench ipc-peer
+//! idle|client|server`, started, talked
 //! to and stopped by the suite through [`crate::measure::peers`] (own
 //! process group, dead with the suite, reaped). Not meant to be run by
 //! hand, but they check their options like any other command.
@@ -10,6 +11,11 @@
 //! opens `--count` connections with [`Connection::open`], each making one
 //! checked call (`CMD_PING`), prints `ready fds=N` (the descriptors it
 //! opened for them) and holds them, idle, until SIGTERM or the suite dies.
+//!
+//! `server`: the row's server with `--layout process`: starts the same
+//! server thread a thread-layout row runs, pinned to `--cpu`, prints
+//! `ready` (or `skip REASON`), serves until told `stop` (or its input
+//! ends, or SIGTERM), then prints `stopped` or `failed REASON`.
 //!
 //! `client`: pins itself, opens its connection as the rows' measured
 //! client does (typed for shm), warms up, prints `ready` (or `n/a MAX`
@@ -31,12 +37,14 @@ use msgpass::{Connection, Namespace, Options};
 use oslayer::rlimit::{self, Resource};
 
 use super::connect::{open_then, OverConnection};
+use super::context::SERVER_STOP_LIMIT;
 use super::crowd::ClientReport;
 use super::echo::Echo;
-use super::options::{parse_spin_us, MAX_SIZE};
+use super::options::{parse_fault, parse_spin_us, MAX_SIZE};
 use super::protocol::{echo_transform, CMD_PING, PING_MAX};
 use super::row::Api;
 use super::scale::{CHILD_SLACK_FDS, MAX_CLIENTS, MAX_IDLE, MAX_PER_CHILD};
+use super::server::{Fault, ServerThread};
 use crate::measure::clock::Clock;
 use crate::measure::footprint::open_fds;
 use crate::measure::hist::Recorder;
@@ -78,6 +86,8 @@ pub enum Role {
     Idle(IdleArgs),
     /// One active client: ready, go, report.
     Client(ClientArgs),
+    /// The row's server (`--layout process`): ready, serve, stop.
+    Server(ServerArgs),
 }
 
 /// The row's server.
@@ -181,6 +191,33 @@ pub struct ClientArgs {
     pub reach: Reach,
 }
 
+/// `ipc-peer server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// CPU to pin the serving thread to.
+    #[arg(long = "cpu", value_name = "CPU",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_CPU_ID as u64))]
+    pub cpu: usize,
+    /// Largest message served, bytes (at most the suite's largest `--sizes`).
+    #[arg(long = "size", value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_SIZE as u64))]
+    pub size: usize,
+    /// The API: in-place or copy.
+    #[arg(
+        long = "api",
+        value_name = "API",
+        default_value = "in-place",
+        value_parser = parse_api
+    )]
+    pub api: Api,
+    /// Test hook: the reply this server breaks (as ipc's --inject-fault).
+    #[arg(long = "fault", value_name = "KIND", value_parser = parse_fault)]
+    pub fault: Option<Fault>,
+    /// Where to serve.
+    #[command(flatten)]
+    pub reach: Reach,
+}
+
 /// Threads an idle peer connects from.
 const CONNECT_THREADS: u64 = 32;
 
@@ -193,6 +230,35 @@ pub fn run(args: &PeerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     match &args.role {
         Role::Idle(a) => idle(a, &stop),
         Role::Client(a) => client(a, stop),
+        Role::Server(a) => server(a, &stop),
+    }
+}
+
+/// Serves the row as its server thread would, until the suite says
+/// `stop` (or closes our input, or SIGTERM), then says how it stopped.
+fn server(a: &ServerArgs, stop: &AtomicBool) -> Result<()> {
+    let opts = a.reach.options()?;
+    let ns = Namespace::open(&a.reach.ns)?;
+    let r = &a.reach;
+    let started = ServerThread::start(
+        &ns,
+        &r.endpoint,
+        &r.transport,
+        &opts,
+        a.cpu,
+        a.size,
+        a.fault,
+        a.api,
+    );
+    let server = match started {
+        Ok(s) => s,
+        Err(e) => return say(&format!("skip {e}")),
+    };
+    say("ready")?;
+    hold(stop)?;
+    match server.stop(SERVER_STOP_LIMIT) {
+        Ok(()) => say("stopped"),
+        Err(e) => say(&format!("failed {e}")),
     }
 }
 

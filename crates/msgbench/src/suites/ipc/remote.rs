@@ -43,6 +43,8 @@ pub fn run(ctx: &RowContext, server: &RemoteServer, spec: &RowSpec) -> Row {
         rate: ctx.plan.rate,
         window: ctx.plan.window,
         remote: Some(addr),
+        count: ctx.plan.count,
+        server_pid: None,
     };
     let meter = LoadMeter::start();
     let outcome = run_client(cfg, ctx.hard_limit());

@@ -1,4 +1,4 @@
-//! The text output: one table per (size, placement), rows sorted by
+//! The text output: one table per (size, placement, layout), rows sorted by
 //! median round trip, the winners marked, rows without figures last with
 //! why; with `--format csv` one flat table of every row in raw units.
 //! The scale axes' tables ([`scale`]), the legends on how the figures
@@ -7,6 +7,7 @@
 
 pub mod figures;
 pub mod ipcbench;
+pub mod layouts;
 pub mod notes;
 pub mod scale;
 
@@ -45,18 +46,21 @@ pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
             .and_then(|r| plan.cpus_for(r.placement).ok())
     };
     let mut out = Vec::new();
-    for g in single.chunk_by(|a, b| {
-        (a.size, a.placement, a.idle_clients) == (b.size, b.placement, b.idle_clients)
-    }) {
-        out.push(Section::Table(group(
-            g,
-            cpus(g.first()),
-            floor,
-            plan.throughput,
-        )));
-        if plan.ipcbench_block {
-            let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
-            out.push(Section::Text(blocks.join("\n")));
+    for g in single.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
+        for g in layouts::split(g) {
+            out.push(Section::Table(group(
+                &g,
+                cpus(g.first()),
+                floor,
+                plan.throughput,
+            )));
+            if plan.ipcbench_block {
+                let blocks: Vec<String> = g.iter().map(ipcbench::row).collect();
+                out.push(Section::Text(blocks.join("\n")));
+            }
+        }
+        if let Some(t) = layouts::side_by_side(g) {
+            out.push(Section::Table(t));
         }
     }
     if !plan.idle_clients.is_empty() {
@@ -204,7 +208,11 @@ pub fn group(
     let summary = GroupSummary::of(size, placement, rows);
     let cols = Columns::of(rows, floor, throughput);
     let (head, align) = cols.head();
-    let with = idle.map_or(String::new(), |n| format!(", {n} idle clients"));
+    let with = match (idle, rows.first().map(|r| r.layout)) {
+        (Some(n), _) => format!(", {n} idle clients"),
+        (None, Some(l)) => format!(", {}", layouts::label(l)),
+        (None, None) => String::new(),
+    };
     let mut t = Table::new(title_with(size, placement, cpus, &with), &head).aligned(&align);
     let mut measured: Vec<&Row> = rows.iter().filter(|r| r.p50_ns().is_some()).collect();
     measured.sort_by(|a, b| {
@@ -318,6 +326,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
         "wait",
         "size",
         "placement",
+        "layout",
         "status",
         "samples",
         "p50_ns",
@@ -343,6 +352,7 @@ pub fn flat(rows: &[Row], floor: Option<&FloorReport>) -> Table {
             r.wait.label().to_string(),
             r.size.to_string(),
             r.placement.name().to_string(),
+            r.layout.name().to_string(),
             status_name(r.status).to_string(),
         ];
         c.extend(raw_figures(r, floor));
@@ -519,7 +529,8 @@ pub fn legend(rows: &[Row], clock: &Clock, row_secs: f64, throughput: bool) -> S
         "Round trips of SIZE bytes each way after a warm-up, a timestamp around each call ({}); every reply checked.\n\
          Average, Minimum, p50, p99, Maximum: per round trip. Msg rate: round trips per second, 1 / Average\n\
          (ipc-bench's \"message rate\"). CPU cli, srv, all: CPU time per round trip of the client thread, the\n\
-         server thread, and every thread of both sides. Wait: poll spins, hybrid spins then blocks, block sleeps.\n\
+         server thread, and every thread of both sides (both processes with --layout process, the titles say which).\n\
+         Wait: poll spins, hybrid spins then blocks, block sleeps.\n\
          Marks: * lowest p50 of the table, B lowest p50 among block transports. API {}: call_with/reply_with{}.",
         clock.describe(),
         Api::InPlace.label(),

@@ -14,6 +14,8 @@ pub struct RowSpec<'a> {
     pub size: usize,
     /// Where client and server run.
     pub placement: Placement,
+    /// Whether the server is another process or a thread of this one.
+    pub layout: Layout,
     /// Transport name as given.
     pub transport: &'a str,
     /// The API measured.
@@ -40,6 +42,30 @@ impl Placement {
         match self {
             Placement::Same => "same",
             Placement::Cross => "cross",
+        }
+    }
+}
+
+/// Whether a row's client and server are two processes or two threads of
+/// one process (`--layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// The server is a process of its own (`msgbench ipc-peer server`),
+    /// as in the ipc-bench study and every peer measured beside msgbench:
+    /// a switch between them changes address space.
+    Process,
+    /// The server is a thread of the measuring process: a switch between
+    /// them keeps the address space (no TLB or page-table change).
+    Thread,
+}
+
+impl Layout {
+    /// The option value (`process`, `thread`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Process => "process",
+            Layout::Thread => "thread",
         }
     }
 }
@@ -313,6 +339,9 @@ pub struct Row {
     pub size: usize,
     /// Placement.
     pub placement: Placement,
+    /// Layout: the server a process of its own or a thread of the
+    /// client's process.
+    pub layout: Layout,
     /// CPU of the client thread (pinned and verified), when it got that far.
     pub client_cpu: Option<usize>,
     /// CPU of the server thread (pinned and verified).
@@ -376,6 +405,7 @@ impl Row {
             wait: WaitClass::of(mechanism),
             size,
             placement,
+            layout: Layout::Process,
             client_cpu: None,
             server_cpu: None,
             status: Status::Ok,
@@ -400,6 +430,7 @@ impl Row {
         let t = spec.transport;
         let mechanism = msgpass::transport::by_name(t).map_or(t, |t| t.name());
         let mut row = Row::new(t, mechanism, spec.api, spec.size, spec.placement);
+        row.layout = spec.layout;
         row.idle_clients = spec.idle;
         row.clients = spec.clients;
         row

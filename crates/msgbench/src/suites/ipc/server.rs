@@ -47,6 +47,20 @@ pub enum Fault {
     Stall,
 }
 
+impl Fault {
+    /// The `--inject-fault` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Corrupt => "corrupt",
+            Fault::CorruptBody => "corrupt-body",
+            Fault::Stale => "stale",
+            Fault::Checksum => "checksum",
+            Fault::Oneway => "oneway",
+            Fault::Stall => "stall",
+        }
+    }
+}
+
 /// How long [`Fault::Stall`] stalls the server, once.
 pub const STALL: Duration = Duration::from_millis(50);
 

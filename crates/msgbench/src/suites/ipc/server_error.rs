@@ -48,6 +48,10 @@ pub enum ServerError {
     /// Idle clients did not exit cleanly (one reason each).
     #[error("idle clients: {}", .0.join("; "))]
     IdleClients(Vec<String>),
+    /// The server process (`--layout process`) said so, or did not say
+    /// what it should have.
+    #[error("{0}")]
+    Process(String),
     /// Two of these, in the order they happened.
     #[error("{0}; {1}")]
     Both(Box<ServerError>, Box<ServerError>),

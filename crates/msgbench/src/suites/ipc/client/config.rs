@@ -13,9 +13,11 @@ use crate::measure::clock::Clock;
 /// Fewest messages in a measured run (unless the time cap comes first).
 const MIN_MESSAGES: u64 = 100;
 /// Most messages in a measured run (bounds the sample memory: 16 MiB).
-pub(super) const MAX_MESSAGES: u64 = 2_000_000;
+pub(crate) const MAX_MESSAGES: u64 = 2_000_000;
 /// Fewest warm-up round trips (unless a whole row's time runs out).
 pub(super) const MIN_WARMUP: u64 = 50;
+/// A latency run of `--count` round trips stops after this long.
+pub(crate) const COUNT_CAP_SECS: f64 = 120.0;
 /// A measured run stops at this many times its target length.
 pub(super) const CAP_FACTOR: f64 = 2.0;
 
@@ -54,6 +56,12 @@ pub struct ClientConfig {
     /// A remote row's server (`msgbench serve ipc`): connect there over
     /// tcp instead of to `endpoint` in `ns`.
     pub remote: Option<std::net::SocketAddr>,
+    /// `--count`: round trips in each latency run (`None`: sized from the
+    /// warm-up's rate and `row_secs`).
+    pub count: Option<u64>,
+    /// The server's process when it is not this one (`--layout process`):
+    /// its CPU time counts in the rows' "CPU all".
+    pub server_pid: Option<i32>,
 }
 
 /// Messages for a run of `secs` at `rate`.

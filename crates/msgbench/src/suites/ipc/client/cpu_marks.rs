@@ -26,8 +26,20 @@ fn server_cpu_ns<C: ClientConnection + ?Sized>(conn: &mut Connection<C>) -> Resu
     Ok(u64::from_le_bytes(b))
 }
 
+/// The CPU time of this process, and of the server's when it is another
+/// one (`--layout process`): what "CPU all" counts.
+fn processes_cpu_ns(server_pid: Option<i32>) -> Result<u64, Stop> {
+    let server = match server_pid {
+        Some(pid) => oslayer::clock::process_cpu_ns_of(pid)
+            .map_err(|e| Stop::Failed(format!("reading the server process's CPU clock: {e}")))?,
+        None => 0,
+    };
+    Ok(process_cpu_ns() + server)
+}
+
 /// CPU clocks read around a run: the server's serving thread (asked
-/// over the connection), the whole process and this thread.
+/// over the connection), the whole process (with the server's, when it
+/// is another one) and this thread.
 pub(super) struct CpuMark {
     server: u64,
     process: u64,
@@ -38,11 +50,12 @@ impl CpuMark {
     /// Reads the clocks before a run (the server's first).
     pub(super) fn before<C: ClientConnection + ?Sized>(
         conn: &mut Connection<C>,
+        server_pid: Option<i32>,
     ) -> Result<CpuMark, Stop> {
         let server = server_cpu_ns(conn)?;
         Ok(CpuMark {
             server,
-            process: process_cpu_ns(),
+            process: processes_cpu_ns(server_pid)?,
             client: thread_cpu_ns(),
         })
     }
@@ -50,9 +63,10 @@ impl CpuMark {
     /// Reads the clocks after a run (the server's last).
     pub(super) fn after<C: ClientConnection + ?Sized>(
         conn: &mut Connection<C>,
+        server_pid: Option<i32>,
     ) -> Result<CpuMark, Stop> {
         let client = thread_cpu_ns();
-        let process = process_cpu_ns();
+        let process = processes_cpu_ns(server_pid)?;
         Ok(CpuMark {
             server: server_cpu_ns(conn)?,
             process,

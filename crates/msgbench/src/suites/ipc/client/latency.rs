@@ -9,7 +9,7 @@ use super::super::echo::Echo;
 use super::super::row::{ExactStats, LatencyRun, Timing};
 use super::super::stats::{exact, histogram, subtract_overhead};
 use super::super::stop::Stop;
-use super::config::{check_stop, ticks, ClientConfig, CAP_FACTOR, MAX_MESSAGES};
+use super::config::{check_stop, ticks, ClientConfig, CAP_FACTOR, COUNT_CAP_SECS, MAX_MESSAGES};
 use super::cpu_marks::CpuMark;
 use crate::measure::clock::Clock;
 use crate::measure::hist::LatencySummary;
@@ -20,6 +20,9 @@ pub(super) enum Sizing {
     /// This many messages (capped at [`CAP_FACTOR`] rows), at about this
     /// rate (messages per second).
     Count(u64, f64),
+    /// Exactly this many messages (`--count`; capped at
+    /// [`COUNT_CAP_SECS`]), at about this rate (0: not known).
+    Exactly(u64, f64),
     /// As many as fit in one row's time (no warm-up measured a rate).
     Time,
 }
@@ -49,11 +52,12 @@ pub(super) fn latency<C: ClientConnection + ?Sized>(
     let clock = &cfg.clock;
     let (target, cap_secs, est_rate) = match sizing {
         Sizing::Count(n, r) => (n, cfg.row_secs * CAP_FACTOR, r),
+        Sizing::Exactly(n, r) => (n.min(MAX_MESSAGES), COUNT_CAP_SECS, r),
         Sizing::Time => (MAX_MESSAGES, cfg.row_secs, 0.0),
     };
     let per_message = cfg.timing == Timing::PerMessage;
     let mut samples: Vec<u64> = Vec::with_capacity(if per_message { target as usize } else { 0 });
-    let cpu0 = CpuMark::before(conn)?;
+    let cpu0 = CpuMark::before(conn, cfg.server_pid)?;
     let start = clock.now();
     let b = Bounds {
         target,
@@ -69,7 +73,7 @@ pub(super) fn latency<C: ClientConnection + ?Sized>(
     };
     echo.end_run();
     let end = clock.now();
-    let cpu1 = CpuMark::after(conn)?;
+    let cpu1 = CpuMark::after(conn, cfg.server_pid)?;
     let duration_ns = clock.ticks_to_ns(end.wrapping_sub(start));
     let (summary, exact, histogram, subtracted) = if per_message {
         per_message_stats(&mut samples, clock)
@@ -79,7 +83,7 @@ pub(super) fn latency<C: ClientConnection + ?Sized>(
     Ok(LatencyRun {
         target,
         samples: n,
-        time_capped: matches!(sizing, Sizing::Count(..)) && n < target,
+        time_capped: !matches!(sizing, Sizing::Time) && n < target,
         duration_ns,
         timing: cfg.timing,
         rate: cfg.rate,

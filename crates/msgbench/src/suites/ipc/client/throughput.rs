@@ -170,7 +170,7 @@ pub(super) fn throughput<C: ClientConnection + ?Sized>(
             break;
         }
     }
-    let cpu0 = CpuMark::before(conn)?;
+    let cpu0 = CpuMark::before(conn, cfg.server_pid)?;
     // The CPU-time call's reply overwrote the slot's first bytes.
     sum.write_body = true;
     let start = clock.now();
@@ -189,7 +189,7 @@ pub(super) fn throughput<C: ClientConnection + ?Sized>(
         }
     }
     let end = clock.now();
-    let cpu1 = CpuMark::after(conn)?;
+    let cpu1 = CpuMark::after(conn, cfg.server_pid)?;
     let secs = clock.ticks_to_ns(end.wrapping_sub(start)) / 1e9;
     let msgs_per_s = done as f64 / secs.max(1e-9);
     Ok(ThroughputRun {

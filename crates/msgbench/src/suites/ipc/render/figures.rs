@@ -25,6 +25,7 @@ fn key(r: &Row) -> Vec<(&'static str, String)> {
         ("api", r.api.name().to_string()),
         ("size", r.size.to_string()),
         ("placement", r.placement.name().to_string()),
+        ("layout", r.layout.name().to_string()),
     ];
     if let Some(n) = r.idle_clients {
         key.push(("idle_clients", n.to_string()));
@@ -183,7 +184,7 @@ mod tests {
         );
         assert_eq!(
             f[0].key_text(),
-            "api=in-place placement=cross size=64 transport=uds"
+            "api=in-place layout=process placement=cross size=64 transport=uds"
         );
         assert_eq!((f[0].value, f[0].better), (100.0, Better::Lower));
     }

@@ -1,0 +1,157 @@
+//! The layouts side by side: a single-client row's server is a process
+//! of its own (`--layout process`, the study's way) or a thread of this
+//! one (`thread`). [`split`] gives each layout its own table, and
+//! [`side_by_side`] sets each transport's process row against its thread
+//! row when a run measured both: what a switch of address space adds.
+
+use super::super::row::{Layout, Row};
+use crate::measure::hist::fmt_ns;
+use crate::results::table::{Align, Table};
+
+/// How a table's title names a layout.
+pub fn label(l: Layout) -> &'static str {
+    match l {
+        Layout::Process => "two processes",
+        Layout::Thread => "two threads of one process",
+    }
+}
+
+/// The rows of one size and placement, split by (idle clients, layout)
+/// in the order they first appear, each keeping its run order.
+pub fn split(rows: &[Row]) -> Vec<Vec<Row>> {
+    /// A group's key: its count of idle clients and its layout.
+    type Key = (Option<u32>, Layout);
+    let mut out: Vec<(Key, Vec<Row>)> = Vec::new();
+    for r in rows {
+        let k = (r.idle_clients, r.layout);
+        match out.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, g)) => g.push(r.clone()),
+            None => out.push((k, vec![r.clone()])),
+        }
+    }
+    out.into_iter().map(|(_, g)| g).collect()
+}
+
+/// The columns of the side-by-side table.
+const HEAD: [&str; 8] = [
+    "Transport",
+    "API",
+    "Process avg",
+    "Thread avg",
+    "Process / thread",
+    "Process p50",
+    "Thread p50",
+    "CPU all, process / thread",
+];
+
+/// Each transport (and API) measured in both layouts at this size and
+/// placement: the process row against the thread row, by average and
+/// p50, and the CPU both sides spent; `None` unless some transport has
+/// both rows measured.
+pub fn side_by_side(rows: &[Row]) -> Option<Table> {
+    let plain = |l: Layout| {
+        rows.iter()
+            .filter(move |r| r.layout == l && r.idle_clients.is_none() && r.clients.is_none())
+            .filter(|r| r.latency.is_some() && r.p50_ns().is_some())
+    };
+    let pairs: Vec<(&Row, &Row)> = plain(Layout::Process)
+        .filter_map(|p| {
+            plain(Layout::Thread)
+                .find(|t| (&t.transport, t.api) == (&p.transport, p.api))
+                .map(|t| (p, t))
+        })
+        .collect();
+    let first = pairs.first()?.0;
+    let title = format!(
+        "{} B, {} CPU: process against thread (the same transport, server in another process or in this one)",
+        first.size,
+        first.placement.name()
+    );
+    let mut align = vec![Align::Right; HEAD.len()];
+    align[..2].fill(Align::Left);
+    let mut t = Table::new(title, &HEAD).aligned(&align);
+    for (p, th) in pairs {
+        t.row(cells(p, th));
+    }
+    t.notes = vec![
+        "  Why they may differ: on one CPU, a switch between two processes changes address space \
+         (page tables, TLB entries\n  not shared), one between two threads does not; across CPUs \
+         neither side switches address space, and the wake-up dominates."
+            .to_string(),
+    ];
+    Some(t)
+}
+
+/// One transport's pair of rows.
+fn cells(p: &Row, t: &Row) -> Vec<String> {
+    let avg = |r: &Row| r.latency.as_ref().map_or(0.0, |l| l.exact.mean_ns);
+    let cpu = |r: &Row| r.latency.as_ref().map_or(0.0, |l| l.cpu.total_ns);
+    let ratio = if avg(t) > 0.0 {
+        format!("{:.2}x", avg(p) / avg(t))
+    } else {
+        "-".to_string()
+    };
+    vec![
+        p.transport.clone(),
+        p.api.label().to_string(),
+        fmt_ns(avg(p)),
+        fmt_ns(avg(t)),
+        ratio,
+        fmt_ns(p.p50_ns().unwrap_or(0.0)),
+        fmt_ns(t.p50_ns().unwrap_or(0.0)),
+        format!("{} / {}", fmt_ns(cpu(p)), fmt_ns(cpu(t))),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::hist::LatencySummary;
+    use crate::suites::ipc::row::{Api, CpuCost, ExactStats, LatencyRun, Placement, Timing};
+
+    fn row(t: &str, layout: Layout, mean: f64) -> Row {
+        let mut r = Row::new(t, t, Api::InPlace, 64, Placement::Same);
+        r.layout = layout;
+        r.latency = Some(LatencyRun {
+            timing: Timing::PerMessage,
+            rate: None,
+            overhead_subtracted_ns: 0.0,
+            target: 10,
+            samples: 10,
+            time_capped: false,
+            duration_ns: mean * 10.0,
+            summary: LatencySummary {
+                p50_ns: mean,
+                ..LatencySummary::default()
+            },
+            exact: ExactStats {
+                mean_ns: mean,
+                ..ExactStats::default()
+            },
+            histogram: Vec::new(),
+            cpu: CpuCost::default(),
+        });
+        r
+    }
+
+    #[test]
+    fn layouts_split_in_order_and_pair_by_transport() {
+        let rows = vec![
+            row("uds", Layout::Process, 12_000.0),
+            row("uds", Layout::Thread, 8_000.0),
+            row("pipe", Layout::Process, 9_000.0),
+            row("pipe", Layout::Thread, 9_900.0),
+        ];
+        let g = split(&rows);
+        assert_eq!(g.len(), 2);
+        assert!(g[0].iter().all(|r| r.layout == Layout::Process));
+        assert_eq!(g[1][1].transport, "pipe");
+        let t = side_by_side(&rows).expect("both layouts");
+        use crate::results::table::{render, Format, Section};
+        let text = render(&[Section::Table(t)], Format::Table);
+        // Either way: uds slower as processes, pipe faster.
+        assert!(text.contains("1.50x"), "{text}");
+        assert!(text.contains("0.91x"), "{text}");
+        assert!(side_by_side(&rows[..1]).is_none());
+    }
+}
