@@ -1366,3 +1366,84 @@ fn both_layouts_side_by_side_and_count_sizes_the_runs() {
     );
     assert_eq!(v["settings"]["count"].as_u64(), Some(300));
 }
+
+/// `--vs-ipc-bench`: the study's own programs and rigtorp's, built from
+/// the repository's peers/ with the machine's C compiler, run on pipe
+/// and uds-stream beside msgbench's process rows: each printed its
+/// figures (kept under `peers`, as figures keyed `peer`), ours stand
+/// beside them, the table names what each does differently, and nothing
+/// of theirs is left in /tmp. Needs `cc`: skipped with a reason without
+/// one (a failure under CI).
+#[test]
+fn the_studys_own_programs_run_beside_our_process_rows() {
+    if std::process::Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip("no C compiler (cc) to build ipc-bench's programs with");
+        return;
+    }
+    let (o, v) = ipc_json(
+        "ipcpeers",
+        &[
+            "--quick",
+            "-t",
+            "pipe,uds-stream",
+            "--sizes",
+            "64",
+            "--placement",
+            "same",
+            "--vs-ipc-bench",
+            "-c",
+            "500",
+        ],
+    );
+    let g = group(
+        &o.stdout,
+        "ipc-bench's own programs beside msgbench's process rows",
+    );
+    assert!(
+        g.iter().any(|l| l.contains("the same mechanism")),
+        "{}",
+        o.stdout
+    );
+    let peers = v["peers"].as_array().expect("peers");
+    let names: Vec<&str> = peers
+        .iter()
+        .map(|p| p["program"].as_str().unwrap_or(""))
+        .collect();
+    for want in [
+        "ipc-bench domain",
+        "ipc-bench pipe",
+        "rigtorp pipe_lat",
+        "rigtorp unix_lat",
+    ] {
+        let p = peers
+            .iter()
+            .find(|p| p["program"] == want)
+            .unwrap_or_else(|| panic!("{want}: {names:?}"));
+        assert_eq!(p["status"], "ok", "{p}");
+        assert_eq!(p["count"].as_u64(), Some(500), "{p}");
+        assert!(
+            num(p, "mean_ns") > 0.0 && num(p, "ours_mean_ns") > 0.0,
+            "{p}"
+        );
+    }
+    let domain = peers
+        .iter()
+        .find(|p| p["program"] == "ipc-bench domain")
+        .expect("domain");
+    assert!(num(domain, "min_ns") <= num(domain, "mean_ns"), "{domain}");
+    assert!(num(domain, "max_ns") >= num(domain, "mean_ns"), "{domain}");
+    let keyed = v["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .filter(|f| f["key"]["peer"].is_string())
+        .count();
+    assert_eq!(keyed, peers.len(), "{v}");
+    for f in ["/tmp/ipc_bench_socket", "/tmp/ipc_bench_fifo"] {
+        assert!(!std::path::Path::new(f).exists(), "{f} left behind");
+    }
+}

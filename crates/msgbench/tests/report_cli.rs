@@ -79,11 +79,15 @@ fn ipc_marks(stdout: &str) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     let mut current: Option<(String, String, String)> = None;
     for line in stdout.lines() {
-        if let Some((head, _)) = line.split_once(" CPU:") {
-            if let Some((size, placement)) = head.split_once(", ") {
-                out.extend(current.take());
-                current = Some((format!("{size} {placement}"), String::new(), String::new()));
-                continue;
+        // "64 B, same CPU, two processes: client and server on CPU 0".
+        let title = line.split_once(": ").map(|(head, _)| head).unwrap_or("");
+        if let Some((size, rest)) = title.split_once(", ") {
+            if let Some((placement, _)) = rest.split_once(" CPU") {
+                if size.ends_with(" B") {
+                    out.extend(current.take());
+                    current = Some((format!("{size} {placement}"), String::new(), String::new()));
+                    continue;
+                }
             }
         }
         let Some(c) = current.as_mut() else { continue };

@@ -32,6 +32,11 @@ pub fn kill(pid: Pid, sig: Signal) -> io::Result<()> {
     Ok(rustix::process::kill_process(pid, sig)?)
 }
 
+/// Sends `sig` to every process of the group `pgid` (kill with -pgid).
+pub fn kill_group(pgid: Pid, sig: Signal) -> io::Result<()> {
+    Ok(rustix::process::kill_process_group(pgid, sig)?)
+}
+
 /// Asks for `sig` when the parent thread dies (prctl PR_SET_PDEATHSIG);
 /// `None` clears it.
 ///

@@ -137,6 +137,10 @@ pub struct Envelope<'a, S: Serialize, R: Serialize> {
     /// Remarks that hold for the whole run (warnings about the machine,
     /// methods), one sentence each.
     pub notes: &'a [String],
+    /// Reference programs run beside the rows (`msgbench ipc
+    /// --vs-ipc-bench`); absent when none ran.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub peers: &'a [super::peer::PeerRun],
 }
 
 /// An envelope read back from a file: the parts every reader needs typed,

@@ -8,6 +8,7 @@
 
 pub mod envelope;
 pub mod export;
+pub mod peer;
 pub mod progress;
 pub mod table;
 

@@ -127,6 +127,8 @@ pub struct Results<R> {
     pub outcome: Outcome,
     /// Remarks on the whole run.
     pub notes: Vec<String>,
+    /// Reference programs run beside the rows (ipc's `--vs-ipc-bench`).
+    pub peers: Vec<crate::results::peer::PeerRun>,
 }
 
 impl<R> Results<R> {
@@ -140,6 +142,7 @@ impl<R> Results<R> {
             rows,
             floor: None,
             notes: Vec::new(),
+            peers: Vec::new(),
         }
     }
 }
@@ -245,6 +248,7 @@ pub fn execute<S: Suite>(
         figures: &figures,
         outcome: &results.outcome,
         notes: &results.notes,
+        peers: &results.peers,
     };
     let text = envelope::text(&doc)?;
     if let Some(p) = &out.json {

@@ -113,7 +113,11 @@ pub fn ipc(run: &Run) -> Vec<String> {
             "mean_ns" => !has_p50(run, f),
             _ => false,
         };
-        if !central || !f.value.is_finite() || f.key.contains_key("clients") {
+        if !central
+            || !f.value.is_finite()
+            || f.key.contains_key("clients")
+            || f.key.contains_key("peer")
+        {
             continue;
         }
         let group = (

@@ -74,6 +74,7 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         figures: &figures,
         outcome: &outcome,
         notes: &notes(suite),
+        peers: &[],
     };
     serde_json::to_string_pretty(&env).ok()
 }

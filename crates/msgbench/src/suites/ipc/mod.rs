@@ -43,6 +43,7 @@ mod server_error;
 mod server_process;
 mod stats;
 mod stop;
+mod vs_peers;
 
 use std::time::Duration;
 
@@ -121,7 +122,9 @@ impl Suite for Ipc {
     }
 
     fn figures(results: &Results<Row>) -> Vec<Figure> {
-        render::figures::figures(&results.rows, results.floor.as_ref())
+        let mut f = render::figures::figures(&results.rows, results.floor.as_ref());
+        f.extend(render::peers::figures(&results.peers));
+        f
     }
 }
 

@@ -114,6 +114,17 @@ pub struct IpcArgs {
         value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT)
     )]
     pub count: Option<u64>,
+    /// Also build and run the IPC comparison study's own programs
+    /// (goldsborough/ipc-bench: domain, tcp, pipe, fifo, mq, signal, shm,
+    /// eventfd-bi) and rigtorp/ipc-bench's (pipe_lat, unix_lat, tcp_lat)
+    /// on the run's transports, sizes and placements, each beside
+    /// msgbench's process row of the same mechanism: their average,
+    /// minimum, maximum and rate as they print them, ours, and what each
+    /// does differently. Needs a C compiler (cc, or $CC) and the sources
+    /// in the repository's peers/ ($MSGBENCH_PEERS elsewhere); -c/--count
+    /// is their -c [default: 1000].
+    #[arg(long = "vs-ipc-bench")]
+    pub vs_ipc_bench: bool,
     /// A short run: sizes 1,4096 and about 0.05 s per measured run.
     #[arg(long = "quick")]
     pub quick: bool,
@@ -267,6 +278,8 @@ pub struct Plan {
     pub layouts: Vec<Layout>,
     /// `--count`: round trips in each latency run (null: sized by time).
     pub count: Option<u64>,
+    /// `--vs-ipc-bench`: the reference programs run beside the rows.
+    pub vs_ipc_bench: bool,
     /// Target seconds per measured run (time cap: twice that).
     pub row_secs: f64,
     /// Hybrid spin budget, microseconds.
@@ -452,6 +465,7 @@ pub fn plan(args: &IpcArgs) -> Result<Plan> {
         placements,
         layouts,
         count: args.count,
+        vs_ipc_bench: args.vs_ipc_bench,
         row_secs: row_secs(args, rows),
         spin_us: args.spin_us,
         cpus: usable_cpus(),
@@ -494,6 +508,7 @@ fn check_remote(args: &IpcArgs, transports: &[String]) -> Result<()> {
         ("--clients", args.clients.is_some()),
         ("--vs-floor", args.vs_floor),
         ("--inject-fault", args.inject_fault.is_some()),
+        ("--vs-ipc-bench", args.vs_ipc_bench),
     ];
     if let Some((flag, _)) = local_only.iter().find(|(_, given)| *given) {
         bail!("{flag}: not with --server (it needs the server in this process or on this host)");
@@ -835,6 +850,7 @@ mod tests {
             placements,
             layouts: vec![Layout::Process],
             count: None,
+            vs_ipc_bench: false,
             row_secs: 0.1,
             spin_us: 0,
             cpus,

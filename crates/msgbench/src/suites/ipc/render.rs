@@ -9,6 +9,7 @@ pub mod figures;
 pub mod ipcbench;
 pub mod layouts;
 pub mod notes;
+pub mod peers;
 pub mod scale;
 
 use super::judge::GroupSummary;
@@ -70,6 +71,9 @@ pub(super) fn sections(plan: &Plan, results: &Results<Row>) -> Vec<Section> {
     }
     for g in active.chunk_by(|a, b| (a.size, a.placement) == (b.size, b.placement)) {
         out.push(Section::Table(scale::active(g, cpus(g.first()))));
+    }
+    if let Some(t) = peers::table(&results.peers) {
+        out.push(Section::Table(t));
     }
     // The clock of the run: Clock::best() is chosen once per process.
     let clock = Clock::best();

@@ -99,7 +99,17 @@ pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
         notes.push(l.describe());
     }
     drop(dir);
-    Ok(results(plan, cx, rows, floor, notes))
+    let peers = match plan.vs_ipc_bench && !cx.stopped() {
+        true => {
+            let (peers, note) = super::vs_peers::run(plan, cx, &rows);
+            notes.extend(note);
+            peers
+        }
+        false => Vec::new(),
+    };
+    let mut r = results(plan, cx, rows, floor, notes);
+    r.peers = peers;
+    Ok(r)
 }
 
 /// A quick floor between the first two CPUs (one progress item), or

@@ -1,0 +1,5 @@
+#include "common/parent.h"
+
+int main(int argc, char* argv[]) {
+	setup_parent("fifo", argc, argv);
+}
