@@ -1348,7 +1348,8 @@ fn both_layouts_side_by_side_and_count_sizes_the_runs() {
             num(cpu, "server_ns"),
             num(cpu, "total_ns"),
         );
-        assert!(cli > 0.0 && srv > 0.0 && all >= cli + srv, "{r}");
+        // Every thread of both sides: at least the two threads (to rounding).
+        assert!(cli > 0.0 && srv > 0.0 && all >= (cli + srv) * 0.999, "{r}");
     }
     let keys: Vec<String> = v["figures"]
         .as_array()

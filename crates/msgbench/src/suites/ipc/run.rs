@@ -13,6 +13,7 @@ use super::load::LoadMeter;
 use super::one_row;
 use super::options::Plan;
 use super::row::{Api, Row, RowSpec, Status};
+use super::vs_peers::Session;
 use crate::measure::rundir::RunDir;
 use crate::pingpong::floor::{self, FloorReport, QUICK_BUDGET};
 use crate::suites::{Results, RunContext};
@@ -93,22 +94,20 @@ pub fn run(plan: &Plan, cx: &RunContext) -> Result<Results<Row>> {
     } else {
         None
     };
+    let mut peers = match plan.vs_ipc_bench {
+        true => Session::start(plan, cx)
+            .map_err(|note| notes.push(note))
+            .ok(),
+        false => None,
+    };
     let meter = LoadMeter::start();
-    let rows = run_rows(plan, cx, dir.ns());
+    let rows = run_rows(plan, cx, dir.ns(), peers.as_mut());
     if let Some(l) = meter.finish() {
         notes.push(l.describe());
     }
     drop(dir);
-    let peers = match plan.vs_ipc_bench && !cx.stopped() {
-        true => {
-            let (peers, note) = super::vs_peers::run(plan, cx, &rows);
-            notes.extend(note);
-            peers
-        }
-        false => Vec::new(),
-    };
     let mut r = results(plan, cx, rows, floor, notes);
-    r.peers = peers;
+    r.peers = peers.map(|s| s.runs).unwrap_or_default();
     Ok(r)
 }
 
@@ -124,8 +123,14 @@ fn measure_floor(plan: &Plan, cx: &RunContext, notes: &mut Vec<String>) -> Optio
         .ok()
 }
 
-/// Every row in run order, until SIGINT.
-fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
+/// Every row in run order, until SIGINT; with `peers`, the reference
+/// programs of each size right after its rows.
+fn run_rows(
+    plan: &Plan,
+    cx: &RunContext,
+    ns: &Namespace,
+    mut peers: Option<&mut Session>,
+) -> Vec<Row> {
     let opts = msgpass::Options {
         spin: plan.spin(),
         wait: Some(Duration::from_secs(2)),
@@ -141,7 +146,8 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
         plan,
     };
     let mut rows = Vec::new();
-    for spec in plan.row_order() {
+    let order = plan.row_order();
+    for (i, spec) in order.iter().enumerate() {
         if cx.stopped() {
             break;
         }
@@ -157,14 +163,18 @@ fn run_rows(plan: &Plan, cx: &RunContext, ns: &Namespace) -> Vec<Row> {
             spec.size,
             spec.placement.name()
         ));
-        let mut row = one_row(&ctx, rows.len(), &spec);
+        let mut row = one_row(&ctx, rows.len(), spec);
         // A call broken by the stop (the server returns on the flag) is
         // an interruption, not a fault of the transport.
         if cx.stopped() && row.status == Status::Failed {
             row.status = Status::Interrupted;
         }
         rows.push(row);
-        cx.progress.done(row_estimate(plan, &spec));
+        cx.progress.done(row_estimate(plan, spec));
+        let size_done = order.get(i + 1).is_none_or(|next| next.size != spec.size);
+        if let (true, Some(p)) = (size_done, peers.as_deref_mut()) {
+            p.run_size(spec.size, &rows, cx);
+        }
     }
     rows
 }

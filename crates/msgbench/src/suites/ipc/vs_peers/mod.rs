@@ -40,45 +40,59 @@ pub const HANG: Duration = Duration::from_secs(5);
 /// Files goldsborough's programs make in /tmp and remove when they end.
 const TMP_FILES: [&str; 2] = ["/tmp/ipc_bench_socket", "/tmp/ipc_bench_fifo"];
 
-/// The programs of the plan's transports, built and run at each size on
-/// one CPU; a note when they could not be built.
-pub fn run(plan: &Plan, cx: &RunContext, rows: &[Row]) -> (Vec<PeerRun>, Option<String>) {
-    let chosen: Vec<Program> = PROGRAMS
-        .iter()
-        .filter(|p| plan.transports.iter().any(|t| t == p.transport))
-        .copied()
-        .collect();
-    if chosen.is_empty() {
-        return (Vec::new(), Some(no_program_note()));
+/// The programs of a run, built, and what they gave so far.
+pub struct Session {
+    built: build::Built,
+    chosen: Vec<Program>,
+    cpu: usize,
+    count: u64,
+    /// Every program run so far, in order.
+    pub runs: Vec<PeerRun>,
+}
+
+impl Session {
+    /// Builds the programs of the plan's transports; `Err` is the run's
+    /// note saying why none will run.
+    pub fn start(plan: &Plan, cx: &RunContext) -> Result<Session, String> {
+        let chosen: Vec<Program> = PROGRAMS
+            .iter()
+            .filter(|p| plan.transports.iter().any(|t| t == p.transport))
+            .copied()
+            .collect();
+        if chosen.is_empty() {
+            return Err(no_program_note());
+        }
+        let Ok((cpu, _)) = plan.cpus_for(Placement::Same) else {
+            return Err("--vs-ipc-bench: not run: no CPU to run on".into());
+        };
+        cx.progress.start("building ipc-bench's programs");
+        let built = build::build(&build::sources(), &chosen);
+        cx.progress.done(Duration::ZERO);
+        let built = built.map_err(|e| format!("--vs-ipc-bench: not run: {e:#}"))?;
+        Ok(Session {
+            built,
+            chosen,
+            cpu,
+            count: plan.count.unwrap_or(DEFAULT_COUNT),
+            runs: Vec::new(),
+        })
     }
-    cx.progress.start("building ipc-bench's programs");
-    let built = build::build(&build::sources(), &chosen);
-    cx.progress.done(Duration::ZERO);
-    let built = match built {
-        Ok(b) => b,
-        Err(e) => return (Vec::new(), Some(format!("--vs-ipc-bench: not run: {e:#}"))),
-    };
-    let count = plan.count.unwrap_or(DEFAULT_COUNT);
-    let mut out = Vec::new();
-    let Ok(cpus) = plan.cpus_for(Placement::Same) else {
-        return (
-            out,
-            Some("--vs-ipc-bench: not run: no CPU to run on".into()),
-        );
-    };
-    for &size in &plan.sizes {
-        for p in &chosen {
+
+    /// Runs every program at `size`, right after msgbench's rows of that
+    /// size (`rows`: the run's rows so far), so that both see the same
+    /// machine state.
+    pub fn run_size(&mut self, size: usize, rows: &[Row], cx: &RunContext) {
+        for p in &self.chosen {
             if cx.stopped() {
-                return (out, None);
+                return;
             }
             cx.progress.start(format!("{} {size} B", p.label()));
-            let mut r = run_one(&built, p, size, cpus.0, count);
+            let mut r = run_one(&self.built, p, size, self.cpu, self.count);
             r.ours_mean_ns = ours(rows, p.transport, size, Placement::Same);
-            out.push(r);
+            self.runs.push(r);
             cx.progress.done(Duration::ZERO);
         }
     }
-    (out, None)
 }
 
 /// The note when no transport of the run has a reference program.
