@@ -182,9 +182,18 @@ impl Peer {
             .stdin
             .as_mut()
             .ok_or_else(|| anyhow!("{}: stdin closed", self.what))?;
-        writeln!(stdin, "{line}")
-            .and_then(|()| stdin.flush())
-            .with_context(|| format!("cannot write to {}", self.what))
+        // One write: a peer may act on the line and exit before a
+        // second write of its newline (then EPIPE).
+        if let Err(e) = stdin.write_all(format!("{line}\n").as_bytes()) {
+            // Most often it ended: say how, with its last word (read by
+            // another thread: give it a moment to arrive).
+            if let Ok(Some(status)) = self.child.try_wait() {
+                std::thread::sleep(Duration::from_millis(50));
+                bail!("{} had ended ({status}){}", self.what, self.said());
+            }
+            return Err(e).with_context(|| format!("cannot write to {}", self.what));
+        }
+        Ok(())
     }
 
     /// Asks it to stop (SIGTERM) and waits up to `grace` before killing
@@ -262,5 +271,44 @@ impl std::fmt::Display for Exit {
             Exit::Failed(s) => write!(f, "failed with {s}"),
             Exit::Killed => write!(f, "did not end in time and was killed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sh FILE` as a peer, FILE holding `script` (`--die-with-parent
+    /// PID` become its `$1` and `$2`).
+    fn shell(script: &str) -> Peer {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(script.as_bytes()).unwrap();
+        let path = file.into_temp_path();
+        let p = Peer::start_with(
+            Path::new("/bin/sh"),
+            &path.to_string_lossy(),
+            "the shell",
+            &[],
+        );
+        // Gone once the shell has read it: wait for its first word.
+        let mut p = p.unwrap();
+        assert_eq!(p.line(Duration::from_secs(5)).unwrap(), "started");
+        drop(path);
+        p
+    }
+
+    #[test]
+    fn writing_to_an_ended_peer_says_how_it_ended() {
+        let mut p = shell("echo started; echo bye >&2; exit 3");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while p.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let e = p.send("stop").unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("the shell had ended (exit status: 3): bye"),
+            "{e}"
+        );
     }
 }
