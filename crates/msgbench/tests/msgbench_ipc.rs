@@ -591,6 +591,10 @@ fn ipc_repeats_are_all_kept_and_their_spread_shown() {
     let r = &v["rows"][0];
     let reps = r["repeats"].as_array().expect("repeats");
     assert_eq!(reps.len(), 3, "{r}");
+    // Each repeat a pass of its own (interleaved with the size's other
+    // rows), sized as the first: one count asked of all.
+    let targets: Vec<u64> = reps.iter().filter_map(|l| l["target"].as_u64()).collect();
+    assert_eq!(targets, [targets[0]; 3], "{r}");
     for l in reps {
         check_latency(&l["summary"], l["samples"].as_u64().expect("samples"));
         assert_eq!(l["timing"], "per-message", "{l}");

@@ -30,8 +30,8 @@ pub struct Measured {
     pub max_msg: usize,
     /// Round-trip latency, one run per repeat, in order.
     pub latency: Vec<LatencyRun>,
-    /// One-way throughput.
-    pub throughput: ThroughputRun,
+    /// One-way throughput, when measured.
+    pub throughput: Option<ThroughputRun>,
 }
 
 /// The measured runs of a row, over whichever connection.
@@ -79,16 +79,20 @@ fn measure<C: ClientConnection + ?Sized>(
     let mut sizing: Option<Sizing> = None;
     for _ in 0..cfg.repeats.max(1) {
         let warm_rate = warm_up(cfg, &mut conn, &mut echo)?;
-        let s = *sizing.get_or_insert(match (cfg.count, cfg.rate.or(warm_rate)) {
-            (Some(n), r) => Sizing::Exactly(n, r.unwrap_or(0.0)),
-            (None, Some(r)) => Sizing::Count(target(r, cfg.row_secs), r),
-            (None, None) => Sizing::Time,
+        let s = *sizing.get_or_insert(match (cfg.count, cfg.sized, cfg.rate.or(warm_rate)) {
+            (Some(n), _, r) => Sizing::Exactly(n, r.unwrap_or(0.0)),
+            (None, Some(n), Some(r)) => Sizing::Count(n, r),
+            (None, None, Some(r)) => Sizing::Count(target(r, cfg.row_secs), r),
+            (None, _, None) => Sizing::Time,
         });
         runs.push(latency(cfg, &mut conn, &mut echo, s)?);
     }
     let first = &runs[0];
     let rate = first.samples as f64 / (first.duration_ns / 1e9).max(1e-9);
-    let throughput = throughput(cfg, &mut conn, rate)?;
+    let throughput = match cfg.throughput {
+        true => Some(throughput(cfg, &mut conn, rate)?),
+        false => None,
+    };
     // The server returns right after this reply and closes its channel. A
     // transport may lose a reply that is followed at once by the close
     // (shm did: its close overwrote the unread reply); that ends nothing

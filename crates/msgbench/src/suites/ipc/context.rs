@@ -32,6 +32,13 @@ pub struct RowContext<'a> {
     pub fault: Option<Fault>,
     /// The checked options (warm-up, repeats, timing, rate).
     pub plan: &'a Plan,
+    /// Whether the row measures one-way throughput after its latency
+    /// runs (not in the second and later passes of `-r N`, see
+    /// `interleave.rs`).
+    pub throughput: bool,
+    /// Round trips of each latency run, as the row's first pass sized
+    /// them (`None`: sized from the warm-up's rate; see `interleave.rs`).
+    pub sized: Option<u64>,
 }
 
 impl RowContext<'_> {

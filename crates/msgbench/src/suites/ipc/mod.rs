@@ -27,6 +27,7 @@ mod context;
 mod crowd;
 mod echo;
 mod idle;
+mod interleave;
 mod judge;
 mod load;
 mod one_row;

@@ -64,6 +64,8 @@ pub fn run(ctx: &RowContext, endpoint: &str, spec: &RowSpec, cpus: (usize, usize
         stop: Arc::clone(ctx.stop),
         warmup_secs: ctx.plan.warmup_secs,
         repeats: ctx.plan.repeats,
+        throughput: ctx.throughput,
+        sized: ctx.sized,
         timing: ctx.plan.timing,
         rate: ctx.plan.rate,
         window: ctx.plan.window,
@@ -124,7 +126,7 @@ pub(super) fn conclude(
         Ok(m) => {
             row.max_msg = Some(m.max_msg);
             set_repeats(&mut row, m.latency);
-            row.throughput = Some(m.throughput);
+            row.throughput = m.throughput;
             if let Some(w) = row.other_load.as_ref().and_then(|l| l.warning()) {
                 row.warnings.push(w);
             }
@@ -139,7 +141,7 @@ pub(super) fn conclude(
 
 /// Keeps every repeat, the median one as the row's latency, and warns
 /// about a wide spread or an outlying first repeat.
-fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
+pub(super) fn set_repeats(row: &mut Row, runs: Vec<LatencyRun>) {
     let central: Vec<f64> = runs.iter().map(LatencyRun::central_ns).collect();
     row.latency = runs.get(median_index(&central)).cloned();
     row.histogram = row

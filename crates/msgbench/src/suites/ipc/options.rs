@@ -49,7 +49,7 @@ pub struct IpcSpec;
 
 impl RepeatsSpec for IpcSpec {
     const HELP: &'static str =
-        "Latency runs per row; the table shows the median of their p50s and their spread";
+        "Latency runs per row, interleaved with the other rows of the same size (A B C A B C); the table shows the median of their p50s and their spread";
     const DEFAULT: Option<&'static str> = Some("1");
     const MAX: usize = 1000;
 }
@@ -705,7 +705,7 @@ pub(crate) fn usable_cpus() -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -838,7 +838,7 @@ mod tests {
 
     /// A plan of the given transports, sizes, placements and CPUs, with
     /// every other field at its default.
-    fn plan_of(
+    pub(in crate::suites::ipc) fn plan_of(
         transports: &[&str],
         sizes: Vec<usize>,
         placements: Vec<Placement>,

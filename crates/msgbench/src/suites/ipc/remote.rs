@@ -39,6 +39,8 @@ pub fn run(ctx: &RowContext, server: &RemoteServer, spec: &RowSpec) -> Row {
         stop: Arc::clone(ctx.stop),
         warmup_secs: ctx.plan.warmup_secs,
         repeats: ctx.plan.repeats,
+        throughput: ctx.throughput,
+        sized: ctx.sized,
         timing: ctx.plan.timing,
         rate: ctx.plan.rate,
         window: ctx.plan.window,

@@ -1,6 +1,7 @@
 //! Running a plan: a private namespace directory, the floor with
-//! `--vs-floor`, every row in run order (one progress item each), and the
-//! outcome. Nothing is printed here: the pipeline prints at the end.
+//! `--vs-floor`, every row in run order, size by size, its repeats
+//! interleaved with the size's other rows (`interleave.rs`; one progress
+//! item a pass), and the outcome. Nothing is printed here: the pipeline prints at the end.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use anyhow::Result;
 use msgpass::Namespace;
 
 use super::context::RowContext;
+use super::interleave::{self, Pass};
 use super::load::LoadMeter;
 use super::one_row;
 use super::options::Plan;
@@ -57,7 +59,7 @@ pub fn row_estimate(plan: &Plan, spec: &RowSpec) -> Duration {
         return Duration::from_secs_f64(secs);
     }
     let warm = plan.warmup_secs.unwrap_or(plan.row_secs / 5.0);
-    let secs = plan.repeats.max(1) as f64 * (warm + plan.row_secs) + plan.row_secs;
+    let secs = plan.repeats.max(1) as f64 * (warm + plan.row_secs + ROW_SETUP_SECS) + plan.row_secs;
     let idle = match spec.idle {
         Some(n) if n > 0 => {
             let shm =
@@ -72,6 +74,17 @@ pub fn row_estimate(plan: &Plan, spec: &RowSpec) -> Duration {
         _ => 0.0,
     };
     Duration::from_secs_f64(secs + ROW_SETUP_SECS + idle)
+}
+
+/// About how long one pass of row `spec` takes under the pass's `plan`
+/// (see `interleave.rs`): the whole row for a row run once, else one
+/// warm-up and latency run, and the throughput run in the `first`.
+fn pass_estimate(plan: &Plan, spec: &RowSpec, first: bool) -> Duration {
+    let whole = row_estimate(plan, spec);
+    if first || spec.idle.is_some() || spec.clients.is_some() {
+        return whole;
+    }
+    whole.saturating_sub(Duration::from_secs_f64(plan.row_secs))
 }
 
 /// About how long the whole plan takes.
@@ -144,39 +157,63 @@ fn run_rows(
         stop: &cx.stop,
         fault: plan.fault,
         plan,
+        throughput: true,
+        sized: None,
     };
     let mut rows = Vec::new();
     let order = plan.row_order();
-    for (i, spec) in order.iter().enumerate() {
+    let mut endpoints = 0..;
+    for specs in order.chunk_by(|a, b| a.size == b.size) {
+        let measured = interleave::run_size(
+            &ctx,
+            specs,
+            || cx.stopped(),
+            |ctx, pass| {
+                let row = one_pass(ctx, cx, endpoints.next().unwrap_or_default(), &pass);
+                cx.progress
+                    .done(pass_estimate(ctx.plan, pass.spec, pass.first));
+                row
+            },
+        );
+        rows.extend(measured);
+        if let Some(p) = peers.as_deref_mut().filter(|_| !cx.stopped()) {
+            p.run_size(specs[0].size, &rows, cx);
+        }
         if cx.stopped() {
             break;
         }
-        let copy = if spec.api == Api::Copy { " (copy)" } else { "" };
-        let with = match (spec.idle, spec.clients) {
-            (Some(n), _) => format!(", {n} idle clients"),
-            (_, Some(n)) => format!(", {n} clients"),
-            _ => String::new(),
-        };
-        cx.progress.start(format!(
-            "{}{copy} {} B {}{with}",
-            spec.transport,
-            spec.size,
-            spec.placement.name()
-        ));
-        let mut row = one_row(&ctx, rows.len(), spec);
-        // A call broken by the stop (the server returns on the flag) is
-        // an interruption, not a fault of the transport.
-        if cx.stopped() && row.status == Status::Failed {
-            row.status = Status::Interrupted;
-        }
-        rows.push(row);
-        cx.progress.done(row_estimate(plan, spec));
-        let size_done = order.get(i + 1).is_none_or(|next| next.size != spec.size);
-        if let (true, Some(p)) = (size_done, peers.as_deref_mut()) {
-            p.run_size(spec.size, &rows, cx);
-        }
     }
     rows
+}
+
+/// One pass of a row as endpoint `row-<index>`, under its progress item.
+fn one_pass(ctx: &RowContext, cx: &RunContext, index: usize, pass: &Pass) -> Row {
+    let spec = pass.spec;
+    let copy = if spec.api == Api::Copy { " (copy)" } else { "" };
+    let with = match (spec.idle, spec.clients) {
+        (Some(n), _) => format!(", {n} idle clients"),
+        (_, Some(n)) => format!(", {n} clients"),
+        _ => String::new(),
+    };
+    let repeats = ctx.plan.repeats.max(1);
+    let repeat = match (repeats, pass.first) {
+        (1, _) => String::new(),
+        (_, true) => format!(", repeat 1 of {repeats}"),
+        (_, false) => String::from(", a further repeat"),
+    };
+    cx.progress.start(format!(
+        "{}{copy} {} B {}{with}{repeat}",
+        spec.transport,
+        spec.size,
+        spec.placement.name()
+    ));
+    let mut row = one_row(ctx, index, spec);
+    // A call broken by the stop (the server returns on the flag) is
+    // an interruption, not a fault of the transport.
+    if cx.stopped() && row.status == Status::Failed {
+        row.status = Status::Interrupted;
+    }
+    row
 }
 
 /// One row as endpoint `row-<index>` (against the remote server with

@@ -47,6 +47,11 @@ pub struct ClientConfig {
     pub warmup_secs: Option<f64>,
     /// Latency runs.
     pub repeats: usize,
+    /// Whether a throughput run follows the latency runs.
+    pub throughput: bool,
+    /// Round trips of each latency run when an earlier pass of the row
+    /// sized them (capped as a row is, unlike `count`).
+    pub sized: Option<u64>,
     /// How latency runs are timed.
     pub timing: Timing,
     /// Open loop: messages per second.

@@ -39,9 +39,10 @@ pub fn legend(plan: &Plan, clock: &Clock) -> String {
     });
     if plan.repeats > 1 {
         l.push(format!(
-            "Repeats: {} latency runs per row; p50 is the median of their p50s (tables sorted by it);\n\
-             Spread = (max - min) / median of the repeats' p50s. Warned: spread above {REPEAT_WARN_PCT:.0}%, or a first\n\
-             repeat more than {REPEAT_WARN_PCT:.0}% off the others' median while they agree.",
+            "Repeats: {} latency runs per row, the rows of a size in turn (A B C A B C); p50 is the median of\n\
+             their p50s (tables sorted by it); Spread = (max - min) / median of the repeats' p50s.\n\
+             Warned: spread above {REPEAT_WARN_PCT:.0}%, or a first repeat more than {REPEAT_WARN_PCT:.0}% off the others' median while\n\
+             they agree.",
             plan.repeats
         ));
     }
