@@ -395,12 +395,48 @@ pub fn verdicts(runs: &[(&str, Vec<String>)]) -> String {
         if overlaid {
             inner.push_str(&format!("<h3>{}</h3>\n", escape(label)));
         }
-        inner.extend(sentences.iter().map(|s| para(s)));
+        inner.extend(sentences.iter().map(|s| answer(s)));
     }
     if inner.is_empty() {
         return String::new();
     }
     format!("<div class=\"verdict\">\n{inner}</div>\n")
+}
+
+/// One answer as a report shows it: its first sentence, read at a
+/// glance, and the rest (the figures and arithmetic behind it) folded
+/// beneath.
+fn answer(text: &str) -> String {
+    match first_sentence(text) {
+        (all, "") => para(all),
+        (head, rest) => format!(
+            "{}<details><summary>how</summary>\n{}</details>\n",
+            para(head),
+            para(rest)
+        ),
+    }
+}
+
+/// `text` split after its first sentence: at the first full stop outside
+/// brackets that a space and a capital letter follow (`1.5x`, `e.g.` and
+/// `(a. B)` do not end one); the rest is empty when there is one only.
+pub fn first_sentence(text: &str) -> (&str, &str) {
+    let b = text.as_bytes();
+    let mut depth = 0i32;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'.' if depth <= 0
+                && b.get(i + 1) == Some(&b' ')
+                && b.get(i + 2).is_some_and(u8::is_ascii_uppercase) =>
+            {
+                return (&text[..=i], text[i + 2..].trim_start());
+            }
+            _ => {}
+        }
+    }
+    (text, "")
 }
 
 /// A paragraph of escaped text.

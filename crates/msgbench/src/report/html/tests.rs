@@ -647,3 +647,23 @@ fn ipc_scale_axes_get_charts_of_their_own() {
         .expect("the size chart");
     assert_eq!(by_size.matches("<circle").count(), 2 * 4, "{by_size}");
 }
+
+#[test]
+fn an_answer_shows_its_first_sentence_and_folds_the_figures() {
+    let (head, rest) = first_sentence(
+        "GetInteger(1), libdbus: dbus-daemon adds 31.0us (56.0us against 25.0us. Not here), 4% of it validation. The broker takes 14.8us, 3.8x faster. So on.",
+    );
+    assert_eq!(
+        head,
+        "GetInteger(1), libdbus: dbus-daemon adds 31.0us (56.0us against 25.0us. Not here), 4% of it validation."
+    );
+    assert_eq!(rest, "The broker takes 14.8us, 3.8x faster. So on.");
+    assert_eq!(first_sentence("One only, 1.5x."), ("One only, 1.5x.", ""));
+    let html = verdicts(&[("run", vec!["Short. Long tail: 1 + 2 = 3.".into()])]);
+    assert!(
+        html.contains("<p>Short.</p>\n<details><summary>how</summary>\n<p>Long tail: 1 + 2 = 3.</p>\n</details>"),
+        "{html}"
+    );
+    let html = verdicts(&[("run", vec!["Just one sentence.".into()])]);
+    assert!(!html.contains("<details>"), "{html}");
+}

@@ -217,8 +217,11 @@ impl LibSplit {
             s += &format!(" (the study on QNX 6.4: {} us)", q.us);
         }
         let share = self.daemon_share();
+        // The answer in one sentence; the split and the verdict after.
         s += &format!(
-            ": the daemon {} ({}, against {} peer to peer)",
+            ", {} of it the daemon's own ({}). A call through dbus-daemon: the daemon {} ({}, against {} peer to peer)",
+            Self::part(share),
+            self.pct(share),
             Self::part(share),
             self.pct(share),
             fmt_ns(self.p2p)
@@ -348,7 +351,7 @@ mod tests {
         let s = sentences(&rows, 256);
         assert_eq!(s.len(), 2, "{s:?}");
         assert!(
-            s[0].starts_with("GetInteger(256), sd-bus: dbus-daemon takes 45.0us per call: "),
+            s[0].starts_with("GetInteger(256), sd-bus: dbus-daemon takes 45.0us per call, 20.0us of it the daemon's own (44%). "),
             "{s:?}"
         );
         assert!(
