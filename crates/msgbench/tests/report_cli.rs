@@ -179,7 +179,13 @@ fn check_ipc(stdout: &str, html: &str) {
             "Cross CPU"
         };
         let p = &v[v.find(name).unwrap_or_else(|| panic!("no {name} in {v}"))..];
-        let p = &p[..p.find("</p>").unwrap()];
+        // The answer's sentence, then its figures folded beneath it.
+        let p = &p[..p.find("</details>").or_else(|| p.find("</p>")).unwrap()];
+        let headline = &p[..p.find("</p>").unwrap()];
+        assert!(
+            headline.contains(&format!(" {fastest} at ")),
+            "{table}: * {fastest}: {headline}"
+        );
         assert!(
             p.contains(&format!("{size}: {fastest} ")),
             "{table}: * {fastest}: {p}"

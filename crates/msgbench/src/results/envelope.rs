@@ -141,6 +141,10 @@ pub struct Envelope<'a, S: Serialize, R: Serialize> {
     /// --vs-ipc-bench`); absent when none ran.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub peers: &'a [super::peer::PeerRun],
+    /// The suite's answers, judged from its rows when it ran (`Suite::
+    /// judge`); absent when the suite gives none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub verdicts: &'a [String],
 }
 
 /// An envelope read back from a file: the parts every reader needs typed,
@@ -175,6 +179,10 @@ pub struct Run {
     /// Remarks.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The suite's answers as judged when it ran (none in runs from
+    /// before they were kept, or of suites that give none).
+    #[serde(default)]
+    pub verdicts: Vec<String>,
 }
 
 impl Run {

@@ -129,6 +129,10 @@ pub struct Results<R> {
     pub notes: Vec<String>,
     /// Reference programs run beside the rows (ipc's `--vs-ipc-bench`).
     pub peers: Vec<crate::results::peer::PeerRun>,
+    /// The suite's answers to its study's question, judged once from the
+    /// typed rows when the run ended ([`Suite::judge`]) and kept in the
+    /// envelope as `verdicts`: the report shows them as they are.
+    pub verdicts: Vec<String>,
 }
 
 impl<R> Results<R> {
@@ -142,6 +146,7 @@ impl<R> Results<R> {
             rows,
             floor: None,
             notes: Vec::new(),
+            verdicts: Vec::new(),
             peers: Vec::new(),
         }
     }
@@ -183,6 +188,13 @@ pub trait Suite {
 
     /// The results as generic figures (for compare and report).
     fn figures(results: &Results<Self::Row>) -> Vec<Figure>;
+
+    /// The answers to the study's question, judged from the typed rows
+    /// once the run ended, kept in the envelope (`verdicts`) and shown by
+    /// the report as they are; none by default.
+    fn judge(_plan: &Self::Plan, _results: &Results<Self::Row>) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl OutputArgs {
@@ -232,6 +244,7 @@ pub fn execute<S: Suite>(
     }
     let mut results = S::run(&plan, &cx)?;
     results.outcome = outcome_of(&results.rows, cx.stopped());
+    results.verdicts = S::judge(&plan, &results);
     cx.progress.finish();
     let figures = S::figures(&results);
     let doc = Envelope {
@@ -249,6 +262,7 @@ pub fn execute<S: Suite>(
         outcome: &results.outcome,
         notes: &results.notes,
         peers: &results.peers,
+        verdicts: &results.verdicts,
     };
     let text = envelope::text(&doc)?;
     if let Some(p) = &out.json {

@@ -179,6 +179,7 @@ fn run(suite: &str, figures: Vec<Figure>) -> Run {
         figures,
         outcome: Outcome::default(),
         notes: Vec::new(),
+        verdicts: Vec::new(),
     }
 }
 

@@ -1,20 +1,19 @@
-//! The sentences each suite's section opens with, computed from the
-//! envelope alone: the adder's verdict and server models (the suite's own
-//! functions, on rows read back from the envelope), ipc's lowest p50 per
-//! placement and size (the rows its tables mark `*` and `B`), rtos's
-//! summary line (the suite's own wording), validate's verdicts counted;
-//! smp's lessons and broker's answer are the run's `notes` as written.
+//! The sentences each suite's section opens with, from the envelope
+//! alone: the adder's verdict and server models (the suite's own
+//! functions, on rows read back from the envelope), ipc's answers as the
+//! run judged and kept them (`verdicts`: the lowest p50 per placement,
+//! layout and size), rtos's summary line (the suite's own wording),
+//! validate's verdicts counted; smp's lessons and broker's answer are the
+//! run's `notes` as written.
 
 use std::collections::BTreeMap;
 
 use clap::ValueEnum;
 use serde_json::Value;
 
-use super::fields::{field, placement_order};
-use super::key;
+use super::fields::field;
 use crate::devctl::client::ClientRun;
 use crate::devctl::options::Api;
-use crate::measure::hist::fmt_ns;
 use crate::results::envelope::Run;
 use crate::suites::adder::{self, judge, Measured};
 use crate::suites::rtos::Summary;
@@ -92,128 +91,11 @@ fn adder_measured(v: &Value, transport: &str, api: Api) -> Option<Measured> {
     })
 }
 
-/// One contender of an ipc table: transport (with its API when not in
-/// place), its wait class, its central round trip.
-struct Entry {
-    who: String,
-    blocking: bool,
-    ns: f64,
-}
-
-/// Ipc's best transport per placement: for each placement, at each size
-/// (and count of idle clients), the lowest central round trip (p50, or
-/// the mean with whole-run timing) of all transports, and of the blocking
-/// ones when that is another: the rows the terminal's tables mark `*` and
-/// `B`.
+/// Ipc's answers as the run judged them from its typed rows (the best
+/// transport per placement and layout; `suites/ipc/judge.rs`), kept in
+/// the envelope: none for a run from before they were kept.
 pub fn ipc(run: &Run) -> Vec<String> {
-    let mut groups: BTreeMap<(String, String, u64, u64), Vec<Entry>> = BTreeMap::new();
-    for f in &run.figures {
-        let central = match f.metric.as_str() {
-            "p50_ns" => true,
-            "mean_ns" => !has_p50(run, f),
-            _ => false,
-        };
-        if !central
-            || !f.value.is_finite()
-            || f.key.contains_key("clients")
-            || f.key.contains_key("peer")
-        {
-            continue;
-        }
-        let group = (
-            key(f, "placement").to_string(),
-            key(f, "layout").to_string(),
-            key(f, "size").parse().unwrap_or(u64::MAX),
-            key(f, "idle_clients").parse().unwrap_or(0),
-        );
-        let transport = key(f, "transport");
-        let who = match key(f, "api") {
-            "" | "in-place" => transport.to_string(),
-            api => format!("{transport} ({api} API)"),
-        };
-        let blocking = wait(run, transport) == "blocking";
-        groups.entry(group).or_default().push(Entry {
-            who,
-            blocking,
-            ns: f.value,
-        });
-    }
-    let mut by_placement: BTreeMap<((u8, String), String), Vec<String>> = BTreeMap::new();
-    for ((placement, layout, size, idle), entries) in groups {
-        by_placement
-            .entry((placement_order(&placement), layout))
-            .or_default()
-            .extend(winners(size, idle, &entries));
-    }
-    by_placement
-        .into_iter()
-        .map(|(((_, p), layout), clauses)| {
-            format!(
-                "{}{}, lowest p50: {}.",
-                placement_name(&p),
-                layout_name(&layout),
-                clauses.join("; ")
-            )
-        })
-        .collect()
-}
-
-/// True when the row of `f` also has a p50 figure (per-message timing).
-fn has_p50(run: &Run, f: &crate::results::envelope::Figure) -> bool {
-    run.figures
-        .iter()
-        .any(|g| g.metric == "p50_ns" && g.key == f.key && g.value.is_finite())
-}
-
-/// A transport's wait class as its rows give it (`blocking`, `hybrid`,
-/// `polling`), "" when no row names it.
-fn wait(run: &Run, transport: &str) -> String {
-    run.rows
-        .iter()
-        .find(|r| field(r, "transport") == transport)
-        .map_or(String::new(), |r| field(r, "wait"))
-}
-
-/// The clause of one table: "64 B: shm-spin 812ns (blocking: uds 5.2us)".
-fn winners(size: u64, idle: u64, entries: &[Entry]) -> Option<String> {
-    let best = |blocking: bool| {
-        entries
-            .iter()
-            .filter(|e| !blocking || e.blocking)
-            .min_by(|a, b| a.ns.total_cmp(&b.ns))
-    };
-    let all = best(false)?;
-    let idle = match idle {
-        0 => String::new(),
-        n => format!(" beside {n} idle clients"),
-    };
-    let mut s = format!("{size} B{idle}: {} {}", all.who, fmt_ns(all.ns));
-    match best(true) {
-        Some(b) if std::ptr::eq(b, all) => s.push_str(" (a blocking transport)"),
-        Some(b) => s.push_str(&format!(" (blocking: {} {})", b.who, fmt_ns(b.ns))),
-        None => {}
-    }
-    Some(s)
-}
-
-/// ", two processes" for `process` ("" for a run from before layouts,
-/// whose servers were threads of msgbench).
-fn layout_name(l: &str) -> String {
-    match l {
-        "" => String::new(),
-        "process" => ", two processes".into(),
-        "thread" => ", two threads".into(),
-        other => format!(", layout {other}"),
-    }
-}
-
-/// "Same CPU (client and server pinned to one CPU)" for `same`.
-fn placement_name(p: &str) -> String {
-    match p {
-        "same" => "Same CPU (client and server pinned to one CPU)".into(),
-        "cross" => "Cross CPU (client and server pinned to two CPUs)".into(),
-        other => format!("Placement {other}"),
-    }
+    run.verdicts.clone()
 }
 
 /// Rtos's summary line as the terminal prints it (`Summary: 3 passed, 1

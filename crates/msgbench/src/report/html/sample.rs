@@ -75,8 +75,22 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         outcome: &outcome,
         notes: &notes(suite),
         peers: &[],
+        verdicts: &verdicts(suite),
     };
     serde_json::to_string_pretty(&env).ok()
+}
+
+/// The run's kept answers (ipc's, as `Suite::judge` words them for the
+/// sample's rows).
+fn verdicts(suite: &str) -> Vec<String> {
+    let answers: &[&str] = match suite {
+        "ipc" => &[
+            "Same CPU (client and server pinned to one CPU), two processes, lowest p50: uds at every size. By size: 64 B: uds 3.02us (a blocking transport); 256 B: uds 3.00us (a blocking transport); 256 B beside 1000 idle clients: uds 23.0us (a blocking transport); 256 B beside 10000 idle clients: uds 203us (a blocking transport); 1024 B: uds 3.38us (a blocking transport); 16384 B: uds 9.00us (a blocking transport).",
+            "Cross CPU (client and server pinned to two CPUs), two processes, lowest p50: uds at every size. By size: 64 B: uds 3.02us (a blocking transport); 1024 B: uds 3.38us (a blocking transport); 16384 B: uds 9.00us (a blocking transport).",
+        ],
+        _ => &[],
+    };
+    answers.iter().map(|a| a.to_string()).collect()
 }
 
 /// The run's notes: smp's are its lessons' verdicts, broker's the

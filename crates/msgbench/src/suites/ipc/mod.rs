@@ -127,6 +127,10 @@ impl Suite for Ipc {
         f.extend(render::peers::figures(&results.peers));
         f
     }
+
+    fn judge(_plan: &Plan, results: &Results<Row>) -> Vec<String> {
+        judge::answers(&results.rows)
+    }
 }
 
 #[cfg(test)]
