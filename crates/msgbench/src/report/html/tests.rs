@@ -198,37 +198,33 @@ fn edited_page(dir: &Dir, suite: &str, edit: impl Fn(&mut serde_json::Value)) ->
 }
 
 #[test]
-fn the_adder_verdict_comes_out_either_way_from_the_rows() {
+fn the_adder_verdict_is_the_one_the_run_kept() {
+    // How it comes out either way is judged on typed rows when the run
+    // ends (suites/adder/judge.rs's tests); the report shows it as kept.
     let dir = Dir::new("adder-verdict");
-    let four = |run: &mut serde_json::Value| run["environment"]["cpu_count"] = 4.into();
-    let page = edited_page(&dir, "adder", four);
+    let page = sample_page(&dir, "adder");
     let v = verdict_first(section(&page, "adder"));
-    assert!(
-        v.contains(
-            "scaled best (94% at 4 threads) and every transport kept at least 94% of linear \
-             scaling, so nothing suggests a global lock"
-        ),
-        "{v}"
-    );
+    assert!(v.contains("so nothing suggests a global lock"), "{v}");
     assert!(
         v.contains("Server models compared by aggregate rate"),
         "{v}"
     );
-    // uds pinned scaling 55% at 2 threads: a lock.
+    // A row edited after the run changes no verdict.
     let page = edited_page(&dir, "adder", |run| {
-        four(run);
         for r in run["rows"].as_array_mut().unwrap() {
-            if r["transport"] == "uds" && r["placement"] == "pinned" && r["threads"] == 2 {
-                r["efficiency"] = 0.55.into();
-            }
+            r["efficiency"] = 0.55.into();
         }
     });
     let v = verdict_first(section(&page, "adder"));
+    assert!(v.contains("nothing suggests a global lock"), "{v}");
+    let page = edited_page(&dir, "adder", |run| {
+        run.as_object_mut().unwrap().remove("verdicts");
+    });
     assert!(
-        v.contains("but uds reached only 55% at 2 threads (a fully serialised run reads 50%)"),
-        "{v}"
+        !section(&page, "adder").contains("global lock"),
+        "{}",
+        section(&page, "adder")
     );
-    assert!(v.contains("suggests a global lock") && !v.contains("nothing suggests"));
 }
 
 #[test]

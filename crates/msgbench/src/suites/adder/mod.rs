@@ -76,4 +76,17 @@ impl Suite for Adder {
     fn figures(results: &Results<Row>) -> Vec<Figure> {
         results.rows.iter().flat_map(render::row_figures).collect()
     }
+
+    /// Does messaging scale or is there a global lock, and which server
+    /// model scales best: the sentences printed under the tables.
+    fn judge(_plan: &AdderPlan, results: &Results<Row>) -> Vec<String> {
+        let cpus = placement::cpu_count();
+        [
+            judge::verdict(&results.rows, cpus),
+            judge::models(&results.rows, cpus),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
