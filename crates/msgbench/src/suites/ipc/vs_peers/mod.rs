@@ -98,6 +98,9 @@ impl Session {
 /// The note when no transport of the run has a reference program.
 fn no_program_note() -> String {
     let mut t: Vec<&str> = PROGRAMS.iter().map(|p| p.transport).collect();
+    // The study's programs, then rigtorp's: the same transport twice,
+    // not side by side.
+    t.sort_unstable();
     t.dedup();
     format!(
         "--vs-ipc-bench: no reference program for these transports (they have: {})",
@@ -300,4 +303,21 @@ fn ftok(path: &Path, id: u8) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some((u32::from(id) << 24) | (((m.dev() & 0xff) as u32) << 16) | ((m.ino() & 0xffff) as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_names_each_transport_with_a_program_once() {
+        let note = no_program_note();
+        for t in ["pipe", "fifo", "uds-stream", "tcp"] {
+            assert_eq!(
+                note.matches(&format!(" {t},")).count() + note.matches(&format!(" {t})")).count(),
+                1,
+                "{t}: {note}"
+            );
+        }
+    }
 }
