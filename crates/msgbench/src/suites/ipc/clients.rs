@@ -113,18 +113,9 @@ fn drive(
             endpoint,
             ctx.plan.spin_us,
         );
-        args.extend([
-            "--index".into(),
-            k.to_string(),
-            "--size".into(),
-            spec.size.to_string(),
-            "--api".into(),
-            spec.api.name().into(),
-            "--cpu".into(),
-            cpu.to_string(),
-            "--secs".into(),
-            ctx.row_secs.to_string(),
-        ]);
+        args.extend(["--index".into(), k.to_string()]);
+        args.extend(peer::shape_args(spec.size, spec.api, cpu));
+        args.extend(["--secs".into(), ctx.row_secs.to_string()]);
         peers.push(Peer::start(peer::COMMAND, format!("client {k}"), &args).map_err(failed)?);
     }
     let ready = READY + READY_PER_CLIENT * n;

@@ -156,13 +156,9 @@ pub struct IdleArgs {
     pub reach: Reach,
 }
 
-/// `ipc-peer client`.
-#[derive(Debug, Args)]
-pub struct ClientArgs {
-    /// Its index (its range of sequence numbers).
-    #[arg(long = "index", value_name = "K",
-          value_parser = clap::value_parser!(u32).range(0..i64::from(MAX_CLIENTS)))]
-    pub index: u32,
+/// What a row's client or server process measures with, and where.
+#[derive(Debug, Clone, Args)]
+pub struct Shape {
     /// Message size, bytes (at most the suite's largest `--sizes`).
     #[arg(long = "size", value_name = "BYTES",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_SIZE as u64))]
@@ -175,10 +171,34 @@ pub struct ClientArgs {
         value_parser = parse_api
     )]
     pub api: Api,
-    /// CPU to pin itself to.
+    /// CPU to pin the measuring thread to.
     #[arg(long = "cpu", value_name = "CPU",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_CPU_ID as u64))]
     pub cpu: usize,
+}
+
+/// The arguments of a [`Shape`] (the reverse of its parsing).
+pub fn shape_args(size: usize, api: Api, cpu: usize) -> [String; 6] {
+    [
+        "--size".into(),
+        size.to_string(),
+        "--api".into(),
+        api.name().into(),
+        "--cpu".into(),
+        cpu.to_string(),
+    ]
+}
+
+/// `ipc-peer client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Its index (its range of sequence numbers).
+    #[arg(long = "index", value_name = "K",
+          value_parser = clap::value_parser!(u32).range(0..i64::from(MAX_CLIENTS)))]
+    pub index: u32,
+    /// Its message size, API and CPU.
+    #[command(flatten)]
+    pub shape: Shape,
     /// Seconds of round trips after `go`.
     #[arg(long = "secs", value_name = "SECS", value_parser = secs)]
     pub secs: f64,
@@ -194,22 +214,9 @@ pub struct ClientArgs {
 /// `ipc-peer server`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
-    /// CPU to pin the serving thread to.
-    #[arg(long = "cpu", value_name = "CPU",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_CPU_ID as u64))]
-    pub cpu: usize,
-    /// Largest message served, bytes (at most the suite's largest `--sizes`).
-    #[arg(long = "size", value_name = "BYTES",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_SIZE as u64))]
-    pub size: usize,
-    /// The API: in-place or copy.
-    #[arg(
-        long = "api",
-        value_name = "API",
-        default_value = "in-place",
-        value_parser = parse_api
-    )]
-    pub api: Api,
+    /// The row's message size and API, and the CPU of the serving thread.
+    #[command(flatten)]
+    pub shape: Shape,
     /// Test hook: the reply this server breaks (as ipc's --inject-fault).
     #[arg(long = "fault", value_name = "KIND", value_parser = parse_fault)]
     pub fault: Option<Fault>,
@@ -245,10 +252,10 @@ fn server(a: &ServerArgs, stop: &AtomicBool) -> Result<()> {
         &r.endpoint,
         &r.transport,
         &opts,
-        a.cpu,
-        a.size,
+        a.shape.cpu,
+        a.shape.size,
         a.fault,
-        a.api,
+        a.shape.api,
     );
     let server = match started {
         Ok(s) => s,
@@ -403,8 +410,8 @@ fn parse_api(s: &str) -> std::result::Result<Api, UnknownApi> {
 }
 
 fn client(a: &ClientArgs, stop: Arc<AtomicBool>) -> Result<()> {
-    let api = a.api;
-    pin_current_thread(a.cpu).map_err(|e| anyhow!("--cpu {}: {e}", a.cpu))?;
+    let api = a.shape.api;
+    pin_current_thread(a.shape.cpu).map_err(|e| anyhow!("--cpu {}: {e}", a.shape.cpu))?;
     let opts = a.reach.options()?;
     let ns = Namespace::open(&a.reach.ns)?;
     let r = &a.reach;
@@ -430,12 +437,12 @@ impl OverConnection for Active<'_> {
 
     fn over<C: ClientConnection + ?Sized>(self, mut conn: Connection<C>) -> Result<()> {
         let a = self.a;
-        if conn.max_msg() < a.size {
+        if conn.max_msg() < a.shape.size {
             return say(&format!("n/a {}", conn.max_msg()));
         }
         let clock = Clock::monotonic();
-        let mut echo =
-            Echo::new(a.size, self.api, conn.in_place()).numbered_from(u64::from(a.index) << 40);
+        let mut echo = Echo::new(a.shape.size, self.api, conn.in_place())
+            .numbered_from(u64::from(a.index) << 40);
         echo.restart();
         for _ in 0..a.warmup {
             echo.round(&mut conn, &clock)

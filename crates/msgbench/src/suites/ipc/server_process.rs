@@ -41,14 +41,7 @@ impl ServerProcess {
             endpoint,
             ctx.plan.spin_us,
         );
-        args.extend([
-            "--cpu".into(),
-            cpu.to_string(),
-            "--size".into(),
-            spec.size.to_string(),
-            "--api".into(),
-            spec.api.name().into(),
-        ]);
+        args.extend(peer::shape_args(spec.size, spec.api, cpu));
         if let Some(f) = ctx.fault {
             args.extend(["--fault".into(), f.name().into()]);
         }
