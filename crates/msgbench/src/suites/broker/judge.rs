@@ -83,13 +83,28 @@ fn transport(rows: &[BrokerRow], ints: u32) -> Option<String> {
         .map(|t| t.to_string())
 }
 
+/// The sizes (`GetInteger(N)`) of `rows`, each once, in run order.
+pub fn sizes(rows: &[BrokerRow]) -> Vec<u32> {
+    first_seen(rows.iter().map(|r| r.ints))
+}
+
+/// `items` without repeats, in the order each first came (rows of one
+/// size need not be adjacent).
+fn first_seen<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
 /// The sentences under the table: at each size, the split per D-Bus
 /// library and the brokers' answer; then the goals.
 pub fn judge(rows: &[BrokerRow]) -> Vec<String> {
-    let mut sizes: Vec<u32> = rows.iter().map(|r| r.ints).collect();
-    sizes.dedup();
     let mut out = Vec::new();
-    for &n in &sizes {
+    for n in sizes(rows) {
         out.extend(dbus::judge::sentences(rows, n));
         out.extend(answer(rows, n));
         out.extend(super::arithmetic::sentence(rows, n));
@@ -207,12 +222,11 @@ fn share_verdict(validation: f64, added: f64) -> String {
 pub fn goals(rows: &[BrokerRow]) -> Vec<String> {
     let at = At::new(rows, 1);
     let mut out = Vec::new();
-    let mut transports: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.via == Via::Broker && r.ints == 1 && r.fault.is_none() && r.measured())
-        .filter_map(|r| r.transport.as_deref())
-        .collect();
-    transports.dedup();
+    let transports = first_seen(
+        rows.iter()
+            .filter(|r| r.via == Via::Broker && r.ints == 1 && r.fault.is_none() && r.measured())
+            .filter_map(|r| r.transport.as_deref()),
+    );
     for t in transports {
         let broker = at.p50(Via::Broker, Some(t)).expect("filtered on it");
         if let Some(direct) = at.p50(Via::Direct, Some(t)) {
@@ -383,5 +397,21 @@ mod tests {
         assert!(s.contains("the fault is not shown"), "{s}");
         assert!(beside_a_hung_service(&bad, &bad[0]).is_none());
         assert_eq!(goals(&bad).len(), 0, "a fault row is no goal's broker row");
+    }
+
+    #[test]
+    fn each_size_is_judged_once_when_its_rows_are_apart() {
+        // Sizes alternate in run order (each arrangement at 1, then 256).
+        let mut r = Vec::new();
+        for via in [Via::Direct, Via::Broker] {
+            for n in [1, 256] {
+                r.push(row(via, Some("uds"), n, 10.0));
+            }
+        }
+        assert_eq!(sizes(&r), [1, 256]);
+        assert_eq!(
+            first_seen(["uds", "shm", "uds"].into_iter()),
+            ["uds", "shm"]
+        );
     }
 }

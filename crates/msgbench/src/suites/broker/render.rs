@@ -278,12 +278,10 @@ pub fn sections(plan: &BrokerPlan, rows: &[BrokerRow], notes: &[String]) -> Vec<
         .map(|c| Section::Text(c.line()))
         .collect();
     out.extend([Section::Table(table(rows)), Section::Table(split(rows))]);
-    let mut sizes: Vec<u32> = rows.iter().map(|r| r.ints).collect();
-    sizes.dedup();
     out.extend(
-        sizes
-            .iter()
-            .filter_map(|&n| super::arithmetic::table(rows, n))
+        super::judge::sizes(rows)
+            .into_iter()
+            .filter_map(|n| super::arithmetic::table(rows, n))
             .map(Section::Table),
     );
     out.extend(faults(rows).map(Section::Table));
