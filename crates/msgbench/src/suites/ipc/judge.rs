@@ -180,31 +180,12 @@ mod tests {
 
     #[test]
     fn winners_ignore_failed_rows_and_polling_for_blocking() {
-        let ok = |t: &str, mech: &str, p50: f64| {
-            let mut r = Row::new(t, mech, Api::InPlace, 1, Placement::Same);
-            r.latency = Some(LatencyRun {
-                timing: Timing::PerMessage,
-                rate: None,
-                overhead_subtracted_ns: 0.0,
-                target: 1,
-                samples: 1,
-                time_capped: false,
-                duration_ns: p50,
-                summary: LatencySummary {
-                    p50_ns: p50,
-                    ..LatencySummary::default()
-                },
-                exact: ExactStats::default(),
-                histogram: Vec::new(),
-                cpu: CpuCost::default(),
-            });
-            r
-        };
+        use WaitClass::{Blocking, Hybrid, Polling};
         let rows = vec![
-            ok("uds", "uds", 9000.0),
-            ok("shm-spin", "shm-spin", 200.0),
-            ok("shm", "shm-hybrid", 500.0),
-            ok("shm-block", "shm-block", 3000.0).end(Status::Failed, "bad byte"),
+            measured("uds", Blocking, 1, 9000.0),
+            measured("shm-spin", Polling, 1, 200.0),
+            measured("shm", Hybrid, 1, 500.0),
+            measured("shm-block", Blocking, 1, 3000.0).end(Status::Failed, "bad byte"),
         ];
         let g = GroupSummary::of(1, Placement::Same, &rows);
         assert_eq!(g.fastest.as_deref(), Some("shm-spin"));
