@@ -130,9 +130,8 @@ mod tests {
 
     use super::*;
     use crate::measure::clock::Clock;
-    use crate::measure::hist::LatencySummary;
     use crate::suites::ipc::options::tests::plan_of;
-    use crate::suites::ipc::row::{CpuCost, ExactStats, Placement, Timing};
+    use crate::suites::ipc::row::Placement;
 
     /// What a pass was given.
     #[derive(Debug, PartialEq)]
@@ -145,25 +144,7 @@ mod tests {
     }
 
     fn run_of(p50: f64, target: u64) -> LatencyRun {
-        LatencyRun {
-            timing: Timing::PerMessage,
-            rate: None,
-            overhead_subtracted_ns: 0.0,
-            target,
-            samples: target,
-            time_capped: false,
-            duration_ns: p50 * target as f64,
-            summary: LatencySummary {
-                p50_ns: p50,
-                ..LatencySummary::default()
-            },
-            exact: ExactStats {
-                mean_ns: p50,
-                ..ExactStats::default()
-            },
-            histogram: Vec::new(),
-            cpu: CpuCost::default(),
-        }
+        LatencyRun::with_p50(p50, target)
     }
 
     /// Runs `transports` with `repeats` through a pass that records what

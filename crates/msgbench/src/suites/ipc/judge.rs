@@ -175,8 +175,7 @@ fn winners(rows: &[&Row]) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::hist::LatencySummary;
-    use crate::suites::ipc::row::{CpuCost, ExactStats, LatencyRun, Status, Timing};
+    use crate::suites::ipc::row::{LatencyRun, Status};
 
     #[test]
     fn winners_ignore_failed_rows_and_polling_for_blocking() {
@@ -195,22 +194,7 @@ mod tests {
     fn measured(t: &str, wait: WaitClass, size: usize, p50: f64) -> Row {
         let mut r = Row::new(t, t, Api::InPlace, size, Placement::Same);
         r.wait = wait;
-        r.latency = Some(LatencyRun {
-            timing: Timing::PerMessage,
-            rate: None,
-            overhead_subtracted_ns: 0.0,
-            target: 1,
-            samples: 1,
-            time_capped: false,
-            duration_ns: p50,
-            summary: LatencySummary {
-                p50_ns: p50,
-                ..LatencySummary::default()
-            },
-            exact: ExactStats::default(),
-            histogram: Vec::new(),
-            cpu: CpuCost::default(),
-        });
+        r.latency = Some(LatencyRun::with_p50(p50, 1));
         r
     }
 

@@ -277,6 +277,31 @@ pub struct LatencyRun {
 }
 
 impl LatencyRun {
+    /// A closed-loop, per-message run of `samples` round trips whose p50
+    /// and mean are `ns`, everything else empty (for tests).
+    #[cfg(test)]
+    pub fn with_p50(ns: f64, samples: u64) -> LatencyRun {
+        LatencyRun {
+            timing: Timing::PerMessage,
+            rate: None,
+            overhead_subtracted_ns: 0.0,
+            target: samples,
+            samples,
+            time_capped: false,
+            duration_ns: ns * samples as f64,
+            summary: crate::measure::hist::LatencySummary {
+                p50_ns: ns,
+                ..Default::default()
+            },
+            exact: ExactStats {
+                mean_ns: ns,
+                ..ExactStats::default()
+            },
+            histogram: Vec::new(),
+            cpu: CpuCost::default(),
+        }
+    }
+
     /// The run's central figure: the p50, or the mean with whole-run timing.
     pub fn central_ns(&self) -> f64 {
         match self.timing {

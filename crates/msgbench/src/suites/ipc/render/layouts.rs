@@ -135,31 +135,12 @@ fn cells(p: &Row, t: &Row) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::hist::LatencySummary;
-    use crate::suites::ipc::row::{Api, CpuCost, ExactStats, LatencyRun, Placement, Timing};
+    use crate::suites::ipc::row::{Api, LatencyRun, Placement};
 
     fn row(t: &str, layout: Layout, mean: f64) -> Row {
         let mut r = Row::new(t, t, Api::InPlace, 64, Placement::Same);
         r.layout = layout;
-        r.latency = Some(LatencyRun {
-            timing: Timing::PerMessage,
-            rate: None,
-            overhead_subtracted_ns: 0.0,
-            target: 10,
-            samples: 10,
-            time_capped: false,
-            duration_ns: mean * 10.0,
-            summary: LatencySummary {
-                p50_ns: mean,
-                ..LatencySummary::default()
-            },
-            exact: ExactStats {
-                mean_ns: mean,
-                ..ExactStats::default()
-            },
-            histogram: Vec::new(),
-            cpu: CpuCost::default(),
-        });
+        r.latency = Some(LatencyRun::with_p50(mean, 10));
         r
     }
 
