@@ -95,8 +95,9 @@ fn sized(plan: &Plan, first: Option<&LatencyRun>) -> Option<u64> {
 }
 
 /// Keeps what pass `round` of a row found: its latency run beside the
-/// others, its warnings; a pass that did not measure ends the row as it
-/// ended (the runs before it are dropped with the figures).
+/// others, its warnings; a pass that failed or was skipped ends the row as
+/// it ended (the runs before it are dropped with the figures), one that a
+/// stop cut short is dropped (the runs before it stand).
 fn keep(slot: &mut Option<Row>, runs: &mut Vec<LatencyRun>, mut row: Row, round: usize) {
     let measured = row.status == Status::Ok;
     match slot {
@@ -104,6 +105,8 @@ fn keep(slot: &mut Option<Row>, runs: &mut Vec<LatencyRun>, mut row: Row, round:
             runs.append(&mut row.repeats);
             *slot = Some(row);
         }
+        // A stop in a later pass: the runs measured before it stand.
+        Some(_) if row.status == Status::Interrupted => {}
         Some(_) if !measured => {
             if round > 0 {
                 let why = row.reason.take().unwrap_or_default();
@@ -149,12 +152,12 @@ mod tests {
 
     /// Runs `transports` with `repeats` through a pass that records what
     /// it was given and measures p50 = 1000 + 100 x its number (in run
-    /// order), failing the passes `fails` names (by number), and setting
-    /// the stop flag once `stop_after` passes have run.
+    /// order), ending the passes `ends` names (by number) as it says, and
+    /// setting the stop flag once `stop_after` passes have run.
     fn sweep(
         transports: &[&str],
         repeats: usize,
-        fails: &[usize],
+        ends: &[(usize, Status)],
         stop_after: usize,
     ) -> (Vec<Seen>, Vec<Row>) {
         let mut plan = plan_of(transports, vec![64], vec![Placement::Same], vec![0]);
@@ -192,8 +195,8 @@ mod tests {
                     stop.store(true, Ordering::Relaxed);
                 }
                 let mut row = Row::for_spec(pass.spec);
-                if fails.contains(&k) {
-                    return row.end(Status::Failed, "a reply was wrong");
+                if let Some((_, status)) = ends.iter().find(|e| e.0 == k) {
+                    return row.end(*status, "a reply was wrong");
                 }
                 row.repeats = vec![run_of(1000.0 + 100.0 * k as f64, 500 + k as u64)];
                 row
@@ -241,7 +244,12 @@ mod tests {
     #[test]
     fn a_failed_row_is_not_run_again_and_says_in_which_repeat() {
         // Pass 4 is pipe's second.
-        let (seen, rows) = sweep(&["uds", "pipe", "tcp"], 3, &[4], usize::MAX);
+        let (seen, rows) = sweep(
+            &["uds", "pipe", "tcp"],
+            3,
+            &[(4, Status::Failed)],
+            usize::MAX,
+        );
         assert_eq!(
             order(&seen),
             ["uds", "pipe", "tcp", "uds", "pipe", "tcp", "uds", "tcp"]
@@ -261,6 +269,10 @@ mod tests {
         assert_eq!(order(&seen), ["uds", "pipe", "tcp", "uds"]);
         let runs: Vec<usize> = rows.iter().map(|r| r.repeats.len()).collect();
         assert_eq!(runs, [2, 1, 1]);
+        // The pass the stop cut short is dropped; the runs before stand.
+        let (_, rows) = sweep(&["uds", "pipe"], 3, &[(3, Status::Interrupted)], 4);
+        assert_eq!(rows[1].status, Status::Ok);
+        assert_eq!(rows[1].repeats.len(), 1);
         // And with one repeat, nothing is interleaved or sized again.
         let (seen, rows) = sweep(&["uds", "pipe"], 1, &[], usize::MAX);
         assert_eq!(order(&seen), ["uds", "pipe"]);

@@ -78,7 +78,10 @@ pub fn side_by_side(rows: &[Row]) -> Option<Table> {
             ratios.push(a / b);
         }
     }
-    t.notes = vec![summary(&mut ratios)];
+    let repeats = pairs
+        .iter()
+        .map(|(p, t)| p.repeats.len().min(t.repeats.len()));
+    t.notes = vec![summary(&mut ratios, repeats.min().unwrap_or(0))];
     Some(t)
 }
 
@@ -88,9 +91,9 @@ fn mean(r: &Row) -> f64 {
 }
 
 /// What the ratios say: their median and range, and what could make a
-/// process slower than a thread (to be read against the spread of
-/// repeats: `-r 3`).
-fn summary(ratios: &mut [f64]) -> String {
+/// process slower than a thread; to be read against the spread of the
+/// rows' `repeats` (at least that many each), or of repeats not run.
+fn summary(ratios: &mut [f64], repeats: usize) -> String {
     ratios.sort_by(f64::total_cmp);
     let Some((&lo, &hi)) = ratios.first().zip(ratios.last()) else {
         return String::new();
@@ -103,10 +106,16 @@ fn summary(ratios: &mut [f64]) -> String {
     } else {
         "no difference beyond 10%"
     };
+    let spread = match repeats {
+        0 | 1 => "Read a single run against its repeats (-r 3).".to_string(),
+        n => format!(
+            "Each row is the median of {n} interleaved repeats (their spread is in the tables)."
+        ),
+    };
     format!(
         "  Process / thread by average: median {median:.2}x over {} transports ({lo:.2}x to {hi:.2}x): {verdict}. \
          A switch between two processes\n  also changes address space (page tables, TLB entries not \
-         shared); one between two threads does not. Read a single run against its repeats (-r 3).",
+         shared); one between two threads does not. {spread}",
         ratios.len()
     )
 }
@@ -146,9 +155,12 @@ mod tests {
 
     #[test]
     fn the_summary_comes_out_either_way() {
-        assert!(summary(&mut [0.8, 0.85]).contains("processes faster"));
-        assert!(summary(&mut [1.0, 1.05, 0.95]).contains("no difference beyond 10%"));
-        assert!(summary(&mut []).is_empty());
+        assert!(summary(&mut [0.8, 0.85], 1).contains("processes faster"));
+        assert!(summary(&mut [1.0, 1.05, 0.95], 1).contains("no difference beyond 10%"));
+        assert!(summary(&mut [], 1).is_empty());
+        assert!(summary(&mut [1.2, 1.3], 1).contains("processes slower"));
+        assert!(summary(&mut [1.2], 1).contains("against its repeats (-r 3)"));
+        assert!(summary(&mut [1.2], 3).contains("the median of 3 interleaved repeats"));
     }
 
     #[test]
