@@ -394,11 +394,11 @@ fn rtos_json_and_csv_formats() {
             .all(|r| r["reference"]["text"].is_string()),
         "IRQ-P-LAT without its reference: {doc}"
     );
-    let notes = doc["notes"].as_array().expect("notes");
+    let verdicts = doc["verdicts"].as_array().expect("verdicts");
     assert!(
-        notes
+        verdicts
             .iter()
-            .any(|n| n.as_str().is_some_and(|n| n.starts_with("summary: "))),
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("Summary: "))),
         "{doc}"
     );
     for f in doc["figures"].as_array().expect("figures") {

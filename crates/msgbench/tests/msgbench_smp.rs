@@ -91,7 +91,7 @@ fn a_memory_sweep_gives_every_row_the_studys_column_and_judges_the_lessons() {
             assert_eq!(num(r, "scaling"), 1.0, "{r}");
         }
     }
-    let notes = doc["notes"].as_array().expect("notes");
+    let notes = doc["verdicts"].as_array().expect("verdicts");
     for k in 1..=3 {
         assert!(
             notes
@@ -145,7 +145,7 @@ fn the_search_finds_an_emulated_line_rate_and_judges_lesson_three() {
             "{pps} against {line}: {r}"
         );
     }
-    let lesson3 = doc["notes"][2].as_str().unwrap();
+    let lesson3 = doc["verdicts"][2].as_str().unwrap();
     assert!(!lesson3.contains("not judged"), "{lesson3}");
     assert!(lesson3.contains("reaches the line rate"), "{lesson3}");
     assert!(out.stdout.contains("(line)"), "{out}");

@@ -13,7 +13,9 @@ use serde_json::Value;
 use super::chart::{self, Series, XyPlot};
 use super::dots::{dots, DotPlot};
 use super::fields::field;
-use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
+use super::{
+    answers, chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section,
+};
 
 /// Where the study's figures come from, as shown under the tables.
 pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; docs/methodology.md, \"The D-Bus broker study\"). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
@@ -115,7 +117,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     }
     let answers: Vec<(&str, Vec<String>)> = runs
         .iter()
-        .map(|i| (i.label.as_str(), i.run.notes.clone()))
+        .map(|i| (i.label.as_str(), answers::kept(&i.run)))
         .collect();
     let mut html = verdicts(&answers);
     for (_, c) in &groups {

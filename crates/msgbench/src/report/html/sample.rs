@@ -73,15 +73,15 @@ pub fn envelope_json(suite: &str, scale: f64) -> Option<String> {
         rows: &rows,
         figures: &figures,
         outcome: &outcome,
-        notes: &notes(suite),
+        notes: &notes(),
         peers: &[],
         verdicts: &verdicts(suite),
     };
     serde_json::to_string_pretty(&env).ok()
 }
 
-/// The run's kept answers (adder's and ipc's, as `Suite::judge` words
-/// them for the sample's rows on a 2-CPU machine).
+/// The run's kept answers, as each suite's `Suite::judge` words them for
+/// the sample's rows on a 2-CPU machine.
 fn verdicts(suite: &str) -> Vec<String> {
     let answers: &[&str] = match suite {
         "adder" => &[
@@ -92,16 +92,8 @@ fn verdicts(suite: &str) -> Vec<String> {
             "Same CPU (client and server pinned to one CPU), two processes, lowest p50: uds at every size. By size: 64 B: uds 3.02us (a blocking transport); 256 B: uds 3.00us (a blocking transport); 256 B beside 1000 idle clients: uds 23.0us (a blocking transport); 256 B beside 10000 idle clients: uds 203us (a blocking transport); 1024 B: uds 3.38us (a blocking transport); 16384 B: uds 9.00us (a blocking transport).",
             "Cross CPU (client and server pinned to two CPUs), two processes, lowest p50: uds at every size. By size: 64 B: uds 3.02us (a blocking transport); 1024 B: uds 3.38us (a blocking transport); 16384 B: uds 9.00us (a blocking transport).",
         ],
-        _ => &[],
-    };
-    answers.iter().map(|a| a.to_string()).collect()
-}
-
-/// The run's notes: smp's are its lessons' verdicts, broker's the
-/// study's question answered and its goals judged.
-fn notes(suite: &str) -> Vec<String> {
-    let mut out = vec!["Generated sample, not a measurement.".to_string()];
-    let more: &[&str] = match suite {
+        "rtos" => &["Summary: 1 passed, 0 failed, 0 inconclusive, 2 measured, 0 skipped, 0 errors"],
+        "validate" => &["2 of 2 comparisons agree with the reference tool within their tolerance; 0 DISAGREE, 0 missing (tool not installed), 0 error."],
         "smp" => &[
             "Lesson 1 (two workers scale almost 2x): holds here: one mutex scales 1.90x from 1 to 2 workers at 64 B.",
             "Lesson 2 (per-CPU tables beat one shared mutex): holds here: per-cpu +6.0% over mutex with 2 workers at 64 B.",
@@ -115,8 +107,12 @@ fn notes(suite: &str) -> Vec<String> {
         ],
         _ => &[],
     };
-    out.extend(more.iter().map(|n| n.to_string()));
-    out
+    answers.iter().map(|a| a.to_string()).collect()
+}
+
+/// The run's notes.
+fn notes() -> Vec<String> {
+    vec!["Generated sample, not a measurement.".to_string()]
 }
 
 fn fig(key: &[(&str, String)], metric: &str, v: f64, unit: &str, b: Better) -> Figure {

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::chart::{self, Marker, Series, XyPlot};
 use super::fields::field;
-use super::{chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section};
+use super::{
+    answers, chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section,
+};
 
 /// Where the study's figures come from, as shown under the charts.
 pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit (docs/methodology.md, \"SMP forwarding (RFC 2544)\").";
@@ -96,7 +98,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     }
     let lessons: Vec<(&str, Vec<String>)> = runs
         .iter()
-        .map(|i| (i.label.as_str(), i.run.notes.clone()))
+        .map(|i| (i.label.as_str(), answers::kept(&i.run)))
         .collect();
     let mut html = verdicts(&lessons);
     for g in &groups {

@@ -45,7 +45,6 @@ use anyhow::Result;
 
 pub use ctx::{Ctx, SemKind};
 pub use def::{TestDef, Variant};
-pub use judge::Summary;
 pub use options::{Plan, RtosArgs};
 pub use row::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
 pub use run::catalogue;
@@ -60,7 +59,7 @@ use crate::results::table::Section;
 /// Outcome counts: FAIL verdicts and errors are `failed` (exit status
 /// 1), skipped tests `skipped`; an inconclusive verdict is neither, and
 /// the rtos summary line (passed, failed, inconclusive, measured,
-/// skipped, errors) is kept in the envelope's `notes` for that reason.
+/// skipped, errors) is kept in the envelope's `verdicts` for that reason.
 pub struct Rtos;
 
 impl Suite for Rtos {
@@ -116,5 +115,9 @@ impl Suite for Rtos {
 
     fn figures(results: &Results<TestResult>) -> Vec<Figure> {
         results.rows.iter().flat_map(render::figures).collect()
+    }
+
+    fn judge(_plan: &Plan, results: &Results<TestResult>) -> Vec<String> {
+        judge::verdicts(&results.rows, results.outcome.interrupted)
     }
 }

@@ -122,14 +122,6 @@ fn details(r: &TestResult) -> Vec<String> {
 }
 
 /// The row a note belongs to: "THR-P-SLS 128 threads".
-fn row_name(r: &TestResult) -> String {
-    if r.variant.is_empty() {
-        r.id.to_string()
-    } else {
-        format!("{} {}", r.id, r.variant)
-    }
-}
-
 /// One group's table: a row per result, the details as notes named by
 /// their row.
 pub fn group_table(g: Group, rows: &[&TestResult], plan: &Plan) -> Table {
@@ -140,7 +132,7 @@ pub fn group_table(g: Group, rows: &[&TestResult], plan: &Plan) -> Table {
     .aligned(&align(plan.reference));
     for r in rows {
         t.row(cells(r, plan.reference));
-        let name = row_name(r);
+        let name = r.name();
         t.notes
             .extend(details(r).into_iter().map(|d| format!("{name}: {d}")));
     }
@@ -195,11 +187,15 @@ pub fn figures(r: &TestResult) -> Vec<Figure> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::results::table::{render, Format};
 
-    fn row(id: &'static str, variant: &str, outcome: Outcome) -> TestResult {
+    pub(in crate::suites::rtos) fn row(
+        id: &'static str,
+        variant: &str,
+        outcome: Outcome,
+    ) -> TestResult {
         TestResult {
             id,
             group: Group::THR,
@@ -223,7 +219,7 @@ mod tests {
         }
     }
 
-    fn sample() -> Vec<TestResult> {
+    pub(in crate::suites::rtos) fn sample() -> Vec<TestResult> {
         let timing = Timing::of(Unit::Us, vec![1.0, 2.0, 3.0]).unwrap();
         vec![
             row("THR-P-NEW", "", Outcome::Timing(timing)),

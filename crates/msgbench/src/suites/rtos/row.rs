@@ -250,6 +250,17 @@ pub struct TestResult {
     pub outcome: Outcome,
 }
 
+impl TestResult {
+    /// "MSG-P-SRR 2 threads", or the ID alone.
+    pub fn name(&self) -> String {
+        if self.variant.is_empty() {
+            self.id.to_string()
+        } else {
+            format!("{} {}", self.id, self.variant)
+        }
+    }
+}
+
 impl SuiteRow for TestResult {
     fn status(&self) -> RowStatus {
         match &self.outcome {

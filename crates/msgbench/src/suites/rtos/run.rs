@@ -10,7 +10,6 @@ use anyhow::Result;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::judge::Summary;
 use super::row::{Outcome, TestResult};
 use crate::suites::{Results, RunContext};
 
@@ -142,16 +141,8 @@ pub fn run(tests: &[&TestDef], ctx: &Ctx, cx: &RunContext) -> Result<Results<Tes
         rows.extend(run_one(def, ctx));
         cx.progress.done(planned(def, ctx.quick, ctx.duration));
     }
-    Ok(results(rows, cx.stopped()))
-}
-
-/// The rows with their outcome: FAIL verdicts and errors failed, skipped
-/// tests skipped, the summary line as a note.
-fn results(rows: Vec<TestResult>, interrupted: bool) -> Results<TestResult> {
-    let s = Summary::of(&rows);
-    let mut r = Results::new(rows);
-    r.notes.push(format!("summary: {}", s.line(interrupted)));
-    r
+    // The summary line is judged once the run ended (`Suite::judge`).
+    Ok(Results::new(rows))
 }
 
 #[cfg(test)]

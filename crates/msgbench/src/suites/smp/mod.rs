@@ -100,18 +100,21 @@ impl Suite for Smp {
     }
 
     fn run(plan: &SmpPlan, cx: &RunContext) -> Result<Results<SmpRow>> {
-        let mut r = run::run(plan, cx)?;
-        // Judged once: the notes carry the lessons to the envelope and
-        // to the text.
-        r.notes = judge::judge(&r.rows).into_iter().map(|v| v.text).collect();
-        Ok(r)
+        run::run(plan, cx)
     }
 
     fn sections(plan: &SmpPlan, results: &Results<SmpRow>) -> Vec<Section> {
-        render::sections(plan, &results.rows, &results.notes)
+        render::sections(plan, &results.rows, &results.verdicts)
     }
 
     fn figures(results: &Results<SmpRow>) -> Vec<Figure> {
         render::figures(&results.rows)
+    }
+
+    fn judge(_plan: &SmpPlan, results: &Results<SmpRow>) -> Vec<String> {
+        judge::judge(&results.rows)
+            .into_iter()
+            .map(|v| v.text)
+            .collect()
     }
 }

@@ -2,7 +2,7 @@
 //! whether it falls in the documented tolerance band (docs/methodology.md,
 //! "Validation").
 
-use super::row::{Figure, Tolerance, Verdict};
+use super::row::{Figure, Row, Tolerance, Verdict};
 
 /// Latency averages of the rt-tests tools and cyclictest, which print
 /// whole microseconds.
@@ -34,12 +34,50 @@ pub fn judge(reference: &Figure, ours: &Figure, tol: &Tolerance) -> (f64, Verdic
     )
 }
 
+/// The run's answer: how many comparisons agree with the reference tool
+/// within their tolerance and how many do not, lack the tool or failed
+/// (the table's verdict column counted); none for a run without rows.
+pub fn verdicts(rows: &[Row]) -> Vec<String> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let n = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    vec![format!(
+        "{} of {} comparisons agree with the reference tool within their tolerance; \
+         {} DISAGREE, {} missing (tool not installed), {} error.",
+        n(Verdict::Agree),
+        rows.len(),
+        n(Verdict::Disagree),
+        n(Verdict::Missing),
+        n(Verdict::Error)
+    )]
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::row::example;
     use super::*;
 
     #[test]
-    fn verdicts() {
+    fn the_answer_counts_each_verdict() {
+        let rows = [
+            example("a", Verdict::Agree, LATENCY, None),
+            example("b", Verdict::Disagree, LATENCY, None),
+            example("c", Verdict::Missing, LATENCY, Some("not installed")),
+            example("d", Verdict::Agree, ROUND_TRIP, None),
+        ];
+        assert_eq!(
+            verdicts(&rows),
+            [
+                "2 of 4 comparisons agree with the reference tool within their tolerance; \
+              1 DISAGREE, 1 missing (tool not installed), 0 error."
+            ]
+        );
+        assert!(verdicts(&[]).is_empty());
+    }
+
+    #[test]
+    fn ratios_inside_the_band_or_the_slack_agree() {
         let r = Figure::avg(10.0);
         assert_eq!(judge(&r, &Figure::avg(12.0), &ROUND_TRIP).1, Verdict::Agree);
         assert_eq!(judge(&r, &Figure::avg(15.0), &ROUND_TRIP).1, Verdict::Agree);

@@ -81,6 +81,10 @@ impl Suite for Validate {
     fn figures(results: &Results<Row>) -> Vec<envelope::Figure> {
         results.rows.iter().flat_map(render::figures).collect()
     }
+
+    fn judge(_: &Plan, results: &Results<Row>) -> Vec<String> {
+        judge::verdicts(&results.rows)
+    }
 }
 
 /// What is run, where, at which priority, how long.
