@@ -4,8 +4,12 @@
 //! the client when it moves. Two pool threads, pinned on CPUs 0 and 1,
 //! answer with their index; one client, pinned on one CPU and then on the
 //! other, calls and counts which thread answered. Over the last calls of
-//! each phase the home thread must answer nearly all; a pool whose homes
-//! never moved would answer one of the two phases from the other CPU.
+//! each phase the home thread must answer at least three in four; a pool
+//! whose homes never moved would answer one of the two phases (nearly)
+//! all from the other CPU. On this 2-vCPU VM the home thread answered
+//! 839 to 1000 of the last 1000 calls on uds (a request now and then is
+//! taken by the other pool thread while the home one is slow to wake),
+//! so "nine in ten" failed 3 runs in 12 on a quiet machine.
 //!
 //! Needs two CPUs: skipped with the reason by hand on one, a failure
 //! under `CI`.
@@ -94,7 +98,7 @@ fn homes_follow_the_client(name: &'static str) {
         t.finish();
         for (cpu, home) in [1, 0].into_iter().zip(on) {
             assert!(
-                home * 10 >= COUNTED * 9,
+                home * 4 >= COUNTED * 3,
                 "{name}: client on CPU {cpu}: its home thread answered {home} of the last {COUNTED} calls"
             );
         }
