@@ -105,10 +105,7 @@ fn answer(placement: Placement, layout: Layout, rows: &[&Row]) -> Option<String>
         }
     }
     let headline = headline(&wins)?;
-    let layout = match layout {
-        Layout::Process => "two processes",
-        Layout::Thread => "two threads",
-    };
+    let layout = super::render::layouts::label(layout);
     let placement = match placement {
         Placement::Same => "Same CPU (client and server pinned to one CPU)",
         Placement::Cross => "Cross CPU (client and server pinned to two CPUs)",
@@ -223,7 +220,7 @@ mod tests {
             "Same CPU (client and server pinned to one CPU), two processes, lowest p50: shm-spin at 64 B, uds at 256 B. \
              By size: 64 B: shm-spin 200ns (blocking: uds 9.00us); 256 B: uds 5.00us (a blocking transport)."
         );
-        assert!(a[1].starts_with("Same CPU (client and server pinned to one CPU), two threads, lowest p50: pipe at 64 B."), "{a:?}");
+        assert!(a[1].starts_with("Same CPU (client and server pinned to one CPU), two threads of one process, lowest p50: pipe at 64 B."), "{a:?}");
         // One winner everywhere: said once.
         rows[2].latency.as_mut().unwrap().summary.p50_ns = 100.0;
         let a = answers(&rows);

@@ -1,7 +1,8 @@
 //! Running a plan: a private namespace directory, the floor with
 //! `--vs-floor`, every row in run order, size by size, its repeats
 //! interleaved with the size's other rows (`interleave.rs`; one progress
-//! item a pass), and the outcome. Nothing is printed here: the pipeline prints at the end.
+//! item a pass), and the outcome. Nothing is printed here: the pipeline
+//! prints at the end.
 
 use std::path::Path;
 use std::time::Duration;

@@ -384,6 +384,24 @@ const SMALL: usize = 4096;
 /// payloads as well made pipes and FIFOs 1.2x slower).
 const STAGED_MAX: usize = 8 * 1024 + HEAD;
 
+/// What one send writes, and how many of the parts: a message of up to
+/// [`STAGED_MAX`] bytes staged in `out` with its header (one `write`),
+/// a larger one as header and payload (one `writev`, no copy).
+fn staged<'a>(
+    out: &'a mut Vec<u8>,
+    head: &'a [u8; HEAD],
+    data: &'a [u8],
+) -> ([&'a [u8]; 2], usize) {
+    if HEAD + data.len() <= STAGED_MAX {
+        out.clear();
+        out.extend_from_slice(head);
+        out.extend_from_slice(data);
+        ([out.as_slice(), &[]], 1)
+    } else {
+        ([head, data], 2)
+    }
+}
+
 impl StreamWire {
     /// A wire on a stream socket `fd`.
     pub(crate) fn socket(fd: OwnedFd) -> StreamWire {
@@ -586,20 +604,10 @@ impl StreamWire {
 
     /// [`Wire::send`] on the server side: the peer has `limit` to take it.
     fn send_within(&mut self, head: &[u8; HEAD], data: &[u8], limit: Duration) -> io::Result<()> {
-        let parts: [&[u8]; 2];
-        let parts: &[&[u8]] = if HEAD + data.len() <= STAGED_MAX {
-            self.out.clear();
-            self.out.extend_from_slice(head);
-            self.out.extend_from_slice(data);
-            parts = [&self.out, &[]];
-            &parts[..1]
-        } else {
-            parts = [head, data];
-            &parts
-        };
+        let (parts, n) = staged(&mut self.out, head, data);
         match &self.tx {
-            None => oslayer::socket::send_all_within(self.rx.as_fd(), parts, limit),
-            Some(tx) => oslayer::fd::write_all_within(tx.as_fd(), parts, limit),
+            None => oslayer::socket::send_all_within(self.rx.as_fd(), &parts[..n], limit),
+            Some(tx) => oslayer::fd::write_all_within(tx.as_fd(), &parts[..n], limit),
         }
     }
 
@@ -743,14 +751,8 @@ impl Wire for StreamWire {
             return self.send_packets(head, data);
         }
         let fd = self.tx.as_ref().unwrap_or(&self.rx).as_fd();
-        if HEAD + data.len() <= STAGED_MAX {
-            self.out.clear();
-            self.out.extend_from_slice(head);
-            self.out.extend_from_slice(data);
-            oslayer::fd::write_all(fd, &[&self.out])
-        } else {
-            oslayer::fd::write_all(fd, &[head, data])
-        }
+        let (parts, n) = staged(&mut self.out, head, data);
+        oslayer::fd::write_all(fd, &parts[..n])
     }
 
     fn recv(&mut self, frame: &mut [u8]) -> io::Result<Option<usize>> {
