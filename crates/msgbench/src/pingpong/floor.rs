@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::measure::costs;
 use crate::pingpong::{self, PingPong};
@@ -34,7 +34,7 @@ const MAX_COUNT: u64 = 20_000_000;
 pub const RUNS: usize = 5;
 
 /// The floor of this machine: every row, as embedded in JSON.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FloorReport {
     /// Whether the short (`--quick`) lengths were used.
     pub quick: bool,
@@ -81,7 +81,7 @@ pub fn measure(quick: bool, cpus: &[usize]) -> Result<FloorReport> {
 }
 
 /// What a row measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FloorKind {
     /// One cache line between two threads of one process.
@@ -126,14 +126,14 @@ impl FloorKind {
 }
 
 /// One figure of the floor.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FloorRow {
     /// What is measured.
     pub kind: FloorKind,
     /// The same, in words.
     pub what: String,
     /// `round_trip` or `call`: what `ns` is per.
-    pub unit: &'static str,
+    pub unit: String,
     /// (side A, side B) CPUs of a ping-pong; `None` for a cost (unpinned).
     pub cpus: Option<(usize, usize)>,
     /// Whether both sides share one CPU (`None` for a cost).
@@ -274,7 +274,8 @@ fn row(item: &Item, per_run: Duration) -> Result<FloorRow> {
             "round_trip"
         } else {
             "call"
-        },
+        }
+        .into(),
         cpus: item.cpus,
         same_cpu,
         count,

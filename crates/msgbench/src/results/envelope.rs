@@ -186,6 +186,20 @@ pub struct Run {
 }
 
 impl Run {
+    /// The rows as the suite's own row type, as it wrote them: a row
+    /// that does not read as one is refused, naming the suite, the row's
+    /// index and the field at fault, in one line.
+    pub fn rows_as<T: serde::de::DeserializeOwned>(&self) -> Result<Vec<T>> {
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                T::deserialize(r)
+                    .with_context(|| format!("{} run: row {i} is not one of its rows", self.suite))
+            })
+            .collect()
+    }
+
     /// Reads a results file, refusing what is not an envelope of this
     /// version, with the path and the fault in one line.
     pub fn load(path: &Path) -> Result<Run> {

@@ -5,16 +5,21 @@
 //! measured one (`--vs-floor`): p50 (solid) and p99 (dashed) latency
 //! against message size (log axes), and latency distributions (CDF) from
 //! the histograms the rows carry; then the scale axes (`ipc_scale`).
+//! The rows and the floor are read typed, as the suite wrote them
+//! (`suites::ipc::Row`, `FloorReport`), never a field by name.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
-use serde_json::Value;
+use serde::Deserialize as _;
 
 use super::chart::{self, Chart, Marker, Series, XyPlot};
-use super::fields::{field, placement_order};
+use super::fields::placement_order;
 use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Input, Section};
 use crate::measure::hist::fmt_ns;
+use crate::pingpong::floor::{FloorKind, FloorReport};
+use crate::results::envelope::Figure;
+use crate::suites::ipc::{Layout, Row, WaitClass};
 
 /// Blocking transports per panel, at most.
 pub const PER_PANEL: usize = 5;
@@ -35,27 +40,38 @@ pub struct Panel {
 
 /// The ipc section, or `None` without ipc figures or histograms.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
-    let runs = of_suite(inputs, "ipc");
+    let inputs = of_suite(inputs, "ipc");
+    let runs = inputs
+        .iter()
+        .map(|&input| {
+            Ok(IpcRun {
+                input,
+                rows: input.run.rows_as()?,
+                floor: floor_of(input)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut placements: BTreeSet<((u8, String), String)> = BTreeSet::new();
-    for i in &runs {
+    for r in &runs {
         placements.extend(
-            i.run
+            r.input
+                .run
                 .figures
                 .iter()
                 .filter(|f| !f.key.contains_key("clients") && !f.key.contains_key("idle_clients"))
                 .map(|f| {
                     (
                         placement_order(key(f, "placement")),
-                        key(f, "layout").to_string(),
+                        figure_layout(f).to_string(),
                     )
                 }),
         );
-        placements.extend(
-            i.run
-                .rows
-                .iter()
-                .map(|r| (placement_order(&field(r, "placement")), field(r, "layout"))),
-        );
+        placements.extend(r.rows.iter().map(|r| {
+            (
+                placement_order(r.placement.name()),
+                r.layout.name().to_string(),
+            )
+        }));
     }
     let mut charts = String::new();
     for ((_, placement), layout) in &placements {
@@ -68,11 +84,11 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     if !charts.is_empty() {
         charts.push_str(&para(LINE_STYLES));
     }
-    charts.push_str(&super::ipc_scale::html(&runs)?);
+    charts.push_str(&super::ipc_scale::html(&inputs)?);
     if charts.is_empty() {
         return Ok(None);
     }
-    let answers: Vec<(&str, Vec<String>)> = runs
+    let answers: Vec<(&str, Vec<String>)> = inputs
         .iter()
         .map(|i| (i.label.as_str(), answers::ipc(&i.run)))
         .collect();
@@ -85,30 +101,65 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     }))
 }
 
+/// An ipc run as the report reads it: its input (label, figures), its
+/// rows as the suite wrote them, and its floor (`--vs-floor`).
+pub struct IpcRun<'a> {
+    /// The run and its label.
+    pub input: &'a Input,
+    /// Its rows, typed.
+    pub rows: Vec<Row>,
+    /// Its floor, where it measured one.
+    pub floor: Option<FloorReport>,
+}
+
+/// The run's floor, typed, where it has one.
+fn floor_of(input: &Input) -> Result<Option<FloorReport>> {
+    use anyhow::Context as _;
+    input
+        .run
+        .floor
+        .as_ref()
+        .filter(|f| !f.is_null())
+        .map(|f| {
+            FloorReport::deserialize(f)
+                .with_context(|| format!("{}: its floor is not a floor report", input.label))
+        })
+        .transpose()
+}
+
+/// A figure's layout; a figure from before layouts were recorded ran the
+/// server as a thread (as its rows read: `Layout::before_layouts`).
+fn figure_layout(f: &Figure) -> &str {
+    match key(f, "layout") {
+        "" => Layout::before_layouts().name(),
+        l => l,
+    }
+}
+
 /// Where a chart's rows ran: a placement, and a layout (`process`,
-/// `thread`; empty in a run from before layouts).
+/// `thread`).
 pub struct At {
     /// `same` or `cross`.
     pub placement: String,
-    /// `process`, `thread` or empty.
+    /// `process` or `thread`.
     pub layout: String,
 }
 
 impl At {
     /// True for a figure of this placement and layout.
-    fn holds(&self, f: &crate::results::envelope::Figure) -> bool {
-        key(f, "placement") == self.placement && key(f, "layout") == self.layout
+    fn holds(&self, f: &Figure) -> bool {
+        key(f, "placement") == self.placement && figure_layout(f) == self.layout
     }
 
     /// True for a row of this placement and layout.
-    fn holds_row(&self, r: &Value) -> bool {
-        field(r, "placement") == self.placement && field(r, "layout") == self.layout
+    fn holds_row(&self, r: &Row) -> bool {
+        r.placement.name() == self.placement && r.layout.name() == self.layout
     }
 }
 
 /// The small multiples of one placement and layout: percentiles, then
 /// distributions.
-fn placement_html(runs: &[&Input], at: &At) -> Result<String> {
+fn placement_html(runs: &[IpcRun], at: &At) -> Result<String> {
     let panels = panels(runs, at);
     let mut by_size: Vec<Chart> = Vec::new();
     let mut dists: Vec<Chart> = Vec::new();
@@ -154,25 +205,32 @@ fn at_title(at: &At) -> String {
     format!("{}{layout}", placement_title(&at.placement))
 }
 
-/// True for the rows and figures of one client alone at `placement`:
-/// rows with idle clients beside it, or of several active clients, have
-/// charts of their own (`ipc_scale`).
-fn alone(idle: &str, clients: bool) -> bool {
-    matches!(idle, "" | "0") && !clients
+/// True for the figures of one client alone: figures with idle clients
+/// beside it, or of several active clients, have charts of their own
+/// (`ipc_scale`).
+fn alone(f: &Figure) -> bool {
+    matches!(key(f, "idle_clients"), "" | "0") && !f.key.contains_key("clients")
+}
+
+/// True for a row of one client alone (as [`alone`]).
+fn alone_row(r: &Row) -> bool {
+    matches!(r.idle_clients, None | Some(0)) && r.clients.is_none()
 }
 
 /// The panels of `placement`: the polling and hybrid transports in one,
 /// the blocking ones by [`PER_PANEL`] in order of their lowest p50.
-pub fn panels(runs: &[&Input], at: &At) -> Vec<Panel> {
+pub fn panels(runs: &[IpcRun], at: &At) -> Vec<Panel> {
     let mut best: BTreeMap<String, (bool, f64)> = BTreeMap::new();
-    for input in runs {
-        for f in input.run.figures.iter().filter(|f| {
-            f.metric == "p50_ns"
-                && at.holds(f)
-                && alone(key(f, "idle_clients"), f.key.contains_key("clients"))
-        }) {
+    for run in runs {
+        for f in run
+            .input
+            .run
+            .figures
+            .iter()
+            .filter(|f| f.metric == "p50_ns" && at.holds(f) && alone(f))
+        {
             let t = key(f, "transport").to_string();
-            let spinning = spins(&input.run.rows, &t);
+            let spinning = spins(&run.rows, &t);
             let e = best.entry(t).or_insert((spinning, f64::INFINITY));
             e.1 = e.1.min(f.value);
         }
@@ -212,28 +270,30 @@ pub fn panels(runs: &[&Input], at: &At) -> Vec<Panel> {
 }
 
 /// True when the rows give `transport` a polling or hybrid wait.
-fn spins(rows: &[Value], transport: &str) -> bool {
+fn spins(rows: &[Row], transport: &str) -> bool {
     rows.iter()
-        .find(|r| field(r, "transport") == transport)
-        .is_some_and(|r| matches!(field(r, "wait").as_str(), "polling" | "hybrid"))
+        .find(|r| r.transport == transport)
+        .is_some_and(|r| matches!(r.wait, WaitClass::Polling | WaitClass::Hybrid))
 }
 
 /// The run's floor for a panel's kind of wait at `placement` (the lowest
 /// figure of that kind on one CPU or two), ns, with what it is.
-pub fn floor_ns(floor: Option<&Value>, spinning: bool, placement: &str) -> Option<(f64, String)> {
+pub fn floor_ns(
+    floor: Option<&FloorReport>,
+    spinning: bool,
+    placement: &str,
+) -> Option<(f64, String)> {
     let (kind, what) = if spinning {
-        ("cacheline_threads", "cache line between threads")
+        (FloorKind::CachelineThreads, "cache line between threads")
     } else {
-        ("futex", "futex wait/wake")
+        (FloorKind::Futex, "futex wait/wake")
     };
     let same = placement == "same";
     let ns = floor?
-        .get("rows")?
-        .as_array()?
+        .rows
         .iter()
-        .filter(|r| field(r, "kind") == kind)
-        .filter(|r| r.get("same_cpu").and_then(Value::as_bool) == Some(same))
-        .filter_map(|r| r.get("ns").and_then(Value::as_f64))
+        .filter(|r| r.kind == kind && r.same_cpu == Some(same))
+        .map(|r| r.ns)
         .filter(|ns| ns.is_finite() && *ns > 0.0)
         .min_by(f64::total_cmp)?;
     Some((ns, what.to_string()))
@@ -243,15 +303,16 @@ pub fn floor_ns(floor: Option<&Value>, spinning: bool, placement: &str) -> Optio
 /// from x `across.0` to `across.1`, or without `across` a rule at the
 /// floor across fractions 0 to 1.
 fn floor_series(
-    runs: &[&Input],
+    runs: &[IpcRun],
     panel: &Panel,
     placement: &str,
     across: Option<(f64, f64)>,
 ) -> Vec<Series> {
     let overlaid = runs.len() > 1;
     runs.iter()
-        .filter_map(|input| {
-            let (ns, what) = floor_ns(input.run.floor.as_ref(), panel.spinning, placement)?;
+        .filter_map(|run| {
+            let input = run.input;
+            let (ns, what) = floor_ns(run.floor.as_ref(), panel.spinning, placement)?;
             let label = format!("floor: {what}, {}", fmt_ns(ns));
             let points = match across {
                 Some((lo, hi)) => vec![(lo, ns), (hi, ns)],
@@ -267,19 +328,19 @@ fn floor_series(
 
 /// p50 (dots, solid) and p99 (triangles, dashed) against size, one colour
 /// per run and transport of `panel`; the floor as a level.
-fn percentiles(runs: &[&Input], at: &At, panel: &Panel) -> XyPlot {
+fn percentiles(runs: &[IpcRun], at: &At, panel: &Panel) -> XyPlot {
     let placement = at.placement.as_str();
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
     let mut colour = 0;
-    for input in runs {
+    for input in runs.iter().map(|r| r.input) {
         let mut by: BTreeMap<(String, &str), Vec<(f64, f64)>> = BTreeMap::new();
         for f in &input.run.figures {
             let (m, t) = (f.metric.as_str(), key(f, "transport"));
             if !at.holds(f)
                 || !(m == "p50_ns" || m == "p99_ns")
                 || !panel.transports.iter().any(|p| p == t)
-                || !alone(key(f, "idle_clients"), f.key.contains_key("clients"))
+                || !alone(f)
             {
                 continue;
             }
@@ -325,41 +386,35 @@ fn percentiles(runs: &[&Input], at: &At, panel: &Panel) -> XyPlot {
 /// The distributions of `panel`'s rows at the smallest (solid) and the
 /// largest (dashed) size, a colour per run and transport; the floor as a
 /// rule.
-fn cdf(runs: &[&Input], at: &At, panel: &Panel) -> XyPlot {
+fn cdf(runs: &[IpcRun], at: &At, panel: &Panel) -> XyPlot {
     let placement = at.placement.as_str();
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
     let mut colour = 0;
-    for input in runs {
-        let rows: Vec<&Value> = input
-            .run
+    for run in runs {
+        let rows: Vec<&Row> = run
             .rows
             .iter()
-            .filter(|r| at.holds_row(r))
-            .filter(|r| {
-                alone(
-                    &field(r, "idle_clients"),
-                    r.get("clients").is_some_and(|c| !c.is_null()),
-                )
-            })
+            .filter(|r| at.holds_row(r) && alone_row(r))
             .collect();
-        let sizes: Vec<u64> = rows
-            .iter()
-            .filter_map(|r| r.get("size")?.as_u64())
-            .collect();
-        let (small, large) = (sizes.iter().min().copied(), sizes.iter().max().copied());
+        let small = rows.iter().map(|r| r.size).min();
+        let large = rows.iter().map(|r| r.size).max();
         for t in &panel.transports {
-            for r in rows.iter().filter(|r| field(r, "transport") == *t) {
-                let size = r.get("size").and_then(Value::as_u64);
+            for r in rows.iter().filter(|r| r.transport == *t) {
+                let size = Some(r.size);
                 if size != small && size != large {
                     continue;
                 }
-                let Some(points) = histogram(r).map(cumulative).filter(|p| !p.is_empty()) else {
+                let points = cumulative(histogram(r));
+                if points.is_empty() {
                     continue;
-                };
-                let what = format!("{t} {} B", field(r, "size"));
-                let mut s =
-                    Series::data(series_label(overlaid, &input.label, &what), points, colour);
+                }
+                let what = format!("{t} {} B", r.size);
+                let mut s = Series::data(
+                    series_label(overlaid, &run.input.label, &what),
+                    points,
+                    colour,
+                );
                 s.marker = Marker::None;
                 s.dashed = size == large && large != small;
                 series.push(s);
@@ -379,22 +434,14 @@ fn cdf(runs: &[&Input], at: &At, panel: &Panel) -> XyPlot {
     }
 }
 
-/// The row's `histogram` (`[[upper_ns, count], ...]`), at the top or in
-/// any object within the row.
-pub fn histogram(row: &Value) -> Option<Vec<(f64, f64)>> {
-    match row {
-        Value::Object(m) => {
-            if let Some(Value::Array(h)) = m.get("histogram") {
-                let pairs: Vec<(f64, f64)> = h
-                    .iter()
-                    .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-                    .collect();
-                return Some(pairs);
-            }
-            m.values().find_map(histogram)
-        }
-        _ => None,
-    }
+/// The row's distribution: its `histogram`, or in a run from before rows
+/// carried one, its latency run's.
+pub fn histogram(row: &Row) -> Vec<(f64, f64)> {
+    let h = match (&row.histogram[..], &row.latency) {
+        ([], Some(l)) => &l.histogram[..],
+        (h, _) => h,
+    };
+    h.iter().map(|&(ns, n)| (ns, n as f64)).collect()
 }
 
 /// Cumulative fractions of a histogram, at positive bounds.

@@ -12,6 +12,7 @@ use crate::measure::env::Environment;
 use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow};
 use crate::results::envelope::{self, Better, Envelope, Figure, Outcome};
 use crate::results::ClockInfo;
+use crate::suites::ipc::{Api, Placement, Row};
 
 /// The suites [`envelope_json`] knows.
 pub const SUITES: [&str; 7] = ["adder", "ipc", "floor", "rtos", "validate", "smp", "broker"];
@@ -161,7 +162,7 @@ fn floor_report(scale: f64) -> FloorReport {
     let row = |kind: FloorKind, same: bool, ns: f64| FloorRow {
         kind,
         what: kind.describe(Some(same)).to_string(),
-        unit: "round_trip",
+        unit: "round_trip".into(),
         cpus: Some(if same { (0, 0) } else { (0, 1) }),
         same_cpu: Some(same),
         count: 1000,
@@ -192,20 +193,11 @@ fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                     ("transport", t.to_string()),
                     ("size", size.to_string()),
                     ("placement", placement.to_string()),
+                    ("layout", "process".to_string()),
                 ];
                 figs.push(fig(&k, "p50_ns", p50, "ns", Better::Lower));
                 figs.push(fig(&k, "p99_ns", p50 * 2.5, "ns", Better::Lower));
-                let hist: Vec<Value> = (0..12)
-                    .map(|i| {
-                        json!([
-                            p50 * 0.5 * 1.25f64.powi(i),
-                            10 + 40 * (6 - (i - 5).abs()).max(0)
-                        ])
-                    })
-                    .collect();
-                rows.push(json!({"transport": t, "mechanism": t, "api": "in-place",
-                    "wait": "blocking", "size": size, "placement": placement, "status": "ok",
-                    "latency": {"histogram": hist}, "throughput": null}));
+                rows.push(ipc_row(t, size, placement, p50));
             }
         }
         // The scale axes at 256 bytes (a size of their own: a run with
@@ -215,6 +207,7 @@ fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                 ("transport", t.to_string()),
                 ("size", "256".to_string()),
                 ("placement", "same".to_string()),
+                ("layout", "process".to_string()),
                 (axis, n.to_string()),
             ]
         };
@@ -248,6 +241,23 @@ fn ipc(scale: f64) -> (Vec<Value>, Vec<Figure>) {
         }
     }
     (rows, figs)
+}
+
+/// A measured ipc row of two processes, as the suite writes it: its
+/// distribution around `p50`.
+fn ipc_row(transport: &str, size: u32, placement: &str, p50: f64) -> Value {
+    let placement = match placement {
+        "same" => Placement::Same,
+        _ => Placement::Cross,
+    };
+    let mut row = Row::new(transport, transport, Api::InPlace, size as usize, placement);
+    row.histogram = (0..12)
+        .map(|i| {
+            let n = 10 + 40 * (6 - (i - 5i32).abs()).max(0);
+            (p50 * 0.5 * 1.25f64.powi(i), n as u64)
+        })
+        .collect();
+    serde_json::to_value(row).unwrap_or_default()
 }
 
 fn floor(scale: f64) -> Vec<Figure> {

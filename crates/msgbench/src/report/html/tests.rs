@@ -362,7 +362,7 @@ fn the_floor_is_drawn_where_the_run_has_one() {
     let s = section(&page, "ipc");
     let by_size = chart_figures(s)
         .into_iter()
-        .find(|c| c.contains("blocking, placement same</figcaption>"))
+        .find(|c| c.contains("blocking, placement same, two processes</figcaption>"))
         .expect("the blocking panel of one CPU");
     assert!(by_size.contains("class=\"floor\""), "no floor line");
     assert!(
@@ -637,7 +637,7 @@ fn ipc_scale_axes_get_charts_of_their_own() {
     // with idle or active clients.
     let by_size = charts
         .iter()
-        .find(|c| c.contains("<figcaption>blocking, placement same</figcaption>"))
+        .find(|c| c.contains("<figcaption>blocking, placement same, two processes</figcaption>"))
         .expect("the size chart");
     assert_eq!(by_size.matches("<circle").count(), 2 * 4, "{by_size}");
 }
@@ -660,4 +660,36 @@ fn an_answer_shows_its_first_sentence_and_folds_the_figures() {
     );
     let html = verdicts(&[("run", vec!["Just one sentence.".into()])]);
     assert!(!html.contains("<details>"), "{html}");
+}
+
+#[test]
+fn ipc_rows_are_read_as_the_suite_wrote_them() {
+    let dir = Dir::new("ipc-typed");
+    // A run from before layouts were recorded: its rows and figures name
+    // none, and read as threads (its server was a thread then).
+    let old = edited_page(&dir, "ipc", |run| {
+        for r in run["rows"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("layout");
+        }
+        for f in run["figures"].as_array_mut().unwrap() {
+            f["key"].as_object_mut().unwrap().remove("layout");
+        }
+    });
+    let ipc = section(&old, "ipc");
+    assert!(
+        ipc.contains("<figcaption>blocking, placement same, two threads</figcaption>"),
+        "{ipc}"
+    );
+    assert!(!ipc.contains("two processes</figcaption>"), "{ipc}");
+    // A row that is not one of ipc's is refused, naming it.
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json("ipc", 1.0).unwrap()).unwrap();
+    run["rows"][1]["size"] = "big".into();
+    let p = dir.write("bad.json", &run.to_string());
+    let err = format!("{:#}", page(&load(&[p]).unwrap()).unwrap_err());
+    assert!(
+        err.contains("ipc run: row 1 is not one of its rows"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'), "{err}");
 }

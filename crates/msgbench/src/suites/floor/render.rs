@@ -78,7 +78,8 @@ mod tests {
                 "round_trip"
             } else {
                 "call"
-            },
+            }
+            .into(),
             cpus,
             same_cpu: cpus.map(|(a, b)| a == b),
             count: 1000,

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a row's idle connections cost its server (this process).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IdleCost {
     /// Idle connections, every one connected and answered once.
     pub connections: u32,
@@ -53,7 +53,7 @@ pub struct ClientReport {
 }
 
 /// The figures of an active-clients row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ActiveRun {
     /// Clients (processes).
     pub clients: u32,

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::measure::cpu::{self, process_cpu_ns, CpuStat};
 use crate::measure::placement::cpu_count;
@@ -17,7 +17,7 @@ pub const OTHER_WARN_PCT: f64 = 10.0;
 pub const STEAL_WARN_PCT: f64 = 2.0;
 
 /// What else ran while we measured.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct OtherLoad {
     /// CPU busy outside this process, % of one CPU (200 = two CPUs busy).
     pub other_pct: f64,

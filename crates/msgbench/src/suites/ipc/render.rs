@@ -603,7 +603,7 @@ mod tests {
         let row = |kind, same: bool, ns| FloorRow {
             kind,
             what: String::new(),
-            unit: "round_trip",
+            unit: "round_trip".into(),
             cpus: Some((0, if same { 0 } else { 1 })),
             same_cpu: Some(same),
             count: 1,

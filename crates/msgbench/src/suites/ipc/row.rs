@@ -1,6 +1,6 @@
 //! What `msgbench ipc` measures, as kept in memory and in `--json`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::crowd::{ActiveRun, IdleCost};
 use super::load::OtherLoad;
@@ -27,7 +27,7 @@ pub struct RowSpec<'a> {
 }
 
 /// Where the client and server threads run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
     /// Both threads pinned to one CPU.
@@ -48,7 +48,7 @@ impl Placement {
 
 /// Whether a row's client and server are two processes or two threads of
 /// one process (`--layout`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// The server is a process of its own (`msgbench ipc-peer server`),
@@ -61,6 +61,12 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// The layout of a row from before layouts were recorded: the server
+    /// was a thread of the measuring process.
+    pub fn before_layouts() -> Layout {
+        Layout::Thread
+    }
+
     /// The option value (`process`, `thread`).
     pub fn name(self) -> &'static str {
         match self {
@@ -72,7 +78,7 @@ impl Layout {
 
 /// How a transport waits for its peer: msgpass's transport table says
 /// ([`msgpass::transport::Wait`]); this is its name in results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitClass {
     /// Both sides poll shared memory (burn a CPU each while waiting).
@@ -112,7 +118,7 @@ impl From<msgpass::transport::Wait> for WaitClass {
 }
 
 /// Which msgpass API a row's client and server use for the echo exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Api {
     /// In place: `Connection::call_with` and
@@ -143,7 +149,7 @@ impl Api {
 }
 
 /// How a latency run is timed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Timing {
     /// A timestamp before and after each call: a distribution.
@@ -163,7 +169,7 @@ impl Timing {
 }
 
 /// How a row ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Measured; every reply checked.
@@ -179,7 +185,7 @@ pub enum Status {
 }
 
 /// How [`CpuCost::total_ns`] was counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpuMethod {
     /// Client and server are threads of this one process: the total is
@@ -194,7 +200,8 @@ pub enum CpuMethod {
 /// CPU time per message, ns: the client and server threads from their
 /// thread CPU clocks, and every thread of both sides from the process CPU
 /// clock.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CpuCost {
     /// How `total_ns` was counted.
     pub method: CpuMethod,
@@ -231,7 +238,7 @@ impl CpuCost {
 }
 
 /// Exact figures over the raw samples (the old study's statistics).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct ExactStats {
     /// Smallest round trip.
     pub min_ns: f64,
@@ -246,7 +253,7 @@ pub struct ExactStats {
 /// A latency run: round trips of `size` bytes each way, timed per message
 /// (one timestamp before and one after each call, or from each intended
 /// send time in open loop) or as a whole (mean only).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LatencyRun {
     /// How it was timed: `per-message` (percentiles) or `whole` (the
     /// percentiles are null, only the mean is known).
@@ -312,7 +319,7 @@ impl LatencyRun {
 }
 
 /// How the repeats of a row's latency run agree (`-r N`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RepeatStats {
     /// Each repeat's central figure (p50, or mean with `--timing whole`), ns.
     pub central_ns: Vec<f64>,
@@ -326,7 +333,7 @@ pub struct RepeatStats {
 }
 
 /// The throughput run: `size` bytes one way, a 4-byte checksum back.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThroughputRun {
     /// Messages in flight at most: `--window` W where the transport has
     /// one-way messages (W-1 one-way, then a call acknowledging them), else
@@ -349,7 +356,7 @@ pub struct ThroughputRun {
 }
 
 /// One transport at one size and placement.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// The transport as selected (`-t`).
     pub transport: String,
@@ -365,7 +372,8 @@ pub struct Row {
     /// Placement.
     pub placement: Placement,
     /// Layout: the server a process of its own or a thread of the
-    /// client's process.
+    /// client's process (a run from before layouts ran threads).
+    #[serde(default = "Layout::before_layouts")]
     pub layout: Layout,
     /// CPU of the client thread (pinned and verified), when it got that far.
     pub client_cpu: Option<usize>,
@@ -384,14 +392,17 @@ pub struct Row {
     /// `[upper_ns, count]` for each non-empty bucket of its HDR histogram,
     /// in increasing order, every sample counted once; empty without
     /// per-message timing or figures.
+    #[serde(default)]
     pub histogram: Vec<(f64, u64)>,
     /// Every latency run of the row, in order (`-r N`).
+    #[serde(default)]
     pub repeats: Vec<LatencyRun>,
     /// How the repeats agree.
     pub repeat_stats: Option<RepeatStats>,
     /// What else used the CPUs while the row ran.
     pub other_load: Option<OtherLoad>,
     /// Warnings about the row's figures (noise, spread, outliers).
+    #[serde(default)]
     pub warnings: Vec<String>,
     /// Throughput figures (status `ok`).
     pub throughput: Option<ThroughputRun>,
