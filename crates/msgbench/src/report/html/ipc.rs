@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Deserialize as _;
 
 use super::chart::{self, Chart, Marker, Series, XyPlot};
@@ -46,7 +46,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
         .map(|&input| {
             Ok(IpcRun {
                 input,
-                rows: input.run.rows_as()?,
+                rows: input.run.rows_as().context(input.label.clone())?,
                 floor: floor_of(input)?,
             })
         })
@@ -114,7 +114,6 @@ pub struct IpcRun<'a> {
 
 /// The run's floor, typed, where it has one.
 fn floor_of(input: &Input) -> Result<Option<FloorReport>> {
-    use anyhow::Context as _;
     input
         .run
         .floor

@@ -693,3 +693,40 @@ fn ipc_rows_are_read_as_the_suite_wrote_them() {
     );
     assert!(!err.contains('\n'), "{err}");
 }
+
+#[test]
+fn validate_rows_are_read_as_the_suite_wrote_them() {
+    let dir = Dir::new("validate-typed");
+    let page = sample_page(&dir, "validate");
+    let s = section(&page, "validate");
+    assert!(
+        s.contains("<td>0.67 to 1.5</td>"),
+        "the band in the table: {s}"
+    );
+    assert!(s.contains("<td>agree</td>"), "{s}");
+    // A row as first written (`lo`/`hi`, no slack) keeps its band; a
+    // DISAGREE reads as the terminal prints it.
+    let page = edited_page(&dir, "validate", |run| {
+        run["rows"][0]["tolerance"] = serde_json::json!({"lo": 0.5, "hi": 2.0});
+        run["rows"][0]["verdict"] = "disagree".into();
+    });
+    let s = section(&page, "validate");
+    assert!(s.contains("<td>0.5 to 2</td>"), "{s}");
+    assert!(s.contains("<td>DISAGREE</td>"), "{s}");
+    // A row that is not one of validate's is refused, naming the run.
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json("validate", 1.0).unwrap()).unwrap();
+    run["rows"][0]["verdict"] = "maybe".into();
+    let p = dir.write("bad.json", &run.to_string());
+    let err = format!("{:#}", page_of(&p));
+    assert!(
+        err.contains("validate run: row 0 is not one of its rows"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'), "{err}");
+}
+
+/// The error the report of file `p` ends with.
+fn page_of(p: &std::path::Path) -> anyhow::Error {
+    page(&load(&[p.to_path_buf()]).unwrap()).unwrap_err()
+}

@@ -1,14 +1,15 @@
-//! Validate: the verdicts counted first, then each check's ratio (ours / the reference tool's) as a dot
-//! per run, over its tolerance band (grey) and the line at ratio 1.
+//! Validate: the verdicts counted first, then each check's ratio (ours /
+//! the reference tool's) as a dot per run, over its tolerance band (grey)
+//! and the line at ratio 1. The rows are read typed, as the suite wrote
+//! them (`suites::validate::Row`).
 
-use anyhow::Result;
-use serde_json::Value;
+use anyhow::{Context as _, Result};
 
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
-use super::fields::field;
 use super::{answers, chart_html, key, of_suite, table, verdicts, Input, Section};
 use crate::results::envelope::Figure;
+use crate::suites::validate::Row;
 
 fn check_name(f: &Figure) -> String {
     match key(f, "side") {
@@ -17,13 +18,9 @@ fn check_name(f: &Figure) -> String {
     }
 }
 
-/// The tolerance (low, high) of check `name` in a run's rows (`low`/`high`,
-/// or `lo`/`hi` as first written).
-fn tolerance(input: &Input, name: &str) -> Option<(f64, f64)> {
-    let row = input.run.rows.iter().find(|r| field(r, "name") == name)?;
-    let t = row.get("tolerance")?;
-    let bound = |a: &str, b: &str| t.get(a).or_else(|| t.get(b)).and_then(Value::as_f64);
-    Some((bound("low", "lo")?, bound("high", "hi")?))
+/// The row of check `name`.
+fn row_of<'a>(rows: &'a [Row], name: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| r.name == name)
 }
 
 /// The validate section, or `None` without ratios.
@@ -41,6 +38,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     };
     let mut rows = Vec::new();
     for (n, input) in runs.iter().enumerate() {
+        let typed: Vec<Row> = input.run.rows_as().context(input.label.clone())?;
         let mut points = Vec::new();
         for f in input.run.figures.iter().filter(|f| f.metric == "ratio") {
             let name = check_name(f);
@@ -52,11 +50,12 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
                 }
             };
             points.push((f.value, at as f64));
-            let band = tolerance(input, key(f, "check"));
+            let row = row_of(&typed, key(f, "check"));
+            let band = row.map(|r| (r.tolerance.low, r.tolerance.high));
             if let Some((lo, hi)) = band.filter(|_| !plot.bands.iter().any(|b| b.0 == at)) {
                 plot.bands.push((at, lo, hi));
             }
-            rows.push(table_row(input, f, band));
+            rows.push(table_row(input, f, row));
         }
         let mut s = Series::data(input.label.clone(), points, n);
         s.line = false;
@@ -82,20 +81,14 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     }))
 }
 
-fn table_row(input: &Input, f: &Figure, band: Option<(f64, f64)>) -> Vec<String> {
-    let verdict = input
-        .run
-        .rows
-        .iter()
-        .find(|r| field(r, "name") == key(f, "check"))
-        .and_then(|r| r.get("verdict"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+fn table_row(input: &Input, f: &Figure, row: Option<&Row>) -> Vec<String> {
     vec![
         input.label.clone(),
         check_name(f),
         format!("{:.3}", f.value),
-        band.map_or(String::new(), |(lo, hi)| format!("{lo} to {hi}")),
-        verdict.to_string(),
+        row.map_or(String::new(), |r| {
+            format!("{} to {}", r.tolerance.low, r.tolerance.high)
+        }),
+        row.map_or("", |r| r.verdict.label()).to_string(),
     ]
 }

@@ -1,14 +1,14 @@
 //! One comparison row: the reference figure, ours, their ratio, the
 //! tolerance band it is judged under and the verdict.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::handover::Latency;
 use crate::suites::{RowStatus, SuiteRow};
 
 /// A figure, microseconds: the average always, min and max when the tool
 /// reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
     /// Smallest sample.
     pub min_us: Option<f64>,
@@ -43,18 +43,22 @@ impl Figure {
 /// `low <= ours / reference <= high`, or when the two averages differ by
 /// at most `slack_us` (the reference's resolution). Every row carries
 /// its own, so that a reader can draw the ratio inside its band.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
-    /// Lowest agreeing ratio (ours / reference).
+    /// Lowest agreeing ratio (ours / reference; `lo` as first written).
+    #[serde(alias = "lo")]
     pub low: f64,
-    /// Highest agreeing ratio (ours / reference).
+    /// Highest agreeing ratio (ours / reference; `hi` as first written).
+    #[serde(alias = "hi")]
     pub high: f64,
-    /// Absolute difference that always agrees, microseconds.
+    /// Absolute difference that always agrees, microseconds (none in
+    /// rows written before it).
+    #[serde(default)]
     pub slack_us: f64,
 }
 
 /// The outcome of a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Within the tolerance.
@@ -92,22 +96,29 @@ impl Verdict {
     }
 }
 
-/// One comparison.
-#[derive(Debug, Clone, Serialize)]
+/// One comparison (the descriptive fields read as empty from a row that
+/// lacks them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// What is compared.
     pub name: String,
     /// The reference tool.
+    #[serde(default)]
     pub tool: String,
     /// The reference command line as run (each of `runs` times).
+    #[serde(default)]
     pub command: String,
     /// Alternating runs of the reference and of ours; figures merge them.
+    #[serde(default)]
     pub runs: u64,
     /// How msgbench measures the same quantity.
+    #[serde(default)]
     pub ours_method: String,
     /// Where both sides ran.
+    #[serde(default)]
     pub placement: String,
     /// Their scheduling.
+    #[serde(default)]
     pub priority: String,
     /// The reference figure.
     pub reference: Option<Figure>,
