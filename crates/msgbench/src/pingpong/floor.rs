@@ -64,11 +64,14 @@ impl FloorReport {
         self.rows.iter().find(|r| r.kind == kind).map(|r| r.ns)
     }
 
+    /// The lowest figure of `kind` on one CPU or two; a figure that is
+    /// not a positive number (a report read back from a file) is none.
     fn lowest(&self, kind: FloorKind, same_cpu: bool) -> Option<f64> {
         self.rows
             .iter()
             .filter(|r| r.kind == kind && r.same_cpu == Some(same_cpu))
             .map(|r| r.ns)
+            .filter(|ns| ns.is_finite() && *ns > 0.0)
             .min_by(f64::total_cmp)
     }
 }

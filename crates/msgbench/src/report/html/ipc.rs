@@ -17,7 +17,7 @@ use super::chart::{self, Chart, Marker, Series, XyPlot};
 use super::fields::placement_order;
 use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Input, Section};
 use crate::measure::hist::fmt_ns;
-use crate::pingpong::floor::{FloorKind, FloorReport};
+use crate::pingpong::floor::FloorReport;
 use crate::results::envelope::Figure;
 use crate::suites::ipc::{Layout, Row, WaitClass};
 
@@ -282,19 +282,12 @@ pub fn floor_ns(
     spinning: bool,
     placement: &str,
 ) -> Option<(f64, String)> {
-    let (kind, what) = if spinning {
-        (FloorKind::CachelineThreads, "cache line between threads")
+    let (floor, same) = (floor?, placement == "same");
+    let (ns, what) = if spinning {
+        (floor.cacheline_ns(same)?, "cache line between threads")
     } else {
-        (FloorKind::Futex, "futex wait/wake")
+        (floor.futex_ns(same)?, "futex wait/wake")
     };
-    let same = placement == "same";
-    let ns = floor?
-        .rows
-        .iter()
-        .filter(|r| r.kind == kind && r.same_cpu == Some(same))
-        .map(|r| r.ns)
-        .filter(|ns| ns.is_finite() && *ns > 0.0)
-        .min_by(f64::total_cmp)?;
     Some((ns, what.to_string()))
 }
 
