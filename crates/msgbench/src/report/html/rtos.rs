@@ -3,53 +3,46 @@
 //! figure): timing tests' averages as dots with the QNX 6.5 average as a
 //! grey cross, and a table of every test with its verdict.
 
-use anyhow::Result;
-use serde_json::Value;
+use anyhow::{Context as _, Result};
 
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
-use super::fields::field;
-use super::{answers, chart_html, key, of_suite, para, table, verdicts, Input, Section};
-use crate::results::envelope::Figure;
+use super::{answers, chart_html, of_suite, para, table, verdicts, Input, Section};
+use crate::suites::rtos::{Outcome, TestResult, Unit};
+
+/// A run's rows, read as the suite wrote them.
+struct RtosRun<'a> {
+    label: &'a str,
+    rows: Vec<TestResult>,
+}
 
 /// Microseconds per unit, for the units timing tests use.
-fn us_per(unit: &str) -> Option<f64> {
+fn us_per(unit: Unit) -> Option<f64> {
     match unit {
-        "ns" => Some(1e-3),
-        "us" | "µs" => Some(1.0),
-        "ms" => Some(1e3),
-        "s" => Some(1e6),
-        _ => None,
+        Unit::Count => None,
+        u => Some(u.ns() / 1e3),
     }
-}
-
-fn test_name(id: &str, variant: &str) -> String {
-    if variant.is_empty() {
-        id.to_string()
-    } else {
-        format!("{id} {variant}")
-    }
-}
-
-/// The row of test `id`/`variant` in a run.
-fn row<'a>(input: &'a Input, id: &str, variant: &str) -> Option<&'a Value> {
-    input
-        .run
-        .rows
-        .iter()
-        .find(|r| field(r, "id") == id && field(r, "variant") == variant)
 }
 
 /// The rtos section, or `None` without rtos figures or rows.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
-    let runs = of_suite(inputs, "rtos");
-    if runs
+    let inputs = of_suite(inputs, "rtos");
+    if inputs
         .iter()
         .all(|i| i.run.figures.is_empty() && i.run.rows.is_empty())
     {
         return Ok(None);
     }
-    let answers: Vec<(&str, Vec<String>)> = runs
+    let runs = inputs
+        .iter()
+        .map(|i| {
+            Ok(RtosRun {
+                label: &i.label,
+                rows: i.run.rows_as().context(i.label.clone())?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let answers: Vec<(&str, Vec<String>)> = inputs
         .iter()
         .map(|i| (i.label.as_str(), answers::rtos(&i.run)))
         .collect();
@@ -68,38 +61,35 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     }))
 }
 
-fn avg_figures(input: &Input) -> impl Iterator<Item = &Figure> {
-    input.run.figures.iter().filter(|f| f.metric == "avg")
-}
-
 /// Averages of timing tests in µs, one dot per run; QNX 6.5 as crosses.
-fn timing_plot(runs: &[&Input]) -> DotPlot {
+fn timing_plot(runs: &[RtosRun]) -> DotPlot {
     let mut categories: Vec<String> = Vec::new();
     let mut series = Vec::new();
     let mut qnx = Vec::new();
-    for (n, input) in runs.iter().enumerate() {
+    for (n, run) in runs.iter().enumerate() {
         let mut points = Vec::new();
-        for f in avg_figures(input) {
-            let Some(scale) = us_per(&f.unit) else {
+        for r in &run.rows {
+            let Outcome::Timing(t) = &r.outcome else {
                 continue;
             };
-            let (id, variant) = (key(f, "id"), key(f, "variant"));
-            let name = test_name(id, variant);
+            let Some(scale) = us_per(t.unit) else {
+                continue;
+            };
+            let name = r.name();
             let at = categories
                 .iter()
                 .position(|c| *c == name)
                 .unwrap_or_else(|| {
-                    categories.push(name.clone());
+                    categories.push(name);
                     categories.len() - 1
                 });
-            points.push((f.value * scale, at as f64));
-            let reference =
-                row(input, id, variant).and_then(|r| r.get("reference")?.get("avg")?.as_f64());
-            if let Some(r) = reference.filter(|_| n == 0) {
-                qnx.push((r * scale, at as f64));
+            points.push((t.avg * scale, at as f64));
+            let reference = r.reference.as_ref().and_then(|x| x.avg);
+            if let Some(x) = reference.filter(|_| n == 0) {
+                qnx.push((x * scale, at as f64));
             }
         }
-        let mut s = Series::data(input.label.clone(), points, n);
+        let mut s = Series::data(run.label.to_string(), points, n);
         s.line = false;
         series.push(s);
     }
@@ -117,44 +107,31 @@ fn timing_plot(runs: &[&Input]) -> DotPlot {
 }
 
 /// A result's verdict: PASS or FAIL for a behaviour, else its kind.
-fn verdict(outcome: &Value) -> String {
-    let kind = outcome.get("kind").and_then(Value::as_str).unwrap_or("");
-    match outcome.get("pass").and_then(Value::as_bool) {
-        Some(true) => "PASS".into(),
-        Some(false) => "FAIL".into(),
-        None => kind.to_string(),
+fn verdict(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Behaviour { pass: true, .. } => "PASS",
+        Outcome::Behaviour { pass: false, .. } => "FAIL",
+        Outcome::Inconclusive { .. } => "inconclusive",
+        Outcome::Timing(_) => "timing",
+        Outcome::Skipped { .. } => "skipped",
+        Outcome::Error { .. } => "error",
     }
 }
 
-fn num(v: Option<&Value>) -> String {
-    v.and_then(Value::as_f64)
-        .map_or(String::new(), |x| format!("{x:.3}"))
-}
-
 /// Every test of every run: result, verdict, QNX 6.5.
-fn result_table(runs: &[&Input]) -> String {
+fn result_table(runs: &[RtosRun]) -> String {
     let mut rows = Vec::new();
-    for input in runs {
-        for r in &input.run.rows {
-            let outcome = r.get("outcome");
-            let result = outcome.map_or(String::new(), verdict);
-            let unit = outcome
-                .and_then(|o| o.get("unit"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let ours = match outcome.and_then(|o| o.get("avg")) {
-                Some(v) => format!("{} {unit}", num(Some(v))),
-                None => String::new(),
+    for run in runs {
+        for r in &run.rows {
+            let ours = match &r.outcome {
+                Outcome::Timing(t) => format!("{:.3} {}", t.avg, t.unit.label()),
+                _ => String::new(),
             };
-            let reference = r
-                .get("reference")
-                .and_then(|x| x.get("text"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let reference = r.reference.as_ref().map_or("", |x| &x.text);
             rows.push(vec![
-                input.label.clone(),
-                test_name(&field(r, "id"), &field(r, "variant")),
-                result,
+                run.label.to_string(),
+                r.name(),
+                verdict(&r.outcome).to_string(),
                 ours,
                 reference.to_string(),
             ]);

@@ -13,6 +13,7 @@ use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow};
 use crate::results::envelope::{self, Better, Envelope, Figure, Outcome};
 use crate::results::ClockInfo;
 use crate::suites::ipc::{Api, Placement, Row};
+use crate::suites::{rtos, validate};
 
 /// The suites [`envelope_json`] knows.
 pub const SUITES: [&str; 7] = ["adder", "ipc", "floor", "rtos", "validate", "smp", "broker"];
@@ -287,22 +288,55 @@ fn rtos(scale: f64) -> (Vec<Value>, Vec<Figure>) {
         ("THR-P-SLS", "", 12.7, "12.7 / 12.1 us"),
         ("SEM-P-LAT", "2 threads", 4.1, "4.1 / 9.8 us"),
     ];
-    let (mut rows, mut figs) = (Vec::new(), Vec::new());
+    let mut results = Vec::new();
     for (id, variant, qnx, text) in tests {
         let avg = qnx * 0.2 * scale;
-        let k = [("id", id.to_string()), ("variant", variant.to_string())];
-        figs.push(fig(&k, "avg", avg, "us", Better::Lower));
-        figs.push(fig(&k, "max", avg * 4.0, "us", Better::Lower));
-        rows.push(json!({"id": id, "variant": variant, "title": "sample",
-            "reference": {"avg": qnx, "max": null, "min": null, "text": text},
-            "outcome": {"kind": "timing", "unit": "us", "count": 100, "avg": avg, "min": avg / 2.0, "max": avg * 4.0}}));
+        let samples = vec![avg / 2.0, avg, avg, avg * 1.5, avg * 4.0];
+        let timing = rtos::Timing::of(rtos::Unit::Us, samples);
+        let outcome = timing.map_or(
+            rtos::Outcome::Skipped {
+                reason: "no samples".into(),
+            },
+            rtos::Outcome::Timing,
+        );
+        results.push(rtos_result(
+            id,
+            variant,
+            rtos::Reference::avg(qnx, text),
+            outcome,
+        ));
     }
-    rows.push(json!({"id": "MUT-B-INV", "variant": "", "title": "sample",
-        "reference": {"avg": null, "max": null, "min": null, "text": "PASS"},
-        "outcome": {"kind": "behaviour", "pass": true, "observed": [], "expected": ""}}));
-    let k = [("id", "MUT-B-INV".to_string()), ("variant", String::new())];
-    figs.push(fig(&k, "pass", 1.0, "", Better::Higher));
-    (rows, figs)
+    results.push(rtos_result(
+        "MUT-B-INV",
+        "",
+        rtos::Reference::text("PASS"),
+        rtos::Outcome::Behaviour {
+            pass: true,
+            observed: Vec::new(),
+            expected: String::new(),
+        },
+    ));
+    let figs = results.iter().flat_map(rtos::result_figures).collect();
+    (typed(&results), figs)
+}
+
+/// An rtos result as the suite writes it.
+fn rtos_result(
+    id: &'static str,
+    variant: &str,
+    reference: rtos::Reference,
+    outcome: rtos::Outcome,
+) -> rtos::TestResult {
+    rtos::TestResult {
+        id: id.into(),
+        group: rtos::Group::THR,
+        title: "sample".into(),
+        variant: variant.into(),
+        substitute: None,
+        reference: Some(reference),
+        note: None,
+        outcome,
+    }
 }
 
 fn validate(scale: f64) -> (Vec<Value>, Vec<Figure>) {
@@ -310,20 +344,40 @@ fn validate(scale: f64) -> (Vec<Value>, Vec<Figure>) {
         ("pipe round trip (perf)", 1.1),
         ("timer latency (cyclictest)", 0.9),
     ];
-    let (mut rows, mut figs) = (Vec::new(), Vec::new());
-    for (name, ratio) in checks {
-        let r = ratio * scale;
-        figs.push(fig(
-            &[("check", name.to_string())],
-            "ratio",
-            r,
-            "ratio",
-            Better::Neither,
-        ));
-        rows.push(json!({"name": name, "ratio": r, "verdict": "agree",
-            "tolerance": {"low": 0.67, "high": 1.5, "slack_us": 1.0}}));
-    }
-    (rows, figs)
+    let rows: Vec<validate::Row> = checks
+        .into_iter()
+        .map(|(name, ratio)| {
+            let ours = 10.0 * ratio * scale;
+            validate::Row {
+                name: name.into(),
+                tool: "sample".into(),
+                command: "sample".into(),
+                runs: 4,
+                ours_method: "sample".into(),
+                placement: "CPU 0".into(),
+                priority: "normal".into(),
+                reference: Some(validate::Figure::avg(10.0)),
+                ours: Some(validate::Figure::avg(ours)),
+                ratio: Some(ours / 10.0),
+                tolerance: validate::Tolerance {
+                    low: 0.67,
+                    high: 1.5,
+                    slack_us: 1.0,
+                },
+                verdict: validate::Verdict::Agree,
+                note: None,
+            }
+        })
+        .collect();
+    let figs = rows.iter().flat_map(validate::row_figures).collect();
+    (typed(&rows), figs)
+}
+
+/// Rows as the envelope holds them.
+fn typed<T: serde::Serialize>(rows: &[T]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| serde_json::to_value(r).unwrap_or_default())
+        .collect()
 }
 
 fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {

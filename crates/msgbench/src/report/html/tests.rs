@@ -726,6 +726,37 @@ fn validate_rows_are_read_as_the_suite_wrote_them() {
     assert!(!err.contains('\n'), "{err}");
 }
 
+#[test]
+fn rtos_rows_are_read_as_the_suite_wrote_them() {
+    let dir = Dir::new("rtos-typed");
+    let page = sample_page(&dir, "rtos");
+    let s = section(&page, "rtos");
+    assert!(s.contains("<td>SEM-P-LAT 2 threads</td>"), "{s}");
+    // MUT-B-INV passed, and the lab's figure for it is PASS too.
+    assert_eq!(s.matches("<td>PASS</td>").count(), 2, "{s}");
+    assert!(s.contains("<td>12.7 / 12.1 us</td>"), "{s}");
+    // A behaviour that failed reads FAIL; a test skipped reads so.
+    let page = edited_page(&dir, "rtos", |run| {
+        run["rows"][2]["outcome"]["pass"] = false.into();
+        run["rows"][0]["outcome"] = serde_json::json!({"kind": "skipped", "reason": "r"});
+    });
+    let s = section(&page, "rtos");
+    assert!(s.contains("<td>FAIL</td>"), "{s}");
+    assert!(s.contains("<td>skipped</td>"), "{s}");
+    assert_eq!(s.matches("<td>PASS</td>").count(), 1, "{s}");
+    // A row that is not one of rtos's is refused, naming the run.
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json("rtos", 1.0).unwrap()).unwrap();
+    run["rows"][1]["outcome"]["kind"] = "maybe".into();
+    let p = dir.write("bad.json", &run.to_string());
+    let err = format!("{:#}", page_of(&p));
+    assert!(
+        err.contains("rtos run: row 1 is not one of its rows"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'), "{err}");
+}
+
 /// The error the report of file `p` ends with.
 fn page_of(p: &std::path::Path) -> anyhow::Error {
     page(&load(&[p.to_path_buf()]).unwrap()).unwrap_err()

@@ -120,7 +120,7 @@ const TLT_REF: Reference = Reference {
     avg: Some(3.7),
     max: Some(15.0),
     min: None,
-    text: "3.7 us avg, 15 us max",
+    text: std::borrow::Cow::Borrowed("3.7 us avg, 15 us max"),
 };
 
 /// The CPU events are raised on and the CPU they are handled on (the same

@@ -46,6 +46,7 @@ use anyhow::Result;
 pub use ctx::{Ctx, SemKind};
 pub use def::{TestDef, Variant};
 pub use options::{Plan, RtosArgs};
+pub use render::figures as result_figures;
 pub use row::{Group, Outcome, Reference, Sample, TestResult, Timing, Unit};
 pub use run::catalogue;
 

@@ -89,7 +89,7 @@ fn cells(r: &TestResult, reference: bool) -> Vec<String> {
         c.push(
             r.reference
                 .as_ref()
-                .map_or(String::new(), |x| x.text.into()),
+                .map_or(String::new(), |x| x.text.to_string()),
         );
     }
     c
@@ -114,7 +114,7 @@ fn details(r: &TestResult) -> Vec<String> {
         Outcome::Error { message } => v.push(format!("error: {message}")),
         Outcome::Timing(_) => {}
     }
-    if let Some(s) = r.substitute {
+    if let Some(s) = &r.substitute {
         v.push(format!("substitute: {s}"));
     }
     v.extend(r.note.clone());
@@ -197,9 +197,9 @@ pub(super) mod tests {
         outcome: Outcome,
     ) -> TestResult {
         TestResult {
-            id,
+            id: id.into(),
             group: Group::THR,
-            title: "",
+            title: "".into(),
             variant: variant.into(),
             substitute: None,
             reference: None,

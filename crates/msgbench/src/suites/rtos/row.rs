@@ -1,12 +1,14 @@
 //! What a test produces: a behaviour verdict with the events observed, or
 //! timing samples with their statistics, or a reason it did not run.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::suites::{RowStatus, SuiteRow};
 
 /// The lab's test groups, in report order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Group {
     /// Calibration: timestamp cost, CPU and memory speed.
     CAL,
@@ -70,7 +72,7 @@ impl Group {
 }
 
 /// The unit a timing test reports in (the spec's unit for that test).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     /// Nanoseconds.
@@ -106,7 +108,7 @@ impl Unit {
 
 /// The QNX figure for a result, in the result's unit: the lab's QNX 6.5
 /// one, or for the MSG group the QNX 8.0 adder figure (its text says so).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reference {
     /// Average, when the lab gave one.
     pub avg: Option<f64>,
@@ -115,7 +117,7 @@ pub struct Reference {
     /// Minimum, when given.
     pub min: Option<f64>,
     /// The lab's figure as the lab gave it (e.g. "12.7 / 12.1 us").
-    pub text: &'static str,
+    pub text: Cow<'static, str>,
 }
 
 impl Reference {
@@ -125,7 +127,7 @@ impl Reference {
             avg: None,
             max: None,
             min: None,
-            text,
+            text: Cow::Borrowed(text),
         }
     }
 
@@ -135,7 +137,7 @@ impl Reference {
             avg: Some(avg),
             max: None,
             min: None,
-            text,
+            text: Cow::Borrowed(text),
         }
     }
 }
@@ -144,7 +146,7 @@ impl Reference {
 pub type Sample = f64;
 
 /// Statistics of a timing result, in its unit.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Timing {
     /// The unit of every figure and sample.
     pub unit: Unit,
@@ -193,7 +195,7 @@ impl Timing {
 }
 
 /// What one test (or one variant of it) produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
     /// A behaviour test: the verdict and the events observed, in order.
@@ -229,19 +231,21 @@ pub enum Outcome {
     },
 }
 
-/// One row of the report.
-#[derive(Debug, Clone, Serialize)]
+/// One row of the report. The strings a test's definition holds are
+/// borrowed when the suite writes a row and owned when a reader reads one
+/// back from a results file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TestResult {
     /// Test ID, e.g. "THR-P-SLS".
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// Its group.
     pub group: Group,
     /// What it checks or measures.
-    pub title: &'static str,
+    pub title: Cow<'static, str>,
     /// The variant, e.g. "128 threads" ("" when the test has one).
     pub variant: String,
     /// Set for tests that stand in for hardware the lab used (interrupts).
-    pub substitute: Option<&'static str>,
+    pub substitute: Option<Cow<'static, str>>,
     /// The lab's figure.
     pub reference: Option<Reference>,
     /// Notes on how it was measured here (method, conditions).

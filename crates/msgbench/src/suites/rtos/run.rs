@@ -63,11 +63,11 @@ pub fn planned(def: &TestDef, quick: bool, duration: Duration) -> Duration {
 /// Runs `def` (or says why not), one result per variant.
 pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
     let row = |variant: Variant| TestResult {
-        id: def.id,
+        id: def.id.into(),
         group: def.group,
-        title: def.title,
+        title: def.title.into(),
         variant: variant.name,
-        substitute: def.substitute,
+        substitute: def.substitute.map(Into::into),
         reference: variant.reference,
         note: variant.note,
         outcome: variant.outcome,

@@ -36,6 +36,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 pub use options::{Plan, ValidateArgs};
+pub use render::figures as row_figures;
 pub use row::{Figure, Row, Tolerance, Verdict};
 
 use super::{Results, RunContext, Suite};
