@@ -381,56 +381,34 @@ fn typed<T: serde::Serialize>(rows: &[T]) -> Vec<Value> {
 }
 
 fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {
-    let (mut rows, mut figs) = (Vec::new(), Vec::new());
+    use crate::suites::smp::{Forwarder, LockStats, PortsMode, SmpRow, Variant};
+    let mut rows = Vec::new();
     for size in [64usize, 1518] {
-        for (forwarder, base) in [("mutex", 1.0e6), ("per-cpu", 1.06e6)] {
+        for (table, base) in [(Variant::Mutex, 1.0e6), (Variant::PerCpu, 1.06e6)] {
             for workers in 1..=2usize {
                 let pps = scale * base * workers as f64 * if workers == 2 { 0.95 } else { 1.0 };
-                let k = [
-                    ("ports", "memory".to_string()),
-                    ("forwarder", forwarder.to_string()),
-                    ("workers", workers.to_string()),
-                    ("size", size.to_string()),
-                ];
-                let repeats = vec![pps * 0.98, pps, pps * 1.01];
-                figs.push(
-                    fig(&k, "zero_loss_pps", pps, "pps", Better::Higher).with_repeats(repeats),
-                );
-                figs.push(fig(&k, "flat_out_pps", pps * 1.2, "pps", Better::Higher));
-                figs.push(fig(
-                    &k,
-                    "lock_wait_ns_per_packet",
-                    12.0 * workers as f64,
-                    "ns",
-                    Better::Lower,
-                ));
-                let reference = match (forwarder, workers, size) {
-                    (_, 1, 64) => {
-                        json!({"column": "1 CPU", "pps_per_port": 167_280.0, "mbit_s": 214.0, "line_rate": false})
-                    }
-                    ("mutex", 2, 64) => {
-                        json!({"column": "2 CPU", "pps_per_port": 323_429.0, "mbit_s": 413.0, "line_rate": false})
-                    }
-                    ("per-cpu", 2, 64) => {
-                        json!({"column": "2 CPU, per-CPU tables", "pps_per_port": 341_390.0, "mbit_s": 436.0, "line_rate": false})
-                    }
-                    ("mutex" | "per-cpu", 1, _) => {
-                        json!({"column": "1 CPU", "pps_per_port": 81_274.0, "mbit_s": 2000.0, "line_rate": true})
-                    }
-                    _ => Value::Null,
+                let f = Forwarder::Table(table);
+                let mut r = SmpRow::new(PortsMode::Memory, f, Some(workers), size, 2, pps);
+                r.repeats_pps = vec![pps * 0.98, pps, pps * 1.01];
+                r.capacity_pps = Some(pps * 1.2);
+                let lock = LockStats {
+                    acquisitions: 1000,
+                    sampled: 1000,
+                    wait_ns: 12_000 * workers as u64,
+                    ..LockStats::default()
                 };
-                rows.push(json!({"ports": "memory", "forwarder": forwarder,
-                    "workers": workers, "size": size, "input_ports": 2, "pps": pps,
-                    "pps_per_port": pps / 2.0, "mbit_s": pps * size as f64 * 8.0 / 1e6,
-                    "capacity_pps": pps * 1.2, "reference": reference, "error": null, "skipped": false}));
+                r.locks = vec![lock; workers];
+                rows.push(r);
             }
         }
     }
-    rows.push(
-        json!({"ports": "memory", "forwarder": "rwlock", "workers": 4, "size": 64,
-        "input_ports": 2, "reference": null, "error": "4 workers on 2 CPUs", "skipped": true}),
-    );
-    (rows, figs)
+    let f = Forwarder::Table(Variant::RwLock);
+    let mut skipped = SmpRow::new(PortsMode::Memory, f, Some(4), 64, 2, 0.0);
+    skipped.error = Some("4 workers on 2 CPUs".into());
+    skipped.skipped = true;
+    rows.push(skipped);
+    let figs = crate::suites::smp::render::figures(&rows);
+    (typed(&rows), figs)
 }
 
 /// A broker arrangement in the sample: via, transport, p50 (us) at

@@ -2,66 +2,52 @@
 //! against workers, one line per run and table variant (the kernel's own
 //! forwarding as a flat grey line), the QNX study's figure as grey
 //! crosses; a table of the rows next to the study's column; each run's
-//! lessons (its `notes`, the suite's judged lessons) first.
+//! lessons (its kept verdicts) first. The rows are read typed, as the
+//! suite wrote them (`suites::smp::SmpRow`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::Result;
-use serde_json::Value;
+use anyhow::{Context as _, Result};
 
 use super::chart::{self, Marker, Series, XyPlot};
-use super::fields::field;
-use super::{
-    answers, chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section,
-};
+use super::{answers, chart_html, of_suite, para, series_label, table, verdicts, Input, Section};
+use crate::suites::smp::{Forwarder, SmpRow};
 
 /// Where the study's figures come from, as shown under the charts.
 pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit (docs/methodology.md, \"SMP forwarding (RFC 2544)\").";
 
-/// The table variants in the study's order of interest, then any other.
-const ORDER: [&str; 5] = ["mutex", "rwlock", "rcu", "per-cpu", "kernel"];
-
-fn rank(forwarder: &str) -> usize {
-    ORDER
-        .iter()
-        .position(|f| *f == forwarder)
-        .unwrap_or(ORDER.len())
+/// A run's rows, read as the suite wrote them.
+struct SmpRun<'a> {
+    label: &'a str,
+    rows: Vec<SmpRow>,
 }
 
-/// A chart or table group: ports, then frame size (numeric order).
-type Group = (String, u64, String);
-
-fn group(ports: &str, size: &str) -> Group {
-    (
-        ports.to_string(),
-        size.parse().unwrap_or(u64::MAX),
-        size.to_string(),
-    )
+/// A forwarder's place: the table variants in the study's order of
+/// interest, then the kernel.
+fn rank(f: Forwarder) -> usize {
+    use crate::suites::smp::Variant;
+    match f {
+        Forwarder::Table(v) => Variant::ALL.iter().position(|x| *x == v).unwrap_or(0),
+        Forwarder::Kernel => Variant::ALL.len(),
+    }
 }
 
-/// A row's forwarder: `mutex`, ..., `kernel` (the name its figures use).
-fn forwarder(row: &Value) -> String {
-    row.get("forwarder")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string()
+/// A chart or table group: ports, then frame size.
+type Group = (&'static str, usize);
+
+fn group(r: &SmpRow) -> Group {
+    (r.ports.name(), r.size)
+}
+
+/// The rows of group `g`.
+fn of_group<'r>(run: &'r SmpRun, g: &Group) -> impl Iterator<Item = &'r SmpRow> {
+    let g = *g;
+    run.rows.iter().filter(move |r| group(r) == g)
 }
 
 /// A row's workers: the number, or `-` (the kernel).
-fn workers(row: &Value) -> String {
-    row.get("workers")
-        .and_then(Value::as_u64)
-        .map_or("-".into(), |n| n.to_string())
-}
-
-fn size(row: &Value) -> String {
-    row.get("size")
-        .and_then(Value::as_u64)
-        .map_or(String::new(), |n| n.to_string())
-}
-
-fn num(row: &Value, name: &str) -> Option<f64> {
-    row.get(name).and_then(Value::as_f64)
+fn workers(r: &SmpRow) -> String {
+    r.workers.map_or("-".into(), |n| n.to_string())
 }
 
 /// `12.3M`, `456k`, `789`; empty when absent.
@@ -74,39 +60,29 @@ fn si(v: Option<f64>) -> String {
     }
 }
 
-/// The smp section, or `None` without smp figures or rows.
+/// The smp section, or `None` without smp rows.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
-    let runs = of_suite(inputs, "smp");
-    let mut groups: BTreeSet<Group> = BTreeSet::new();
-    for i in &runs {
-        groups.extend(
-            i.run
-                .figures
-                .iter()
-                .filter(|f| f.metric == "zero_loss_pps")
-                .map(|f| group(key(f, "ports"), key(f, "size"))),
-        );
-        groups.extend(
-            i.run
-                .rows
-                .iter()
-                .map(|r| group(&field(r, "ports"), &size(r))),
-        );
-    }
+    let inputs = of_suite(inputs, "smp");
+    let runs = inputs
+        .iter()
+        .map(|i| {
+            Ok(SmpRun {
+                label: &i.label,
+                rows: i.run.rows_as().context(i.label.clone())?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let groups: BTreeSet<Group> = runs.iter().flat_map(|r| r.rows.iter().map(group)).collect();
     if groups.is_empty() {
         return Ok(None);
     }
-    let lessons: Vec<(&str, Vec<String>)> = runs
+    let lessons: Vec<(&str, Vec<String>)> = inputs
         .iter()
         .map(|i| (i.label.as_str(), answers::kept(&i.run)))
         .collect();
     let mut html = verdicts(&lessons);
     for g in &groups {
-        html.push_str(&format!(
-            "<h3>{} ports, {} B frames</h3>\n",
-            super::escape(&g.0),
-            super::escape(&g.2)
-        ));
+        html.push_str(&format!("<h3>{} ports, {} B frames</h3>\n", g.0, g.1));
         if let Some(c) = chart::xy(&plot(&runs, g))? {
             html.push_str(&chart_html(&c));
         }
@@ -123,7 +99,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
 /// Zero-loss pps against workers for group `g`: one line per run and
 /// table variant, the kernel flat across the workers drawn, the study's
 /// figures as crosses.
-fn plot(runs: &[&Input], g: &Group) -> XyPlot {
+fn plot(runs: &[SmpRun], g: &Group) -> XyPlot {
     let (mut series, kernels) = lines(runs, g);
     let xs = || {
         series
@@ -154,7 +130,7 @@ fn plot(runs: &[&Input], g: &Group) -> XyPlot {
         ));
     }
     XyPlot {
-        title: format!("SMP, {} ports, {} B: zero-loss throughput", g.0, g.2),
+        title: format!("SMP, {} ports, {} B: zero-loss throughput", g.0, g.1),
         x_desc: "workers".into(),
         y_desc: "pps, all input ports (log)".into(),
         x_log: false,
@@ -166,37 +142,28 @@ fn plot(runs: &[&Input], g: &Group) -> XyPlot {
 
 /// The data lines of group `g` (one per run and table variant) and the
 /// kernel's figures (label, pps) of each run that measured it.
-fn lines(runs: &[&Input], g: &Group) -> (Vec<Series>, Vec<(String, f64)>) {
+fn lines(runs: &[SmpRun], g: &Group) -> (Vec<Series>, Vec<(String, f64)>) {
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
     let mut kernels: Vec<(String, f64)> = Vec::new();
-    for input in runs {
-        let mut lines: BTreeMap<(usize, String), Vec<(f64, f64)>> = BTreeMap::new();
-        for f in
-            input.run.figures.iter().filter(|f| {
-                f.metric == "zero_loss_pps" && group(key(f, "ports"), key(f, "size")) == *g
-            })
-        {
-            let fw = key(f, "forwarder");
-            match key(f, "workers").parse::<f64>() {
-                Ok(n) => lines
-                    .entry((rank(fw), fw.to_string()))
+    for run in runs {
+        let mut lines: BTreeMap<(usize, &str), Vec<(f64, f64)>> = BTreeMap::new();
+        for r in of_group(run, g).filter(|r| r.measured()) {
+            let fw = r.forwarder;
+            match r.workers {
+                Some(n) => lines
+                    .entry((rank(fw), fw.name()))
                     .or_default()
-                    .push((n, f.value)),
-                Err(_) if fw == "kernel" => kernels.push((
-                    series_label(overlaid, &input.label, "kernel forwarding"),
-                    f.value,
+                    .push((n as f64, r.pps)),
+                None => kernels.push((
+                    series_label(overlaid, run.label, "kernel forwarding"),
+                    r.pps,
                 )),
-                Err(_) => {}
             }
         }
         for ((_, fw), mut points) in lines {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut s = Series::data(
-                series_label(overlaid, &input.label, &fw),
-                points,
-                series.len(),
-            );
+            let mut s = Series::data(series_label(overlaid, run.label, fw), points, series.len());
             if fw == "per-cpu" {
                 s.marker = Marker::Triangle;
             }
@@ -208,55 +175,39 @@ fn lines(runs: &[&Input], g: &Group) -> (Vec<Series>, Vec<(String, f64)>) {
 
 /// The study's figure for each of its columns and worker counts in
 /// group `g` (per port times the row's input ports), as (workers, pps).
-fn study_points(runs: &[&Input], g: &Group) -> Vec<(f64, f64)> {
-    let mut study: BTreeMap<(String, u64), (f64, f64)> = BTreeMap::new();
-    for input in runs {
-        for r in input
-            .run
-            .rows
-            .iter()
-            .filter(|r| group(&field(r, "ports"), &size(r)) == *g)
-        {
-            let (Some(n), Some(q)) = (
-                r.get("workers").and_then(Value::as_u64),
-                r.get("reference").filter(|q| !q.is_null()),
-            ) else {
-                continue;
-            };
-            let Some(per_port) = num(q, "pps_per_port") else {
-                continue;
-            };
-            let ports = num(r, "input_ports").unwrap_or(1.0);
-            let column = q.get("column").and_then(Value::as_str).unwrap_or("");
-            study
-                .entry((column.to_string(), n))
-                .or_insert((n as f64, per_port * ports));
-        }
+fn study_points(runs: &[SmpRun], g: &Group) -> Vec<(f64, f64)> {
+    let mut study: BTreeMap<(&str, usize), (f64, f64)> = BTreeMap::new();
+    for r in runs.iter().flat_map(|run| of_group(run, g)) {
+        let (Some(n), Some(q)) = (r.workers, &r.reference) else {
+            continue;
+        };
+        let ports = r.input_ports.max(1) as f64;
+        study
+            .entry((&q.column, n))
+            .or_insert((n as f64, q.pps_per_port * ports));
     }
     study.into_values().collect()
 }
 
 /// The rows of group `g`, every run: throughput, flat out, lock wait and
 /// the study's column.
-fn rows_table(runs: &[&Input], g: &Group) -> String {
-    let mut rows: Vec<(usize, u64, Vec<String>)> = Vec::new();
-    for (n, input) in runs.iter().enumerate() {
-        for r in input
-            .run
-            .rows
-            .iter()
-            .filter(|r| group(&field(r, "ports"), &size(r)) == *g)
-        {
-            let (fw, w) = (forwarder(r), workers(r));
-            let order = (n * 100 + rank(&fw), w.parse::<u64>().unwrap_or(u64::MAX));
-            let mut cells = vec![input.label.clone(), fw.clone(), w.clone()];
-            cells.extend(measured_cells(input, g, r, &fw, &w));
+fn rows_table(runs: &[SmpRun], g: &Group) -> String {
+    let mut rows: Vec<((usize, usize, usize), Vec<String>)> = Vec::new();
+    for (n, run) in runs.iter().enumerate() {
+        for r in of_group(run, g) {
+            let order = (n, rank(r.forwarder), r.workers.unwrap_or(usize::MAX));
+            let mut cells = vec![
+                run.label.to_string(),
+                r.forwarder.name().to_string(),
+                workers(r),
+            ];
+            cells.extend(measured_cells(r));
             cells.push(reference_cell(r));
-            rows.push((order.0, order.1, cells));
+            rows.push((order, cells));
         }
     }
-    rows.sort_by_key(|r| (r.0, r.1));
-    let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.2).collect();
+    rows.sort_by_key(|r| r.0);
+    let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
     table(
         &[
             "run",
@@ -275,51 +226,34 @@ fn rows_table(runs: &[&Input], g: &Group) -> String {
 
 /// The study's column for a row: `167k (1 CPU)`, `line rate (1 CPU)`,
 /// or `-`.
-fn reference_cell(r: &Value) -> String {
-    let Some(q) = r.get("reference").filter(|q| !q.is_null()) else {
-        return "-".into();
-    };
-    let column = q.get("column").and_then(Value::as_str).unwrap_or("");
-    if q.get("line_rate").and_then(Value::as_bool) == Some(true) {
-        format!("line rate ({column})")
-    } else {
-        format!("{} ({column})", si(num(q, "pps_per_port")))
+fn reference_cell(r: &SmpRow) -> String {
+    match &r.reference {
+        None => "-".into(),
+        Some(q) if q.line_rate => format!("line rate ({})", q.column),
+        Some(q) => format!("{} ({})", si(Some(q.pps_per_port)), q.column),
     }
 }
 
 /// The five measured cells of a row (zero-loss pps, per port, Mbit/s,
 /// flat out, lock wait); for a row skipped or failed, why, then empties.
-fn measured_cells(input: &Input, g: &Group, r: &Value, fw: &str, w: &str) -> Vec<String> {
-    if let Some(e) = r.get("error").and_then(Value::as_str) {
-        let what = if r.get("skipped").and_then(Value::as_bool) == Some(true) {
-            "skipped"
-        } else {
-            "FAILED"
-        };
+fn measured_cells(r: &SmpRow) -> Vec<String> {
+    if let Some(e) = &r.error {
+        let what = if r.skipped { "skipped" } else { "FAILED" };
         let mut cells = vec![format!("{what}: {e}")];
         cells.extend(std::iter::repeat_n(String::new(), 4));
         return cells;
     }
+    let wait = r.wait_ns();
+    let lock_wait = if wait.is_empty() {
+        String::new()
+    } else {
+        format!("{:.1}", wait.iter().sum::<f64>() / wait.len() as f64)
+    };
     vec![
-        si(num(r, "pps")),
-        si(num(r, "pps_per_port")),
-        num(r, "mbit_s").map_or(String::new(), |m| format!("{m:.0}")),
-        si(num(r, "capacity_pps")),
-        lock_wait(input, g, fw, w),
+        si(Some(r.pps)),
+        si(Some(r.pps_per_port)),
+        format!("{:.0}", r.mbit_s),
+        si(r.capacity_pps),
+        lock_wait,
     ]
-}
-
-/// The run's `lock_wait_ns_per_packet` figure for a row, or "".
-fn lock_wait(input: &Input, g: &Group, fw: &str, w: &str) -> String {
-    input
-        .run
-        .figures
-        .iter()
-        .find(|f| {
-            f.metric == "lock_wait_ns_per_packet"
-                && group(key(f, "ports"), key(f, "size")) == *g
-                && key(f, "forwarder") == fw
-                && key(f, "workers") == w
-        })
-        .map_or(String::new(), |f| format!("{:.1}", f.value))
 }

@@ -461,12 +461,10 @@ fn smp_runs_overlay_and_the_kernel_is_a_flat_grey_line() {
     let a = dir.write("before.json", &envelope_json("smp", 1.0).unwrap());
     let mut run: serde_json::Value =
         serde_json::from_str(&envelope_json("smp", 1.3).unwrap()).unwrap();
-    let kernel = serde_json::json!({
-        "key": {"ports": "memory", "forwarder": "kernel", "workers": "-", "size": "64"},
-        "metric": "zero_loss_pps", "value": 900000.0, "unit": "pps", "better": "higher",
-        "repeats": [900000.0]
-    });
-    run["figures"].as_array_mut().unwrap().push(kernel);
+    use crate::suites::smp::{Forwarder, PortsMode, SmpRow};
+    let kernel = SmpRow::new(PortsMode::Memory, Forwarder::Kernel, None, 64, 2, 900_000.0);
+    let kernel = serde_json::to_value(kernel).unwrap();
+    run["rows"].as_array_mut().unwrap().push(kernel);
     let b = dir.write("after.json", &run.to_string());
     let page = page(&load(&[a, b]).unwrap()).unwrap();
     let s = smp_section(&page);
@@ -484,6 +482,36 @@ fn smp_runs_overlay_and_the_kernel_is_a_flat_grey_line() {
     assert!(!second.contains("kernel"), "the kernel only where measured");
     let lessons = verdict_first(s);
     assert!(lessons.contains("<h3>before</h3>") && lessons.contains("<h3>after</h3>"));
+}
+
+#[test]
+fn smp_rows_are_read_as_the_suite_wrote_them() {
+    let dir = Dir::new("smp-typed");
+    // A row from before the books and lock figures were kept still reads;
+    // its lock wait cell is empty.
+    let page = edited_page(&dir, "smp", |run| {
+        for field in ["locks", "rx_ports", "tx_ports", "search", "unrouted"] {
+            run["rows"][0].as_object_mut().unwrap().remove(field);
+        }
+    });
+    let s = smp_section(&page);
+    assert!(s.contains("<td>skipped: 4 workers on 2 CPUs</td>"), "{s}");
+    assert!(
+        s.contains("<td>24.0</td>"),
+        "the lock wait of 2 workers: {s}"
+    );
+    // A forwarder msgbench does not have is refused, naming the run.
+    let mut run: serde_json::Value =
+        serde_json::from_str(&envelope_json("smp", 1.0).unwrap()).unwrap();
+    run["rows"][3]["forwarder"] = "spinlock".into();
+    let p = dir.write("bad.json", &run.to_string());
+    let err = format!("{:#}", page_of(&p));
+    assert!(
+        err.contains("smp run: row 3 is not one of its rows"),
+        "{err}"
+    );
+    assert!(err.contains("unknown forwarder `spinlock`"), "{err}");
+    assert!(!err.contains('\n'), "{err}");
 }
 
 /// The broker section of `page`.

@@ -209,45 +209,22 @@ fn lesson3(rows: &[SmpRow]) -> Verdict {
 
 #[cfg(test)]
 mod tests {
-    use super::super::row::reference;
     use super::super::search::SearchResult;
     use super::*;
 
     fn row(v: Variant, n: usize, size: usize, pps: f64) -> SmpRow {
-        SmpRow {
-            ports: "memory",
-            forwarder: Forwarder::Table(v),
-            workers: Some(n),
-            size,
-            input_ports: 2,
-            pps,
-            pps_per_port: pps / 2.0,
-            mbit_s: 0.0,
-            repeats_pps: vec![pps],
-            capacity_pps: None,
-            line_pps: None,
-            scaling: None,
-            locks: Vec::new(),
-            cpu_busy: None,
-            max_gap_us: Vec::new(),
-            first_loss: None,
-            search: SearchResult {
-                rate: pps / 2.0,
-                failed_at: None,
-                trials: Vec::new(),
-                resolution: 0.02,
-                converged: true,
-                note: None,
-            },
-            updates_per_s: 0.0,
-            update_max_us: 0.0,
-            unrouted: 0,
-            rx_ports: Vec::new(),
-            tx_ports: Vec::new(),
-            reference: reference(Forwarder::Table(v), n, size),
-            error: None,
-            skipped: false,
-        }
+        let memory = crate::suites::smp::PortsMode::Memory;
+        let mut r = SmpRow::new(memory, Forwarder::Table(v), Some(n), size, 2, pps);
+        r.mbit_s = 0.0;
+        r.search = SearchResult {
+            rate: pps / 2.0,
+            failed_at: None,
+            trials: Vec::new(),
+            resolution: 0.02,
+            converged: true,
+            note: None,
+        };
+        r
     }
 
     /// The study's own figures, as rows: every lesson holds.

@@ -62,7 +62,7 @@ impl CellRun {
 }
 
 /// The trial that set the zero-loss rate from above.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FirstLoss {
     /// Its offered rate, pps over all ports.
     pub pps: f64,

@@ -57,7 +57,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 pub use options::{PortsMode, SmpArgs, SmpPlan};
-pub use row::SmpRow;
+pub use row::{Forwarder, Reference, SmpRow};
+pub use tables::{LockStats, Variant};
 
 use super::{Results, RunContext, Suite};
 use crate::measure::sched::SchedArgs;

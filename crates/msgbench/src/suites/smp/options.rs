@@ -49,7 +49,7 @@ pub const RING: usize = 4096;
 pub const MAX_RING: usize = 1 << 20;
 
 /// How packets reach the forwarder (`--ports`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum PortsMode {
     /// Simulated NIC rings in memory: no privileges, no generator thread.

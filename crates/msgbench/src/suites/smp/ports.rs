@@ -141,7 +141,7 @@ pub enum Offered {
 }
 
 /// What happened on a receive port, by the port the packets arrived on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RxCounters {
     /// Packets that arrived on the wire.
     pub generated: u64,
@@ -358,7 +358,7 @@ pub enum Fate {
 }
 
 /// What left by a transmit port (summed over the workers feeding it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TxCounters {
     /// Frames accepted by the ring (they all leave).
     pub forwarded: u64,

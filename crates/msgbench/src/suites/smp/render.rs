@@ -71,7 +71,7 @@ pub fn table(rows: &[SmpRow], tolerance: f64) -> Table {
     ]);
     for r in rows {
         let n = r.workers.map_or("-".into(), |n| n.to_string());
-        let reference = r.reference.map_or("-".into(), |q| {
+        let reference = r.reference.as_ref().map_or("-".into(), |q| {
             if q.line_rate {
                 format!("line rate ({})", q.column)
             } else {
@@ -196,7 +196,7 @@ pub fn sections(plan: &SmpPlan, rows: &[SmpRow], lessons: &[String]) -> Vec<Sect
 /// A row's key.
 fn key(r: &SmpRow) -> Vec<(&'static str, String)> {
     vec![
-        ("ports", r.ports.to_string()),
+        ("ports", r.ports.name().to_string()),
         ("forwarder", r.forwarder.name().to_string()),
         ("workers", r.workers.map_or("-".into(), |n| n.to_string())),
         ("size", r.size.to_string()),

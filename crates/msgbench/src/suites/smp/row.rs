@@ -2,7 +2,9 @@
 //! (a table variant with N workers, or the kernel) at one frame size, with
 //! what explains it, and the QNX study's figure for the same case.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::search::SearchResult;
 use super::tables::LockStats;
@@ -23,7 +25,28 @@ impl Serialize for Forwarder {
     }
 }
 
+impl<'de> Deserialize<'de> for Forwarder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Forwarder, D::Error> {
+        let name = String::deserialize(d)?;
+        Forwarder::named(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown forwarder `{name}` (mutex, rwlock, rcu, per-cpu or kernel)"
+            ))
+        })
+    }
+}
+
 impl Forwarder {
+    /// The forwarder called `name` ([`Forwarder::name`]), if any.
+    pub fn named(name: &str) -> Option<Forwarder> {
+        use super::tables::Variant;
+        let table = Variant::ALL.into_iter().find(|v| v.name() == name);
+        match table {
+            Some(v) => Some(Forwarder::Table(v)),
+            None => (name == "kernel").then_some(Forwarder::Kernel),
+        }
+    }
+
     /// `mutex`, ..., `kernel`.
     pub fn name(self) -> &'static str {
         match self {
@@ -35,10 +58,10 @@ impl Forwarder {
 
 /// The study's figure for a row's case, per port (QNX 6.2.1, dual-core
 /// 600 MHz MIPS, two 1 Gbit/s ports).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {
     /// Which column of the study: `1 CPU`, `2 CPU`, `2 CPU, per-CPU tables`.
-    pub column: &'static str,
+    pub column: Cow<'static, str>,
     /// Packets per second per port.
     pub pps_per_port: f64,
     /// Total Mbit/s as the study gives it.
@@ -87,7 +110,7 @@ pub fn reference(forwarder: Forwarder, workers: usize, size: usize) -> Option<Re
     if size >= 768 {
         let pps = super::ports::line_rate_pps(Some(1_000_000_000), size);
         return Some(Reference {
-            column: name,
+            column: name.into(),
             pps_per_port: pps,
             mbit_s: 2000.0,
             line_rate: true,
@@ -96,18 +119,19 @@ pub fn reference(forwarder: Forwarder, workers: usize, size: usize) -> Option<Re
     let (_, cols) = STUDY.iter().find(|(s, _)| *s == size)?;
     let (pps, mbit) = cols[col];
     Some(Reference {
-        column: name,
+        column: name.into(),
         pps_per_port: pps,
         mbit_s: mbit,
         line_rate: false,
     })
 }
 
-/// One measured case.
-#[derive(Debug, Clone, Serialize)]
+/// One measured case. What a run from before a field existed lacks reads
+/// as empty (none, zero).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SmpRow {
     /// `memory` or `veth`.
-    pub ports: &'static str,
+    pub ports: super::options::PortsMode,
     /// Who forwarded.
     pub forwarder: Forwarder,
     /// Worker threads (the kernel row: none).
@@ -124,6 +148,7 @@ pub struct SmpRow {
     /// The same in Mbit/s of frame bytes (FCS included, no preamble or gap).
     pub mbit_s: f64,
     /// The zero-loss rate of every repeat, pps.
+    #[serde(default)]
     pub repeats_pps: Vec<f64>,
     /// What the forwarder did flat out, pps over all ports (memory mode's
     /// probe; the upper bound of the search).
@@ -133,6 +158,7 @@ pub struct SmpRow {
     /// Throughput against the same forwarder with 1 worker at this size.
     pub scaling: Option<f64>,
     /// Lock figures per worker, over the trials at the zero-loss rate.
+    #[serde(default)]
     pub locks: Vec<LockStats>,
     /// Share of busy time at the zero-loss rate: memory mode, the workers'
     /// polls that found packets; veth mode, the whole machine's CPU time
@@ -140,34 +166,82 @@ pub struct SmpRow {
     pub cpu_busy: Option<f64>,
     /// Each worker's longest time away from its rings at the zero-loss
     /// rate, microseconds (memory mode).
+    #[serde(default)]
     pub max_gap_us: Vec<f64>,
     /// Memory mode: the lowest trial above the zero-loss rate that lost
     /// frames, with its longest worker stall.
     pub first_loss: Option<super::measured::FirstLoss>,
     /// The search of the median repeat.
+    #[serde(default)]
     pub search: SearchResult,
     /// Route changes applied per second during that search.
+    #[serde(default)]
     pub updates_per_s: f64,
     /// The longest single route change, microseconds (per-cpu: all copies).
+    #[serde(default)]
     pub update_max_us: f64,
     /// Packets the forwarder had no route for, in the trials at the
     /// zero-loss rate (dropped by design, not counted as loss).
+    #[serde(default)]
     pub unrouted: u64,
     /// Memory mode: per port, the books of the last trial at the
     /// zero-loss rate (what arrived on it and what became of it; what left
     /// by it).
+    #[serde(default)]
     pub rx_ports: Vec<super::ports::RxCounters>,
     /// The transmit side of the same books.
+    #[serde(default)]
     pub tx_ports: Vec<super::ports::TxCounters>,
     /// The study's figure for this case.
     pub reference: Option<Reference>,
     /// Why the row was not measured (skipped) or failed.
     pub error: Option<String>,
     /// True when skipped rather than failed.
+    #[serde(default)]
     pub skipped: bool,
 }
 
 impl SmpRow {
+    /// A row of `forwarder` with `workers` (none: the kernel) at `size`
+    /// bytes, measured at `pps` over `input_ports` (per port and Mbit/s
+    /// follow), with the study's figure for its case and nothing else.
+    pub fn new(
+        ports: super::options::PortsMode,
+        forwarder: Forwarder,
+        workers: Option<usize>,
+        size: usize,
+        input_ports: usize,
+        pps: f64,
+    ) -> SmpRow {
+        SmpRow {
+            ports,
+            forwarder,
+            workers,
+            size,
+            input_ports,
+            pps,
+            pps_per_port: pps / input_ports.max(1) as f64,
+            mbit_s: pps * (size * 8) as f64 / 1e6,
+            repeats_pps: vec![pps],
+            capacity_pps: None,
+            line_pps: None,
+            scaling: None,
+            locks: Vec::new(),
+            cpu_busy: None,
+            max_gap_us: Vec::new(),
+            first_loss: None,
+            search: SearchResult::default(),
+            updates_per_s: 0.0,
+            update_max_us: 0.0,
+            unrouted: 0,
+            rx_ports: Vec::new(),
+            tx_ports: Vec::new(),
+            reference: workers.and_then(|n| reference(forwarder, n, size)),
+            error: None,
+            skipped: false,
+        }
+    }
+
     /// Mean lock wait per packet over the workers, ns.
     pub fn wait_ns(&self) -> Vec<f64> {
         self.locks.iter().map(LockStats::mean_wait_ns).collect()
@@ -208,9 +282,9 @@ mod tests {
     #[test]
     fn the_study_has_one_two_and_per_cpu_columns() {
         let r = reference(Forwarder::Table(Variant::Rcu), 1, 64).unwrap();
-        assert_eq!((r.column, r.pps_per_port), ("1 CPU", 167_280.0));
+        assert_eq!((&*r.column, r.pps_per_port), ("1 CPU", 167_280.0));
         let r = reference(Forwarder::Table(Variant::Mutex), 2, 128).unwrap();
-        assert_eq!((r.column, r.pps_per_port), ("2 CPU", 315_630.0));
+        assert_eq!((&*r.column, r.pps_per_port), ("2 CPU", 315_630.0));
         let r = reference(Forwarder::Table(Variant::PerCpu), 2, 256).unwrap();
         assert_eq!(r.pps_per_port, 330_858.0);
         assert!(reference(Forwarder::Table(Variant::Rcu), 2, 64).is_none());

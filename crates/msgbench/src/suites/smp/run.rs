@@ -153,7 +153,7 @@ fn row(
     let pps = per_port * ports as f64;
     let elapsed = m.updates.elapsed.as_secs_f64();
     Some(SmpRow {
-        ports: plan.ports.name(),
+        ports: plan.ports,
         forwarder,
         workers: (forwarder != Forwarder::Kernel).then_some(n),
         size,

@@ -16,7 +16,7 @@
 //!    below it.
 
 /// One trial's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Trial {
     /// Offered rate, packets per second (per port).
     pub rate: f64,
@@ -76,7 +76,7 @@ impl SearchParams {
 }
 
 /// What the search found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SearchResult {
     /// The zero-loss throughput, pps (0 if even `lo` lost frames).
     pub rate: f64,

@@ -35,7 +35,7 @@ pub const INTERRUPTED_NS: f64 = 20_000.0;
 
 /// What one worker spent on its table's lock. The times are estimates
 /// scaled from the sampled acquisitions (see the module doc).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LockStats {
     /// Times the worker took the lock (or loaded the snapshot).
     pub acquisitions: u64,
