@@ -2,80 +2,42 @@
 //! `GetInteger(numInts)` against numInts, one line per run and
 //! arrangement (`direct/uds`, `broker/uds`, `dbus-daemon/libdbus`, ...); a
 //! table of the rows next to the D-Bus study's figure; the D-Bus libraries
-//! side by side; each run's notes (the study's question answered per
-//! library and the goals judged) first.
+//! side by side; each run's kept answers (the study's question answered
+//! per library and the goals judged) first. The rows are read typed, as
+//! the suite wrote them (`suites::broker::BrokerRow`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::Result;
-use serde_json::Value;
+use anyhow::{Context as _, Result};
 
 use super::chart::{self, Series, XyPlot};
 use super::dots::{dots, DotPlot};
-use super::fields::field;
-use super::{
-    answers, chart_html, key, of_suite, para, series_label, table, verdicts, Input, Section,
-};
+use super::{answers, chart_html, of_suite, para, series_label, table, verdicts, Input, Section};
+use crate::suites::broker::dbus::DbusLib;
+use crate::suites::broker::{BrokerRow, Via};
 
 /// Where the study's figures come from, as shown under the tables.
 pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; docs/methodology.md, \"The D-Bus broker study\"). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
 
-/// The D-Bus libraries in report order (the study's first), then any
-/// other.
-const LIBS: [&str; 3] = ["libdbus", "sd-bus", "zbus"];
-
-/// The arrangements in the study's order, then any other.
-const ORDER: [&str; 6] = [
-    "direct",
-    "broker",
-    "broker-validate",
-    "dbus-p2p",
-    "dbus-daemon",
-    "dbus-broker",
-];
-
-fn rank(via: &str) -> usize {
-    ORDER.iter().position(|v| *v == via).unwrap_or(ORDER.len())
+/// A run's rows, read as the suite wrote them.
+struct BrokerRun<'a> {
+    label: &'a str,
+    rows: Vec<BrokerRow>,
 }
 
-/// An arrangement's label: `via/transport`, `via/library` (the D-Bus
-/// rows), or `via` alone where there is neither (`-` or absent).
-fn arrangement(via: &str, transport: &str, lib: &str) -> String {
-    let given = |s: &str| !s.is_empty() && s != "-";
-    match (given(transport), given(lib)) {
-        (true, _) => format!("{via}/{transport}"),
-        (false, true) => format!("{via}/{lib}"),
-        (false, false) => via.to_string(),
+impl BrokerRun<'_> {
+    /// The rows with `clients` clients.
+    fn of(&self, clients: usize) -> impl Iterator<Item = &BrokerRow> {
+        self.rows.iter().filter(move |r| r.clients == clients)
     }
 }
 
-/// A row's arrangement label.
-fn row_arrangement(row: &Value) -> String {
-    arrangement(
-        &field(row, "via"),
-        &field(row, "transport"),
-        &field(row, "dbus_lib"),
-    )
-}
+/// Where a row sorts among its size's: the arrangements in the study's
+/// order (`Via::ALL`), the D-Bus libraries in report order within each.
+type Rank = (Via, Option<DbusLib>);
 
-/// Where a library sorts: report order, then any other.
-fn lib_rank(lib: &str) -> usize {
-    LIBS.iter().position(|l| *l == lib).unwrap_or(LIBS.len())
-}
-
-/// A row's number of clients (a chart and table group), "" when absent.
-fn row_clients(row: &Value) -> String {
-    field(row, "clients")
-}
-
-/// Orders groups by number (then as text): `1` before `10`.
-fn clients_order(c: &str) -> (u64, String) {
-    (c.parse().unwrap_or(u64::MAX), c.to_string())
-}
-
-/// `obj.name` as a number, if it is one.
-fn num(obj: &Value, name: &str) -> Option<f64> {
-    obj.get(name).and_then(Value::as_f64)
+fn rank(r: &BrokerRow) -> Rank {
+    (r.via, r.dbus_lib)
 }
 
 /// Nanoseconds as `850ns`, `12.3us`, `4.56ms`; empty when absent.
@@ -98,33 +60,32 @@ fn rate(v: Option<f64>) -> String {
     }
 }
 
-/// The broker section, or `None` without broker figures or rows.
+/// The broker section, or `None` without broker rows.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
-    let runs = of_suite(inputs, "broker");
-    let mut groups: BTreeSet<(u64, String)> = BTreeSet::new();
-    for i in &runs {
-        groups.extend(
-            i.run
-                .figures
-                .iter()
-                .filter(|f| f.metric == "p50_ns")
-                .map(|f| clients_order(key(f, "clients"))),
-        );
-        groups.extend(i.run.rows.iter().map(|r| clients_order(&row_clients(r))));
-    }
+    let inputs = of_suite(inputs, "broker");
+    let runs = inputs
+        .iter()
+        .map(|i| {
+            Ok(BrokerRun {
+                label: &i.label,
+                rows: i.run.rows_as().context(i.label.clone())?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let groups: BTreeSet<usize> = runs
+        .iter()
+        .flat_map(|r| r.rows.iter().map(|r| r.clients))
+        .collect();
     if groups.is_empty() {
         return Ok(None);
     }
-    let answers: Vec<(&str, Vec<String>)> = runs
+    let answers: Vec<(&str, Vec<String>)> = inputs
         .iter()
         .map(|i| (i.label.as_str(), answers::kept(&i.run)))
         .collect();
     let mut html = verdicts(&answers);
-    for (_, c) in &groups {
-        html.push_str(&format!(
-            "<h3>{} client(s)</h3>\n",
-            super::escape(if c.is_empty() { "?" } else { c })
-        ));
+    for &c in &groups {
+        html.push_str(&format!("<h3>{c} client(s)</h3>\n"));
         let xy = plot(&runs, c);
         let drawn = match as_bars(&xy) {
             Some(bars) => dots(&bars)?,
@@ -146,34 +107,21 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
 
 /// p50 (microseconds) against numInts for `clients`: one line per run
 /// and arrangement.
-fn plot(runs: &[&Input], clients: &str) -> XyPlot {
+fn plot(runs: &[BrokerRun], clients: usize) -> XyPlot {
     let overlaid = runs.len() > 1;
     let mut series = Vec::new();
-    for input in runs {
-        let mut lines: BTreeMap<(usize, String), Vec<(f64, f64)>> = BTreeMap::new();
-        for f in input
-            .run
-            .figures
-            .iter()
-            .filter(|f| f.metric == "p50_ns" && key(f, "clients") == clients)
-        {
-            let Ok(n) = key(f, "ints").parse::<f64>() else {
-                continue;
-            };
-            let via = key(f, "via");
-            let lib = key(f, "dbus_lib");
+    for run in runs {
+        let mut lines: BTreeMap<(Rank, String), Vec<(f64, f64)>> = BTreeMap::new();
+        for r in run.of(clients).filter(|r| r.measured()) {
             lines
-                .entry((
-                    rank(via) * 10 + lib_rank(lib),
-                    arrangement(via, key(f, "transport"), lib),
-                ))
+                .entry((rank(r), r.label()))
                 .or_default()
-                .push((n, f.value / 1e3));
+                .push((f64::from(r.ints), r.latency.p50_ns / 1e3));
         }
         for ((_, label), mut points) in lines {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             series.push(Series::data(
-                series_label(overlaid, &input.label, &label),
+                series_label(overlaid, run.label, &label),
                 points,
                 series.len(),
             ));
@@ -228,20 +176,14 @@ fn as_bars(p: &XyPlot) -> Option<DotPlot> {
 
 /// The rows of `clients`, every run: latency, calls/s, CPU per call and
 /// the study's figure; skipped and failed rows with their reason.
-fn rows_table(runs: &[&Input], clients: &str) -> String {
-    let mut rows: Vec<((usize, u64, usize), Vec<String>)> = Vec::new();
-    for (n, input) in runs.iter().enumerate() {
-        for r in input.run.rows.iter().filter(|r| row_clients(r) == clients) {
-            let ints = field(r, "ints");
-            let order = (
-                n,
-                ints.parse::<u64>().unwrap_or(u64::MAX),
-                rank(&field(r, "via")) * 10 + lib_rank(&field(r, "dbus_lib")),
-            );
-            let mut cells = vec![input.label.clone(), ints, row_arrangement(r)];
+fn rows_table(runs: &[BrokerRun], clients: usize) -> String {
+    let mut rows: Vec<((usize, u32, Rank), Vec<String>)> = Vec::new();
+    for (n, run) in runs.iter().enumerate() {
+        for r in run.of(clients) {
+            let mut cells = vec![run.label.to_string(), r.ints.to_string(), r.label()];
             cells.extend(measured_cells(r));
             cells.push(reference(r));
-            rows.push((order, cells));
+            rows.push(((n, r.ints, rank(r)), cells));
         }
     }
     rows.sort_by_key(|a| a.0);
@@ -266,39 +208,32 @@ fn rows_table(runs: &[&Input], clients: &str) -> String {
 }
 
 /// Why a row was not measured (`skipped: ...`, `FAILED: ...`), if so.
-fn not_measured(row: &Value) -> Option<String> {
-    let text = |name: &str| {
-        row.get(name)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    if let Some(why) = text("skipped") {
+fn not_measured(r: &BrokerRow) -> Option<String> {
+    let given = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    if let Some(why) = given(&r.skipped) {
         return Some(format!("skipped: {why}"));
     }
-    text("error").map(|why| format!("FAILED: {why}"))
+    given(&r.error).map(|why| format!("FAILED: {why}"))
 }
 
 /// The eight measured cells: p50, p99, p99.9, calls/s, CPU per call and
 /// its three parts; for a row not measured, the reason then empties.
-fn measured_cells(r: &Value) -> Vec<String> {
+fn measured_cells(r: &BrokerRow) -> Vec<String> {
     if let Some(why) = not_measured(r) {
         let mut cells = vec![why];
         cells.extend(std::iter::repeat_n(String::new(), 7));
         return cells;
     }
-    let l = r.get("latency").unwrap_or(&Value::Null);
-    let cpu = r.get("cpu_ns_per_call").unwrap_or(&Value::Null);
-    let parts = ["client", "middle", "service"].map(|p| num(cpu, p));
-    let total = parts.iter().flatten().copied().reduce(|a, b| a + b);
+    let (l, cpu) = (&r.latency, &r.cpu_ns_per_call);
     let mut cells = vec![
-        ns(num(l, "p50_ns")),
-        ns(num(l, "p99_ns")),
-        ns(num(l, "p999_ns")),
-        rate(num(r, "calls_per_s")),
-        ns(total),
+        ns(Some(l.p50_ns)),
+        ns(Some(l.p99_ns)),
+        ns(Some(l.p999_ns)),
+        rate(Some(r.calls_per_s)),
+        ns(Some(cpu.total())),
     ];
-    cells.extend(parts.map(ns));
-    if !has_middle(&field(r, "via")) {
+    cells.extend([cpu.client, cpu.middle, cpu.service].map(|v| ns(Some(v))));
+    if !has_middle(r.via) {
         cells[6] = "-".into();
     }
     cells
@@ -306,40 +241,33 @@ fn measured_cells(r: &Value) -> Vec<String> {
 
 /// False for the arrangements with no process between client and
 /// service (their `middle` CPU is 0 by construction, shown as `-`).
-fn has_middle(via: &str) -> bool {
-    !matches!(via, "direct" | "dbus-p2p")
+fn has_middle(via: Via) -> bool {
+    !matches!(via, Via::Direct | Via::DbusP2p)
 }
 
 /// The study's figure for the row (`324 us (QNX local socket, 1 KB)`),
 /// or "".
-fn reference(r: &Value) -> String {
-    let Some(q) = r.get("reference").filter(|q| q.is_object()) else {
-        return String::new();
-    };
-    let label = q.get("label").and_then(Value::as_str).unwrap_or("");
-    match num(q, "us") {
-        Some(us) if label.is_empty() => format!("{us} us"),
-        Some(us) => format!("{us} us ({label})"),
-        None => label.to_string(),
+fn reference(r: &BrokerRow) -> String {
+    match &r.reference {
+        None => String::new(),
+        Some(q) if q.label.is_empty() => format!("{} us", q.us),
+        Some(q) => format!("{} us ({})", q.us, q.label),
     }
 }
 
 /// A measured row's p50, ns.
-fn p50(r: &Value) -> Option<f64> {
-    if not_measured(r).is_some() {
-        return None;
-    }
-    r.get("latency").and_then(|l| num(l, "p50_ns"))
+fn p50(r: &BrokerRow) -> Option<f64> {
+    not_measured(r).is_none().then_some(r.latency.p50_ns)
 }
 
 /// One library's cell of the side-by-side table: the p50, and for the
 /// daemons what they add over the library's peer-to-peer call (same run
 /// and size), for peer to peer the library's marshalling.
-fn library_cell(rows: &[&Value], via: &str, lib: &str, ints: &str) -> String {
-    let find = |v: &str| {
-        rows.iter().copied().find(|r| {
-            field(r, "via") == v && field(r, "dbus_lib") == lib && field(r, "ints") == ints
-        })
+fn library_cell(rows: &[&BrokerRow], via: Via, lib: DbusLib, ints: u32) -> String {
+    let find = |v: Via| {
+        rows.iter()
+            .copied()
+            .find(|r| r.via == v && r.dbus_lib == Some(lib) && r.ints == ints)
     };
     let Some(r) = find(via) else {
         return String::new();
@@ -351,8 +279,8 @@ fn library_cell(rows: &[&Value], via: &str, lib: &str, ints: &str) -> String {
         return String::new();
     };
     let extra = match via {
-        "dbus-p2p" => num(r, "marshal_ns").map(|m| format!("marshalling {}", ns(Some(m)))),
-        _ => find("dbus-p2p")
+        Via::DbusP2p => r.marshal_ns.map(|m| format!("marshalling {}", ns(Some(m)))),
+        _ => find(Via::DbusP2p)
             .and_then(p50)
             .map(|q| format!("daemon {}", ns(Some(p - q)))),
     };
@@ -365,45 +293,26 @@ fn library_cell(rows: &[&Value], via: &str, lib: &str, ints: &str) -> String {
 /// The D-Bus arrangements of `clients` with one column per library
 /// (p50; the daemon's share; peer to peer, the marshalling), every run;
 /// empty when no row names a library.
-fn libraries_table(runs: &[&Input], clients: &str) -> String {
-    let mut libs: Vec<String> = Vec::new();
-    for input in runs {
-        for r in &input.run.rows {
-            let l = field(r, "dbus_lib");
-            if !l.is_empty() && !libs.contains(&l) {
-                libs.push(l);
-            }
-        }
-    }
+fn libraries_table(runs: &[BrokerRun], clients: usize) -> String {
+    let libs: BTreeSet<DbusLib> = runs
+        .iter()
+        .flat_map(|run| run.rows.iter().filter_map(|r| r.dbus_lib))
+        .collect();
     if libs.is_empty() {
         return String::new();
     }
-    libs.sort_by_key(|l| (lib_rank(l), l.clone()));
     let mut out: Vec<Vec<String>> = Vec::new();
-    for input in runs {
-        let rows: Vec<&Value> = input
-            .run
-            .rows
-            .iter()
-            .filter(|r| row_clients(r) == clients && !field(r, "dbus_lib").is_empty())
-            .collect();
-        let mut cases: Vec<(u64, usize, String, String)> = rows
-            .iter()
-            .map(|r| {
-                let (ints, via) = (field(r, "ints"), field(r, "via"));
-                (ints.parse().unwrap_or(u64::MAX), rank(&via), ints, via)
-            })
-            .collect();
-        cases.sort();
-        cases.dedup();
-        for (_, _, ints, via) in cases {
-            let mut cells = vec![input.label.clone(), ints.clone(), via.clone()];
-            cells.extend(libs.iter().map(|l| library_cell(&rows, &via, l, &ints)));
+    for run in runs {
+        let rows: Vec<&BrokerRow> = run.of(clients).filter(|r| r.dbus_lib.is_some()).collect();
+        let cases: BTreeSet<(u32, Via)> = rows.iter().map(|r| (r.ints, r.via)).collect();
+        for (ints, via) in cases {
+            let mut cells = vec![run.label.to_string(), ints.to_string(), via.name().into()];
+            cells.extend(libs.iter().map(|&l| library_cell(&rows, via, l, ints)));
             out.push(cells);
         }
     }
     let mut head = vec!["run", "ints", "via"];
-    head.extend(libs.iter().map(String::as_str));
+    head.extend(libs.iter().map(|l| l.name()));
     format!(
         "<h4>The D-Bus libraries side by side (p50)</h4>\n{}",
         table(&head, &out)

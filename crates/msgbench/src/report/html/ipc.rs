@@ -14,12 +14,16 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize as _;
 
 use super::chart::{self, Chart, Marker, Series, XyPlot};
-use super::fields::placement_order;
 use super::{answers, key, multiples, of_suite, para, series_label, verdicts, Input, Section};
 use crate::measure::hist::fmt_ns;
 use crate::pingpong::floor::FloorReport;
 use crate::results::envelope::Figure;
 use crate::suites::ipc::{Layout, Row, WaitClass};
+
+/// Same CPU first, as the terminal prints them.
+fn placement_order(p: &str) -> (u8, String) {
+    (u8::from(p != "same"), p.to_string())
+}
 
 /// Blocking transports per panel, at most.
 pub const PER_PANEL: usize = 5;

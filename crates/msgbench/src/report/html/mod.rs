@@ -23,7 +23,6 @@ pub mod campaign;
 pub mod chart;
 pub mod dots;
 pub mod env;
-pub mod fields;
 pub mod floor;
 pub mod ipc;
 pub mod ipc_scale;

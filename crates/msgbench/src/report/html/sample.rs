@@ -2,16 +2,21 @@
 //! the envelope's own types, for the report's unit tests: they render
 //! every suite's section in milliseconds, where a real run of each would
 //! take minutes (the browser test, `tests/report_browser.rs`, loads a
-//! report of real runs). The shapes
-//! follow `docs/results.md` (figure keys and metrics; ipc `histogram`,
-//! rtos `reference`/`outcome`, validate `tolerance` in the rows).
+//! report of real runs). The rows the report reads (ipc, rtos, validate,
+//! smp, broker) are the suites' own row types, serialised, with the
+//! figures each suite makes of them; adder's section reads figures only,
+//! and its sample rows follow `docs/results.md`.
 
 use serde_json::{json, Value};
 
 use crate::measure::env::Environment;
+use crate::measure::hist::LatencySummary;
 use crate::pingpong::floor::{FloorKind, FloorReport, FloorRow};
 use crate::results::envelope::{self, Better, Envelope, Figure, Outcome};
 use crate::results::ClockInfo;
+use crate::suites::broker::dbus::DbusLib;
+use crate::suites::broker::measure::CpuSplit;
+use crate::suites::broker::{BrokerRow, Via};
 use crate::suites::ipc::{Api, Placement, Row};
 use crate::suites::{rtos, validate};
 
@@ -413,113 +418,94 @@ fn smp(scale: f64) -> (Vec<Value>, Vec<Figure>) {
 
 /// A broker arrangement in the sample: via, transport, p50 (us) at
 /// numInts 1 and 256, CPU (client, middle, service ns) at numInts 1.
-type Arrangement = (&'static str, Option<&'static str>, [f64; 2], [f64; 3]);
+type Arrangement = (Via, Option<&'static str>, [f64; 2], [f64; 3]);
 
 const BROKER: [Arrangement; 5] = [
-    ("direct", Some("uds"), [8.0, 9.0], [3000.0, 0.0, 3000.0]),
+    (Via::Direct, Some("uds"), [8.0, 9.0], [3000.0, 0.0, 3000.0]),
     (
-        "broker",
+        Via::Broker,
         Some("uds"),
         [14.8, 16.5],
         [3100.0, 5200.0, 3000.0],
     ),
     (
-        "broker-validate",
+        Via::BrokerValidate,
         Some("uds"),
         [16.0, 20.0],
         [3100.0, 6400.0, 3000.0],
     ),
-    ("dbus-p2p", None, [25.0, 30.0], [9000.0, 0.0, 8000.0]),
-    ("dbus-daemon", None, [56.0, 64.0], [9500.0, 21000.0, 8500.0]),
+    (Via::DbusP2p, None, [25.0, 30.0], [9000.0, 0.0, 8000.0]),
+    (
+        Via::DbusDaemon,
+        None,
+        [56.0, 64.0],
+        [9500.0, 21000.0, 8500.0],
+    ),
 ];
 
-/// The study's figure for a sample row, as `row::reference` gives it.
-fn broker_reference(via: &str, transport: Option<&str>, ints: u32) -> Value {
-    match (via, transport, ints) {
-        ("direct", Some("uds"), 256) => json!({"label": "QNX local socket, 1 KB", "us": 324.0}),
-        ("dbus-daemon", None, 1) => json!({"label": "QNX dbus-daemon, 1 int", "us": 12000.0}),
-        ("dbus-daemon", None, 256) => json!({"label": "QNX dbus-daemon, 1 KB", "us": 16212.0}),
-        _ => Value::Null,
-    }
-}
-
-/// A D-Bus broker row skipped, with why.
-fn broker_skipped(via: &str, ints: u32, why: &str) -> Value {
-    json!({"via": via, "transport": null, "dbus_lib": "libdbus", "ints": ints, "clients": 1, "calls": 0,
-        "calls_per_s": 0.0,
-        "latency": {"count": 0, "min_ns": 0.0, "mean_ns": 0.0, "stddev_ns": 0.0, "p50_ns": 0.0,
-            "p90_ns": 0.0, "p99_ns": 0.0, "p999_ns": 0.0, "max_ns": 0.0},
-        "histogram": [], "cpu_ns_per_call": {"client": 0.0, "middle": 0.0, "service": 0.0},
-        "routing_ns": null, "validate_ns": null, "marshal_ns": null,
-        "p50_repeats_ns": [], "calls_per_s_repeats": [], "skipped": why, "error": null,
-        "reference": broker_reference(via, None, ints)})
+/// A broker row measured at `p50` ns with CPU `cpu` (client, middle,
+/// service ns), as the suite writes it.
+fn broker_row(via: Via, transport: Option<&str>, ints: u32, p50: f64, cpu: [f64; 3]) -> BrokerRow {
+    let mut r = BrokerRow::empty(via, transport.map(Into::into), ints, 1);
+    let calls_per_s = 1e9 / p50;
+    r.calls = (calls_per_s * 0.25) as u64;
+    r.calls_per_s = calls_per_s;
+    r.latency = LatencySummary {
+        count: r.calls,
+        min_ns: p50 * 0.8,
+        mean_ns: p50 * 1.1,
+        stddev_ns: p50 * 0.2,
+        p50_ns: p50,
+        p90_ns: p50 * 1.5,
+        p99_ns: p50 * 3.0,
+        p999_ns: p50 * 6.0,
+        max_ns: p50 * 20.0,
+    };
+    r.histogram = vec![
+        (p50 * 0.9, 10),
+        (p50 * 1.1, 80),
+        (p50 * 3.0, 9),
+        (p50 * 20.0, 1),
+    ];
+    let [client, middle, service] = cpu;
+    r.cpu_ns_per_call = CpuSplit {
+        client,
+        middle,
+        service,
+    };
+    r.p50_repeats_ns = vec![p50 * 1.02, p50, p50 * 0.99];
+    r.calls_per_s_repeats = r.p50_repeats_ns.iter().map(|p| 1e9 / p).collect();
+    r
 }
 
 fn broker(scale: f64) -> (Vec<Value>, Vec<Figure>) {
-    let (mut rows, mut figs) = (Vec::new(), Vec::new());
     // The D-Bus rows on libdbus, and on zbus 1.5x slower.
-    let cases = BROKER
+    let cases: Vec<_> = BROKER
         .iter()
         .flat_map(|&(via, transport, p50s, cpu)| match transport {
             Some(_) => vec![(via, transport, None, p50s, cpu)],
             None => vec![
-                (via, None, Some("libdbus"), p50s, cpu),
-                (via, None, Some("zbus"), p50s.map(|p| p * 1.5), cpu),
+                (via, None, Some(DbusLib::Libdbus), p50s, cpu),
+                (via, None, Some(DbusLib::Zbus), p50s.map(|p| p * 1.5), cpu),
             ],
-        });
-    let cases: Vec<_> = cases.collect();
+        })
+        .collect();
+    let mut rows = Vec::new();
     for (n, ints) in [1u32, 256].into_iter().enumerate() {
         for &(via, transport, lib, p50s, cpu) in &cases {
-            let p50 = scale * p50s[n] * 1e3;
-            let calls_per_s = 1e9 / p50;
             let cpu = cpu.map(|c| scale * c * (1.0 + n as f64 * 0.1));
-            let mut k = vec![
-                ("via", via.to_string()),
-                ("transport", transport.unwrap_or("-").to_string()),
-                ("ints", ints.to_string()),
-                ("clients", "1".to_string()),
-            ];
-            if let Some(l) = lib {
-                k.push(("dbus_lib", l.to_string()));
-            }
-            let p50_repeats = vec![p50 * 1.02, p50, p50 * 0.99];
-            let rate_repeats: Vec<f64> = p50_repeats.iter().map(|p| 1e9 / p).collect();
-            figs.push(
-                fig(&k, "p50_ns", p50, "ns", Better::Lower).with_repeats(p50_repeats.clone()),
-            );
-            figs.push(fig(&k, "p99_ns", p50 * 3.0, "ns", Better::Lower));
-            figs.push(
-                fig(&k, "calls_per_s", calls_per_s, "calls/s", Better::Higher)
-                    .with_repeats(rate_repeats.clone()),
-            );
-            figs.push(fig(
-                &k,
-                "cpu_ns_per_call",
-                cpu.iter().sum(),
-                "ns",
-                Better::Lower,
-            ));
-            let broker_row = via.starts_with("broker");
-            rows.push(json!({"via": via, "transport": transport, "dbus_lib": lib, "ints": ints, "clients": 1,
-                "calls": (calls_per_s * 0.25) as u64, "calls_per_s": calls_per_s,
-                "latency": {"count": (calls_per_s * 0.25) as u64, "min_ns": p50 * 0.8,
-                    "mean_ns": p50 * 1.1, "stddev_ns": p50 * 0.2, "p50_ns": p50,
-                    "p90_ns": p50 * 1.5, "p99_ns": p50 * 3.0, "p999_ns": p50 * 6.0,
-                    "max_ns": p50 * 20.0},
-                "histogram": [[p50 * 0.9, 10], [p50 * 1.1, 80], [p50 * 3.0, 9], [p50 * 20.0, 1]],
-                "cpu_ns_per_call": {"client": cpu[0], "middle": cpu[1], "service": cpu[2]},
-                "routing_ns": if broker_row { json!(scale * 1500.0) } else { Value::Null },
-                "validate_ns": if via == "broker-validate" { json!(scale * 1200.0) } else { Value::Null },
-                "marshal_ns": if via == "dbus-p2p" { json!(scale * 2100.0) } else { Value::Null },
-                "p50_repeats_ns": p50_repeats, "calls_per_s_repeats": rate_repeats,
-                "skipped": null, "error": null,
-                "reference": broker_reference(via, transport, ints)}));
+            let mut r = broker_row(via, transport, ints, scale * p50s[n] * 1e3, cpu);
+            r.dbus_lib = lib;
+            r.routing_ns = via.via_broker().then_some(scale * 1500.0);
+            r.validate_ns = (via == Via::BrokerValidate).then_some(scale * 1200.0);
+            r.marshal_ns = (via == Via::DbusP2p).then_some(scale * 2100.0);
+            rows.push(r);
         }
-        rows.push(broker_skipped(
-            "dbus-broker",
-            ints,
-            "dbus-broker-launch not installed",
-        ));
+        let mut skipped = BrokerRow::empty(Via::DbusBroker, None, ints, 1);
+        skipped.dbus_lib = Some(DbusLib::Libdbus);
+        skipped.skipped = Some("dbus-broker-launch not installed".into());
+        rows.push(skipped);
     }
-    (rows, figs)
+    let figs = crate::suites::broker::render::figures(&rows);
+    (typed(&rows), figs)
 }

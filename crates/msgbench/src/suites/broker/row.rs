@@ -2,7 +2,9 @@
 //! was measured there (the median repeat), and the D-Bus study's figure
 //! for the same case.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::dbus::DbusLib;
 use super::measure::CpuSplit;
@@ -10,8 +12,9 @@ use super::options::{Fault, Via};
 use crate::measure::hist::LatencySummary;
 use crate::suites::{RowStatus, SuiteRow};
 
-/// A row.
-#[derive(Debug, Clone, Serialize)]
+/// A row. What a run from before a field existed lacks reads as empty
+/// (none, zero).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BrokerRow {
     /// The arrangement.
     pub via: Via,
@@ -33,8 +36,10 @@ pub struct BrokerRow {
     /// Latency per call (median repeat).
     pub latency: LatencySummary,
     /// The latency distribution: `[upper_ns, count]` pairs.
+    #[serde(default)]
     pub histogram: Vec<(f64, u64)>,
     /// CPU per call, ns, by process role, from their CPU clocks.
+    #[serde(default)]
     pub cpu_ns_per_call: CpuSplit,
     /// The msgbench broker's own time per call, ns (request in hand to
     /// call onward, plus reply back to reply sent): broker rows only.
@@ -45,6 +50,7 @@ pub struct BrokerRow {
     pub call_timeout_ms: Option<u64>,
     /// Calls the broker answered `ETIMEDOUT`, over all clients (median
     /// repeat).
+    #[serde(default)]
     pub timeouts: u64,
     /// Most calls in flight in the broker at once (median repeat):
     /// broker rows only.
@@ -56,8 +62,10 @@ pub struct BrokerRow {
     /// reply, timed alone: D-Bus rows only.
     pub marshal_ns: Option<f64>,
     /// p50 of every repeat, ns, in run order.
+    #[serde(default)]
     pub p50_repeats_ns: Vec<f64>,
     /// Calls/s of every repeat.
+    #[serde(default)]
     pub calls_per_s_repeats: Vec<f64>,
     /// Why the row was not measured (a daemon not installed).
     pub skipped: Option<String>,
@@ -68,10 +76,10 @@ pub struct BrokerRow {
 }
 
 /// A figure of the D-Bus study.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {
     /// What it was.
-    pub label: &'static str,
+    pub label: Cow<'static, str>,
     /// Per call (or round trip), microseconds.
     pub us: f64,
 }
@@ -152,20 +160,20 @@ pub fn reference(via: Via, transport: Option<&str>, ints: u32) -> Option<Referen
     match (via, ints) {
         (Via::Direct, 256) if matches!(transport, Some("uds" | "uds-stream" | "uds-dgram")) => {
             Some(Reference {
-                label: "QNX local socket, 1 KB",
+                label: Cow::Borrowed("QNX local socket, 1 KB"),
                 us: 324.0,
             })
         }
         (Via::Direct, 256) => Some(Reference {
-            label: "QNX native messages, 1 KB",
+            label: Cow::Borrowed("QNX native messages, 1 KB"),
             us: 177.0,
         }),
         (Via::DbusDaemon, 1) => Some(Reference {
-            label: "QNX dbus-daemon, 1 int",
+            label: Cow::Borrowed("QNX dbus-daemon, 1 int"),
             us: 12_000.0,
         }),
         (Via::DbusDaemon, 256) => Some(Reference {
-            label: "QNX dbus-daemon, 1 KB",
+            label: Cow::Borrowed("QNX dbus-daemon, 1 KB"),
             us: 16_212.0,
         }),
         _ => None,
