@@ -64,7 +64,7 @@ impl RunConfig<'_> {
 }
 
 /// One client thread's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ThreadResult {
     /// Thread index j.
     pub thread: u32,
@@ -86,7 +86,7 @@ pub struct ThreadResult {
 }
 
 /// Figures of a whole client run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ClientRun {
     /// Transport name.
     pub transport: String,
@@ -110,7 +110,7 @@ pub struct ClientRun {
     pub latency: Option<LatencySummary>,
     /// The same, raw: `[upper_ns, count]` per non-empty bucket of the
     /// merged HDR histogram, increasing (empty without timestamps).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histogram: Vec<(f64, u64)>,
 }
 

@@ -79,7 +79,7 @@ impl Common {
 
 /// Which msgpass API the adder programs pass messages with (the wire
 /// protocol is the same, so either side can use either).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Api {
     /// `Connection::call_with` / `Request::reply_with`: the request and

@@ -2,10 +2,8 @@
 //! the envelope's own types, for the report's unit tests: they render
 //! every suite's section in milliseconds, where a real run of each would
 //! take minutes (the browser test, `tests/report_browser.rs`, loads a
-//! report of real runs). The rows the report reads (ipc, rtos, validate,
-//! smp, broker) are the suites' own row types, serialised, with the
-//! figures each suite makes of them; adder's section reads figures only,
-//! and its sample rows follow `docs/results.md`.
+//! report of real runs). Every suite's rows are its own row type,
+//! serialised (adder's section reads figures only).
 
 use serde_json::{json, Value};
 
@@ -18,7 +16,7 @@ use crate::suites::broker::dbus::DbusLib;
 use crate::suites::broker::measure::CpuSplit;
 use crate::suites::broker::{BrokerRow, Via};
 use crate::suites::ipc::{Api, Placement, Row};
-use crate::suites::{rtos, validate};
+use crate::suites::{adder, rtos, validate};
 
 /// The suites [`envelope_json`] knows.
 pub const SUITES: [&str; 7] = ["adder", "ipc", "floor", "rtos", "validate", "smp", "broker"];
@@ -151,15 +149,61 @@ fn adder(scale: f64) -> (Vec<Value>, Vec<Figure>) {
                     ];
                     out.push(fig(&k, "rate_per_thread", per, "msg/s", Better::Higher));
                     out.push(fig(&k, "aggregate_rate", agg, "msg/s", Better::Higher));
-                    rows.push(json!({"transport": t, "placement": placement, "mode": mode,
-                        "threads": threads, "api": "in-place", "error": null,
-                        "samples_per_thread": 100000, "idle_pct": null,
-                        "rate_per_thread": per, "aggregate_rate": agg, "efficiency": eff}));
+                    rows.push(adder_row(
+                        t,
+                        placement,
+                        mode,
+                        threads,
+                        (per, agg, scale * base * m),
+                    ));
                 }
             }
         }
     }
-    (rows, out)
+    (typed(&rows), out)
+}
+
+/// An adder row as the suite writes it: `threads` client threads of
+/// 100,000 round trips at `rates` (per thread, aggregate, per thread at
+/// one thread).
+fn adder_row(
+    t: &str,
+    placement: &str,
+    mode: &str,
+    threads: u32,
+    rates: (f64, f64, f64),
+) -> adder::Row {
+    use crate::devctl::client::ClientRun;
+    let (per, agg, one) = rates;
+    let run = ClientRun {
+        transport: t.into(),
+        api: crate::devctl::options::Api::InPlace,
+        samples: 100_000,
+        threads: Vec::new(),
+        busy: None,
+        ave_duration_ns: 1e14 / per,
+        rate_per_thread: per,
+        aggregate_rate: agg,
+        latency: None,
+        histogram: Vec::new(),
+    };
+    adder::Row {
+        transport: t.into(),
+        placement: if placement == "pinned" {
+            adder::Placement::Pinned
+        } else {
+            adder::Placement::Unpinned
+        },
+        mode: match mode {
+            "one" => adder::Mode::One,
+            "multi" => adder::Mode::Multi,
+            _ => adder::Mode::Pool,
+        },
+        threads,
+        api: crate::devctl::options::Api::InPlace,
+        error: None,
+        measured: Some(adder::Measured::new(threads, run, None, Some(one))),
+    }
 }
 
 /// An ipc run's floor: a cache line and a futex round trip between

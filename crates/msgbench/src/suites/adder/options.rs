@@ -17,7 +17,7 @@ use crate::serve::remote::{RemoteArgs, RemoteServer};
 use crate::suites::OutputArgs;
 
 /// How the X server threads are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// One server process with X threads, each serving its own path
@@ -81,7 +81,7 @@ impl Mode {
 }
 
 /// Where clients and servers run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
     /// Client thread k and server instance (or pool thread) k pinned: to

@@ -1,6 +1,6 @@
 //! The rows of `msgbench adder`, as stored in the envelope's `rows`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::suites::{RowStatus, SuiteRow};
 
@@ -11,7 +11,7 @@ use crate::measure::hist::LatencySummary;
 
 /// One row: a transport, placement, mode and X, with its figures or why
 /// it failed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// Transport name.
     pub transport: String,
@@ -34,7 +34,7 @@ pub struct Row {
 }
 
 /// The figures of a row that ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measured {
     /// Round trips per thread.
     pub samples_per_thread: u64,
@@ -63,12 +63,13 @@ pub struct Measured {
     /// Earlier runs of this row that were too short and run again (see
     /// docs/methodology.md, "Row size"), oldest first; empty when the
     /// first measured run was kept.
+    #[serde(default)]
     pub discarded_runs: Vec<DiscardedRun>,
 }
 
 /// A measured run of a row that was thrown away and run again (JSON
 /// `discarded_runs`), with its figures and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DiscardedRun {
     /// Round trips per thread.
     pub samples_per_thread: u64,
@@ -146,5 +147,52 @@ impl SuiteRow for Row {
             true => RowStatus::Failed,
             false => RowStatus::Ok,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devctl::client::ClientRun;
+
+    fn row(error: Option<&str>) -> Row {
+        let run = ClientRun {
+            transport: "uds".into(),
+            api: Api::InPlace,
+            samples: 1000,
+            threads: Vec::new(),
+            busy: None,
+            ave_duration_ns: 1e7,
+            rate_per_thread: 1e5,
+            aggregate_rate: 1.9e5,
+            latency: None,
+            histogram: Vec::new(),
+        };
+        Row {
+            transport: "uds".into(),
+            placement: Placement::Pinned,
+            mode: Mode::Pool,
+            threads: 2,
+            api: Api::InPlace,
+            error: error.map(Into::into),
+            measured: error
+                .is_none()
+                .then(|| Measured::new(2, run, None, Some(1e5))),
+        }
+    }
+
+    /// A row reads back as it was written, measured or failed (a failed
+    /// row has no figures to flatten in).
+    #[test]
+    fn rows_read_back_as_written() {
+        for error in [None, Some("wrong final value")] {
+            let written = serde_json::to_value(row(error)).unwrap();
+            let read: Row = serde_json::from_value(written.clone()).unwrap();
+            assert_eq!(read.error.as_deref(), error);
+            assert_eq!(read.measured.is_some(), error.is_none());
+            assert_eq!(serde_json::to_value(&read).unwrap(), written);
+        }
+        let m = Row::deserialize(serde_json::to_value(row(None)).unwrap()).unwrap();
+        assert_eq!(m.efficiency(), Some(0.95));
     }
 }
