@@ -3,7 +3,9 @@
 //! PASSes with priority inheritance through messages and the same
 //! scenario FAILs with `--msg-inherit off`, both through the command, each
 //! with the order of events that decides it; `msgbench rtos MSG` runs the
-//! three tests with their timing rows and the QNX 8.0 reference; nothing
+//! three tests with their timing rows and the QNX 8.0 reference, and
+//! checks every call's priority (MSG-P-PRI FAILs that check with
+//! `--msg-inherit off`); nothing
 //! is left in the namespace. Behaviour only: nothing here asserts a speed.
 //!
 //! Needs root (SCHED_FIFO): skipped with the reason by hand without it, a
@@ -130,11 +132,15 @@ fn msg_group_runs_the_three_tests() {
     let mut expected = Vec::new();
     for id in ["MSG-P-SRR", "MSG-P-PRI"] {
         expected.push(want(id, "one CPU", "timing"));
-        expected.push(if cpu_count() >= 2 {
-            want(id, "two CPUs", "timing")
-        } else {
-            want(id, "two CPUs", "skipped")
-        });
+        expected.push(want(id, "one CPU, every call checked", "behaviour"));
+        for v in ["two CPUs", "two CPUs, every call checked"] {
+            let kind = match (cpu_count() >= 2, v.ends_with("checked")) {
+                (false, _) => "skipped",
+                (true, false) => "timing",
+                (true, true) => "behaviour",
+            };
+            expected.push(want(id, v, kind));
+        }
     }
     expected.push(want("MSG-B-PRI", "inheritance on", "behaviour"));
     assert_eq!(got, expected, "{o}");
@@ -167,4 +173,59 @@ fn msg_group_runs_the_three_tests() {
     );
     assert!(o.stdout.contains("Message passing"), "{o}");
     assert!(o.stdout.contains("165,300 msgs/s"), "{o}");
+    // Every call checked: the caller's 50 with inheritance, the server's
+    // own 40 without it asked.
+    for (id, fifo) in [("MSG-P-SRR", 40), ("MSG-P-PRI", 50)] {
+        let (pass, seen) = checked(&doc, id, "one CPU, every call checked");
+        assert!(pass, "{id}: {seen:?}\n{o}");
+        assert_eq!(
+            seen[0],
+            format!("2000 of 2000 calls (100.0%) served at FIFO {fifo}"),
+            "{id}"
+        );
+    }
+}
+
+/// The verdict and observations of `id`'s variant `variant`.
+fn checked(doc: &Value, id: &str, variant: &str) -> (bool, Vec<String>) {
+    let r = rows(doc)
+        .iter()
+        .find(|r| r["id"] == id && r["variant"] == variant)
+        .unwrap_or_else(|| panic!("no {id} {variant}: {doc}"));
+    let o = &r["outcome"];
+    assert_eq!(o["kind"], "behaviour", "{o}");
+    let seen = o["observed"]
+        .as_array()
+        .expect("observed")
+        .iter()
+        .map(|e| e.as_str().expect("a line").to_string())
+        .collect();
+    (o["pass"].as_bool().expect("pass"), seen)
+}
+
+#[test]
+fn msg_p_pri_checks_every_call_and_fails_without_inheritance() {
+    if !root_or_skip() {
+        return;
+    }
+    let _one = serial();
+    let dir = TestDir::new("rtos-msg-check");
+    let (o, doc) = rtos(&dir, &["MSG-P-PRI", "--msg-inherit", "off"]);
+    assert_eq!(o.code(), 1, "a FAIL exits 1: {o}");
+    let (pass, seen) = checked(&doc, "MSG-P-PRI", "one CPU, every call checked");
+    assert!(!pass, "served below its caller must FAIL: {seen:?}\n{o}");
+    assert_eq!(
+        seen,
+        [
+            "0 of 2000 calls (0.0%) served at FIFO 50",
+            "2000 served at FIFO 40",
+            "the first call not at FIFO 50: call 0, at FIFO 40",
+        ],
+        "{o}"
+    );
+    let t = rows(&doc)
+        .iter()
+        .find(|r| r["id"] == "MSG-P-PRI" && r["variant"] == "one CPU")
+        .expect("the timed row");
+    assert_eq!(t["outcome"]["kind"], "timing", "{t}");
 }

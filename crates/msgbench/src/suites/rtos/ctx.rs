@@ -48,8 +48,8 @@ pub struct Ctx {
     pub cpus: Vec<usize>,
     /// Set by SIGINT/SIGTERM: a long test should stop early.
     pub stop: Arc<AtomicBool>,
-    /// `--msg-inherit`: MSG-B-PRI's server inherits its callers'
-    /// priority (true unless set off).
+    /// `--msg-inherit`: the servers of MSG-B-PRI and MSG-P-PRI inherit
+    /// their callers' priority (true unless set off).
     pub msg_inherit: bool,
 }
 

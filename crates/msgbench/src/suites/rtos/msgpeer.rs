@@ -10,6 +10,9 @@
 //! [`msgpass::Options::inherit_priority`] when `--inherit`), prints
 //! `ready`, and answers until SIGTERM or the suite dies:
 //! - [`ECHO`]: the request's bytes back;
+//! - [`ECHO_AT`]: the request's bytes back, then the FIFO priority this
+//!   thread was serving at, read from the kernel while handling it (a
+//!   little-endian u32, 0 when not FIFO): the check of every call;
 //! - [`WORK`]: busy-works the microseconds of CPU time the request names
 //!   (a little-endian u64), then replies with the FIFO priority it was
 //!   running at when the work began, the highest seen during the work,
@@ -39,6 +42,9 @@ pub const TRANSPORT: &str = "uds";
 pub const ECHO: u32 = 1;
 /// Busy-work, then reply with the priorities seen (see the module docs).
 pub const WORK: u32 = 2;
+/// [`ECHO`], with the FIFO priority the request was served at after the
+/// bytes.
+pub const ECHO_AT: u32 = 3;
 /// The longest work a [`WORK`] request may ask for.
 const MAX_WORK: Duration = Duration::from_secs(1);
 
@@ -135,6 +141,11 @@ fn serve(a: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
         match req.cmd() {
             ECHO => {
                 let data = req.data().to_vec();
+                req.reply(&data)?;
+            }
+            ECHO_AT => {
+                let mut data = req.data().to_vec();
+                data.extend_from_slice(&fifo_now().to_le_bytes());
                 req.reply(&data)?;
             }
             WORK => {

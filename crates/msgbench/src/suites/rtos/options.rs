@@ -44,10 +44,11 @@ pub struct RtosArgs {
         value_parser = parse_duration
     )]
     pub duration: Option<Duration>,
-    /// Priority inheritance through messages in MSG-B-PRI: on (the
-    /// server runs at its callers' priority, QNX's behaviour: PASS
-    /// expected) or off (the same scenario without it: the inversion,
-    /// FAIL expected).
+    /// Priority inheritance through messages in MSG-B-PRI and MSG-P-PRI:
+    /// on (the server runs at its callers' priority, QNX's behaviour: PASS
+    /// expected) or off (the same scenarios without it: MSG-B-PRI's
+    /// inversion and MSG-P-PRI's calls served below their caller, FAIL
+    /// expected).
     #[arg(
         long = "msg-inherit",
         value_name = "on|off",

@@ -38,8 +38,8 @@ const LONG: [(&str, f64, f64); 7] = [
     ("IRQ-P-TLT", 1.0, 5.0),
     ("IRQ-S-SUS", 1.7, 10.5),
     ("MEM-B-LEK", 0.5, 1.0),
-    ("MSG-P-SRR", 0.3, 1.5),
-    ("MSG-P-PRI", 0.4, 2.5),
+    ("MSG-P-SRR", 0.5, 2.8),
+    ("MSG-P-PRI", 0.7, 4.8),
 ];
 
 /// About how long any other test takes, seconds: (with `--quick`,
