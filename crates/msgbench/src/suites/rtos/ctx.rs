@@ -51,6 +51,8 @@ pub struct Ctx {
     /// `--msg-inherit`: the servers of MSG-B-PRI and MSG-P-PRI inherit
     /// their callers' priority (true unless set off).
     pub msg_inherit: bool,
+    /// `--msg-transport`: the msgpass transport of the MSG tests.
+    pub msg_transport: String,
 }
 
 impl Ctx {
@@ -73,6 +75,7 @@ impl Ctx {
             cpus: placement::online_cpus(),
             stop,
             msg_inherit: true,
+            msg_transport: super::msgpeer::TRANSPORT.into(),
         }
     }
 

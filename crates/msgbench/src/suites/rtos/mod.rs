@@ -107,6 +107,7 @@ impl Suite for Rtos {
             Arc::clone(&cx.stop),
         );
         ctx.msg_inherit = plan.msg_inherit;
+        ctx.msg_transport.clone_from(&plan.msg_transport);
         run::run(&plan.tests, &ctx, cx)
     }
 

@@ -22,7 +22,7 @@ use msgpass::Connection;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::msgpeer::{ECHO, ECHO_AT, TRANSPORT};
+use super::msgpeer::{ECHO, ECHO_AT};
 use super::msgserver::{connect, work, Server};
 use super::prims::{join, rt_thread, test_cpu};
 use super::row::{Group, Outcome, Reference, Timing, Unit};
@@ -104,16 +104,16 @@ fn round_trip(
     name: &str,
 ) -> Result<Vec<Variant>> {
     let boosts = inherit && ctx.msg_inherit;
-    let server = Server::start(server_cpu, SERVER_FIFO, boosts)?;
-    let (ns, n, clock, ts) = (
-        server.ns(),
+    let server = Server::start(&ctx.msg_transport, server_cpu, SERVER_FIFO, boosts)?;
+    let (to, n, clock, ts) = (
+        server.target(),
         ctx.samples(20_000),
         ctx.clock,
         ctx.timestamp_ns,
     );
     let stop = Arc::clone(&ctx.stop);
     let h = rt_thread("msg-client", CLIENT_FIFO, client_cpu, move || {
-        let mut c = connect(&ns)?;
+        let mut c = connect(&to)?;
         let served_at = work(&mut c, 0)?;
         let samples = calls(&mut c, n, clock, ts, &stop)?;
         let served = checked_calls(&mut c, n, &stop)?;
@@ -138,7 +138,11 @@ fn round_trip(
     let timing = Timing::of(Unit::Us, samples).ok_or_else(|| anyhow!("no samples"))?;
     let timed = Variant::new(name, Outcome::Timing(timing))
         .reference(QNX_ADDER)
-        .note(round_trip_note(boosts, server_cpu, client_cpu));
+        .note(round_trip_note(
+            &ctx.msg_transport,
+            boosts,
+            (server_cpu, client_cpu),
+        ));
     Ok(vec![timed, check_variant(name, &served, inherit)])
 }
 
@@ -240,7 +244,8 @@ fn check_variant(name: &str, at: &[u32], inherit: bool) -> Variant {
 }
 
 /// How a round-trip variant was measured.
-fn round_trip_note(inherit: bool, server_cpu: usize, client_cpu: usize) -> String {
+fn round_trip_note(transport: &str, inherit: bool, cpus: (usize, usize)) -> String {
+    let (server_cpu, client_cpu) = cpus;
     let how = if inherit {
         format!(
             "with priority inheritance: each request raises the server to FIFO {CLIENT_FIFO} \
@@ -251,7 +256,7 @@ fn round_trip_note(inherit: bool, server_cpu: usize, client_cpu: usize) -> Strin
         format!("without inheritance (the server stays at FIFO {SERVER_FIFO}, checked)")
     };
     format!(
-        "msgpass {TRANSPORT}: a client thread of msgbench at SCHED_FIFO {CLIENT_FIFO} on CPU \
+        "msgpass {transport}: a client thread of msgbench at SCHED_FIFO {CLIENT_FIFO} on CPU \
          {client_cpu} calls the server process (msgbench rtos-peer, one thread, SCHED_FIFO \
          {SERVER_FIFO}) on CPU {server_cpu}; each round trip sends 8 bytes and checks they come \
          back; {how}; {WARMUP} untimed first. The QNX figure is another machine's (a Raspberry \

@@ -8,7 +8,6 @@
 //! completes: PASS. Without (`--msg-inherit off`) the server stays at 5, M
 //! runs first and H waits for it: FAIL.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use anyhow::{anyhow, bail, Result};
 
 use super::ctx::Ctx;
 use super::def::Variant;
-use super::msgserver::{connect, work, Server};
+use super::msgserver::{connect, work, Server, Target};
 use super::prims::{controlled, join, rt_thread, test_cpu, wait_until};
 use super::row::{Outcome, Reference};
 use super::rtthread::Gate;
@@ -38,9 +37,9 @@ const BOUND: Duration = Duration::from_secs(3);
 pub(super) fn b_pri(ctx: &Ctx) -> Result<Vec<Variant>> {
     let cpu = test_cpu(&ctx.cpus);
     let inherit = ctx.msg_inherit;
-    let server = Server::start(cpu, SERVER, inherit)?;
-    let ns = server.ns();
-    let got = controlled(&ctx.cpus, cpu, move || inversion(ns, cpu));
+    let server = Server::start(&ctx.msg_transport, cpu, SERVER, inherit)?;
+    let to = server.target();
+    let got = controlled(&ctx.cpus, cpu, move || inversion(to, cpu));
     server.stop()?;
     let (name, how) = if inherit {
         (
@@ -58,10 +57,11 @@ pub(super) fn b_pri(ctx: &Ctx) -> Result<Vec<Variant>> {
             "pass (QNX: the server runs at its clients' priority)",
         ))
         .note(format!(
-            "on CPU {cpu}, msgpass uds, {how}: the server process (one thread, own priority \
+            "on CPU {cpu}, msgpass {}, {how}: the server process (one thread, own priority \
              FIFO {SERVER}) works {} ms of CPU time for L (FIFO {L}); H (FIFO {H}) calls it; M \
              (FIFO {M}) becomes ready and would busy-loop for {} ms. The server's priorities are \
              read from the kernel by the server and sent back in its replies",
+            ctx.msg_transport,
             WORK.as_millis(),
             M_BUSY.as_millis()
         ))])
@@ -79,8 +79,8 @@ struct Scene {
     h_called: Arc<AtomicBool>,
 }
 
-/// The scenario against the server in `ns`, every thread on `cpu`.
-fn inversion(ns: PathBuf, cpu: usize) -> Result<Outcome> {
+/// The scenario against the server at `ns`, every thread on `cpu`.
+fn inversion(ns: Target, cpu: usize) -> Result<Outcome> {
     let sc = Scene::default();
     let (s, n) = (sc.clone(), ns.clone());
     let low = rt_thread("msg-L", L, cpu, move || client(&s, &n, 0))?;
@@ -137,7 +137,7 @@ fn start_calls(sc: &Scene) -> bool {
 
 /// L (k = 0) or H (k = 1): connects, waits for its gate, calls: L asks
 /// for [`WORK`], H for none; logs the reply with the server's priorities.
-fn client(s: &Scene, ns: &std::path::Path, k: usize) -> Result<()> {
+fn client(s: &Scene, ns: &Target, k: usize) -> Result<()> {
     let (who, gate, called) = match k {
         0 => ("L", &s.go_l, &s.l_called),
         _ => ("H", &s.go_h, &s.h_called),

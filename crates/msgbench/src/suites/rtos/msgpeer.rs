@@ -6,7 +6,7 @@
 //!
 //! It puts itself at SCHED_FIFO `--fifo` on CPU `--cpu` (every thread it
 //! starts after, msgpass's watcher included, stays on that CPU), serves
-//! `--endpoint` over uds with one thread (with
+//! `--endpoint` over `--transport` (uds unless named) with one thread (with
 //! [`msgpass::Options::inherit_priority`] when `--inherit`), prints
 //! `ready`, and answers until SIGTERM or the suite dies:
 //! - [`ECHO`]: the request's bytes back;
@@ -36,7 +36,7 @@ use crate::measure::peers;
 
 /// The hidden subcommand the server runs as.
 pub const COMMAND: &str = "rtos-peer";
-/// The transport of the MSG tests.
+/// The transport of the MSG tests unless `--msg-transport` names another.
 pub const TRANSPORT: &str = "uds";
 /// Reply with the request's bytes.
 pub const ECHO: u32 = 1;
@@ -78,12 +78,17 @@ pub struct ServerArgs {
     /// Serve with priority inheritance through messages.
     #[arg(long = "inherit")]
     pub inherit: bool,
+    /// The msgpass transport to serve on.
+    #[arg(long = "transport", value_name = "T", default_value = TRANSPORT,
+          value_parser = crate::devctl::options::transport_name)]
+    pub transport: String,
 }
 
 /// The arguments of `rtos-peer server`.
 pub fn server_args(
     ns: &std::path::Path,
     endpoint: &str,
+    transport: &str,
     cpu: usize,
     fifo: u32,
     inherit: bool,
@@ -98,6 +103,8 @@ pub fn server_args(
         cpu.to_string(),
         "--fifo".into(),
         fifo.to_string(),
+        "--transport".into(),
+        transport.into(),
     ];
     if inherit {
         v.push("--inherit".into());
@@ -128,7 +135,7 @@ pub fn options(inherit: bool) -> Options {
 fn serve(a: &ServerArgs, stop: Arc<AtomicBool>) -> Result<()> {
     super::rt::enter(Some(a.fifo as i32), Some(a.cpu))?;
     let ns = Namespace::open(&a.ns)?;
-    let t = msgpass::transport::by_name(TRANSPORT)?;
+    let t = msgpass::transport::by_name(&a.transport)?;
     let mut chan = Channel::create(&ns, &a.endpoint, &*t, &options(a.inherit))
         .with_context(|| format!("cannot serve {}", a.endpoint))?;
     chan.set_stop_flag(stop);

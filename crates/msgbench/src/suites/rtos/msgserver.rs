@@ -4,13 +4,13 @@
 //! [`super::msg`] (MSG-P-SRR, MSG-P-PRI) and [`super::msginv`] (MSG-B-PRI)
 //! use it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use msgpass::{Connection, Namespace};
 
-use super::msgpeer::{self, TRANSPORT, WORK};
+use super::msgpeer::{self, WORK};
 use crate::measure::peers::Peer;
 use crate::measure::rundir::RunDir;
 
@@ -24,26 +24,43 @@ pub(crate) const CALL_LIMIT: Duration = Duration::from_secs(3);
 pub(crate) struct Server {
     peer: Peer,
     dir: RunDir,
+    transport: String,
+}
+
+/// Where a client finds a server: its namespace and transport.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    ns: PathBuf,
+    transport: String,
 }
 
 impl Server {
-    /// Starts `msgbench rtos-peer server` at SCHED_FIFO `fifo` on `cpu`,
-    /// with inheritance when `inherit`, and waits until it serves.
-    pub(crate) fn start(cpu: usize, fifo: u32, inherit: bool) -> Result<Server> {
+    /// Starts `msgbench rtos-peer server` over `transport` at SCHED_FIFO
+    /// `fifo` on `cpu`, with inheritance when `inherit`, and waits until
+    /// it serves (an error with the server's own when it cannot, such as
+    /// inheritance refused on that transport).
+    pub(crate) fn start(transport: &str, cpu: usize, fifo: u32, inherit: bool) -> Result<Server> {
         let base = Namespace::resolve(None)?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let dir = RunDir::create(&base, &format!("rtos-msg-{}-{nanos}", std::process::id()))?;
-        let args = msgpeer::server_args(dir.path(), ENDPOINT, cpu, fifo, inherit);
+        let args = msgpeer::server_args(dir.path(), ENDPOINT, transport, cpu, fifo, inherit);
         let mut peer = Peer::start(msgpeer::COMMAND, "the MSG server process", &args)?;
         peer.expect("ready", Duration::from_secs(5))?;
-        Ok(Server { peer, dir })
+        Ok(Server {
+            peer,
+            dir,
+            transport: transport.to_string(),
+        })
     }
 
     /// Where a client finds it.
-    pub(crate) fn ns(&self) -> PathBuf {
-        self.dir.path().to_path_buf()
+    pub(crate) fn target(&self) -> Target {
+        Target {
+            ns: self.dir.path().to_path_buf(),
+            transport: self.transport.clone(),
+        }
     }
 
     /// Stops it; an error when it did not end cleanly.
@@ -52,11 +69,11 @@ impl Server {
     }
 }
 
-/// A connection to the server of namespace `ns` from the calling thread,
-/// every call bounded by [`CALL_LIMIT`].
-pub(crate) fn connect(ns: &Path) -> Result<Connection> {
-    let ns = Namespace::open(ns)?;
-    let t = msgpass::transport::by_name(TRANSPORT)?;
+/// A connection to the server at `to` from the calling thread, every call
+/// bounded by [`CALL_LIMIT`].
+pub(crate) fn connect(to: &Target) -> Result<Connection> {
+    let ns = Namespace::open(&to.ns)?;
+    let t = msgpass::transport::by_name(&to.transport)?;
     let mut c = Connection::open(&ns, ENDPOINT, &*t, &msgpeer::options(false))?;
     c.set_timeout(Some(CALL_LIMIT))?;
     Ok(c)

@@ -57,6 +57,16 @@ pub struct RtosArgs {
         value_parser = parse_on_off
     )]
     pub msg_inherit: bool,
+    /// The msgpass transport of the MSG tests (client and server
+    /// processes); priority inheritance is refused, with why, where the
+    /// transport cannot carry it (see `dev-adder --help`).
+    #[arg(
+        long = "msg-transport",
+        value_name = "T",
+        default_value = super::msgpeer::TRANSPORT,
+        value_parser = crate::devctl::options::transport_name
+    )]
+    pub msg_transport: String,
     /// Hide the QNX reference figures.
     #[arg(long = "no-reference")]
     pub no_reference: bool,
@@ -93,6 +103,8 @@ pub struct Plan {
     pub reference: bool,
     /// `--msg-inherit` (stored as true for on).
     pub msg_inherit: bool,
+    /// `--msg-transport`.
+    pub msg_transport: String,
 }
 
 /// The tests as their IDs.
@@ -132,6 +144,7 @@ pub fn plan(args: &RtosArgs) -> Result<Plan> {
     };
     Ok(Plan {
         msg_inherit: args.msg_inherit,
+        msg_transport: args.msg_transport.clone(),
         tests: select(&args.select)?,
         quick: args.quick,
         sem: args.sem,

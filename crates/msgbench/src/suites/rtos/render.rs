@@ -216,6 +216,7 @@ pub(super) mod tests {
             duration: std::time::Duration::from_secs(1),
             reference,
             msg_inherit: true,
+            msg_transport: "uds".into(),
         }
     }
 
