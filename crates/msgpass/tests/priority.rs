@@ -3,7 +3,7 @@
 //! serving thread runs at a SCHED_FIFO caller's priority during the
 //! request and at its own after the reply (both read back from the
 //! kernel), a busy server is raised when a higher caller sends (boost on
-//! arrival), a client lying about its thread gets nothing, nor does one
+//! arrival) while its watcher sleeps through the calls of an idle one, a client lying about its thread gets nothing, nor does one
 //! whose claimed thread has exited and whose thread id another user's
 //! real-time thread holds now, a client killed mid-request leaves the
 //! server at its own priority once the request ends, a channel without the option never changes priority, and the
@@ -325,6 +325,10 @@ fn run(test: &'static str, body: impl FnOnce(&TestNs) + Send + 'static) {
     if unavailable() {
         return;
     }
+    // One at a time: a test counts the wake-ups of this process's
+    // watcher threads.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     watchdog(test, Duration::from_secs(60), move || {
         let t = TestNs::new();
         body(&t);
@@ -390,6 +394,67 @@ fn a_busy_server_is_raised_when_a_higher_caller_sends() {
             );
             assert_eq!(reply_of(&c), (libc::SCHED_FIFO, HIGH), "{tr}");
             assert_eq!(srv.settled().policy, libc::SCHED_OTHER, "{tr}: restored");
+        }
+    });
+}
+
+/// The voluntary context switches (sleeps) of each thread of this
+/// process named `name`, by thread id.
+fn sleeps(name: &str) -> std::collections::HashMap<i32, u64> {
+    let mut out = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc/self/task")
+        .expect("tasks")
+        .flatten()
+    {
+        let dir = e.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let n = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok());
+        let tid = e.file_name().to_str().and_then(|t| t.parse().ok());
+        if let (Some(tid), Some(n)) = (tid, n) {
+            out.insert(tid, n);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_watcher_sleeps_through_the_calls_of_an_idle_server() {
+    // The watcher is armed only while the server holds a request: a
+    // caller's message to a server waiting for one goes to the server,
+    // which raises itself, and does not wake the watcher (it did once
+    // per message before).
+    run("quiet", |t| {
+        for tr in CARRIERS {
+            let before = sleeps("msgpass-prio");
+            let srv = Srv::start(&t.ns, tr, true);
+            let watcher: Vec<i32> = sleeps("msgpass-prio")
+                .into_keys()
+                .filter(|tid| !before.contains_key(tid))
+                .collect();
+            assert_eq!(watcher.len(), 1, "{tr}: one new watcher thread");
+            let transport = msgpass::transport::by_name(tr).expect("transport");
+            let mut conn =
+                Connection::open(&t.ns, "prio/0", &*transport, &opts(false)).expect("open");
+            let mut reply = [0u8; 8];
+            let first = sleeps("msgpass-prio")[&watcher[0]];
+            for _ in 0..1000 {
+                let n = conn.call(WHO, b"", &mut reply).expect("call");
+                assert_eq!(decode(&reply[..n]).0, libc::SCHED_OTHER, "{tr}");
+            }
+            let woke = sleeps("msgpass-prio")[&watcher[0]] - first;
+            assert!(
+                woke < 50,
+                "{tr}: the watcher woke {woke} times in 1000 calls"
+            );
+            drop(conn);
+            drop(srv);
         }
     });
 }

@@ -36,10 +36,20 @@ impl Interest {
     /// still be heard of.
     pub const HANGUP: Interest = Interest(EventFlags::RDHUP);
 
+    /// Nothing (but an error): registered and silent, until
+    /// [`Epoll::modify`] asks for more.
+    pub const NOTHING: Interest = Interest(EventFlags::empty());
+
     /// Edge-triggered: reported once per change (each write to an eventfd,
     /// each packet arriving), not while it lasts.
     pub fn edge(self) -> Interest {
         Interest(self.0 | EventFlags::ET)
+    }
+
+    /// Reported once, then silent (as [`Interest::NOTHING`]) until
+    /// [`Epoll::modify`] asks again: a wake-up armed on demand.
+    pub fn oneshot(self) -> Interest {
+        Interest(self.0 | EventFlags::ONESHOT)
     }
 
     /// One waiting set among several watching the same file is woken (see
@@ -77,6 +87,17 @@ impl Epoll {
     /// Watches `fd` for `interest`, reporting it with `token`.
     pub fn add(&self, fd: BorrowedFd<'_>, token: u64, interest: Interest) -> io::Result<()> {
         Ok(epoll::add(
+            &self.fd,
+            fd,
+            EventData::new_u64(token),
+            interest.0,
+        )?)
+    }
+
+    /// Watches `fd`, already added, for `interest` instead (re-arming a
+    /// [`Interest::oneshot`] registration).
+    pub fn modify(&self, fd: BorrowedFd<'_>, token: u64, interest: Interest) -> io::Result<()> {
+        Ok(epoll::modify(
             &self.fd,
             fd,
             EventData::new_u64(token),
@@ -148,6 +169,26 @@ mod tests {
         assert!(out[0].readable && !out[0].hangup);
         ep.delete(b.as_fd());
         assert_eq!(ep.wait(&mut out, Some(Duration::ZERO)).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_oneshot_is_silent_until_armed_again_and_nothing_is_silent() {
+        let ep = Epoll::new().unwrap();
+        let a = crate::eventfd::new().unwrap();
+        ep.add(a.as_fd(), 5, Interest::NOTHING).unwrap();
+        crate::eventfd::write(a.as_fd(), 1).unwrap();
+        let mut out = Vec::with_capacity(8);
+        assert_eq!(ep.wait(&mut out, Some(Duration::ZERO)).unwrap(), 0);
+        ep.modify(a.as_fd(), 5, Interest::READABLE.oneshot())
+            .unwrap();
+        assert_eq!(ep.wait(&mut out, Some(Duration::ZERO)).unwrap(), 1);
+        assert_eq!(out[0].token, 5);
+        // Still readable (level), but the shot is spent.
+        assert_eq!(ep.wait(&mut out, Some(Duration::ZERO)).unwrap(), 0);
+        ep.modify(a.as_fd(), 6, Interest::READABLE.oneshot())
+            .unwrap();
+        assert_eq!(ep.wait(&mut out, Some(Duration::ZERO)).unwrap(), 1);
+        assert_eq!(out[0].token, 6);
     }
 
     #[test]

@@ -555,6 +555,9 @@ impl<A: Acceptor> Core for ReactorCore<A> {
 
     fn reply(&self, w: &mut Worker<A::W>, status: Status, data: &[u8]) -> Result<()> {
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
+        if let Some(b) = &w.boost {
+            b.replying();
+        }
         let io = self.current(w)?;
         self.send(io, code, data);
         w.cur = None;
@@ -574,6 +577,9 @@ impl<A: Acceptor> Core for ReactorCore<A> {
 
     fn reply_in_place(&self, w: &mut Worker<A::W>, len: usize) -> Result<()> {
         let (code, len, verdict) = in_place_parts(len, self.max_msg);
+        if let Some(b) = &w.boost {
+            b.replying();
+        }
         let io = self.current(w)?;
         if let Some(wire) = &mut io.wire {
             if wire.send_in_place(&head(code, len)).is_err() {
@@ -630,6 +636,9 @@ pub(crate) struct ConnReply<A: Acceptor> {
 
 impl<A: Acceptor> ReplyTo for ConnReply<A> {
     fn send(&mut self, code: u32, data: &[u8]) -> bool {
+        if let Some(b) = &self.boost {
+            b.replying();
+        }
         let mut io = self.conn.lock();
         match self.core.upgrade() {
             Some(core) if io.wire.is_some() => {
