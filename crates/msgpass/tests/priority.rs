@@ -24,7 +24,7 @@ use msgpass::{Channel, Connection, Error, Namespace, Options};
 use oslayer::prio::{self, SchedAttr};
 
 /// The transports that carry the option.
-const CARRIERS: &[&str] = &["uds", "uds-stream", "uds-dgram"];
+const CARRIERS: &[&str] = &["uds", "uds-stream", "uds-dgram", "pipe", "fifo"];
 /// The callers' priority.
 const HIGH: u32 = 30;
 /// Reply with the serving thread's scheduling.
@@ -652,7 +652,7 @@ fn the_option_is_refused_where_callers_cannot_be_named() {
         other => panic!("tcp: expected NoInheritance, got {:?}", other.map(|_| ())),
     }
     let t = TestNs::new();
-    for tr in ["pipe", "udp", "shm", "sysv-msg"] {
+    for tr in ["eventfd", "udp", "shm", "sysv-msg"] {
         let transport = msgpass::transport::by_name(tr).expect("transport");
         match Channel::create(&t.ns, "prio/0", &*transport, &opts(true)) {
             Err(Error::NoInheritance { reason }) => assert!(reason.contains(tr), "{reason}"),

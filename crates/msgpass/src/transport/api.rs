@@ -67,7 +67,7 @@ pub struct Options {
     /// server busy with a low caller's request is raised as soon as a
     /// higher caller sends (see [`priority`](crate::transport::serve::priority) for how the
     /// caller is named by the kernel and never taken on its word). Only
-    /// on `uds`, `uds-stream` and `uds-dgram`, in a process that may use
+    /// on `uds`, `uds-stream`, `uds-dgram`, `pipe` and `fifo`, in a process that may use
     /// SCHED_FIFO (CAP_SYS_NICE or an RLIMIT_RTPRIO above 0):
     /// [`Channel::create`](crate::Channel::create) refuses it elsewhere
     /// with [`Error::NoInheritance`], saying why.

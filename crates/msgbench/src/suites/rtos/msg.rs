@@ -55,7 +55,7 @@ pub fn tests() -> Vec<TestDef> {
         run,
     };
     vec![
-        t("MSG-P-SRR", "send/receive/reply round trip between two SCHED_FIFO processes (msgpass uds)", p_srr),
+        t("MSG-P-SRR", "send/receive/reply round trip between two SCHED_FIFO processes (msgpass, uds unless --msg-transport)", p_srr),
         t("MSG-P-PRI", "the same round trip with priority inheritance through messages (each request boosts the server, each reply restores it)", p_pri),
         t("MSG-B-PRI", "priority inversion through messages avoided by inheritance (server busy for low L, high H calls, medium hog M must not delay H's reply)", super::msginv::b_pri),
     ]

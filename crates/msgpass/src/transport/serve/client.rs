@@ -154,7 +154,7 @@ impl<W: Wire> WireClient<W> {
     /// thread id is cached per thread (no system call a call); a message
     /// only when another thread calls.
     #[inline]
-    fn name_thread(&mut self) -> Result<()> {
+    pub(crate) fn name_thread(&mut self) -> Result<()> {
         if !self.traits.oneway {
             return Ok(());
         }

@@ -112,13 +112,13 @@ impl<M: Mechanism> Transport for WireTransport<M> {
             oneway: self.oneway,
             pulse_credit: M::PULSE_CREDIT,
         };
-        Ok(Box::new(WireClient::new(
-            wire,
-            Some(session),
-            hello.max_msg,
-            opts.tick,
-            traits,
-        )))
+        let mut client = WireClient::new(wire, Some(session), hello.max_msg, opts.tick, traits);
+        // A server cannot look at a message waiting on these wires before
+        // it takes it: the connecting thread is named now, so that a
+        // server with priority inheritance knows who a first call is from
+        // if it arrives while the server is busy (boost on arrival).
+        client.name_thread()?;
+        Ok(Box::new(client))
     }
 }
 

@@ -31,14 +31,20 @@
 //!
 //! **Which transports.** `uds`, `uds-stream` and `uds-dgram`: a Unix
 //! socket whose peer the kernel names, and whose next message the watcher
-//! can look at without taking it (`MSG_PEEK`). Refused elsewhere with
+//! can look at without taking it (`MSG_PEEK`). `pipe` and `fifo`: the
+//! process is the one that connected the rendezvous session; a message
+//! waiting on the pipe cannot be looked at, so the client names its
+//! connecting thread as soon as it connects (a `TID` message the server
+//! reads while idle), and the watcher takes an arrival to be from the
+//! connection's last verified thread (a client whose calling thread
+//! changed is boosted on arrival at its previous thread's priority until
+//! its message, the new claim in front, is taken). Refused elsewhere with
 //! [`Error::NoInheritance`]: tcp and udp have no peer credentials (the
 //! peer may be on another host, and a datagram's sender is not tied to the
-//! session's process); pipe, fifo, eventfd, posix-mq and io-uring could
-//! name the process through their session, but a message waiting there
-//! cannot be looked at before it is taken, so boost on arrival would not
-//! know who is waiting (not done); shm, sysv-msg, signal and fuse have
-//! servers of their own, which do not carry it yet (not done).
+//! session's process); eventfd, posix-mq and io-uring could name the
+//! process through their session, but their server is not told which
+//! thread calls (not done); shm, sysv-msg, signal and fuse have servers
+//! of their own, which do not carry it yet (not done).
 //!
 //! **The boost.** Each serving thread keeps the requests it holds
 //! (received and not yet answered: deferred ones, and in a pool the ones
@@ -100,14 +106,14 @@ use crate::transport::api::Options;
 use crate::transport::wire::framing::{parse_head, HEAD, TID};
 
 /// The transports that carry priority inheritance.
-pub(crate) const SUPPORTED: &[&str] = &["uds", "uds-stream", "uds-dgram"];
+pub(crate) const SUPPORTED: &[&str] = &["uds", "uds-stream", "uds-dgram", "pipe", "fifo"];
 
 /// Why `transport` cannot carry priority inheritance, if it cannot.
 fn refusal(transport: &str) -> Option<&'static str> {
     match transport {
         t if SUPPORTED.contains(&t) => None,
         "tcp" | "udp" => Some("the kernel names no peer process on an IP socket (it may be on another host), so the calling thread cannot be checked"),
-        "pipe" | "fifo" | "eventfd" | "posix-mq" | "io-uring" => Some("a waiting message cannot be looked at before it is taken, so a caller's boost on arrival is not done here yet"),
+        "eventfd" | "posix-mq" | "io-uring" => Some("its server is not told which thread calls (not done yet)"),
         _ => Some("this transport's server does not carry it yet"),
     }
 }
@@ -486,7 +492,8 @@ impl Peer {
     }
 
     /// The thread a `TID` message in front of the connection's queue
-    /// claims, if one is (looked at, not taken).
+    /// claims, if one is (looked at, not taken; never on a pipe, which
+    /// cannot be looked at).
     fn peek_claim(&self) -> Option<i32> {
         let mut first = [0u8; HEAD + 4];
         match oslayer::socket::peek_now(self.wire.as_fd(), &mut first) {
