@@ -46,7 +46,12 @@ fn b_pri(doc: &Value) -> (bool, Vec<String>) {
         .filter(|r| r["id"] == "MSG-B-PRI")
         .collect();
     assert_eq!(r.len(), 1, "{doc}");
-    let o = &r[0]["outcome"];
+    verdict(r[0])
+}
+
+/// A behaviour row's verdict and what it observed, in order.
+fn verdict(row: &Value) -> (bool, Vec<String>) {
+    let o = &row["outcome"];
     assert_eq!(o["kind"], "behaviour", "no verdict: {o}");
     let observed = o["observed"]
         .as_array()
@@ -192,15 +197,7 @@ fn checked(doc: &Value, id: &str, variant: &str) -> (bool, Vec<String>) {
         .iter()
         .find(|r| r["id"] == id && r["variant"] == variant)
         .unwrap_or_else(|| panic!("no {id} {variant}: {doc}"));
-    let o = &r["outcome"];
-    assert_eq!(o["kind"], "behaviour", "{o}");
-    let seen = o["observed"]
-        .as_array()
-        .expect("observed")
-        .iter()
-        .map(|e| e.as_str().expect("a line").to_string())
-        .collect();
-    (o["pass"].as_bool().expect("pass"), seen)
+    verdict(r)
 }
 
 #[test]

@@ -8,11 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::chart::{self, Series, XyPlot};
 use super::dots::{dots, DotPlot};
-use super::{answers, chart_html, of_suite, para, series_label, table, verdicts, Input, Section};
+use super::{
+    answers, chart_html, of_suite, para, series_label, table, typed, verdicts, Input, Section,
+    Typed,
+};
 use crate::suites::broker::dbus::DbusLib;
 use crate::suites::broker::{BrokerRow, Via};
 
@@ -20,10 +23,7 @@ use crate::suites::broker::{BrokerRow, Via};
 pub const STUDY_SOURCE: &str = "Study column: the D-Bus study's figure for the same case, per call or round trip (libdbus and dbus-daemon, D-Bus 1.2.4, on QNX 6.4 on a BeagleBoard, OMAP3530; docs/methodology.md, \"The D-Bus broker study\"). CPU per call: every process's CPU clock over the calls (client, middle = the broker or daemon, service), divided by the calls.";
 
 /// A run's rows, read as the suite wrote them.
-struct BrokerRun<'a> {
-    label: &'a str,
-    rows: Vec<BrokerRow>,
-}
+type BrokerRun<'a> = Typed<'a, BrokerRow>;
 
 impl BrokerRun<'_> {
     /// The rows with `clients` clients.
@@ -63,15 +63,7 @@ fn rate(v: Option<f64>) -> String {
 /// The broker section, or `None` without broker rows.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     let inputs = of_suite(inputs, "broker");
-    let runs = inputs
-        .iter()
-        .map(|i| {
-            Ok(BrokerRun {
-                label: &i.label,
-                rows: i.run.rows_as().context(i.label.clone())?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let runs: Vec<BrokerRun> = typed(&inputs)?;
     let groups: BTreeSet<usize> = runs
         .iter()
         .flat_map(|r| r.rows.iter().map(|r| r.clients))

@@ -246,6 +246,30 @@ pub fn of_suite<'a>(inputs: &'a [Input], suite: &str) -> Vec<&'a Input> {
     inputs.iter().filter(|i| i.run.suite == suite).collect()
 }
 
+/// A run's rows read as its suite wrote them (`T`), with its label.
+pub struct Typed<'a, T> {
+    /// The run's label.
+    pub label: &'a str,
+    /// Its rows.
+    pub rows: Vec<T>,
+}
+
+/// The rows of each of `inputs` read as `T`; the first run whose rows
+/// are not refused with its label.
+pub fn typed<'a, T: serde::de::DeserializeOwned>(
+    inputs: &[&'a Input],
+) -> Result<Vec<Typed<'a, T>>> {
+    inputs
+        .iter()
+        .map(|i| {
+            Ok(Typed {
+                label: &i.label,
+                rows: i.run.rows_as().context(i.label.clone())?,
+            })
+        })
+        .collect()
+}
+
 /// A series label: `what`, prefixed with the run's label when several
 /// runs are overlaid.
 pub fn series_label(overlaid: bool, run: &str, what: &str) -> String {

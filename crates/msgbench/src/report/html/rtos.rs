@@ -3,18 +3,15 @@
 //! figure): timing tests' averages as dots with the QNX 6.5 average as a
 //! grey cross, and a table of every test with its verdict.
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::chart::Series;
 use super::dots::{dots, DotPlot};
-use super::{answers, chart_html, of_suite, para, table, verdicts, Input, Section};
+use super::{answers, chart_html, of_suite, para, table, typed, verdicts, Input, Section, Typed};
 use crate::suites::rtos::{Outcome, TestResult, Unit};
 
 /// A run's rows, read as the suite wrote them.
-struct RtosRun<'a> {
-    label: &'a str,
-    rows: Vec<TestResult>,
-}
+type RtosRun<'a> = Typed<'a, TestResult>;
 
 /// Microseconds per unit, for the units timing tests use.
 fn us_per(unit: Unit) -> Option<f64> {
@@ -33,15 +30,7 @@ pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     {
         return Ok(None);
     }
-    let runs = inputs
-        .iter()
-        .map(|i| {
-            Ok(RtosRun {
-                label: &i.label,
-                rows: i.run.rows_as().context(i.label.clone())?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let runs: Vec<RtosRun> = typed(&inputs)?;
     let answers: Vec<(&str, Vec<String>)> = inputs
         .iter()
         .map(|i| (i.label.as_str(), answers::rtos(&i.run)))

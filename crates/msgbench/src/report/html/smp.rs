@@ -7,20 +7,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::chart::{self, Marker, Series, XyPlot};
-use super::{answers, chart_html, of_suite, para, series_label, table, verdicts, Input, Section};
+use super::{
+    answers, chart_html, of_suite, para, series_label, table, typed, verdicts, Input, Section,
+    Typed,
+};
 use crate::suites::smp::{Forwarder, SmpRow};
 
 /// Where the study's figures come from, as shown under the charts.
 pub const STUDY_SOURCE: &str = "Grey crosses: the QNX study's figure for the same case (QNX 6.2.1, dual-core 600 MHz MIPS, two 1 Gbit/s ports; the study gives packets/s per port, drawn here times the row's input ports). Grey line: the kernel's own IPv4 forwarding in the same run (veth ports). The table gives the study's figure per port, its unit (docs/methodology.md, \"SMP forwarding (RFC 2544)\").";
 
 /// A run's rows, read as the suite wrote them.
-struct SmpRun<'a> {
-    label: &'a str,
-    rows: Vec<SmpRow>,
-}
+type SmpRun<'a> = Typed<'a, SmpRow>;
 
 /// A forwarder's place: the table variants in the study's order of
 /// interest, then the kernel.
@@ -63,15 +63,7 @@ fn si(v: Option<f64>) -> String {
 /// The smp section, or `None` without smp rows.
 pub fn section(inputs: &[Input]) -> Result<Option<Section>> {
     let inputs = of_suite(inputs, "smp");
-    let runs = inputs
-        .iter()
-        .map(|i| {
-            Ok(SmpRun {
-                label: &i.label,
-                rows: i.run.rows_as().context(i.label.clone())?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let runs: Vec<SmpRun> = typed(&inputs)?;
     let groups: BTreeSet<Group> = runs.iter().flat_map(|r| r.rows.iter().map(group)).collect();
     if groups.is_empty() {
         return Ok(None);
