@@ -601,11 +601,12 @@ impl Inherit {
 
     /// The single worker took a request (of connection `current`) and
     /// holds none other: from now on an arrival wakes the watcher. The
-    /// arrivals since it was last armed (the request just taken among
-    /// them) are handled here first, but for `current`'s: a message that
-    /// came just before it may be waiting behind it. Nothing wakes the
-    /// watcher while the worker holds no request: an arrival then goes to
-    /// the worker, which raises itself when it takes it.
+    /// arrivals since it was last armed are looked at here first, as the
+    /// watcher would (a higher caller's message that came just before the
+    /// request taken may be waiting), all but `current`'s (its message is
+    /// the one just taken). Nothing wakes the watcher while the worker
+    /// holds no request: an arrival then goes to the worker, which raises
+    /// itself when it takes it.
     fn arm(&self, current: u64) {
         let mut armed = self.armed.lock();
         if *armed {
