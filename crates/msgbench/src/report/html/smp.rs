@@ -235,12 +235,9 @@ fn measured_cells(r: &SmpRow) -> Vec<String> {
         cells.extend(std::iter::repeat_n(String::new(), 4));
         return cells;
     }
-    let wait = r.wait_ns();
-    let lock_wait = if wait.is_empty() {
-        String::new()
-    } else {
-        format!("{:.1}", wait.iter().sum::<f64>() / wait.len() as f64)
-    };
+    let lock_wait = r
+        .lock_wait_ns()
+        .map_or(String::new(), |w| format!("{w:.1}"));
     vec![
         si(Some(r.pps)),
         si(Some(r.pps_per_port)),

@@ -216,9 +216,7 @@ pub fn figures(rows: &[SmpRow]) -> Vec<Figure> {
         if let Some(c) = r.capacity_pps {
             out.push(Figure::new(&k, "flat_out_pps", c, "pps", Better::Higher));
         }
-        let w = r.wait_ns();
-        if !w.is_empty() {
-            let mean = w.iter().sum::<f64>() / w.len() as f64;
+        if let Some(mean) = r.lock_wait_ns() {
             out.push(Figure::new(
                 &k,
                 "lock_wait_ns_per_packet",

@@ -247,6 +247,13 @@ impl SmpRow {
         self.locks.iter().map(LockStats::mean_wait_ns).collect()
     }
 
+    /// The workers' mean lock wait per packet, averaged over the workers,
+    /// ns (the report's lock wait figure); `None` without lock figures.
+    pub fn lock_wait_ns(&self) -> Option<f64> {
+        let w = self.wait_ns();
+        (!w.is_empty()).then(|| w.iter().sum::<f64>() / w.len() as f64)
+    }
+
     /// Mean lock hold per packet over the workers, ns.
     pub fn hold_ns(&self) -> Vec<f64> {
         self.locks.iter().map(LockStats::mean_hold_ns).collect()
