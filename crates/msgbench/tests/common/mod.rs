@@ -581,7 +581,7 @@ impl Proc {
     fn wait_text(&mut self, needle: &str, stdout: bool) -> String {
         loop {
             let text = if stdout { self.stdout() } else { self.stderr() };
-            if text.contains(needle) {
+            if has_whole_line(&text, needle) {
                 return text;
             }
             if let Some(s) = self.try_status() {
@@ -866,4 +866,12 @@ pub fn skip(reason: &str) {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether `text` holds `needle` on a line already ended: a reader polling a
+/// pipe can catch a line half written, and a test reading the rest of that
+/// line (a path, a pid) must not see it cut.
+fn has_whole_line(text: &str, needle: &str) -> bool {
+    text.find(needle)
+        .is_some_and(|at| text[at..].contains('\n'))
 }
