@@ -1085,7 +1085,9 @@ mod tests {
     #[test]
     fn a_single_clients_message_is_waited_for_only_until_the_poker_ends_the_wait() {
         let (client, mut server) = pipe_pair();
-        let tick = Duration::from_millis(50);
+        // Long enough that a loaded machine (CI, two CPUs) does not delay
+        // the writer's 5 ms past it: at 50 ms it did, about once in 30.
+        let tick = Duration::from_millis(200);
         server.bound(tick * 10).expect("bound");
         let mut frame = vec![0u8; HEAD + 3 * 4096];
         let data: Vec<u8> = (0..6000u32).map(|i| i as u8).collect();
