@@ -234,20 +234,23 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     }
     let _one = serial();
     let dir = TestDir::new("rtos-msg-transport");
-    // On pipe, as on uds: every call served at the caller's priority, and
-    // a busy server raised when a higher caller sends.
-    let (o, doc) = rtos(&dir, &["MSG-P-PRI", "MSG-B-PRI", "--msg-transport", "pipe"]);
-    o.assert_ok();
-    let (pass, seen) = checked(&doc, "MSG-P-PRI", "one CPU, every call checked");
-    assert!(pass, "{seen:?}\n{o}");
-    let (pass, seen) = b_pri(&doc);
-    assert!(pass, "pipe: {seen:?}\n{o}");
+    // On pipe and eventfd (whose claim is a call), as on uds: every call
+    // served at the caller's priority, and a busy server raised when a
+    // higher caller sends.
+    for tr in ["pipe", "eventfd"] {
+        let (o, doc) = rtos(&dir, &["MSG-P-PRI", "MSG-B-PRI", "--msg-transport", tr]);
+        o.assert_ok();
+        let (pass, seen) = checked(&doc, "MSG-P-PRI", "one CPU, every call checked");
+        assert!(pass, "{tr}: {seen:?}\n{o}");
+        let (pass, seen) = b_pri(&doc);
+        assert!(pass, "{tr}: {seen:?}\n{o}");
+    }
     let (o, doc) = rtos(
         &dir,
-        &["MSG-P-SRR", "MSG-P-PRI", "--msg-transport", "eventfd"],
+        &["MSG-P-SRR", "MSG-P-PRI", "--msg-transport", "shm-block"],
     );
     assert_eq!(o.code(), 1, "an error row exits 1: {o}");
-    assert_eq!(doc["settings"]["msg_transport"], "eventfd", "{doc}");
+    assert_eq!(doc["settings"]["msg_transport"], "shm-block", "{doc}");
     let srr = rows(&doc)
         .iter()
         .find(|r| r["id"] == "MSG-P-SRR" && r["variant"] == "one CPU")
@@ -256,12 +259,12 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     assert!(
         srr["note"]
             .as_str()
-            .is_some_and(|n| n.starts_with("msgpass eventfd:")),
+            .is_some_and(|n| n.starts_with("msgpass shm-block:")),
         "{srr}"
     );
     let (pass, _) = checked(&doc, "MSG-P-SRR", "one CPU, every call checked");
     assert!(pass, "{o}");
-    // Inheritance is not carried on eventfd (yet): MSG-P-PRI says why, in
+    // Inheritance is not carried on shm-block (yet): MSG-P-PRI says why, in
     // the server's own words, rather than timing calls without it.
     let pri: Vec<&Value> = rows(&doc)
         .iter()
@@ -270,5 +273,5 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     assert_eq!(pri.len(), 1, "{doc}");
     assert_eq!(pri[0]["outcome"]["kind"], "error", "{}", pri[0]);
     let message = pri[0]["outcome"]["message"].as_str().unwrap_or("");
-    assert!(message.contains("not on transport eventfd"), "{message}");
+    assert!(message.contains("not on transport shm-block"), "{message}");
 }

@@ -93,7 +93,8 @@
 //! replies, as on QNX, and a busy single-threaded server is raised as soon
 //! as a higher-priority caller sends. The caller is named by the kernel,
 //! never taken on its word; see [`transport::priority`] for how, and on
-//! which transports (uds, uds-stream, uds-dgram, pipe, fifo; refused elsewhere).
+//! which transports (uds, uds-stream, uds-dgram, pipe, fifo, eventfd,
+//! posix-mq, io-uring; refused elsewhere).
 
 #![warn(missing_docs)]
 

@@ -24,7 +24,16 @@ use msgpass::{Channel, Connection, Error, Namespace, Options};
 use oslayer::prio::{self, SchedAttr};
 
 /// The transports that carry the option.
-const CARRIERS: &[&str] = &["uds", "uds-stream", "uds-dgram", "pipe", "fifo"];
+const CARRIERS: &[&str] = &[
+    "uds",
+    "uds-stream",
+    "uds-dgram",
+    "pipe",
+    "fifo",
+    "eventfd",
+    "posix-mq",
+    "io-uring",
+];
 /// The callers' priority.
 const HIGH: u32 = 30;
 /// Reply with the serving thread's scheduling.
@@ -398,6 +407,54 @@ fn a_busy_server_is_raised_when_a_higher_caller_sends() {
     });
 }
 
+/// One call on `conn` from a new thread, at `at` if given (else this
+/// test's SCHED_OTHER), copying or `in_place`: what the handler ran at,
+/// and the connection back.
+fn call_from(
+    mut conn: Connection,
+    at: Option<SchedAttr>,
+    in_place: bool,
+) -> ((i32, u32), Connection) {
+    thread::spawn(move || {
+        if let Some(at) = at {
+            prio::set_attr(0, at).expect("caller's scheduling");
+        }
+        let seen = if in_place {
+            let view = conn.call_with(WHO, |_| 0).expect("call in place");
+            decode(&view.to_vec())
+        } else {
+            let mut reply = [0u8; 8];
+            let n = conn.call(WHO, b"", &mut reply).expect("call");
+            decode(&reply[..n])
+        };
+        (seen, conn)
+    })
+    .join()
+    .expect("caller thread")
+}
+
+#[test]
+fn a_connection_passed_between_threads_is_served_at_each_callers() {
+    run("handed", |t| {
+        for tr in CARRIERS {
+            let _srv = Srv::start(&t.ns, tr, true);
+            let transport = msgpass::transport::by_name(tr).expect("transport");
+            let mut conn =
+                Connection::open(&t.ns, "prio/0", &*transport, &opts(false)).expect("open");
+            for in_place in [false, true, false, true] {
+                for (at, want) in [
+                    (Some(SchedAttr::fifo(HIGH)), (libc::SCHED_FIFO, HIGH)),
+                    (None, (libc::SCHED_OTHER, 0)),
+                ] {
+                    let (seen, back) = call_from(conn, at, in_place);
+                    conn = back;
+                    assert_eq!(seen, want, "{tr} (in place: {in_place}): the caller's own");
+                }
+            }
+        }
+    });
+}
+
 /// The voluntary context switches (sleeps) of each thread of this
 /// process named `name`, by thread id.
 fn sleeps(name: &str) -> std::collections::HashMap<i32, u64> {
@@ -652,7 +709,7 @@ fn the_option_is_refused_where_callers_cannot_be_named() {
         other => panic!("tcp: expected NoInheritance, got {:?}", other.map(|_| ())),
     }
     let t = TestNs::new();
-    for tr in ["eventfd", "udp", "shm", "sysv-msg"] {
+    for tr in ["udp", "shm", "sysv-msg", "signal", "fuse"] {
         let transport = msgpass::transport::by_name(tr).expect("transport");
         match Channel::create(&t.ns, "prio/0", &*transport, &opts(true)) {
             Err(Error::NoInheritance { reason }) => assert!(reason.contains(tr), "{reason}"),

@@ -26,7 +26,7 @@ use crate::transport::api::{ClientConnection, ONEWAY};
 use crate::transport::mem::window::{View, Window};
 use crate::transport::serve::owed::Owed;
 use crate::transport::wire::framing::{
-    check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID,
+    check_reply_head, head, unpack_reply, Wire, HEAD, HINT, TID, TID_CALL,
 };
 
 /// What a [`WireClient`] knows of its mechanism.
@@ -148,22 +148,35 @@ impl<W: Wire> WireClient<W> {
     }
 
     /// Names the calling thread to the server when it is not the one
-    /// last named on this connection (a [`TID`] message before the
-    /// request), on wires that queue messages, so that a server with
-    /// priority inheritance can ask the kernel how it is scheduled. The
-    /// thread id is cached per thread (no system call a call); a message
-    /// only when another thread calls.
+    /// last named on this connection, so that a server with priority
+    /// inheritance can ask the kernel how it is scheduled: a one-way
+    /// [`TID`] message before the request on wires that queue messages;
+    /// elsewhere (one message at a time in each direction: eventfd,
+    /// posix-mq, io-uring) a [`TID_CALL`] the server answers at once, one
+    /// round trip more. The thread id is cached per thread (no system call
+    /// a call); a message only when another thread calls.
     #[inline]
-    pub(crate) fn name_thread(&mut self) -> Result<()> {
-        if !self.traits.oneway {
-            return Ok(());
-        }
+    pub(crate) fn name_thread(&mut self, deadline: Option<Instant>) -> Result<()> {
         let tid = oslayer::thread::gettid();
         if tid == self.tid {
             return Ok(());
         }
+        if self.traits.oneway {
+            self.tid = tid;
+            return sent(self.wire.send(&head(TID, 4), &tid.to_le_bytes()));
+        }
+        self.name_thread_by_call(tid, deadline)
+    }
+
+    /// [`WireClient::name_thread`] on a wire without one-way messages: a
+    /// call whose empty reply says the server has read the claim.
+    #[cold]
+    fn name_thread_by_call(&mut self, tid: i32, deadline: Option<Instant>) -> Result<()> {
+        sent(self.wire.send(&head(TID_CALL, 4), &tid.to_le_bytes()))?;
+        let len = self.await_reply(deadline)?;
+        check_reply_head(&self.buf, len, 0)?;
         self.tid = tid;
-        sent(self.wire.send(&head(TID, 4), &tid.to_le_bytes()))
+        Ok(())
     }
 
     /// The deadline of a call starting now.
@@ -206,7 +219,7 @@ impl<W: Wire> WireClient<W> {
         fits(req.len(), self.max_msg)?;
         // The thread first: a server's watcher looks only at the first
         // message waiting (see `priority.rs`).
-        self.name_thread()?;
+        self.name_thread(deadline)?;
         self.hint_cpu()?;
         for attempt in 0u32.. {
             match self.wire.send(&head(code, req.len()), req) {
@@ -370,6 +383,12 @@ impl<W: Wire> ClientConnection for WireClient<W> {
     /// has not taken (the copying `call` waits for those first).
     fn request_buffer(&mut self) -> Option<Window<'_>> {
         if self.owed.is_owed() {
+            return None;
+        }
+        // Named before the memory is lent: on a wire without one-way
+        // messages the claim travels in that memory. A failure here comes
+        // back from the copying call the caller falls back to.
+        if self.name_thread(self.deadline()).is_err() {
             return None;
         }
         let max = self.max_msg;

@@ -117,7 +117,7 @@ impl<M: Mechanism> Transport for WireTransport<M> {
         // it takes it: the connecting thread is named now, so that a
         // server with priority inheritance knows who a first call is from
         // if it arrives while the server is busy (boost on arrival).
-        client.name_thread()?;
+        client.name_thread(None)?;
         Ok(Box::new(client))
     }
 }

@@ -38,13 +38,19 @@
 //! reads while idle), and the watcher takes an arrival to be from the
 //! connection's last verified thread (a client whose calling thread
 //! changed is boosted on arrival at its previous thread's priority until
-//! its message, the new claim in front, is taken). Refused elsewhere with
+//! its message, the new claim in front, is taken). `eventfd`, `posix-mq`
+//! and `io-uring`: as pipe, but their wires carry one message at a time
+//! each way and no one-way message, so the claim is a call of its own
+//! (`TID_CALL`, answered at once with an empty reply): one round trip
+//! more when the calling thread changes (at connect, and when another
+//! thread calls), none otherwise. An eventfd's count also rises on a
+//! late poke of the server's own timed wait, which the watcher takes for
+//! an arrival: at worst a boost at the connection's last caller's
+//! priority until its next message is taken. Refused elsewhere with
 //! [`Error::NoInheritance`]: tcp and udp have no peer credentials (the
 //! peer may be on another host, and a datagram's sender is not tied to the
-//! session's process); eventfd, posix-mq and io-uring could name the
-//! process through their session, but their server is not told which
-//! thread calls (not done); shm, sysv-msg, signal and fuse have servers
-//! of their own, which do not carry it yet (not done).
+//! session's process); shm, sysv-msg, signal and fuse have servers of
+//! their own, which do not carry it yet (not done).
 //!
 //! **The boost.** Each serving thread keeps the requests it holds
 //! (received and not yet answered: deferred ones, and in a pool the ones
@@ -106,14 +112,22 @@ use crate::transport::api::Options;
 use crate::transport::wire::framing::{parse_head, HEAD, TID};
 
 /// The transports that carry priority inheritance.
-pub(crate) const SUPPORTED: &[&str] = &["uds", "uds-stream", "uds-dgram", "pipe", "fifo"];
+pub(crate) const SUPPORTED: &[&str] = &[
+    "uds",
+    "uds-stream",
+    "uds-dgram",
+    "pipe",
+    "fifo",
+    "eventfd",
+    "posix-mq",
+    "io-uring",
+];
 
 /// Why `transport` cannot carry priority inheritance, if it cannot.
 fn refusal(transport: &str) -> Option<&'static str> {
     match transport {
         t if SUPPORTED.contains(&t) => None,
         "tcp" | "udp" => Some("the kernel names no peer process on an IP socket (it may be on another host), so the calling thread cannot be checked"),
-        "eventfd" | "posix-mq" | "io-uring" => Some("its server is not told which thread calls (not done yet)"),
         _ => Some("this transport's server does not carry it yet"),
     }
 }

@@ -33,6 +33,12 @@ pub(crate) const HINT: u32 = crate::transport::api::ONEWAY | 0x7fff_ffff;
 /// nothing. Reserved like [`HINT`]: no application can send it.
 pub(crate) const TID: u32 = crate::transport::api::ONEWAY | crate::pulse::CALLER;
 
+/// [`TID`] as a call, on wires that carry no one-way message (one message
+/// at a time each way: eventfd, posix-mq, io-uring): the server reads the
+/// claim as it reads a [`TID`] and answers it at once with an empty reply.
+/// Reserved too (a code from [`crate::pulse::RESERVED`] up).
+pub(crate) const TID_CALL: u32 = crate::pulse::CALLER;
+
 /// Builds a header.
 pub(crate) fn head(code: u32, len: usize) -> [u8; HEAD] {
     let mut h = [0u8; HEAD];

@@ -9,9 +9,9 @@ use oslayer::epoll::{Interest, Ready};
 
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse};
-use crate::transport::api::Incoming;
+use crate::transport::api::{Incoming, Status};
 use crate::transport::serve::slab::Token;
-use crate::transport::wire::framing::{frame_head, head, Wire, HEAD, HINT, TID};
+use crate::transport::wire::framing::{frame_head, head, Wire, HEAD, HINT, TID, TID_CALL};
 
 use super::{Acceptor, ConnIo, Current, ReactorCore, Source, Worker};
 
@@ -76,10 +76,13 @@ impl<A: Acceptor> ReactorCore<A> {
                     self.hinted(io, &w.buf[HEAD..HEAD + len]);
                     return Ok(None);
                 }
-                if cmd == TID {
+                if cmd == TID || cmd == TID_CALL {
                     let payload = wire.received(len).unwrap_or(&w.buf[HEAD..HEAD + len]);
                     if let Some(p) = &io.peer {
                         p.claimed(payload);
+                    }
+                    if cmd == TID_CALL {
+                        self.send(io, Status::Ok.encode(&[]).0, &[]);
                     }
                     return Ok(None);
                 }
