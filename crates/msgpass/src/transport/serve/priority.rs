@@ -85,7 +85,9 @@
 //! which it looks at as the watcher would. The cost of a request is then
 //! three `epoll` calls (drain, arm, disarm) instead of two context
 //! switches to the watcher and back (`msgbench rtos MSG-P-PRI` on one CPU
-//! here: 27.0 us to 14.8 us, against 8.8 us without inheritance). In a
+//! here: 27.0 us to 14.8 us, against 8.8 us without inheritance), and
+//! none while the request's connection is the only one with a caller
+//! (nobody else can send; one that joins meanwhile arms it). In a
 //! pool the watcher is never armed and raises nothing (a free thread
 //! takes the arrival at its caller's priority; not done: raising a busy
 //! pool).
@@ -541,6 +543,18 @@ impl Peer {
     }
 }
 
+/// Whether the single worker's requests wake the watcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Armed {
+    /// The worker holds no request.
+    Off,
+    /// It holds one, and an arrival wakes the watcher.
+    Armed,
+    /// It holds one, and is the only connection's with a caller: no
+    /// arrival can need a raise until another joins.
+    Alone,
+}
+
 /// The token the watcher's stop eventfd is registered under.
 const STOP: u64 = u64::MAX;
 /// The token the connections' set is registered under in the watcher's.
@@ -556,9 +570,9 @@ pub(crate) struct Inherit {
     set: Epoll,
     /// Every connection's wire, edge-triggered: an arrival is an event.
     conns: Epoll,
-    /// The watcher is armed: `conns` is in `set` for one wake-up (the
-    /// worker holds a request). Taken to arm, disarm and re-arm.
-    armed: Mutex<bool>,
+    /// Whether the watcher is armed (`conns` in `set` for one wake-up)
+    /// while the worker holds a request. Taken to arm, disarm and re-arm.
+    armed: Mutex<Armed>,
     stop: OwnedFd,
     stopping: AtomicBool,
 }
@@ -584,6 +598,7 @@ impl Inherit {
         let readable = Interest::READABLE.edge();
         self.conns.add(peer.wire.as_fd(), token, readable).ok()?;
         self.peers.lock().insert(token, peer.clone());
+        self.joined();
         Some(peer)
     }
 
@@ -620,19 +635,43 @@ impl Inherit {
     /// request taken may be waiting), all but `current`'s (its message is
     /// the one just taken). Nothing wakes the watcher while the worker
     /// holds no request: an arrival then goes to the worker, which raises
-    /// itself when it takes it.
+    /// itself when it takes it. Nor while `current` is the only
+    /// connection with a caller to inherit from: nobody else can send (a
+    /// connection that joins meanwhile arms it, see [`Inherit::join`]),
+    /// and the request costs no `epoll` call.
     fn arm(&self, current: u64) {
         let mut armed = self.armed.lock();
-        if *armed {
+        if *armed != Armed::Off {
             return;
         }
+        if self.peers.lock().len() <= 1 {
+            *armed = Armed::Alone;
+            return;
+        }
+        self.arm_now(armed, Some(current));
+    }
+
+    /// Arms the watcher (held `armed`), after looking at the arrivals
+    /// since the last arming, all but `current`'s.
+    fn arm_now(&self, mut armed: parking_lot::MutexGuard<'_, Armed>, current: Option<u64>) {
         let stale = self.drain();
-        *armed = true;
+        *armed = Armed::Armed;
         let interest = Interest::READABLE.oneshot();
         let _ = self.set.modify(self.conns.as_fd(), CONNS, interest);
         drop(armed);
-        for t in stale.into_iter().filter(|t| *t != current) {
+        for t in stale.into_iter().filter(|t| Some(*t) != current) {
             self.arrived(t);
+        }
+    }
+
+    /// A connection joined: if the worker holds a request unwatched
+    /// because it was alone, the watcher is armed now. The request held
+    /// is not looked at: its caller's message is taken, and the arrival
+    /// it may have left is of a caller the worker already runs at.
+    fn joined(&self) {
+        let armed = self.armed.lock();
+        if *armed == Armed::Alone {
+            self.arm_now(armed, None);
         }
     }
 
@@ -640,8 +679,8 @@ impl Inherit {
     /// watcher.
     fn disarm(&self) {
         let mut armed = self.armed.lock();
-        if *armed {
-            *armed = false;
+        let was = std::mem::replace(&mut *armed, Armed::Off);
+        if was == Armed::Armed {
             let _ = self
                 .set
                 .modify(self.conns.as_fd(), CONNS, Interest::NOTHING);
@@ -652,7 +691,7 @@ impl Inherit {
     /// holds a request.
     fn rearm(&self) {
         let armed = self.armed.lock();
-        if *armed {
+        if *armed == Armed::Armed {
             let interest = Interest::READABLE.oneshot();
             let _ = self.set.modify(self.conns.as_fd(), CONNS, interest);
         }
@@ -708,7 +747,7 @@ impl Watched {
             single: Arc::new(Mutex::new(None)),
             set,
             conns,
-            armed: Mutex::new(false),
+            armed: Mutex::new(Armed::Off),
             stop,
             stopping: AtomicBool::new(false),
         });
@@ -856,6 +895,67 @@ mod tests {
         assert!(peer.caller().is_none(), "a false claim replaces it");
         inherit.inherit.leave(7);
         drop(b);
+    }
+
+    /// A FIFO 10 thread of this process, alive until the sender drops.
+    fn a_fifo_thread() -> (i32, mpsc::Sender<()>, JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel();
+        let (live, until) = mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            prio::set_attr(0, SchedAttr::fifo(10)).expect("FIFO 10");
+            tx.send(oslayer::thread::gettid()).expect("tid");
+            let _ = until.recv();
+        });
+        (rx.recv().expect("tid"), live, h)
+    }
+
+    #[test]
+    fn a_lone_connection_arms_nothing_until_another_joins() {
+        if !prio::has_cap_sys_nice() {
+            let why = "needs CAP_SYS_NICE (run as root) to raise a thread";
+            assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+            println!("skipped: {why}");
+            return;
+        }
+        let watched = Watched::start().expect("watcher");
+        let inherit = &watched.inherit;
+        let pair = || {
+            oslayer::socket::socketpair(oslayer::socket::SocketType::SEQPACKET).expect("socketpair")
+        };
+        let (a, _a) = pair();
+        inherit
+            .join(7, PeerProcess::of(a.as_fd()), &a)
+            .expect("a peer");
+        let mut mine = None;
+        inherit.boosts_here(&mut mine, false);
+        let boosts = mine.expect("boosts");
+        let own = prio::attr(0).expect("attr");
+        let held = boosts.begin(7, own);
+        assert_eq!(*inherit.armed.lock(), Armed::Alone, "one connection");
+        // A second connection joins while the request is held: armed, and
+        // its higher caller's message raises this thread.
+        let (b, b_client) = pair();
+        inherit
+            .join(8, PeerProcess::of(b.as_fd()), &b)
+            .expect("a peer");
+        assert_eq!(*inherit.armed.lock(), Armed::Armed, "a second joined");
+        let (tid, live, h) = a_fifo_thread();
+        let mut claim = crate::transport::wire::framing::head(TID, 4).to_vec();
+        claim.extend_from_slice(&tid.to_le_bytes());
+        oslayer::socket::send_bytes(b_client.as_fd(), &claim).expect("claim");
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while prio::attr(0).expect("attr") == own && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(prio::attr(0).expect("attr"), SchedAttr::fifo(10), "raised");
+        drop(held);
+        assert_eq!(*inherit.armed.lock(), Armed::Off, "nothing held");
+        boosts.taken(8);
+        assert_eq!(prio::attr(0).expect("attr"), own, "its own again");
+        drop(live);
+        h.join().expect("thread");
+        inherit.leave(7);
+        inherit.leave(8);
     }
 
     #[test]
