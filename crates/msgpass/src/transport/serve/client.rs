@@ -161,17 +161,18 @@ impl<W: Wire> WireClient<W> {
         if tid == self.tid {
             return Ok(());
         }
+        self.rename(tid, deadline)
+    }
+
+    /// [`WireClient::name_thread`] when another thread calls: the message,
+    /// or on a wire without one-way messages a call whose empty reply says
+    /// the server has read the claim.
+    #[cold]
+    fn rename(&mut self, tid: i32, deadline: Option<Instant>) -> Result<()> {
         if self.traits.oneway {
             self.tid = tid;
             return sent(self.wire.send(&head(TID, 4), &tid.to_le_bytes()));
         }
-        self.name_thread_by_call(tid, deadline)
-    }
-
-    /// [`WireClient::name_thread`] on a wire without one-way messages: a
-    /// call whose empty reply says the server has read the claim.
-    #[cold]
-    fn name_thread_by_call(&mut self, tid: i32, deadline: Option<Instant>) -> Result<()> {
         sent(self.wire.send(&head(TID_CALL, 4), &tid.to_le_bytes()))?;
         let len = self.await_reply(deadline)?;
         check_reply_head(&self.buf, len, 0)?;
@@ -388,7 +389,8 @@ impl<W: Wire> ClientConnection for WireClient<W> {
         // Named before the memory is lent: on a wire without one-way
         // messages the claim travels in that memory. A failure here comes
         // back from the copying call the caller falls back to.
-        if self.name_thread(self.deadline()).is_err() {
+        let tid = oslayer::thread::gettid();
+        if tid != self.tid && self.rename(tid, self.deadline()).is_err() {
             return None;
         }
         let max = self.max_msg;
