@@ -24,7 +24,7 @@ use crate::measure::placement::{self, CpuList};
     name = "dev-adder",
     version,
     about = "The adder server of the QNX devctl benchmark: serves adder/<k> for k = K..K+N-1",
-    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints.\n\nWith --pool N, serves the one path adder/K from a pool of N threads instead: any free thread takes the next request of any client (QNX's multithreaded resource manager).\n\nWith -t tcp --listen ADDR:PORT, instance k is served on ADDR:PORT+k instead, for clients on other hosts (client-adder -t tcp --connect ADDR:PORT)."
+    long_about = "The adder server of the QNX devctl benchmark.\n\nServes one endpoint per instance, adder/<k> for k = K..K+N-1, each on its own thread and channel. Each answers ADDER_INCREMENT (u32 in, u32 + 1 out) and replies ENOTTY to anything else. Stops cleanly on SIGINT/SIGTERM, removing its endpoints.\n\nWith --pool N, serves the one path adder/K from a pool of N threads instead: any free thread takes the next request of any client (QNX's multithreaded resource manager), its connection's home thread first (the one pinned to the CPU the client last ran on, with --cpus) while that one is free.\n\nWith -t tcp --listen ADDR:PORT, instance k is served on ADDR:PORT+k instead, for clients on other hosts (client-adder -t tcp --connect ADDR:PORT)."
 )]
 pub struct ServerArgs {
     #[command(flatten)]

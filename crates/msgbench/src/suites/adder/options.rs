@@ -28,7 +28,10 @@ pub enum Mode {
     Multi,
     /// One server process serving the one path adder/0 from a pool of X
     /// threads (1 to 64), every client thread calling that path (QNX's
-    /// multithreaded resource manager).
+    /// multithreaded resource manager). A client's connection has a home
+    /// pool thread (pinned: the one on the CPU the client last ran on),
+    /// which takes its requests while free; the next free thread, maybe
+    /// on another CPU, while it is busy.
     Pool,
 }
 
@@ -69,7 +72,10 @@ impl Mode {
             Mode::Multi => "X server processes, one path each",
             Mode::Pool => {
                 "one server process serving the one path adder/0 from a pool of X threads, \
-                 every client thread calling that path"
+                 every client thread calling that path; each client's connection has a home \
+                 pool thread (pinned: the one on the CPU the client last ran on, moved at most \
+                 once a tick), which takes its requests while free, the next free thread \
+                 (maybe on another CPU) while it is busy"
             }
         }
     }
