@@ -703,3 +703,53 @@ fn msgbench_ns_env_is_honoured() {
     assert_eq!(o.code(), 0, "{o}");
     dir.assert_ns_clean();
 }
+
+/// `dev-adder --inherit-priority` serves on every transport that carries
+/// priority inheritance (a client's run answered in full), and refuses
+/// the others in one line naming the transport and why, leaving nothing.
+#[test]
+fn inherit_priority_is_served_where_carried_and_refused_elsewhere() {
+    if !is_root() {
+        skip("not root: --inherit-priority needs CAP_SYS_NICE");
+        return;
+    }
+    let carried = [
+        "uds",
+        "uds-stream",
+        "uds-dgram",
+        "pipe",
+        "fifo",
+        "eventfd",
+        "posix-mq",
+        "io-uring",
+    ];
+    for t in carried {
+        let dir = TestDir::new(&format!("inherit-{t}"));
+        let srv = Server::start(&dir, &["-n1", "--inherit-priority", "-t", t]);
+        client(&dir, &["-S", "1000", "-t", t]).assert_ok();
+        srv.stop(libc::SIGINT, Duration::from_secs(5));
+        dir.assert_ns_clean();
+    }
+    for (t, why) in [
+        ("shm-block", "does not carry it yet"),
+        ("tcp", "names no peer process"),
+    ] {
+        let dir = TestDir::new(&format!("inherit-{t}"));
+        let mut a: Vec<String> = ["-n1", "--inherit-priority", "-t", t]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(dir.ns_args());
+        let o = run(Bin::DevAdder, &a);
+        let line = o.assert_one_line_error(1);
+        assert!(
+            line.contains(&format!("not on transport {t}")) && line.contains(why),
+            "{line}"
+        );
+        assert!(
+            line.contains(&carried.join(", ")),
+            "names where it works: {line}"
+        );
+        dir.assert_ns_clean();
+    }
+}

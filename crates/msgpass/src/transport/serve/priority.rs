@@ -545,7 +545,7 @@ impl Peer {
 
 /// Whether the single worker's requests wake the watcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Armed {
+enum Arming {
     /// The worker holds no request.
     Off,
     /// It holds one, and an arrival wakes the watcher.
@@ -572,7 +572,7 @@ pub(crate) struct Inherit {
     conns: Epoll,
     /// Whether the watcher is armed (`conns` in `set` for one wake-up)
     /// while the worker holds a request. Taken to arm, disarm and re-arm.
-    armed: Mutex<Armed>,
+    armed: Mutex<Arming>,
     stop: OwnedFd,
     stopping: AtomicBool,
 }
@@ -641,11 +641,11 @@ impl Inherit {
     /// and the request costs no `epoll` call.
     fn arm(&self, current: u64) {
         let mut armed = self.armed.lock();
-        if *armed != Armed::Off {
+        if *armed != Arming::Off {
             return;
         }
         if self.peers.lock().len() <= 1 {
-            *armed = Armed::Alone;
+            *armed = Arming::Alone;
             return;
         }
         self.arm_now(armed, Some(current));
@@ -653,9 +653,9 @@ impl Inherit {
 
     /// Arms the watcher (held `armed`), after looking at the arrivals
     /// since the last arming, all but `current`'s.
-    fn arm_now(&self, mut armed: parking_lot::MutexGuard<'_, Armed>, current: Option<u64>) {
+    fn arm_now(&self, mut armed: parking_lot::MutexGuard<'_, Arming>, current: Option<u64>) {
         let stale = self.drain();
-        *armed = Armed::Armed;
+        *armed = Arming::Armed;
         let interest = Interest::READABLE.oneshot();
         let _ = self.set.modify(self.conns.as_fd(), CONNS, interest);
         drop(armed);
@@ -670,7 +670,7 @@ impl Inherit {
     /// it may have left is of a caller the worker already runs at.
     fn joined(&self) {
         let armed = self.armed.lock();
-        if *armed == Armed::Alone {
+        if *armed == Arming::Alone {
             self.arm_now(armed, None);
         }
     }
@@ -679,8 +679,8 @@ impl Inherit {
     /// watcher.
     fn disarm(&self) {
         let mut armed = self.armed.lock();
-        let was = std::mem::replace(&mut *armed, Armed::Off);
-        if was == Armed::Armed {
+        let was = std::mem::replace(&mut *armed, Arming::Off);
+        if was == Arming::Armed {
             let _ = self
                 .set
                 .modify(self.conns.as_fd(), CONNS, Interest::NOTHING);
@@ -691,7 +691,7 @@ impl Inherit {
     /// holds a request.
     fn rearm(&self) {
         let armed = self.armed.lock();
-        if *armed == Armed::Armed {
+        if *armed == Arming::Armed {
             let interest = Interest::READABLE.oneshot();
             let _ = self.set.modify(self.conns.as_fd(), CONNS, interest);
         }
@@ -747,7 +747,7 @@ impl Watched {
             single: Arc::new(Mutex::new(None)),
             set,
             conns,
-            armed: Mutex::new(Armed::Off),
+            armed: Mutex::new(Arming::Off),
             stop,
             stopping: AtomicBool::new(false),
         });
@@ -931,14 +931,14 @@ mod tests {
         let boosts = mine.expect("boosts");
         let own = prio::attr(0).expect("attr");
         let held = boosts.begin(7, own);
-        assert_eq!(*inherit.armed.lock(), Armed::Alone, "one connection");
+        assert_eq!(*inherit.armed.lock(), Arming::Alone, "one connection");
         // A second connection joins while the request is held: armed, and
         // its higher caller's message raises this thread.
         let (b, b_client) = pair();
         inherit
             .join(8, PeerProcess::of(b.as_fd()), &b)
             .expect("a peer");
-        assert_eq!(*inherit.armed.lock(), Armed::Armed, "a second joined");
+        assert_eq!(*inherit.armed.lock(), Arming::Armed, "a second joined");
         let (tid, live, h) = a_fifo_thread();
         let mut claim = crate::transport::wire::framing::head(TID, 4).to_vec();
         claim.extend_from_slice(&tid.to_le_bytes());
@@ -949,7 +949,7 @@ mod tests {
         }
         assert_eq!(prio::attr(0).expect("attr"), SchedAttr::fifo(10), "raised");
         drop(held);
-        assert_eq!(*inherit.armed.lock(), Armed::Off, "nothing held");
+        assert_eq!(*inherit.armed.lock(), Arming::Off, "nothing held");
         boosts.taken(8);
         assert_eq!(prio::attr(0).expect("attr"), own, "its own again");
         drop(live);
