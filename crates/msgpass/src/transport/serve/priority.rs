@@ -897,6 +897,18 @@ mod tests {
         drop(b);
     }
 
+    /// Whether this process may raise a thread (CAP_SYS_NICE); a test
+    /// that needs it says it skips (a failure under CI).
+    fn may_raise() -> bool {
+        if prio::has_cap_sys_nice() {
+            return true;
+        }
+        let why = "needs CAP_SYS_NICE (run as root) to raise a thread";
+        assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
+        println!("skipped: {why}");
+        false
+    }
+
     /// A FIFO 10 thread of this process, alive until the sender drops.
     fn a_fifo_thread() -> (i32, mpsc::Sender<()>, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel();
@@ -911,10 +923,7 @@ mod tests {
 
     #[test]
     fn a_lone_connection_arms_nothing_until_another_joins() {
-        if !prio::has_cap_sys_nice() {
-            let why = "needs CAP_SYS_NICE (run as root) to raise a thread";
-            assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
-            println!("skipped: {why}");
+        if !may_raise() {
             return;
         }
         let watched = Watched::start().expect("watcher");
@@ -960,10 +969,7 @@ mod tests {
 
     #[test]
     fn a_failed_claim_drops_the_raise_it_gave() {
-        if !prio::has_cap_sys_nice() {
-            let why = "needs CAP_SYS_NICE (run as root) to raise a thread";
-            assert!(std::env::var_os("CI").is_none(), "CI is set: {why}");
-            println!("skipped: {why}");
+        if !may_raise() {
             return;
         }
         let inherit = Watched::start().expect("watcher");
