@@ -141,8 +141,8 @@ impl Drop for Srv {
 /// The child roles: `caller` (SCHED_FIFO HIGH, calls the command in
 /// MSGPASS_PRIO_CMD once and prints the reply), `fifo-thread` (a
 /// SCHED_FIFO HIGH thread that prints its id and sleeps), `liar`
-/// (SCHED_OTHER, speaks the uds wire by hand: names the thread in
-/// MSGPASS_PRIO_TID as its caller, then calls WHO), `recycler` (speaks
+/// (SCHED_OTHER, speaks the uds or pipe wire by hand: names the thread
+/// in MSGPASS_PRIO_TID as its caller, then calls WHO), `recycler` (speaks
 /// the uds wire by hand: see [`recycler`]).
 #[test]
 fn child_entry() {
@@ -176,20 +176,48 @@ fn child_entry() {
             println!("PRIO_TID {}", oslayer::thread::gettid());
             thread::sleep(CHILD_LIFETIME);
         }
-        "liar" => liar(&ns, &name),
+        "liar" => liar(&ns, &name, t.name()),
         "recycler" => recycler(&ns, &name),
         other => panic!("unknown role {other}"),
     }
 }
 
-/// A raw uds client that claims another process's thread as its caller.
-fn liar(ns: &Namespace, name: &str) {
-    let forged: i32 = std::env::var("MSGPASS_PRIO_TID")
-        .expect("tid")
-        .parse()
-        .expect("tid");
+/// A raw client (uds or pipe) that claims another process's thread as
+/// its caller; or, with MSGPASS_PRIO_TID=self, truly names its own
+/// thread, at SCHED_FIFO HIGH (the same bytes, an honest claim).
+fn liar(ns: &Namespace, name: &str, transport: &str) {
+    let forged: i32 = match std::env::var("MSGPASS_PRIO_TID").expect("tid").as_str() {
+        "self" => {
+            prio::set_attr(0, SchedAttr::fifo(HIGH)).expect("child: SCHED_FIFO");
+            oslayer::thread::gettid()
+        }
+        tid => tid.parse().expect("tid"),
+    };
     let raw = raw_client(&ns.path_of(name).expect("path"));
-    println!("PRIO_REPLY {}", raw_who(raw.session.as_fd(), Some(forged)));
+    let reply = match transport {
+        "pipe" => raw_pipe_who(&raw, forged),
+        _ => raw_who(raw.session.as_fd(), Some(forged)),
+    };
+    println!("PRIO_REPLY {reply}");
+}
+
+/// On a raw pipe connection (requests on the hello's first descriptor,
+/// replies on its second): names thread `tid` as the caller, then calls
+/// WHO; the reply's "policy priority".
+fn raw_pipe_who(raw: &RawClient, tid: i32) -> String {
+    let (tx, rx) = (raw.fds[0].as_fd(), raw.fds[1].as_fd());
+    oslayer::pipe::set_packet_mode(tx).expect("packets");
+    oslayer::fd::write_all(tx, &[&frame(0xffff_fffd, &tid.to_le_bytes())]).expect("send tid");
+    oslayer::fd::write_all(tx, &[&frame(WHO, b"")]).expect("send call");
+    let mut reply = [0u8; 16];
+    let mut got = 0;
+    while got < reply.len() {
+        let n = oslayer::fd::read_some(rx, &mut reply[got..]).expect("reply");
+        assert!(n > 0, "the server hung up");
+        got += n;
+    }
+    let (p, q) = decode(&reply[8..16]);
+    format!("{p} {q}")
 }
 
 /// A frame of the wire: command or control code, length, payload.
@@ -519,16 +547,27 @@ fn the_watcher_sleeps_through_the_calls_of_an_idle_server() {
 #[test]
 fn a_peer_naming_another_process_thread_gets_no_boost() {
     run("liar", |t| {
-        let srv = Srv::start(&t.ns, "uds", true);
-        let fifo = child(t, "uds", "fifo-thread", &[]);
-        let tid = fifo.expect_line("PRIO_TID");
-        let liar = child(t, "uds", "liar", &[("MSGPASS_PRIO_TID", &tid)]);
-        assert_eq!(
-            reply_of(&liar).0,
-            libc::SCHED_OTHER,
-            "a forged caller thread must not boost"
-        );
-        assert_eq!(srv.settled().policy, libc::SCHED_OTHER);
+        // A socket the server can look at, and a pipe it cannot.
+        for tr in ["uds", "pipe"] {
+            let srv = Srv::start(&t.ns, tr, true);
+            let fifo = child(t, tr, "fifo-thread", &[]);
+            let tid = fifo.expect_line("PRIO_TID");
+            let liar = child(t, tr, "liar", &[("MSGPASS_PRIO_TID", &tid)]);
+            assert_eq!(
+                reply_of(&liar).0,
+                libc::SCHED_OTHER,
+                "{tr}: a forged caller thread must not boost"
+            );
+            assert_eq!(srv.settled().policy, libc::SCHED_OTHER, "{tr}");
+            // The same bytes naming the sender's own FIFO thread do boost:
+            // the claim was read, and refused for what it named.
+            let honest = child(t, tr, "liar", &[("MSGPASS_PRIO_TID", "self")]);
+            assert_eq!(
+                reply_of(&honest),
+                (libc::SCHED_FIFO, HIGH),
+                "{tr}: a true claim"
+            );
+        }
     });
 }
 
