@@ -722,6 +722,10 @@ fn inherit_priority_is_served_where_carried_and_refused_elsewhere() {
         "eventfd",
         "posix-mq",
         "io-uring",
+        "shm",
+        "shm-hybrid",
+        "shm-spin",
+        "shm-block",
     ];
     for t in carried {
         let dir = TestDir::new(&format!("inherit-{t}"));
@@ -731,7 +735,7 @@ fn inherit_priority_is_served_where_carried_and_refused_elsewhere() {
         dir.assert_ns_clean();
     }
     for (t, why) in [
-        ("shm-block", "does not carry it yet"),
+        ("sysv-msg", "does not carry it yet"),
         ("tcp", "names no peer process"),
     ] {
         let dir = TestDir::new(&format!("inherit-{t}"));

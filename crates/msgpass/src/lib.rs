@@ -94,7 +94,7 @@
 //! as a higher-priority caller sends. The caller is named by the kernel,
 //! never taken on its word; see [`transport::priority`] for how, and on
 //! which transports (uds, uds-stream, uds-dgram, pipe, fifo, eventfd,
-//! posix-mq, io-uring; refused elsewhere).
+//! posix-mq, io-uring and the four shm ones; refused elsewhere).
 
 #![warn(missing_docs)]
 

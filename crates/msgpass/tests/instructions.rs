@@ -21,6 +21,9 @@
 //! `MSGPASS_INSTRUCTIONS_UPDATE="why" cargo test -p msgpass --test instructions`
 //! and commit the file with the change.
 //!
+//! To look at some transports only (a check, never a baseline):
+//! `MSGPASS_INSTRUCTIONS_ONLY=shm,shm-spin cargo test -p msgpass --test instructions`.
+//!
 //! Needs valgrind (`apt-get install valgrind`): without it the test says so
 //! and passes, unless `CI` is set. It builds the example in release under
 //! a target directory of its own (minutes the first time).
@@ -204,11 +207,20 @@ fn have_valgrind() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The transports MSGPASS_INSTRUCTIONS_ONLY names (comma-separated), if set.
+fn only() -> Option<Vec<String>> {
+    let v = std::env::var("MSGPASS_INSTRUCTIONS_ONLY").ok()?;
+    Some(v.split(',').map(|t| t.trim().to_string()).collect())
+}
+
 /// Every transport's figures (each sorted), by (transport, api).
 fn measure(example: &Path, base: &Baseline) -> BTreeMap<(String, String), Vec<f64>> {
     let mut got = BTreeMap::new();
+    let only = only();
     for t in msgpass::transport::NAMES {
-        if base.uncounted.contains_key(*t) {
+        if base.uncounted.contains_key(*t)
+            || only.as_ref().is_some_and(|o| !o.iter().any(|n| n == t))
+        {
             continue;
         }
         for api in APIS {
@@ -277,6 +289,10 @@ fn the_fast_path_costs_no_more_instructions_than_its_baseline() {
         return;
     }
     let base = read_baseline();
+    assert!(
+        only().is_none() || std::env::var_os("MSGPASS_INSTRUCTIONS_UPDATE").is_none(),
+        "a baseline counts every transport: unset MSGPASS_INSTRUCTIONS_ONLY"
+    );
     let example = build_example();
     let got = measure(&example, &base);
     let pick = |at: fn(&[f64]) -> f64| -> BTreeMap<_, _> {

@@ -33,6 +33,9 @@ const CARRIERS: &[&str] = &[
     "eventfd",
     "posix-mq",
     "io-uring",
+    "shm",
+    "shm-spin",
+    "shm-block",
 ];
 /// The callers' priority.
 const HIGH: u32 = 30;
@@ -748,7 +751,7 @@ fn the_option_is_refused_where_callers_cannot_be_named() {
         other => panic!("tcp: expected NoInheritance, got {:?}", other.map(|_| ())),
     }
     let t = TestNs::new();
-    for tr in ["udp", "shm", "sysv-msg", "signal", "fuse"] {
+    for tr in ["udp", "sysv-msg", "signal", "fuse"] {
         let transport = msgpass::transport::by_name(tr).expect("transport");
         match Channel::create(&t.ns, "prio/0", &*transport, &opts(true)) {
             Err(Error::NoInheritance { reason }) => assert!(reason.contains(tr), "{reason}"),
@@ -756,4 +759,42 @@ fn the_option_is_refused_where_callers_cannot_be_named() {
         }
     }
     t.finish();
+}
+
+#[test]
+fn a_pool_thread_serves_a_request_at_its_callers() {
+    // A pool's threads take requests as they come, from any client: each
+    // runs at the caller of the request it took, and its own after.
+    run("pool", |t| {
+        for tr in CARRIERS {
+            let transport = msgpass::transport::by_name(tr).expect("transport");
+            let chan = Channel::create(&t.ns, "prio/0", &*transport, &opts(true)).expect("create");
+            let pool = chan.into_pool(2).expect("pool");
+            let stop = pool[0].stop_flag();
+            let threads: Vec<_> = pool
+                .into_iter()
+                .map(|mut r| {
+                    thread::spawn(move || {
+                        while let Ok(Some(req)) = r.receive() {
+                            let _ = req.reply(&encode(prio::attr(0).expect("attr")));
+                        }
+                    })
+                })
+                .collect();
+            let c = child(t, tr, "caller", &[("MSGPASS_PRIO_CMD", "1")]);
+            assert_eq!(reply_of(&c), (libc::SCHED_FIFO, HIGH), "{tr}: pool");
+            let mut conn =
+                Connection::open(&t.ns, "prio/0", &*transport, &opts(false)).expect("open");
+            let mut reply = [0u8; 8];
+            for _ in 0..20 {
+                let n = conn.call(WHO, b"", &mut reply).expect("call");
+                assert_eq!(decode(&reply[..n]), (libc::SCHED_OTHER, 0), "{tr}: own");
+            }
+            drop(conn);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for h in threads {
+                h.join().expect("pool thread");
+            }
+        }
+    });
 }

@@ -47,8 +47,8 @@ pub struct ServerArgs {
     pub pool: Option<usize>,
     /// Priority inheritance: each request is served at its calling
     /// thread's scheduling policy and priority until the reply, as on QNX
-    /// (uds, uds-stream, uds-dgram, pipe, fifo, eventfd, posix-mq, io-uring;
-    /// needs CAP_SYS_NICE or an RLIMIT_RTPRIO above 0; refused elsewhere,
+    /// (uds, uds-stream, uds-dgram, pipe, fifo, eventfd, posix-mq, io-uring,
+    /// shm, shm-hybrid, shm-spin, shm-block; needs CAP_SYS_NICE or an RLIMIT_RTPRIO above 0; refused elsewhere,
     /// saying why).
     #[arg(long = "inherit-priority")]
     pub inherit_priority: bool,

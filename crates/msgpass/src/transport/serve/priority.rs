@@ -46,11 +46,19 @@
 //! thread calls), none otherwise. An eventfd's count also rises on a
 //! late poke of the server's own timed wait, which the watcher takes for
 //! an arrival: at worst a boost at the connection's last caller's
-//! priority until its next message is taken. Refused elsewhere with
+//! priority until its next message is taken. `shm`, `shm-hybrid`,
+//! `shm-spin`, `shm-block`: the process is the one that connected the
+//! rendezvous session, the thread is claimed in a word of the
+//! connection's slot (written by the client when its calling thread
+//! changes), read by the server with the request and by the watcher on
+//! an arrival (a `Front`), and checked as a `TID` message is; a server
+//! that holds a request says it is busy in the doorbell, so that a
+//! caller rings its bell, which the watcher hears (see
+//! `mechanisms/shm/server/inherit.rs`). Refused elsewhere with
 //! [`Error::NoInheritance`]: tcp and udp have no peer credentials (the
 //! peer may be on another host, and a datagram's sender is not tied to the
-//! session's process); shm, sysv-msg, signal and fuse have servers of
-//! their own, which do not carry it yet (not done).
+//! session's process); sysv-msg, signal and fuse have servers of their
+//! own, which do not carry it yet (not done).
 //!
 //! **The boost.** Each serving thread keeps the requests it holds
 //! (received and not yet answered: deferred ones, and in a pool the ones
@@ -100,7 +108,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -123,6 +131,10 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "eventfd",
     "posix-mq",
     "io-uring",
+    "shm",
+    "shm-hybrid",
+    "shm-spin",
+    "shm-block",
 ];
 
 /// Why `transport` cannot carry priority inheritance, if it cannot.
@@ -446,12 +458,23 @@ fn claimed_tid(payload: &[u8]) -> Option<i32> {
 /// Where the single worker's boosts are, when there is one.
 type SingleSlot = Arc<Mutex<Option<Arc<Boosts>>>>;
 
+/// Reads the thread a client named last in memory it shares with the
+/// server (shm: a word of its slot), for the watcher: a claim like any
+/// other, checked before it is believed.
+pub(crate) type Front = Box<dyn Fn() -> i32 + Send + Sync>;
+
 /// A connection's caller as far as the kernel vouches for it.
 pub(crate) struct Peer {
     /// The process the kernel named when it connected.
     process: PeerProcess,
     /// Its calling thread, last claimed and verified.
     claim: Mutex<Option<Arc<Claim>>>,
+    /// The last thread named in shared memory that failed its check
+    /// (see [`Peer::named`]): not checked again for each request.
+    refused: AtomicI32,
+    /// Where the client names its thread in shared memory, when it does
+    /// (else the watcher looks in front of the wire's queue).
+    front: Option<Front>,
     /// The connection's wire, for the watcher (a duplicate).
     wire: OwnedFd,
     /// The connection's token, under which the watcher raises.
@@ -472,6 +495,23 @@ impl Peer {
                 self.forget(&claim);
                 None
             }
+        }
+    }
+
+    /// The client's shared memory names thread `tid` as the caller of
+    /// the request just taken (shm): checked as a `TID` message is when it
+    /// is not the thread already verified, nor the one that last failed
+    /// (a client naming a stranger at each request makes the server
+    /// check it once).
+    pub(crate) fn named(&self, tid: i32) {
+        if self.claim.lock().as_ref().is_some_and(|c| c.tid == tid)
+            || self.refused.load(Ordering::Relaxed) == tid
+        {
+            return;
+        }
+        self.claimed(&tid.to_le_bytes());
+        if self.claim.lock().is_none() {
+            self.refused.store(tid, Ordering::Relaxed);
         }
     }
 
@@ -509,8 +549,11 @@ impl Peer {
 
     /// The thread a `TID` message in front of the connection's queue
     /// claims, if one is (looked at, not taken; never on a pipe, which
-    /// cannot be looked at).
+    /// cannot be looked at), or the one its shared memory names.
     fn peek_claim(&self) -> Option<i32> {
+        if let Some(front) = &self.front {
+            return Some(front());
+        }
         let mut first = [0u8; HEAD + 4];
         match oslayer::socket::peek_now(self.wire.as_fd(), &mut first) {
             Ok(n) if n == first.len() => {
@@ -579,18 +622,23 @@ pub(crate) struct Inherit {
 
 impl Inherit {
     /// A new connection `token` of `process` (if the kernel named one),
-    /// on `wire`: watched for arrivals. `None` when it has no process to
-    /// inherit from.
+    /// on `wire` (what becomes readable when its client sends, or rings):
+    /// watched for arrivals, their claims read from `front` where the
+    /// client names its thread in shared memory. `None` when it has no
+    /// process to inherit from.
     pub(crate) fn join(
         &self,
         token: u64,
         process: Option<PeerProcess>,
         wire: &impl AsFd,
+        front: Option<Front>,
     ) -> Option<Arc<Peer>> {
         let wire = wire.as_fd().try_clone_to_owned().ok()?;
         let peer = Arc::new(Peer {
             process: process?,
             claim: Mutex::new(None),
+            refused: AtomicI32::new(0),
+            front,
             wire,
             token,
             single: self.single.clone(),
@@ -876,7 +924,7 @@ mod tests {
             .expect("socketpair");
         let peer = inherit
             .inherit
-            .join(7, PeerProcess::of(a.as_fd()), &a)
+            .join(7, PeerProcess::of(a.as_fd()), &a, None)
             .expect("a peer");
         let (tid, live, h) = a_thread();
         peer.claimed(&tid.to_le_bytes());
@@ -933,7 +981,7 @@ mod tests {
         };
         let (a, _a) = pair();
         inherit
-            .join(7, PeerProcess::of(a.as_fd()), &a)
+            .join(7, PeerProcess::of(a.as_fd()), &a, None)
             .expect("a peer");
         let mut mine = None;
         inherit.boosts_here(&mut mine, false);
@@ -945,7 +993,7 @@ mod tests {
         // its higher caller's message raises this thread.
         let (b, b_client) = pair();
         inherit
-            .join(8, PeerProcess::of(b.as_fd()), &b)
+            .join(8, PeerProcess::of(b.as_fd()), &b, None)
             .expect("a peer");
         assert_eq!(*inherit.armed.lock(), Arming::Armed, "a second joined");
         let (tid, live, h) = a_fifo_thread();
@@ -977,7 +1025,7 @@ mod tests {
             .expect("socketpair");
         let peer = inherit
             .inherit
-            .join(7, PeerProcess::of(a.as_fd()), &a)
+            .join(7, PeerProcess::of(a.as_fd()), &a, None)
             .expect("a peer");
         let mut mine = None;
         inherit.inherit.boosts_here(&mut mine, false);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     bell_cpu, bell_state, slot_size, worth_spinning, Slot, Wait, BELL_FLAGS, BELL_LEN, CLOSED,
-    FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SPINS, WAITER,
+    FLAG_INHERIT, FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SPINS, WAITER,
 };
 use crate::error::{Error, Result};
 use crate::pulse::{PULSE, PULSE_LEN};
@@ -35,6 +35,11 @@ pub struct ShmClient {
     /// The server never sleeps and has one thread (its doorbell says so):
     /// posting needs no look at who watches, so no locked instruction.
     server_spins: bool,
+    /// The server inherits its callers' priority (its doorbell says so):
+    /// each request names its calling thread in the slot.
+    inherit: bool,
+    /// The calling thread last named in the slot (0: none yet).
+    tid: i32,
     /// Our CPU + 1 as last written to the slot.
     cpu: u32,
     /// Our request number.
@@ -71,6 +76,8 @@ impl ShmClient {
         Ok(ShmClient {
             slot: Slot { map: slot },
             server_spins: flags & FLAG_SPINS != 0 && flags & FLAG_POOL == 0,
+            inherit: flags & FLAG_INHERIT != 0,
+            tid: 0,
             bell,
             ring,
             sock,
@@ -102,6 +109,9 @@ impl ShmClient {
     /// our CPU + 1.
     #[inline]
     fn post(&mut self, cmd: u32, len: usize) -> Result<u32> {
+        if self.inherit {
+            self.name_thread();
+        }
         let st = self.slot.state();
         let cur = st.load(Acquire);
         if cur & MASK == CLOSED {
@@ -165,6 +175,18 @@ impl ShmClient {
             }
         }
         Ok(me)
+    }
+
+    /// Names the calling thread in the slot when it is not the one named
+    /// last (the server checks the claim with the kernel; the post that
+    /// follows publishes it). The thread id is cached per thread.
+    #[inline]
+    fn name_thread(&mut self) {
+        let tid = oslayer::thread::gettid();
+        if tid != self.tid {
+            self.slot.caller().store(tid as u32, Relaxed);
+            self.tid = tid;
+        }
     }
 
     /// After a post by plain store: rings if the server stopped watching

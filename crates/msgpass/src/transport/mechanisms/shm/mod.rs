@@ -23,6 +23,8 @@
 //! 20 seq    u32  the client's request number (one more per request)
 //! 24 watch  u32  written by the server: w + 1 while server thread w watches
 //!                this slot, 0 when nobody does
+//! 28 caller u32  the client's calling thread id, written when it changes,
+//!                where the server inherits priority ([`FLAG_INHERIT`])
 //! 32 data        payload, up to max_msg bytes
 //! ```
 //!
@@ -124,6 +126,12 @@
 //! (`pace.rs`); on this VM it took a spinning round trip from about 2x the
 //! two-process cache-line floor to about 1.5x.
 //!
+//! Priority inheritance ([`Options::inherit_priority`]): the client names
+//! its calling thread in its slot's `caller` word, the server checks it
+//! with the kernel and runs the request at that thread's priority; a
+//! server holding such a request says [`BUSY`] so that callers ring, and
+//! its watcher raises it on their arrival (`server/inherit.rs`).
+//!
 //! Every client wait is bounded by [`Options::tick`]; after each tick the
 //! waiter checks its peer's socket for a hang-up, which is how a dead
 //! server is noticed. The server hears of a dead client from its
@@ -185,13 +193,17 @@ pub const WATCH_MAX: usize = 32;
 pub const FLAG_SPINS: u32 = 1;
 /// The doorbell's flags word: several threads serve the channel.
 pub const FLAG_POOL: u32 = 2;
+/// The doorbell's flags word: the server inherits its callers' priority
+/// (a client names its calling thread in its slot's `caller` word).
+pub const FLAG_INHERIT: u32 = 4;
 /// A server thread's state: looking at the slots it watches (or serving a
 /// request, with a single thread): a watched client need not ring.
 pub const LOOKING: u32 = 0;
 /// A server thread's state: asleep in its epoll set: ring.
 pub const SLEEPING: u32 = 1;
-/// A server thread's state: the application holds its request (a pool):
-/// ring, so that another thread takes yours.
+/// A server thread's state: the application holds its request (a pool, or
+/// a server inheriting priority): ring, so that another thread takes
+/// yours, or the watcher raises the busy one to your priority.
 pub const BUSY: u32 = 2;
 /// A server thread's state: asleep on the state word of the one slot it
 /// watches, its channel's only client: wake your word (`futex_wake`).
@@ -263,7 +275,7 @@ impl Slot {
 
     #[inline]
     fn word(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: offset is one of 0, 4, ... 24: 4-byte aligned and inside
+        // SAFETY: offset is one of 0, 4, ... 28: 4-byte aligned and inside
         // the (page-aligned, at least one page long) mapping, which
         // outlives the reference. AtomicU32 tolerates concurrent access
         // from the peer.
@@ -300,6 +312,11 @@ impl Slot {
     #[inline]
     fn watch(&self) -> &AtomicU32 {
         self.word(24)
+    }
+    /// The client's calling thread, as it claims (priority inheritance).
+    #[inline]
+    fn caller(&self) -> &AtomicU32 {
+        self.word(28)
     }
 
     /// Copies `src` into the payload area (atomic stores: see

@@ -19,8 +19,8 @@ use parking_lot::{Mutex, RwLock};
 use super::request_copy::RequestCopy;
 use super::{
     bell_cpu, bell_state, slot_size, worth_spinning, Slot, Wait, BELL_FLAGS, BELL_LEN, BUSY,
-    CLOSED, EMPTY, FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST, SLEEPING, SPINS,
-    WAITER, WATCH_MAX,
+    CLOSED, EMPTY, FLAG_INHERIT, FLAG_POOL, FLAG_SPINS, LOOKING, MASK, NAPPING, REPLY, REQUEST,
+    SLEEPING, SPINS, WAITER, WATCH_MAX,
 };
 use crate::error::{Error, Result};
 use crate::pulse::{is_pulse, Pulse, PULSE, PULSE_LEN};
@@ -32,11 +32,14 @@ use crate::transport::clock::pace::Pacer;
 use crate::transport::mem::window::{View, Window};
 use crate::transport::serve::core::{Core, Held, ReplyTo, Single};
 use crate::transport::serve::homes::{Homes, LastMove};
+use crate::transport::serve::priority::{Boost, Boosts, Peer, Watched as Inheriting};
 use crate::transport::serve::server::{creds_of, in_place_parts, refuse, starved, ACCEPT_EVERY};
 use crate::transport::serve::sets::Sets;
 use crate::transport::serve::slab::{Slab, Token};
 use crate::transport::wire::doorman::{self, Door, Wake};
 use crate::transport::wire::rendezvous::{Family, Listener};
+
+mod inherit;
 
 /// The server side of an [`Shm`](super::Shm) channel (for
 /// [`Channel::create_typed`](crate::Channel::create_typed)). Requests are
@@ -49,7 +52,14 @@ impl ShmServer {
         let listener = Listener::bind(path, Family::Shm, opts.max_msg)?;
         let (bell_fd, bell) = oslayer::mman::memfd_owned("msgpass-doorbell", BELL_LEN)
             .map_err(|e| Error::io("memfd_create doorbell", e))?;
-        let flags = if wait == Wait::Spin { FLAG_SPINS } else { 0 };
+        // A server that inherits priority publishes BUSY while it holds a
+        // request (so that a caller rings, which the watcher hears): its
+        // clients must look at who watches, even if it spins.
+        let (flags, inherit) = match opts.inherit_priority {
+            true => (FLAG_INHERIT, Some(Inheriting::start()?)),
+            false if wait == Wait::Spin => (FLAG_SPINS, None),
+            false => (0, None),
+        };
         bell.atomic_u32(BELL_FLAGS).store(flags, SeqCst);
         // Not a failure of the channel: without a door newcomers wait for
         // the housekeeping tick, as they did.
@@ -73,6 +83,8 @@ impl ShmServer {
             opts: opts.clone(),
             next_home: AtomicUsize::new(0),
             door,
+            hands: AtomicBool::new(inherit.is_some()),
+            inherit,
         });
         Ok(ShmServer(Single::new(core)?))
     }
@@ -150,6 +162,12 @@ pub(crate) struct ShmCore {
     /// listener could not be watched (newcomers then wait for the
     /// housekeeping tick).
     door: Option<Arc<Door>>,
+    /// Priority inheritance and its watcher, when asked for.
+    inherit: Option<Inheriting>,
+    /// A thread does more than return what it takes (see
+    /// [`ShmCore::handing`]): in a pool, or with priority inheritance.
+    /// One load on the single thread's path, for both.
+    hands: AtomicBool,
 }
 
 /// A client, as the server keeps it.
@@ -176,6 +194,8 @@ pub(crate) struct ShmConn {
     /// or in a pool): no other request of it is taken until the answer (a
     /// client that posts again meanwhile breaks the protocol).
     held: AtomicBool,
+    /// Its caller, with priority inheritance.
+    peer: Option<Arc<Peer>>,
 }
 
 /// A slot a thread watches, and when it last had a request: the thread's
@@ -232,6 +252,10 @@ pub(crate) struct ShmWorker {
     /// This thread's CPU is registered in the pool's homes (or it is not
     /// pinned): its affinity is read once.
     placed: bool,
+    /// This thread's boosts (priority inheritance).
+    boosts: Option<Arc<Boosts>>,
+    /// The boost of the request it holds.
+    boost: Option<Boost>,
 }
 
 /// The listener's token; connections' tokens are below it (marked: the
@@ -326,6 +350,7 @@ impl ShmCore {
         let creds = creds_of(session.as_fd());
         let mut table = self.table.write();
         let token = table.next_token();
+        let peer = self.join(token, &session, &slot_fd, &ring);
         let conn = ShmConn {
             client: Client {
                 id: token.with_mark(false),
@@ -340,6 +365,7 @@ impl ShmCore {
             moved: Mutex::default(),
             dead: AtomicBool::new(false),
             held: AtomicBool::new(false),
+            peer,
         };
         if self.watch_conn(&conn, ring.as_fd()).is_err() {
             return Ok(None);
@@ -385,6 +411,7 @@ impl ShmCore {
         if let Some(r) = &c.ring {
             self.sets.delete(r.as_fd());
         }
+        self.leave(c);
         self.table.write().remove(c.token);
     }
 
@@ -777,7 +804,22 @@ impl ShmCore {
         state.store(LOOKING, SeqCst);
     }
 
-    /// A pool's thread is about to hand its request to the application:
+    /// `w` is about to hand what it took to the application, in a pool or
+    /// with priority inheritance: the request's boost begins, and the
+    /// thread says it is busy (a single thread only while a boost is
+    /// held: the watcher raises a thread for an arrival only then).
+    #[inline(never)]
+    fn handing(&self, w: &mut ShmWorker, pool: bool) {
+        if self.inherit.is_some() {
+            self.took(w, pool);
+        }
+        if pool || w.boost.is_some() {
+            self.going_busy(w);
+        }
+    }
+
+    /// A pool's thread (or one inheriting priority) is about to hand its
+    /// request to the application:
     /// clients it watches should ring from now on. A request one of them
     /// posted before it could see that is handed to another thread (its
     /// bell rung for it).
@@ -914,11 +956,14 @@ impl Core for ShmCore {
             last_look: Instant::now(),
             napping_on: None,
             placed: false,
+            boosts: None,
+            boost: None,
         })
     }
 
     fn pool(self: &Arc<Self>, _threads: usize) -> Result<()> {
         self.sets.set_pool();
+        self.hands.store(true, SeqCst);
         let flags = self.bell.atomic_u32(BELL_FLAGS);
         flags.store(flags.load(SeqCst) | FLAG_POOL, SeqCst);
         // The connections made so far keep their registration with the
@@ -964,8 +1009,8 @@ impl Core for ShmCore {
         loop {
             if let Some(inc) = self.find(w) {
                 w.pace.done();
-                if pool {
-                    self.going_busy(w);
+                if self.hands.load(Relaxed) {
+                    self.handing(w, pool);
                 }
                 return Ok(Some(inc));
             }
@@ -1026,6 +1071,9 @@ impl Core for ShmCore {
 
     #[inline]
     fn reply(&self, w: &mut ShmWorker, status: Status, data: &[u8]) -> Result<()> {
+        if w.boost.is_some() {
+            return self.reply_inheriting(w, |c, max| reply_into(&c.slot, status, data, max));
+        }
         let c = self.held(w).ok_or_else(Error::no_request)?;
         reply_into(&c.slot, status, data, self.opts.max_msg);
         w.cur = None;
@@ -1040,6 +1088,9 @@ impl Core for ShmCore {
 
     #[inline]
     fn reply_in_place(&self, w: &mut ShmWorker, len: usize) -> Result<()> {
+        if w.boost.is_some() {
+            return self.reply_in_place_inheriting(w, len);
+        }
         let c = self.held(w).ok_or_else(Error::no_request)?;
         let (code, len, verdict) = in_place_parts(len, self.opts.max_msg);
         publish(&c.slot, code, len);
@@ -1063,10 +1114,15 @@ impl Core for ShmCore {
             Cur::Other(c) => c,
         };
         conn.held.store(true, Relaxed);
+        if w.boost.is_some() && !self.sets.pool() {
+            // The thread looks again while the request is held.
+            self.state_of(w.index).store(LOOKING, SeqCst);
+        }
         let client = Some(conn.client);
         let to = ShmReplyTo {
             conn: Some(conn),
             receiver: self.receiver(w),
+            boost: w.boost.take(),
         };
         Some(Held::lazy(w.len, w.copy.take(w.len), to, max, client))
     }
@@ -1118,6 +1174,9 @@ pub(crate) struct ShmReplyTo {
     conn: Option<Arc<ShmConn>>,
     /// The pool thread that received it.
     receiver: Receiver,
+    /// Its caller's boost of the thread that received it (until the
+    /// reply is out).
+    boost: Option<Boost>,
 }
 
 /// The pool thread that received a held request: answered on that thread
@@ -1151,6 +1210,7 @@ impl ShmReplyTo {
         ShmReplyTo {
             conn: None,
             receiver: w.core.receiver(w),
+            boost: None,
         }
     }
 
@@ -1158,6 +1218,9 @@ impl ShmReplyTo {
     /// now on. `None` when its client is gone meanwhile (or for a pulse).
     fn take(&mut self) -> Option<Arc<ShmConn>> {
         let c = self.conn.take()?;
+        if let Some(b) = &self.boost {
+            b.replying();
+        }
         c.held.store(false, Relaxed);
         let r = &self.receiver;
         if std::thread::current().id() == r.thread
@@ -1180,6 +1243,7 @@ impl ReplyTo for ShmReplyTo {
         };
         c.slot.write(data);
         publish(&c.slot, code, data.len());
+        self.boost = None;
         true
     }
 
@@ -1197,13 +1261,15 @@ impl ReplyTo for ShmReplyTo {
     }
 
     fn publish(&mut self, code: u32, len: usize) -> bool {
-        match self.take() {
+        let sent = match self.take() {
             Some(c) => {
                 publish(&c.slot, code, len);
                 true
             }
             None => false,
-        }
+        };
+        self.boost = None;
+        sent
     }
 }
 

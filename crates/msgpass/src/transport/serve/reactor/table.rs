@@ -114,7 +114,7 @@ impl<A: Acceptor> ReactorCore<A> {
                 let token = table.next_token();
                 let peer = self.inherit.as_ref().and_then(|i| {
                     i.inherit
-                        .join(token.with_mark(false), c.peer, &c.wire.poll_fd())
+                        .join(token.with_mark(false), c.peer, &c.wire.poll_fd(), None)
                 });
                 let client = Client {
                     id: token.with_mark(false),
