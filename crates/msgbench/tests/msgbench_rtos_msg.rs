@@ -234,10 +234,10 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     }
     let _one = serial();
     let dir = TestDir::new("rtos-msg-transport");
-    // On pipe and eventfd (whose claim is a call), as on uds: every call
-    // served at the caller's priority, and a busy server raised when a
-    // higher caller sends.
-    for tr in ["pipe", "eventfd"] {
+    // On pipe, eventfd (whose claim is a call) and shm-block (a word of
+    // its slot), as on uds: every call served at the caller's priority,
+    // and a busy server raised when a higher caller sends.
+    for tr in ["pipe", "eventfd", "shm-block"] {
         let (o, doc) = rtos(&dir, &["MSG-P-PRI", "MSG-B-PRI", "--msg-transport", tr]);
         o.assert_ok();
         let (pass, seen) = checked(&doc, "MSG-P-PRI", "one CPU, every call checked");
@@ -247,10 +247,10 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     }
     let (o, doc) = rtos(
         &dir,
-        &["MSG-P-SRR", "MSG-P-PRI", "--msg-transport", "shm-block"],
+        &["MSG-P-SRR", "MSG-P-PRI", "--msg-transport", "sysv-msg"],
     );
     assert_eq!(o.code(), 1, "an error row exits 1: {o}");
-    assert_eq!(doc["settings"]["msg_transport"], "shm-block", "{doc}");
+    assert_eq!(doc["settings"]["msg_transport"], "sysv-msg", "{doc}");
     let srr = rows(&doc)
         .iter()
         .find(|r| r["id"] == "MSG-P-SRR" && r["variant"] == "one CPU")
@@ -259,12 +259,12 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     assert!(
         srr["note"]
             .as_str()
-            .is_some_and(|n| n.starts_with("msgpass shm-block:")),
+            .is_some_and(|n| n.starts_with("msgpass sysv-msg:")),
         "{srr}"
     );
     let (pass, _) = checked(&doc, "MSG-P-SRR", "one CPU, every call checked");
     assert!(pass, "{o}");
-    // Inheritance is not carried on shm-block (yet): MSG-P-PRI says why, in
+    // Inheritance is not carried on sysv-msg (yet): MSG-P-PRI says why, in
     // the server's own words, rather than timing calls without it.
     let pri: Vec<&Value> = rows(&doc)
         .iter()
@@ -273,5 +273,13 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     assert_eq!(pri.len(), 1, "{doc}");
     assert_eq!(pri[0]["outcome"]["kind"], "error", "{}", pri[0]);
     let message = pri[0]["outcome"]["message"].as_str().unwrap_or("");
-    assert!(message.contains("not on transport shm-block"), "{message}");
+    assert!(message.contains("not on transport sysv-msg"), "{message}");
+    // A server spinning at a real-time priority on its callers' CPU never
+    // lets them run: refused before anything starts, in one line.
+    let mut cmd = Bin::Msgbench.cmd(["rtos", "MSG-P-SRR", "--msg-transport", "shm-spin"]);
+    cmd.env("MSGBENCH_NS", dir.ns());
+    let o = run_cmd("msgbench rtos", cmd);
+    let line = o.assert_one_line_error(1);
+    assert!(line.contains("--msg-transport shm-spin"), "{line}");
+    dir.assert_ns_clean();
 }

@@ -137,6 +137,13 @@ impl Default for RtosArgs {
 
 /// Checks the options.
 pub fn plan(args: &RtosArgs) -> Result<Plan> {
+    if args.msg_transport == "shm-spin" {
+        bail!(
+            "--msg-transport shm-spin: its server spins at a real-time priority on the CPU \
+             its callers share (the one-CPU tests), so they never run; use shm-hybrid (it \
+             spins only for a caller on another CPU) or shm-block"
+        );
+    }
     let duration = match args.duration {
         None if args.quick => Duration::from_secs(QUICK_DURATION_S),
         None => Duration::from_secs(DEFAULT_DURATION_S),
