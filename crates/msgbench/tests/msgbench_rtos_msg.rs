@@ -173,7 +173,7 @@ fn msg_group_runs_the_three_tests() {
         .and_then(|r| r["note"].as_str())
         .unwrap_or("");
     assert!(
-        pri_note.contains("raises the server to FIFO 50"),
+        pri_note.contains("raised to FIFO 50 at the first"),
         "{pri_note}"
     );
     assert!(o.stdout.contains("Message passing"), "{o}");

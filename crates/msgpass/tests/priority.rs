@@ -1,7 +1,8 @@
 //! Priority inheritance through messages (`Options::inherit_priority`),
 //! with real client processes on every transport that carries it: the
 //! serving thread runs at a SCHED_FIFO caller's priority during the
-//! request and at its own after the reply (both read back from the
+//! request and keeps it, waiting, until its next message sets it (as on
+//! QNX), or its caller's connection closes (all read back from the
 //! kernel), a busy server is raised when a higher caller sends (boost on
 //! arrival) while its watcher sleeps through the calls of an idle one, a client lying about its thread gets nothing, nor does one
 //! whose claimed thread has exited and whose thread id another user's
@@ -377,7 +378,7 @@ fn run(test: &'static str, body: impl FnOnce(&TestNs) + Send + 'static) {
 }
 
 #[test]
-fn a_fifo_caller_boosts_the_request_and_the_reply_restores() {
+fn a_fifo_caller_boosts_the_request_and_the_caller_gone_restores() {
     run("boost", |t| {
         for tr in CARRIERS {
             let srv = Srv::start(&t.ns, tr, true);
@@ -389,7 +390,66 @@ fn a_fifo_caller_boosts_the_request_and_the_reply_restores() {
                 (libc::SCHED_FIFO, HIGH),
                 "{tr}: the handler runs at its caller's"
             );
-            assert_eq!(srv.settled(), own, "{tr}: back to its own after the reply");
+            assert_eq!(
+                srv.settled(),
+                own,
+                "{tr}: back to its own once its caller left"
+            );
+        }
+    });
+}
+
+/// The server's scheduling once it is no longer `was` (within 2 s), or
+/// `was` then.
+fn changed_from(tid: i32, was: SchedAttr) -> SchedAttr {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let a = prio::attr(tid).expect("server attr");
+        if a != was || Instant::now() > deadline {
+            return a;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn an_idle_server_keeps_its_last_callers_priority_until_its_next_message() {
+    run("linger", |t| {
+        for tr in CARRIERS {
+            let srv = Srv::start(&t.ns, tr, true);
+            let own = prio::attr(srv.tid).expect("attr");
+            let transport = msgpass::transport::by_name(tr).expect("transport");
+            let conn = Connection::open(&t.ns, "prio/0", &*transport, &opts(false)).expect("open");
+            let high = SchedAttr::fifo(HIGH);
+            let (seen, conn) = call_from(conn, Some(high), false);
+            assert_eq!(
+                seen,
+                (libc::SCHED_FIFO, HIGH),
+                "{tr}: served at its caller's"
+            );
+            // As on QNX: answered, the waiting server keeps its caller's
+            // priority (no sched_setattr when the caller calls again) ...
+            thread::sleep(Duration::from_millis(50));
+            let idle = prio::attr(srv.tid).expect("attr");
+            assert_eq!(idle, high, "{tr}: waiting at its last caller's");
+            // ... which the next message sets: a SCHED_OTHER caller's is
+            // served at SCHED_OTHER, and the server stays at its own.
+            let (seen, conn) = call_from(conn, None, false);
+            assert_eq!(seen, (libc::SCHED_OTHER, 0), "{tr}: the next caller's");
+            assert_eq!(
+                prio::attr(srv.tid).expect("attr"),
+                own,
+                "{tr}: its own after"
+            );
+            // A FIFO caller again, then its connection closes: the single
+            // thread is set back to its own without another message.
+            let (_, conn) = call_from(conn, Some(high), false);
+            drop(conn);
+            assert_eq!(
+                changed_from(srv.tid, high),
+                own,
+                "{tr}: its own once the caller left"
+            );
         }
     });
 }

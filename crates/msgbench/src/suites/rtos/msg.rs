@@ -56,7 +56,7 @@ pub fn tests() -> Vec<TestDef> {
     };
     vec![
         t("MSG-P-SRR", "send/receive/reply round trip between two SCHED_FIFO processes (msgpass, uds unless --msg-transport)", p_srr),
-        t("MSG-P-PRI", "the same round trip with priority inheritance through messages (each request boosts the server, each reply restores it)", p_pri),
+        t("MSG-P-PRI", "the same round trip with priority inheritance through messages (each request serves at its caller's priority, read from the kernel)", p_pri),
         t("MSG-B-PRI", "priority inversion through messages avoided by inheritance (server busy for low L, high H calls, medium hog M must not delay H's reply)", super::msginv::b_pri),
     ]
 }
@@ -248,9 +248,11 @@ fn round_trip_note(transport: &str, inherit: bool, cpus: (usize, usize)) -> Stri
     let (server_cpu, client_cpu) = cpus;
     let how = if inherit {
         format!(
-            "with priority inheritance: each request raises the server to FIFO {CLIENT_FIFO} \
-             (sched_setattr, after reading the caller's scheduling from the kernel) and its reply \
-             restores FIFO {SERVER_FIFO}; checked on one call before timing"
+            "with priority inheritance: each request reads the caller's scheduling from the \
+             kernel and serves at it; the server, raised to FIFO {CLIENT_FIFO} at the first \
+             request, keeps it until a message of another priority (as on QNX, which sets a \
+             server's priority when it receives, not when it replies), so a caller calling \
+             again pays no sched_setattr; checked on one call before timing"
         )
     } else {
         format!("without inheritance (the server stays at FIFO {SERVER_FIFO}, checked)")

@@ -69,6 +69,25 @@
 //! its boost on the thread that received it. A caller under
 //! SCHED_DEADLINE, or one whose thread is gone, gives no boost.
 //!
+//! **Until the next message, not the reply.** Its last request answered,
+//! a thread is not set back to its own priority: it keeps its caller's
+//! until it takes its next message, which sets it to that message's
+//! caller's, or to its own for a message that lends nothing (a pulse, a
+//! one-way message, a caller that gives no boost), or (a single thread)
+//! until a connection closes. This is QNX's rule (a server keeps its client's priority
+//! until its next `MsgReceive`: waiting for a message it does not run, so
+//! its priority does not matter), and it makes a caller that calls again
+//! cost no `sched_setattr` at all, where setting back and raising again
+//! cost two a call (`msgbench rtos MSG-P-PRI`). Where it would have been
+//! set back below its caller, the thread yields the CPU after its reply
+//! instead, so that an answered caller sharing its CPU runs at once, as
+//! it would have when the server was lowered. A request ended unanswered
+//! (its caller died) sets the thread back at once. A handler's own work
+//! after its reply therefore runs at the caller's priority, as on QNX;
+//! work that must not belongs on another thread. A handler must not
+//! change its own thread's scheduling: the next boost would trust a stale
+//! record of it.
+//!
 //! **Boost on arrival.** A single-threaded server busy with a low
 //! caller's request must run at a higher caller's priority as soon as that
 //! caller sends, or a medium-priority task keeps both waiting. A watcher
@@ -256,10 +275,14 @@ impl Boosts {
 
     /// A message of connection `token` was taken: an arrival raised for
     /// is no longer pending.
+    /// A thread lingering at its last caller's priority (see
+    /// [`Boosts::end`]) is set back to its own now: the message lends
+    /// nothing.
     pub(crate) fn taken(&self, token: u64) {
         let mut s = self.state.lock();
-        if s.pending.iter().any(|(t, _)| *t == token) {
-            s.pending.retain(|(t, _)| *t != token);
+        let before = s.pending.len();
+        s.pending.retain(|(t, _)| *t != token);
+        if s.pending.len() != before || s.held.is_empty() {
             self.apply(&mut s);
         }
     }
@@ -284,6 +307,7 @@ impl Boosts {
         Boost {
             boosts: self.clone(),
             id,
+            answered: AtomicBool::new(false),
         }
     }
 
@@ -313,16 +337,36 @@ impl Boosts {
         }
     }
 
-    /// The held request `id` was answered. With none left the watcher is
-    /// disarmed *before* the thread is lowered: lowered, it may be
-    /// preempted by the caller it just answered, whose next request must
-    /// not wake the watcher.
-    fn end(&self, id: u64) {
+    /// The held request `id` ended, `answered` or not. With none left the
+    /// watcher is disarmed *before* the thread is lowered: lowered, it may
+    /// be preempted by the caller it just answered, whose next request
+    /// must not wake the watcher.
+    ///
+    /// The last request answered, with no arrival pending, the thread
+    /// *lingers*: it stays at that caller's priority until it takes its
+    /// next message, which sets it to that message's caller's, or back to
+    /// its own (as on QNX, where a server keeps its client's priority
+    /// until its next `MsgReceive`: a thread waiting for requests does not
+    /// run, so its priority does not matter). A caller calling again then
+    /// costs no `sched_setattr` at all. A request ended unanswered (its
+    /// caller died) sets the thread back at once.
+    fn end(&self, id: u64, answered: bool) {
         let mut s = self.state.lock();
         s.held.retain(|(i, _)| *i != id);
         if s.held.is_empty() {
             if let Some(w) = self.watcher.as_ref().and_then(Weak::upgrade) {
                 w.disarm();
+            }
+            if answered && s.pending.is_empty() {
+                let above = rank(&s.applied) > rank(&s.own);
+                drop(s);
+                if above && oslayer::thread::gettid() == self.tid {
+                    // Lowered, the thread would let the caller it just
+                    // answered run at once where both share a CPU; at its
+                    // caller's priority it offers it the CPU instead.
+                    std::thread::yield_now();
+                }
+                return;
             }
         }
         self.apply(&mut s);
@@ -334,19 +378,30 @@ impl Boosts {
 pub(crate) struct Boost {
     boosts: Arc<Boosts>,
     id: u64,
+    /// Its request was answered (the thread may linger at the caller's).
+    answered: AtomicBool,
 }
 
 impl Boost {
     /// Its request is about to be answered (see [`Boosts::replying`]);
     /// the boost lasts until it is dropped, after the reply.
     pub(crate) fn replying(&self) {
+        self.answered.store(true, Ordering::Relaxed);
         self.boosts.replying(self.id);
+    }
+}
+
+impl Boost {
+    /// Its reply found the caller gone: the thread does not linger at
+    /// its priority (see [`Boosts::end`]).
+    pub(crate) fn undelivered(&self) {
+        self.answered.store(false, Ordering::Relaxed);
     }
 }
 
 impl Drop for Boost {
     fn drop(&mut self) {
-        self.boosts.end(self.id);
+        self.boosts.end(self.id, *self.answered.get_mut());
     }
 }
 
@@ -650,7 +705,9 @@ impl Inherit {
         Some(peer)
     }
 
-    /// Connection `token` is gone.
+    /// Connection `token` is gone: the single worker, holding nothing and
+    /// lingering at a caller's priority (see `Boosts::end`), is set back
+    /// to its own.
     pub(crate) fn leave(&self, token: u64) {
         if let Some(p) = self.peers.lock().remove(&token) {
             self.conns.delete(p.wire.as_fd());

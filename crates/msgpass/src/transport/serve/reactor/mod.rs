@@ -560,8 +560,9 @@ impl<A: Acceptor> Core for ReactorCore<A> {
         }
         let io = self.current(w)?;
         self.send(io, code, data);
+        let gone = io.wire.is_none();
         w.cur = None;
-        w.boost = None;
+        end_boost(&mut w.boost, gone);
         verdict
     }
 
@@ -586,8 +587,9 @@ impl<A: Acceptor> Core for ReactorCore<A> {
                 self.close(io);
             }
         }
+        let gone = io.wire.is_none();
         w.cur = None;
-        w.boost = None;
+        end_boost(&mut w.boost, gone);
         verdict
     }
 
@@ -649,8 +651,19 @@ impl<A: Acceptor> ReplyTo for ConnReply<A> {
             None => io.wire = None,
             Some(_) => {}
         }
-        self.boost = None;
         // None: the client is gone (before, or the send found it so).
-        io.wire.is_some()
+        let alive = io.wire.is_some();
+        end_boost(&mut self.boost, !alive);
+        alive
+    }
+}
+
+/// The boost of a worker's request ends, its reply sent, or not when
+/// `gone` (see `Boost::undelivered`).
+fn end_boost(boost: &mut Option<Boost>, gone: bool) {
+    if let Some(b) = boost.take() {
+        if gone {
+            b.undelivered();
+        }
     }
 }
