@@ -234,17 +234,6 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     }
     let _one = serial();
     let dir = TestDir::new("rtos-msg-transport");
-    // On pipe, eventfd (whose claim is a call) and shm-block (a word of
-    // its slot), as on uds: every call served at the caller's priority,
-    // and a busy server raised when a higher caller sends.
-    for tr in ["pipe", "eventfd", "shm-block"] {
-        let (o, doc) = rtos(&dir, &["MSG-P-PRI", "MSG-B-PRI", "--msg-transport", tr]);
-        o.assert_ok();
-        let (pass, seen) = checked(&doc, "MSG-P-PRI", "one CPU, every call checked");
-        assert!(pass, "{tr}: {seen:?}\n{o}");
-        let (pass, seen) = b_pri(&doc);
-        assert!(pass, "{tr}: {seen:?}\n{o}");
-    }
     let (o, doc) = rtos(
         &dir,
         &["MSG-P-SRR", "MSG-P-PRI", "--msg-transport", "sysv-msg"],
@@ -276,10 +265,67 @@ fn msg_transport_carries_the_tests_and_a_refused_inheritance_is_named() {
     assert!(message.contains("not on transport sysv-msg"), "{message}");
     // A server spinning at a real-time priority on its callers' CPU never
     // lets them run: refused before anything starts, in one line.
-    let mut cmd = Bin::Msgbench.cmd(["rtos", "MSG-P-SRR", "--msg-transport", "shm-spin"]);
+    let mut cmd = Bin::Msgbench.cmd(["rtos", "MSG-P-SRR", "--msg-transport", "uds,shm-spin"]);
     cmd.env("MSGBENCH_NS", dir.ns());
     let o = run_cmd("msgbench rtos", cmd);
     let line = o.assert_one_line_error(1);
     assert!(line.contains("--msg-transport shm-spin"), "{line}");
+    dir.assert_ns_clean();
+}
+
+#[test]
+fn several_transports_run_in_turn_and_compare_in_one_table() {
+    if !root_or_skip() {
+        return;
+    }
+    let _one = serial();
+    let dir = TestDir::new("rtos-msg-transports");
+    // On pipe, eventfd (whose claim is a call) and shm-block (a word of
+    // its slot), as on uds, in one run: every call served at the caller's
+    // priority, and a busy server raised when a higher caller sends; the
+    // variants named by transport, and one table comparing them.
+    let all = ["pipe", "eventfd", "shm-block"];
+    let (o, doc) = rtos(
+        &dir,
+        &[
+            "MSG-P-SRR",
+            "MSG-P-PRI",
+            "MSG-B-PRI",
+            "--msg-transport",
+            "pipe,eventfd,shm-block",
+        ],
+    );
+    o.assert_ok();
+    let inversions: Vec<&Value> = rows(&doc)
+        .iter()
+        .filter(|r| r["id"] == "MSG-B-PRI")
+        .collect();
+    assert_eq!(
+        inversions.len(),
+        all.len(),
+        "one MSG-B-PRI per transport: {doc}"
+    );
+    let table = o
+        .stdout
+        .split_once("Priority inheritance per transport")
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("no table per transport: {o}"));
+    for (tr, row) in all.iter().zip(&inversions) {
+        let variant = format!("{tr}, one CPU, every call checked");
+        let (pass, seen) = checked(&doc, "MSG-P-PRI", &variant);
+        assert!(pass, "{tr}: {seen:?}\n{o}");
+        assert!(
+            row["variant"].as_str().is_some_and(|v| v.starts_with(tr)),
+            "{row}"
+        );
+        let (pass, seen) = verdict(row);
+        assert!(pass, "{tr}: {seen:?}\n{o}");
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("{tr} ")))
+            .unwrap_or_else(|| panic!("no {tr} row: {table}"));
+        assert!(line.contains("PASS / PASS"), "{line}");
+        assert!(line.trim_end().ends_with("6.05"), "{line}");
+    }
     dir.assert_ns_clean();
 }

@@ -17,6 +17,7 @@
 
 mod ctx;
 mod def;
+mod inherit_table; // MSG-P-PRI against MSG-P-SRR per transport
 mod judge;
 mod options;
 mod render;
@@ -80,7 +81,7 @@ impl Suite for Rtos {
     fn estimate(plan: &Plan) -> Duration {
         plan.tests
             .iter()
-            .map(|t| run::planned(t, plan.quick, plan.duration))
+            .map(|t| run::planned(t, plan.quick, plan.duration) * run::times(t, plan))
             .sum()
     }
 
@@ -107,8 +108,7 @@ impl Suite for Rtos {
             Arc::clone(&cx.stop),
         );
         ctx.msg_inherit = plan.msg_inherit;
-        ctx.msg_transport.clone_from(&plan.msg_transport);
-        run::run(&plan.tests, &ctx, cx)
+        run::run(&plan.tests, plan, &mut ctx, cx)
     }
 
     fn sections(plan: &Plan, results: &Results<TestResult>) -> Vec<Section> {

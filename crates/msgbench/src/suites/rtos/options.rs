@@ -57,16 +57,20 @@ pub struct RtosArgs {
         value_parser = parse_on_off
     )]
     pub msg_inherit: bool,
-    /// The msgpass transport of the MSG tests (client and server
-    /// processes); priority inheritance is refused, with why, where the
-    /// transport cannot carry it (see `dev-adder --help`).
+    /// The msgpass transports of the MSG tests (client and server
+    /// processes), comma-separated: each MSG test runs on each in turn,
+    /// its variants named "TRANSPORT, VARIANT" when there are several, and
+    /// a table compares MSG-P-PRI with MSG-P-SRR per transport. Priority
+    /// inheritance is refused, with why, where a transport cannot carry it
+    /// (see `dev-adder --help`).
     #[arg(
         long = "msg-transport",
-        value_name = "T",
+        value_name = "T[,T...]",
+        value_delimiter = ',',
         default_value = super::msgpeer::TRANSPORT,
         value_parser = crate::devctl::options::transport_name
     )]
-    pub msg_transport: String,
+    pub msg_transport: Vec<String>,
     /// Hide the QNX reference figures.
     #[arg(long = "no-reference")]
     pub no_reference: bool,
@@ -103,8 +107,15 @@ pub struct Plan {
     pub reference: bool,
     /// `--msg-inherit` (stored as true for on).
     pub msg_inherit: bool,
-    /// `--msg-transport`.
+    /// `--msg-transport`, comma-separated (see [`Plan::msg_transports`]).
     pub msg_transport: String,
+}
+
+impl Plan {
+    /// The MSG tests' transports, in the order given.
+    pub fn msg_transports(&self) -> Vec<&str> {
+        self.msg_transport.split(',').collect()
+    }
 }
 
 /// The tests as their IDs.
@@ -137,7 +148,7 @@ impl Default for RtosArgs {
 
 /// Checks the options.
 pub fn plan(args: &RtosArgs) -> Result<Plan> {
-    if args.msg_transport == "shm-spin" {
+    if args.msg_transport.iter().any(|t| t == "shm-spin") {
         bail!(
             "--msg-transport shm-spin: its server spins at a real-time priority on the CPU \
              its callers share (the one-CPU tests), so they never run; use shm-hybrid (it \
@@ -151,13 +162,24 @@ pub fn plan(args: &RtosArgs) -> Result<Plan> {
     };
     Ok(Plan {
         msg_inherit: args.msg_inherit,
-        msg_transport: args.msg_transport.clone(),
+        msg_transport: msg_transports(&args.msg_transport).join(","),
         tests: select(&args.select)?,
         quick: args.quick,
         sem: args.sem,
         duration,
         reference: !args.no_reference,
     })
+}
+
+/// `--msg-transport`'s transports, each once, in the order given.
+fn msg_transports(given: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for t in given {
+        if !out.contains(&t.as_str()) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 /// Why a value of an rtos option was refused (clap prints it after

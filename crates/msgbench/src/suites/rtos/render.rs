@@ -148,6 +148,7 @@ pub fn sections(plan: &Plan, rows: &[TestResult], interrupted: bool) -> Vec<Sect
             (!in_group.is_empty()).then(|| Section::Table(group_table(g, &in_group, plan)))
         })
         .collect();
+    out.extend(super::inherit_table::table(plan, rows).map(Section::Table));
     out.push(Section::Text(format!(
         "Summary: {}",
         Summary::of(rows).line(interrupted)
@@ -210,13 +211,21 @@ pub(super) mod tests {
 
     fn plan(reference: bool) -> Plan {
         Plan {
+            reference,
+            ..plan_with("uds")
+        }
+    }
+
+    /// A plan whose MSG tests run on `msg_transport` (a comma list).
+    pub(in crate::suites::rtos) fn plan_with(msg_transport: &str) -> Plan {
+        Plan {
             tests: Vec::new(),
             quick: true,
             sem: super::super::ctx::SemKind::Posix,
             duration: std::time::Duration::from_secs(1),
-            reference,
+            reference: true,
             msg_inherit: true,
-            msg_transport: "uds".into(),
+            msg_transport: msg_transport.into(),
         }
     }
 

@@ -10,7 +10,8 @@ use anyhow::Result;
 
 use super::ctx::Ctx;
 use super::def::{TestDef, Variant};
-use super::row::{Outcome, TestResult};
+use super::options::Plan;
+use super::row::{Group, Outcome, TestResult};
 use crate::suites::{Results, RunContext};
 
 /// Every test, in catalogue order.
@@ -129,17 +130,60 @@ pub fn run_one(def: &TestDef, ctx: &Ctx) -> Vec<TestResult> {
         .collect()
 }
 
+/// How many times `def` runs in `plan`: once per `--msg-transport` for
+/// a MSG test, else once.
+pub fn times(def: &TestDef, plan: &Plan) -> u32 {
+    match def.group {
+        Group::MSG => plan.msg_transports().len() as u32,
+        _ => 1,
+    }
+}
+
+/// Runs MSG test `def` on each of the plan's transports in turn; with
+/// several, its variants are named "TRANSPORT, VARIANT" (see
+/// [`super::inherit_table::transport_of`]).
+fn run_per_transport(def: &TestDef, plan: &Plan, ctx: &mut Ctx) -> Vec<TestResult> {
+    let all = plan.msg_transports();
+    let mut rows = Vec::new();
+    for t in &all {
+        if ctx.stopped() {
+            break;
+        }
+        (*t).clone_into(&mut ctx.msg_transport);
+        rows.extend(run_one(def, ctx).into_iter().map(|mut r| {
+            if all.len() > 1 {
+                r.variant = match r.variant.is_empty() {
+                    true => t.to_string(),
+                    false => format!("{t}, {}", r.variant),
+                };
+            }
+            r
+        }));
+    }
+    rows
+}
+
 /// Runs `tests` in order with `ctx` (the plan's settings), one progress
 /// item each, until the run is stopped.
-pub fn run(tests: &[&TestDef], ctx: &Ctx, cx: &RunContext) -> Result<Results<TestResult>> {
+pub fn run(
+    tests: &[&TestDef],
+    plan: &Plan,
+    ctx: &mut Ctx,
+    cx: &RunContext,
+) -> Result<Results<TestResult>> {
     let mut rows = Vec::new();
     for def in tests {
         if cx.stopped() {
             break;
         }
         cx.progress.start(def.id);
-        rows.extend(run_one(def, ctx));
-        cx.progress.done(planned(def, ctx.quick, ctx.duration));
+        if def.group == Group::MSG {
+            rows.extend(run_per_transport(def, plan, ctx));
+        } else {
+            rows.extend(run_one(def, ctx));
+        }
+        cx.progress
+            .done(planned(def, ctx.quick, ctx.duration) * times(def, plan));
     }
     // The summary line is judged once the run ended (`Suite::judge`).
     Ok(Results::new(rows))
