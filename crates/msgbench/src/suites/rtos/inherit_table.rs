@@ -69,6 +69,14 @@ fn placement(rows: &[TestResult], plan: &Plan, t: &str, v: &str) -> Vec<String> 
     vec![cell(srr, 2), cell(pri, 2), cell(ratio, 2)]
 }
 
+/// The transport and verdicts to the left, the figures to the right.
+fn align() -> Vec<Align> {
+    let mut a = vec![Align::Left];
+    a.extend([Align::Right; 6]);
+    a.extend([Align::Left, Align::Left, Align::Right]);
+    a
+}
+
 /// The table, when the run has MSG-P-PRI rows; else `None`.
 pub fn table(plan: &Plan, rows: &[TestResult]) -> Option<Table> {
     if !rows.iter().any(|r| r.id == "MSG-P-PRI") {
@@ -89,18 +97,7 @@ pub fn table(plan: &Plan, rows: &[TestResult]) -> Option<Table> {
             "QNX 8.0 adder",
         ],
     )
-    .aligned(&[
-        Align::Left,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Left,
-        Align::Left,
-        Align::Right,
-    ]);
+    .aligned(&align());
     for tr in plan.msg_transports() {
         let mut c = vec![tr.to_string()];
         c.extend(placement(rows, plan, tr, "one CPU"));
