@@ -82,7 +82,12 @@
 //! set back below its caller, the thread yields the CPU after its reply
 //! instead, so that an answered caller sharing its CPU runs at once, as
 //! it would have when the server was lowered. A request ended unanswered
-//! (its caller died) sets the thread back at once. A handler's own work
+//! (its caller died) sets the thread back at once. The price, which QNX
+//! does not pay (its kernel sets the priority before the thread runs): a
+//! thread woken at its last caller's priority by a lower caller's message
+//! runs at it until it has read the message and its caller (the receive
+//! and one `sched_setattr`, microseconds), above any medium thread on
+//! its CPU. A handler's own work
 //! after its reply therefore runs at the caller's priority, as on QNX;
 //! work that must not belongs on another thread. A handler must not
 //! change its own thread's scheduling: the next boost would trust a stale

@@ -95,7 +95,9 @@ impl<A: Acceptor> ReactorCore<A> {
                     }
                 }
                 let inc = Incoming::from_wire(cmd, len);
-                self.boost(w, io, inc);
+                if self.inherit.is_some() {
+                    self.boost(w, io, inc);
+                }
                 Ok(Some(inc))
             }
             // A handshake step of the mechanism, or part of a message.
@@ -117,6 +119,7 @@ impl<A: Acceptor> ReactorCore<A> {
     /// a request runs the worker at its caller's scheduling until the
     /// reply (see `priority.rs`); any message ends a boost on arrival the
     /// watcher gave for it.
+    #[inline(never)]
     pub(super) fn boost(&self, w: &mut Worker<A::W>, io: &ConnIo<A::W>, inc: Incoming) {
         let (Some(_), Some(b)) = (&self.inherit, &w.boosts) else {
             return;
@@ -222,6 +225,28 @@ impl<A: Acceptor> ReactorCore<A> {
         let n = w.events.len();
         w.queue.extend(w.events.drain(..));
         Ok(n)
+    }
+
+    /// With inheritance, `w` answers its request with `send`: before,
+    /// the watcher is disarmed (see `Boost::replying`); after, the boost
+    /// ends, told whether the reply found its caller gone (see
+    /// `Boost::undelivered`). Out of the plain reply's way, which pays
+    /// one branch for it.
+    #[inline(never)]
+    pub(super) fn reply_inheriting(
+        &self,
+        w: &mut Worker<A::W>,
+        send: impl FnOnce(&mut ConnIo<A::W>),
+    ) -> Result<()> {
+        if let Some(b) = &w.boost {
+            b.replying();
+        }
+        let io = self.current(w)?;
+        send(io);
+        let gone = io.wire.is_none();
+        w.cur = None;
+        super::end_boost(&mut w.boost, gone);
+        Ok(())
     }
 
     /// The request `w` holds: the connection it came from.

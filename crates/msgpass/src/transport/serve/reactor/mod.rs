@@ -555,14 +555,14 @@ impl<A: Acceptor> Core for ReactorCore<A> {
 
     fn reply(&self, w: &mut Worker<A::W>, status: Status, data: &[u8]) -> Result<()> {
         let (code, data, verdict) = reply_parts(status, data, self.max_msg);
-        if let Some(b) = &w.boost {
-            b.replying();
+        if w.boost.is_some() {
+            return self
+                .reply_inheriting(w, |io| self.send(io, code, data))
+                .and(verdict);
         }
         let io = self.current(w)?;
         self.send(io, code, data);
-        let gone = io.wire.is_none();
         w.cur = None;
-        end_boost(&mut w.boost, gone);
         verdict
     }
 
@@ -578,18 +578,18 @@ impl<A: Acceptor> Core for ReactorCore<A> {
 
     fn reply_in_place(&self, w: &mut Worker<A::W>, len: usize) -> Result<()> {
         let (code, len, verdict) = in_place_parts(len, self.max_msg);
-        if let Some(b) = &w.boost {
-            b.replying();
-        }
-        let io = self.current(w)?;
-        if let Some(wire) = &mut io.wire {
-            if wire.send_in_place(&head(code, len)).is_err() {
-                self.close(io);
+        let send = |io: &mut ConnIo<A::W>| {
+            if let Some(wire) = &mut io.wire {
+                if wire.send_in_place(&head(code, len)).is_err() {
+                    self.close(io);
+                }
             }
+        };
+        if w.boost.is_some() {
+            return self.reply_inheriting(w, send).and(verdict);
         }
-        let gone = io.wire.is_none();
+        send(self.current(w)?);
         w.cur = None;
-        end_boost(&mut w.boost, gone);
         verdict
     }
 
@@ -653,6 +653,8 @@ impl<A: Acceptor> ReplyTo for ConnReply<A> {
         }
         // None: the client is gone (before, or the send found it so).
         let alive = io.wire.is_some();
+        // The boost ends (the thread may yield) with the connection free.
+        drop(io);
         end_boost(&mut self.boost, !alive);
         alive
     }
