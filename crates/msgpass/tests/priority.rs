@@ -441,6 +441,20 @@ fn an_idle_server_keeps_its_last_callers_priority_until_its_next_message() {
                 own,
                 "{tr}: its own after"
             );
+            // A caller below the server's own (SCHED_IDLE) is served at
+            // its priority, but the server never waits below its own.
+            let idle = SchedAttr {
+                policy: libc::SCHED_IDLE,
+                priority: 0,
+                nice: 0,
+            };
+            let (seen, conn) = call_from(conn, Some(idle), false);
+            assert_eq!(seen, (libc::SCHED_IDLE, 0), "{tr}: a lower caller's");
+            assert_eq!(
+                changed_from(srv.tid, idle),
+                own,
+                "{tr}: not waiting below its own"
+            );
             // A FIFO caller again, then its connection closes: the single
             // thread is set back to its own without another message.
             let (_, conn) = call_from(conn, Some(high), false);

@@ -74,24 +74,25 @@
 //! until it takes its next message, which sets it to that message's
 //! caller's, or to its own for a message that lends nothing (a pulse, a
 //! one-way message, a caller that gives no boost), or (a single thread)
-//! until a connection closes. This is QNX's rule (a server keeps its client's priority
-//! until its next `MsgReceive`: waiting for a message it does not run, so
-//! its priority does not matter), and it makes a caller that calls again
-//! cost no `sched_setattr` at all, where setting back and raising again
-//! cost two a call (`msgbench rtos MSG-P-PRI`). Where it would have been
-//! set back below its caller, the thread yields the CPU after its reply
-//! instead, so that an answered caller sharing its CPU runs at once, as
-//! it would have when the server was lowered. A request ended unanswered
-//! (its caller died) sets the thread back at once. The price, which QNX
-//! does not pay (its kernel sets the priority before the thread runs): a
-//! thread woken at its last caller's priority by a lower caller's message
-//! runs at it until it has read the message and its caller (the receive
-//! and one `sched_setattr`, microseconds), above any medium thread on
-//! its CPU. A handler's own work
-//! after its reply therefore runs at the caller's priority, as on QNX;
-//! work that must not belongs on another thread. A handler must not
-//! change its own thread's scheduling: the next boost would trust a stale
-//! record of it.
+//! until a connection closes. This is QNX's rule (a server keeps its
+//! client's priority until its next `MsgReceive`: waiting for a message
+//! it does not run, so its priority does not matter), and it makes a
+//! caller that calls again cost no `sched_setattr` at all, where setting
+//! back and raising again cost two a call (`msgbench rtos MSG-P-PRI`).
+//! Where it would have been set back below its caller, the thread yields
+//! the CPU after its reply instead, so that an answered caller sharing
+//! its CPU runs at once, as it would have when the server was lowered. It
+//! never lingers below its own priority (it would wake too slowly for a
+//! higher caller's message), and a request ended unanswered (its caller
+//! died) sets it back at once. The price, which QNX does not pay (its
+//! kernel sets the priority before the thread runs): a thread woken at
+//! its last caller's priority by a lower caller's message runs at it
+//! until it has read the message and its caller (the receive and one
+//! `sched_setattr`, microseconds), above any medium thread on its CPU. A
+//! handler's own work after its reply also runs at the caller's priority,
+//! as on QNX; work that must not belongs on another thread. A handler
+//! must not change its own thread's scheduling: the next boost would
+//! trust a stale record of it.
 //!
 //! **Boost on arrival.** A single-threaded server busy with a low
 //! caller's request must run at a higher caller's priority as soon as that
@@ -279,8 +280,7 @@ impl Boosts {
     }
 
     /// A message of connection `token` was taken: an arrival raised for
-    /// is no longer pending.
-    /// A thread lingering at its last caller's priority (see
+    /// is no longer pending. A thread lingering at its last caller's priority (see
     /// [`Boosts::end`]) is set back to its own now: the message lends
     /// nothing.
     pub(crate) fn taken(&self, token: u64) {
@@ -362,7 +362,9 @@ impl Boosts {
             if let Some(w) = self.watcher.as_ref().and_then(Weak::upgrade) {
                 w.disarm();
             }
-            if answered && s.pending.is_empty() {
+            // Below its own, it would wait there, and wake for a higher
+            // caller's message too slowly to raise itself: set back now.
+            if answered && s.pending.is_empty() && rank(&s.applied) >= rank(&s.own) {
                 let above = rank(&s.applied) > rank(&s.own);
                 drop(s);
                 if above && oslayer::thread::gettid() == self.tid {
@@ -394,9 +396,7 @@ impl Boost {
         self.answered.store(true, Ordering::Relaxed);
         self.boosts.replying(self.id);
     }
-}
 
-impl Boost {
     /// Its reply found the caller gone: the thread does not linger at
     /// its priority (see [`Boosts::end`]).
     pub(crate) fn undelivered(&self) {
